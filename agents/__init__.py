@@ -1,0 +1,1 @@
+"""batonflow.agents."""

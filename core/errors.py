@@ -1,0 +1,119 @@
+"""The errors batonflow raises.
+
+Declaration-time errors (a workflow that cannot run as written) are kept apart from run-time
+errors (a run that went wrong). Where a builtin exception fits, the error inherits it too, so
+``except KeyError`` or ``except TimeoutError`` keep working.
+
+    BatonflowError
+    ├── WorkflowValidationError            the workflow's steps/events do not fit together
+    │   └── WorkflowConfigurationError     a bad option or resource configuration
+    ├── WorkflowRuntimeError (RuntimeError)
+    │   ├── WorkflowTimeoutError (TimeoutError)   the run passed its ``timeout``
+    │   ├── StepTimeoutError (TimeoutError)       one step attempt passed its ``timeout``
+    │   ├── WorkflowCancelledByUser               the run was cancelled
+    │   ├── WorkflowStepDoesNotExistError         ``send_event(step=...)`` names no step
+    │   ├── ContextStateError                     a Context method used in the wrong phase
+    │   └── ResourceError                         a resource factory failed
+    ├── WorkflowDone                        internal: the run already finished
+    ├── StateError
+    │   ├── StateKeyError (KeyError)         a state path that is not there
+    │   └── StateValidationError (ValueError) a value that does not fit the typed state
+    ├── SerializationError (TypeError)       a value the serializer cannot encode
+    ├── ContextSerdeError (ValueError)       a serialized context that cannot be restored
+    └── CheckpointError                     a checkpoint that is missing, old or corrupt
+"""
+
+from __future__ import annotations
+
+
+class BatonflowError(Exception):
+    """Base class of every error batonflow raises on purpose."""
+
+
+class WorkflowValidationError(BatonflowError):
+    """The workflow's steps and events do not fit together; raised before a run starts."""
+
+
+class WorkflowConfigurationError(WorkflowValidationError):
+    """A workflow, step or resource option has a value that cannot work."""
+
+
+class WorkflowRuntimeError(BatonflowError, RuntimeError):
+    """Something went wrong while a run was in progress."""
+
+
+class WorkflowTimeoutError(WorkflowRuntimeError, TimeoutError):
+    """The run took longer than the workflow's ``timeout``."""
+
+
+class StepTimeoutError(WorkflowRuntimeError, TimeoutError):
+    """One attempt of a step took longer than the step's ``timeout``."""
+
+
+class WorkflowCancelledByUser(WorkflowRuntimeError):
+    """The run was cancelled (``handler.cancel_run()``)."""
+
+
+class WorkflowStepDoesNotExistError(WorkflowRuntimeError):
+    """An event was sent to a step name the workflow does not have."""
+
+
+class ContextStateError(WorkflowRuntimeError):
+    """A Context method was called in a phase where it cannot work (e.g. before a run)."""
+
+
+class ResourceError(WorkflowRuntimeError):
+    """A resource factory raised; the message names the resource and the step."""
+
+
+class WorkflowDone(BatonflowError):
+    """Internal signal: the run has already finished."""
+
+
+class StateError(BatonflowError):
+    """Base class of state-store errors."""
+
+
+class StateKeyError(StateError, KeyError):
+    """A path that is not in the state store (also a ``KeyError``)."""
+
+    def __str__(self) -> str:
+        # KeyError.__str__ quotes its argument; we want the plain sentence.
+        return str(self.args[0]) if self.args else ""
+
+
+class StateValidationError(StateError, ValueError):
+    """A value that does not fit the typed state model; the state is left unchanged."""
+
+
+class SerializationError(BatonflowError, TypeError):
+    """A value the serializer cannot encode; the message names its key path."""
+
+
+class ContextSerdeError(BatonflowError, ValueError):
+    """A serialized context that cannot be restored (corrupt, foreign or from another version)."""
+
+
+class CheckpointError(BatonflowError):
+    """A checkpoint that is missing, from an older format, corrupt, or for changed steps."""
+
+
+__all__ = [
+    "BatonflowError",
+    "CheckpointError",
+    "ContextSerdeError",
+    "ContextStateError",
+    "ResourceError",
+    "SerializationError",
+    "StateError",
+    "StateKeyError",
+    "StateValidationError",
+    "StepTimeoutError",
+    "WorkflowCancelledByUser",
+    "WorkflowConfigurationError",
+    "WorkflowDone",
+    "WorkflowRuntimeError",
+    "WorkflowStepDoesNotExistError",
+    "WorkflowTimeoutError",
+    "WorkflowValidationError",
+]

@@ -1,0 +1,156 @@
+"""Events: the baton that steps pass to each other.
+
+An :class:`Event` is a pydantic model. Subclass it with typed fields for the events of your
+workflow. Every event also accepts extra keyword fields, read back as attributes, with
+``ev["key"]`` or with ``ev.get("key", default)``; that is how :class:`StartEvent` carries the
+keyword arguments given to ``Workflow.run(**kwargs)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import ItemsView, Iterator, KeysView, ValuesView
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+_MISSING: Any = object()
+
+
+class Event(BaseModel):
+    """Base class of every workflow event.
+
+    Declared fields are validated by pydantic as usual. Extra keyword fields are kept too and
+    read like declared ones, so an event doubles as a small dict::
+
+        class JokeEvent(Event):
+            joke: str
+
+        ev = JokeEvent(joke="...", rating=3)
+        ev.joke, ev.rating, ev.get("missing", 0), dict(ev.items())
+
+    Arbitrary (non-pydantic) types are allowed as field values, and subclasses may declare
+    private attributes with ``pydantic.PrivateAttr``.
+    """
+
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Return the field ``key`` (declared or extra), or ``default`` when it is absent."""
+        if key in type(self).model_fields:
+            return getattr(self, key)
+        extra = self.__pydantic_extra__
+        if extra is not None and key in extra:
+            return extra[key]
+        return default
+
+    def __getitem__(self, key: str) -> Any:
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        setattr(self, key, value)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key, _MISSING) is not _MISSING
+
+    def keys(self) -> KeysView[str]:
+        """The names of the event's fields, declared then extra."""
+        return self.to_dict().keys()
+
+    def values(self) -> ValuesView[Any]:
+        """The values of the event's fields, declared then extra."""
+        return self.to_dict().values()
+
+    def items(self) -> ItemsView[str, Any]:
+        """``(name, value)`` pairs of the event's fields, declared then extra."""
+        return self.to_dict().items()
+
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+        # pydantic iterates (name, value) pairs; keep that for dict(model) compatibility.
+        return super().__iter__()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event's fields (declared and extra) as a plain dict, values unconverted."""
+        data = {name: getattr(self, name) for name in type(self).model_fields}
+        if self.__pydantic_extra__:
+            data.update(self.__pydantic_extra__)
+        return data
+
+    def __bool__(self) -> bool:
+        # An event with no fields is still a real event: `if not ev` must not be True for it.
+        return True
+
+
+class StartEvent(Event):
+    """The event a run starts with.
+
+    ``Workflow.run(topic="pirates")`` builds ``StartEvent(topic="pirates")``; steps read it as
+    ``ev.topic`` (``AttributeError`` when not given) or ``ev.get("topic", default)``. Subclass
+    it with typed fields to give a workflow a typed entry point.
+    """
+
+
+class StopEvent(Event):
+    """The event that ends a run.
+
+    ``StopEvent(result=value)``: ``await handler`` returns ``value``. A subclass with typed
+    fields is returned whole, as the run's result. For a subclass that declares exactly one
+    field of its own, a single positional argument fills that field
+    (``MyStopEvent(response)``); for ``StopEvent`` itself it fills ``result``.
+    """
+
+    result: Any = None
+
+    #: The one field a positional argument fills (computed per subclass).
+    _positional_field: ClassVar[str | None] = "result"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        own = [name for name in cls.model_fields if name != "result"]
+        cls._positional_field = own[0] if len(own) == 1 else ("result" if not own else None)
+
+    def __init__(self, *args: Any, **data: Any) -> None:
+        if args:
+            field = type(self)._positional_field
+            if len(args) > 1 or field is None:
+                raise TypeError(
+                    f"{type(self).__name__}() takes at most one positional argument, and only "
+                    "when it declares at most one field of its own; pass the fields by keyword."
+                )
+            if field in data:
+                raise TypeError(f"{type(self).__name__}() got two values for {field!r}.")
+            data[field] = args[0]
+        super().__init__(**data)
+
+
+class InputRequiredEvent(Event):
+    """Asks a human for input; written to the event stream automatically when a step returns it.
+
+    ``InputRequiredEvent(prefix="Enter a number: ")``; extra fields are allowed.
+    """
+
+    prefix: Any = ""
+
+
+class HumanResponseEvent(Event):
+    """A human's answer, sent into the run with ``handler.ctx.send_event(...)``.
+
+    ``HumanResponseEvent(response="42")``; extra fields are allowed.
+    """
+
+    response: Any = ""
+
+
+__all__ = [
+    "Event",
+    "HumanResponseEvent",
+    "InputRequiredEvent",
+    "StartEvent",
+    "StopEvent",
+]

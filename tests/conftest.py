@@ -1,0 +1,16 @@
+"""Shared pytest configuration: no test may reach the internet."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# Tests never talk to a real OpenAI or tracing backend.
+for _key in ("OPENAI_API_KEY", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_TRACES_EXPORTER"):
+    os.environ.pop(_key, None)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
