@@ -18,7 +18,6 @@ demo: install
 
 lint: install
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check core
 
 typecheck: install
 	$(VENV)/bin/mypy
