@@ -1,0 +1,350 @@
+"""The raw-asyncio floor: the same workloads on a tiny queue-and-task router.
+
+No validation, no pydantic, no instruments, no state snapshots: one queue per run, one task per
+step execution (a pool of worker tasks for a ``num_workers`` step). This is about the least an
+event-driven engine on asyncio can do, so "batonflow / floor" says how close to the limit the
+engine is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from workloads import Once, WrongResult, check, wait_until
+
+
+class Stop:
+    __slots__ = ("result",)
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+
+
+class Failed:
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class Ev:
+    """A plain event: a slotted object with a few fields."""
+
+    __slots__ = ("i", "n")
+
+    def __init__(self, i: int = 0, n: int = 0) -> None:
+        self.i = i
+        self.n = n
+
+
+Handler = Callable[["Run", Any], Awaitable[Any]]
+
+
+class Router:
+    """Maps event types to async handlers (and optional worker limits)."""
+
+    def __init__(self, handlers: dict[type, tuple[Handler, int | None]]) -> None:
+        self.handlers = handlers
+
+    def run(self, start: Any) -> asyncio.Task[Any]:
+        """Start a run on ``start`` and return its task (await it for the result)."""
+        run = Run(self)
+        task = asyncio.ensure_future(run.loop(start))
+        task.run = run  # type: ignore[attr-defined]
+        return task
+
+
+class Run:
+    """One run: its queue, its tasks, its worker pools, its join buffer, its stream."""
+
+    def __init__(self, router: Router) -> None:
+        self.router = router
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.pools: dict[type, asyncio.Queue[Any]] = {}
+        self.stream: asyncio.Queue[Any] = asyncio.Queue()
+        self.buffer: list[Any] = []
+
+    def send_event(self, ev: Any) -> None:
+        self.queue.put_nowait(ev)
+
+    def spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def loop(self, start: Any) -> Any:
+        self.queue.put_nowait(start)
+        handlers = self.router.handlers
+        try:
+            while True:
+                ev = await self.queue.get()
+                kind = type(ev)
+                if kind is Stop:
+                    self.stream.put_nowait(ev)
+                    return ev.result
+                if kind is Failed:
+                    raise ev.error
+                fn, workers = handlers[kind]
+                if workers is None:
+                    # An unlimited step: one task per event.
+                    self.spawn(self.execute(fn, ev))
+                    continue
+                # A num_workers step: a pool of that many tasks reading one queue.
+                pool = self.pools.get(kind)
+                if pool is None:
+                    pool = self.pools[kind] = asyncio.Queue()
+                    for _ in range(workers):
+                        self.spawn(self.worker(fn, pool))
+                pool.put_nowait(ev)
+        finally:
+            for task in self.tasks:
+                task.cancel()
+
+    async def worker(self, fn: Handler, pool: asyncio.Queue[Any]) -> None:
+        while True:
+            await self.execute(fn, await pool.get())
+
+    async def execute(self, fn: Handler, ev: Any) -> None:
+        try:
+            out = await fn(self, ev)
+        except Exception as exc:
+            self.queue.put_nowait(Failed(exc))
+            return
+        if out is not None:
+            self.queue.put_nowait(out)
+
+
+class Start(Ev):
+    __slots__ = ()
+
+
+class Tick(Ev):
+    __slots__ = ()
+
+
+def make_chain() -> Once:
+    async def loop(run: Run, ev: Tick) -> Any:
+        if ev.i + 1 >= ev.n:
+            return Stop(ev.i + 1)
+        return Tick(ev.i + 1, ev.n)
+
+    async def begin(run: Run, ev: Start) -> Tick:
+        return Tick(0, ev.n)
+
+    router = Router({Start: (begin, None), Tick: (loop, None)})
+
+    async def once(n: int) -> dict[str, float]:
+        t0 = time.perf_counter()
+        result = await router.run(Start(0, n))
+        elapsed = time.perf_counter() - t0
+        check("chain loop count", result, n)
+        return {"us_per_step": elapsed / n * 1e6}
+
+    return once
+
+
+def make_linear10() -> Once:
+    kinds = [type(f"L{k}", (Ev,), {"__slots__": ()}) for k in range(10)]
+
+    def stage(k: int) -> Handler:
+        nxt = kinds[k + 1] if k < 9 else None
+
+        async def handle(run: Run, ev: Ev) -> Any:
+            if nxt is None:
+                return Stop(ev.i + 1)
+            return nxt(ev.i + 1)
+
+        return handle
+
+    router = Router({kinds[k]: (stage(k), None) for k in range(10)})
+
+    async def once(n: int) -> dict[str, float]:
+        t0 = time.perf_counter()
+        total = 0
+        for i in range(n):
+            total += await router.run(kinds[0](i))
+        elapsed = time.perf_counter() - t0
+        check("linear10 results", total, sum(range(n)) + 10 * n)
+        return {"us_per_run": elapsed / n * 1e6}
+
+    return once
+
+
+def make_concurrent_runs() -> Once:
+    class A(Ev):
+        __slots__ = ()
+
+    class B(Ev):
+        __slots__ = ()
+
+    async def first(run: Run, ev: Start) -> A:
+        return A(ev.i)
+
+    async def second(run: Run, ev: A) -> B:
+        return B(ev.i * 2)
+
+    async def third(run: Run, ev: B) -> Stop:
+        return Stop(ev.i + 1)
+
+    router = Router({Start: (first, None), A: (second, None), B: (third, None)})
+
+    async def once(n: int) -> dict[str, float]:
+        t0 = time.perf_counter()
+        results = await asyncio.gather(*[router.run(Start(i)) for i in range(n)])
+        elapsed = time.perf_counter() - t0
+        check("concurrent_runs results", sum(results), 2 * sum(range(n)) + n)
+        return {"runs_per_s": n / elapsed}
+
+    return once
+
+
+def make_fanout() -> Once:
+    class Item(Ev):
+        __slots__ = ()
+
+    class Done(Ev):
+        __slots__ = ()
+
+    async def start(run: Run, ev: Start) -> None:
+        for i in range(ev.n):
+            run.send_event(Item(i, ev.n))
+
+    async def work(run: Run, ev: Item) -> Done:
+        return Done(ev.i * 2, ev.n)
+
+    async def join(run: Run, ev: Done) -> Stop | None:
+        run.buffer.append(ev)
+        if len(run.buffer) < ev.n:
+            return None
+        got, run.buffer = run.buffer, []
+        return Stop((len(got), sum(e.i for e in got)))
+
+    router = Router({Start: (start, None), Item: (work, 16), Done: (join, None)})
+
+    async def once(n: int) -> dict[str, float]:
+        t0 = time.perf_counter()
+        result = await router.run(Start(0, n))
+        elapsed = time.perf_counter() - t0
+        check("fanout (count, sum)", result, (n, 2 * sum(range(n))))
+        return {"events_per_s": n / elapsed, "seconds": elapsed}
+
+    return once
+
+
+def make_stream() -> Once:
+    class Progress(Ev):
+        __slots__ = ()
+
+    async def emit(run: Run, ev: Start) -> Stop:
+        for i in range(ev.n):
+            run.stream.put_nowait(Progress(i))
+        return Stop(ev.n)
+
+    router = Router({Start: (emit, None)})
+
+    async def once(n: int) -> dict[str, float]:
+        t0 = time.perf_counter()
+        task = router.run(Start(0, n))
+        stream: asyncio.Queue[Any] = task.run.stream  # type: ignore[attr-defined]
+        count = 0
+        total = 0
+        while True:
+            ev = await stream.get()
+            if type(ev) is Stop:
+                break
+            count += 1
+            total += ev.i
+        result = await task
+        elapsed = time.perf_counter() - t0
+        check("stream events seen", (count, total, result), (n, sum(range(n)), n))
+        return {"events_per_s": n / elapsed}
+
+    return once
+
+
+class Store:
+    """A minimal async state store: a dict and a lock."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, Any] = {}
+        self.lock = asyncio.Lock()
+
+    async def set(self, key: str, value: Any) -> None:
+        self.data[key] = value
+
+    async def get(self, key: str, default: Any = None) -> Any:
+        return self.data.get(key, default)
+
+
+def make_state() -> Once:
+    async def work(run: Run, ev: Start) -> Stop:
+        n = ev.n
+        store = Store()
+        t0 = time.perf_counter()
+        for i in range(n):
+            await store.set("item", i)
+            if await store.get("item") != i:
+                raise WrongResult("state lost a write")
+        t1 = time.perf_counter()
+        for _ in range(n):
+            async with store.lock:
+                state = store.data
+                state["counter"] = state.get("counter", 0) + 1
+        t2 = time.perf_counter()
+        return Stop((t1 - t0, t2 - t1, await store.get("counter")))
+
+    router = Router({Start: (work, None)})
+
+    async def once(n: int) -> dict[str, float]:
+        pairs, edits, counter = await router.run(Start(0, n))
+        check("edit_state increments", counter, n)
+        return {"us_per_pair": pairs / n * 1e6, "us_per_edit": edits / n * 1e6}
+
+    return once
+
+
+def make_memory() -> Once:
+    import gc
+    import tracemalloc
+
+    gate: dict[str, Any] = {}
+
+    async def park(run: Run, ev: Start) -> Stop:
+        gate["parked"] += 1
+        await gate["event"].wait()
+        return Stop(1)
+
+    router = Router({Start: (park, None)})
+
+    async def once(n: int) -> dict[str, float]:
+        gate["event"] = asyncio.Event()
+        gate["parked"] = 0
+        gc.collect()
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        tasks = [router.run(Start()) for _ in range(n)]
+        await wait_until(lambda: gate["parked"] == n, f"{n} runs to park")
+        gc.collect()
+        parked = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        gate["event"].set()
+        results = await asyncio.gather(*tasks)
+        check("parked runs finished", sum(results), n)
+        return {"bytes_per_run": (parked - base) / n}
+
+    return once
+
+
+FLOOR_WORKLOADS: dict[str, Callable[[], Once]] = {
+    "chain": make_chain,
+    "linear10": make_linear10,
+    "concurrent_runs": make_concurrent_runs,
+    "fanout": make_fanout,
+    "stream": make_stream,
+    "state": make_state,
+    "memory": make_memory,
+}
