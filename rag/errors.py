@@ -1,9 +1,9 @@
 """The errors ``batonflow.rag`` raises, under the engine's :class:`~batonflow.core.errors.BatonflowError`.
 
-    BatonflowError
-    └── RAGError
-        ├── StoreLockedError (RuntimeError)    a local Qdrant folder another client holds open
-        └── StoreConfigError (ValueError)      a store option or collection that cannot work
+BatonflowError
+└── RAGError
+    ├── StoreLockedError (RuntimeError)    a local Qdrant folder another client holds open
+    └── StoreConfigError (ValueError)      a store option or collection that cannot work
 """
 
 from __future__ import annotations

@@ -39,8 +39,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 #: English stopwords: function words that carry no topic (kept short on purpose: words such as
 #: "not" or "first" are left in because queries use them to mean something).
-ENGLISH_STOPWORDS: frozenset[str] = frozenset(
-    """
+_ENGLISH_STOPWORDS_TEXT = """
     a about above after again against all am an and any are as at be because been before being
     below between both but by can could did do does doing down during each few for from further
     had has have having he her here hers herself him himself his how i if in into is it its
@@ -49,8 +48,8 @@ ENGLISH_STOPWORDS: frozenset[str] = frozenset(
     themselves then there these they this those through to too under until up very was we were
     what when where which while who whom why will with would you your yours yourself yourselves
     s t d ll m re ve
-    """.split()
-)
+"""
+ENGLISH_STOPWORDS: frozenset[str] = frozenset(_ENGLISH_STOPWORDS_TEXT.split())
 
 
 @dataclass(frozen=True, slots=True)

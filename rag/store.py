@@ -115,8 +115,16 @@ class QdrantStore:
         encoder: BM25SparseEncoder | None = None,
         batch_size: int = 256,
     ) -> None:
-        given = [name for name, v in (("path", path), ("location", location), ("url", url),
-                                      ("client", client)) if v is not None]
+        given = [
+            name
+            for name, v in (
+                ("path", path),
+                ("location", location),
+                ("url", url),
+                ("client", client),
+            )
+            if v is not None
+        ]
         if len(given) > 1:
             raise StoreConfigError(
                 f"QdrantStore got {' and '.join(given)}; give only one of path=, location=, "
@@ -133,7 +141,8 @@ class QdrantStore:
         self._known = False  # the collection exists and its config was read
         if client is not None:
             self.client = client
-            self.is_local = False
+            opts = client.init_options
+            self.is_local = opts.get("location") == ":memory:" or opts.get("path") is not None
         elif url is not None:
             self.client = QdrantClient(url=url, api_key=api_key)
             self.is_local = False
@@ -180,7 +189,9 @@ class QdrantStore:
                     if dense_size is not None
                     else {}
                 ),
-                sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+                sparse_vectors_config={
+                    SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)
+                },
             )
             if not self.is_local:  # local mode ignores payload indexes (and warns)
                 self.client.create_payload_index(
@@ -190,7 +201,11 @@ class QdrantStore:
             self._known = True
             return
         if dense_size != self._dense_size:
-            have = f"dense vectors of size {self._dense_size}" if self._dense_size else "no dense vectors"
+            have = (
+                f"dense vectors of size {self._dense_size}"
+                if self._dense_size
+                else "no dense vectors"
+            )
             want = f"dense vectors of size {dense_size}" if dense_size else "no dense vectors"
             raise StoreConfigError(
                 f"Collection {self.collection!r} holds {have}, but this ingestion has {want}. "
@@ -281,7 +296,9 @@ class QdrantStore:
                 return 0
             flt = (
                 models.Filter(
-                    must=[models.FieldCondition(key="source", match=models.MatchValue(value=source))]
+                    must=[
+                        models.FieldCondition(key="source", match=models.MatchValue(value=source))
+                    ]
                 )
                 if source is not None
                 else None
@@ -417,10 +434,14 @@ def _hit(point: models.ScoredPoint) -> Hit:
     )
 
 
-def chunks_of(source: str, texts: Iterable[str], metadata: dict[str, Any] | None = None) -> list[Chunk]:
+def chunks_of(
+    source: str, texts: Iterable[str], metadata: dict[str, Any] | None = None
+) -> list[Chunk]:
     """Number ``texts`` as the chunks of ``source`` (a helper for hand-made corpora)."""
-    return [Chunk(text=t, source=source, index=i, metadata=dict(metadata or {}))
-            for i, t in enumerate(texts)]
+    return [
+        Chunk(text=t, source=source, index=i, metadata=dict(metadata or {}))
+        for i, t in enumerate(texts)
+    ]
 
 
 __all__ = ["DENSE", "SPARSE", "Chunk", "Hit", "QdrantStore", "chunks_of", "point_id"]
