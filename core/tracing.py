@@ -33,7 +33,10 @@ invalid no-ops and the instrument stops after one check per run.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+import contextvars
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,7 +205,7 @@ class OpenTelemetryInstrument(Instrument):
         span = run.open_steps.get((record.execution_id, record.attempt))
         if span is None:
             return None
-        return _current(span)
+        return _current(span, self._tracer)
 
     def events_joined(self, record: EventsJoined) -> None:
         """Link the joining step's span to every emitter of the joined events."""
@@ -213,6 +216,7 @@ class OpenTelemetryInstrument(Instrument):
         if span is None:
             return
         already = {link.context.span_id for link in _links_of(span)}
+        already.add(span.get_span_context().span_id)
         for origin in dict.fromkeys(record.origins):
             emitter = run.emitters.get(origin)
             if emitter is not None and emitter.span_id not in already:
@@ -259,13 +263,80 @@ def _links_of(span: Span) -> Iterable[Link]:
     return links if isinstance(links, Iterable) else ()
 
 
+# The tracer of the step span that is current, so that tool spans opened inside the step go to
+# the same provider as the step span even when that provider is not the global one.
+_step_tracer: contextvars.ContextVar[trace.Tracer | None] = contextvars.ContextVar(
+    "batonflow_step_tracer", default=None
+)
+
+
 @contextlib.contextmanager
-def _current(span: Span) -> Iterator[Span]:
+def _current(span: Span, tracer: trace.Tracer) -> Iterator[Span]:
     token = otel_context.attach(trace.set_span_in_context(span))
+    tracer_token = _step_tracer.set(tracer)
     try:
         yield span
     finally:
+        _step_tracer.reset(tracer_token)
         otel_context.detach(token)
 
 
-__all__ = ["TRACER_NAME", "OpenTelemetryInstrument"]
+@contextlib.contextmanager
+def tool_span(
+    name: str,
+    *,
+    call_id: str | None = None,
+    description: str | None = None,
+    arguments: Mapping[str, Any] | str | None = None,
+) -> Iterator[Span]:
+    """Trace one tool call as an ``execute_tool {name}`` span (GenAI semantic conventions).
+
+    Use it where a tool is called (agents do); inside a traced step the span is a child of the
+    step span and goes to the step span's provider, elsewhere to the global provider. A tool
+    that raises gives a span with status ERROR, ``error.type`` and the exception; the exception
+    propagates unchanged.
+
+    Args:
+        name: The tool's name (``gen_ai.tool.name``).
+        call_id: The LLM's id for this call (``gen_ai.tool.call.id``), if it gave one.
+        description: The tool's description (``gen_ai.tool.description``).
+        arguments: The call's arguments; recorded as ``gen_ai.tool.call.arguments`` (JSON
+            text) only when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
+
+    Yields:
+        The span, to add attributes such as the result size.
+    """
+    tracer = _step_tracer.get() or trace.get_tracer(TRACER_NAME)
+    attributes: dict[str, Any] = {
+        ATTR_OPERATION: "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.type": "function",
+    }
+    if call_id:
+        attributes["gen_ai.tool.call.id"] = call_id
+    if description:
+        attributes["gen_ai.tool.description"] = description
+    if arguments is not None and _capture_content():
+        attributes["gen_ai.tool.call.arguments"] = (
+            arguments if isinstance(arguments, str) else json.dumps(dict(arguments), default=str)
+        )
+    with tracer.start_as_current_span(
+        f"execute_tool {name}",
+        kind=SpanKind.INTERNAL,
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            yield span
+        except BaseException as error:
+            _fail(span, error)
+            raise
+
+
+def _capture_content() -> bool:
+    value = os.environ.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "")
+    return value.strip().lower() in ("true", "1", "yes")
+
+
+__all__ = ["TRACER_NAME", "OpenTelemetryInstrument", "tool_span"]

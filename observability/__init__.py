@@ -1,1 +1,24 @@
-"""batonflow.observability."""
+"""batonflow.observability: OpenTelemetry set-up, workflow spans, and GenAI spans for LLM calls.
+
+``configure_tracing()`` sets up the OpenTelemetry SDK (exporting over OTLP/HTTP to Jaeger or any
+collector, or to the console) and traces every workflow run. LLM, embedding and retrieval spans
+come from :mod:`batonflow.observability.genai`, imported only when asked for (it imports
+llama-index-core). Tool calls are traced with :func:`tool_span` where agents call tools.
+"""
+
+from batonflow.core.tracing import OpenTelemetryInstrument as OpenTelemetryInstrument
+from batonflow.core.tracing import tool_span as tool_span
+
+from .configure import TracingHandle as TracingHandle
+from .configure import configure_tracing as configure_tracing
+from .configure import current_tracing as current_tracing
+from .endpoint import TracingConfigurationError as TracingConfigurationError
+
+__all__ = [
+    "OpenTelemetryInstrument",
+    "TracingConfigurationError",
+    "TracingHandle",
+    "configure_tracing",
+    "current_tracing",
+    "tool_span",
+]

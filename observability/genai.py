@@ -1,0 +1,416 @@
+"""GenAI spans for llama-index LLM, embedding and retrieval calls, via its instrumentation dispatcher.
+
+llama-index-core reports every LLM call through ``llama_index.core.instrumentation``: the
+dispatcher opens a span around each decorated method and emits start/end events from inside
+(``LLMChatStartEvent`` … ``LLMChatEndEvent``). This module registers one span handler (to learn
+the dispatcher's span tree, the object a method ran on, and failures) and one event handler
+(to open and close OpenTelemetry spans with the GenAI semantic-convention attributes):
+
+* ``chat {model}`` / ``text_completion {model}``: ``gen_ai.operation.name``,
+  ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.response.model``,
+  ``gen_ai.response.id``, ``gen_ai.usage.input_tokens`` / ``output_tokens``,
+  ``gen_ai.response.finish_reasons``;
+* ``embeddings {model}``; ``retrieval {collection}``.
+
+Each span is a child of the span current where the LLM was called, which inside a traced step
+is the step span. An LLM call nested in another of the same kind (``CustomLLM.chat`` calling
+its own ``complete``, ``predict`` calling ``chat``) gives one span, not two. Message content is
+recorded (``gen_ai.input.messages`` / ``gen_ai.output.messages``, JSON) only when
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``.
+
+Importing this module imports llama-index-core; ``batonflow.observability`` imports it only
+when LLM instrumentation is asked for.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from batonflow.core.tracing import TRACER_NAME
+from llama_index.core.instrumentation import root_dispatcher
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.instrumentation.events.embedding import (
+    EmbeddingEndEvent,
+    EmbeddingStartEvent,
+)
+from llama_index.core.instrumentation.events.exception import ExceptionEvent
+from llama_index.core.instrumentation.events.llm import (
+    LLMChatEndEvent,
+    LLMChatStartEvent,
+    LLMCompletionEndEvent,
+    LLMCompletionStartEvent,
+)
+from llama_index.core.instrumentation.events.retrieval import (
+    RetrievalEndEvent,
+    RetrievalStartEvent,
+)
+from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from pydantic import PrivateAttr
+
+CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+# llama-index class_name() values whose GenAI provider name is not simply the prefix
+_PROVIDERS = {
+    "azure_openai_llm": "azure.ai.openai",
+    "azure_openai": "azure.ai.openai",
+    "bedrock_llm": "aws.bedrock",
+    "gemini_llm": "gcp.gemini",
+    "vertex_llm": "gcp.vertex_ai",
+    "mistralai_llm": "mistral_ai",
+}
+
+
+def capture_content_from_env(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` asks for content."""
+    return environ.get(CAPTURE_ENV, "").strip().lower() in ("true", "1", "yes")
+
+
+def _provider(model_dict: Mapping[str, Any]) -> str:
+    name = str(model_dict.get("class_name") or "unknown").lower()
+    if name in _PROVIDERS:
+        return _PROVIDERS[name]
+    for suffix in ("_llm", "_embedding", "embedding", "llm"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)].rstrip("_")
+    return name
+
+
+def _model(model_dict: Mapping[str, Any]) -> str:
+    for key in ("model", "model_name"):
+        value = model_dict.get(key)
+        if value:
+            return str(value)
+    return "unknown"
+
+
+def _get(obj: Any, key: str) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(key)
+    return getattr(obj, key, None)
+
+
+def _usage(response: Any) -> tuple[int | None, int | None]:
+    extra = _get(response, "additional_kwargs") or {}
+    usage = _get(_get(response, "raw"), "usage") or extra
+    tokens_in = _get(usage, "prompt_tokens")
+    if tokens_in is None:
+        tokens_in = _get(usage, "input_tokens")
+    tokens_out = _get(usage, "completion_tokens")
+    if tokens_out is None:
+        tokens_out = _get(usage, "output_tokens")
+    return (
+        tokens_in if isinstance(tokens_in, int) else None,
+        tokens_out if isinstance(tokens_out, int) else None,
+    )
+
+
+def _finish_reasons(response: Any) -> list[str]:
+    raw = _get(response, "raw")
+    reasons = [
+        str(reason)
+        for choice in (_get(raw, "choices") or [])
+        if (reason := _get(choice, "finish_reason"))
+    ]
+    if not reasons:
+        for source in (raw, _get(response, "additional_kwargs")):
+            reason = _get(source, "stop_reason") or _get(source, "finish_reason")
+            if reason:
+                return [str(reason)]
+    return reasons
+
+
+def _messages_json(messages: Any) -> str:
+    out = [
+        {
+            "role": str(getattr(getattr(m, "role", None), "value", getattr(m, "role", ""))),
+            "parts": [{"type": "text", "content": str(getattr(m, "content", "") or "")}],
+        }
+        for m in messages or []
+    ]
+    return json.dumps(out, ensure_ascii=False)
+
+
+def _collection(instance: Any) -> str:
+    for path in (
+        ("collection_name",),
+        ("_collection_name",),
+        ("_vector_store", "collection_name"),
+        ("_index", "vector_store", "collection_name"),
+        ("store", "collection_name"),
+    ):
+        value: Any = instance
+        for part in path:
+            value = getattr(value, part, None)
+            if value is None:
+                break
+        if isinstance(value, str) and value:
+            return value
+    return type(instance).__name__ if instance is not None else "unknown"
+
+
+@dataclass(slots=True)
+class _Open:
+    kind: str
+    span: Span
+
+
+class _Tracker:
+    """The state shared by the two handlers: the dispatcher span tree and open OTel spans."""
+
+    def __init__(self, tracer: trace.Tracer, capture_content: bool) -> None:
+        self.tracer = tracer
+        self.capture = capture_content
+        self.lock = threading.Lock()
+        self.parents: dict[str, str | None] = {}
+        self.instances: dict[str, Any] = {}
+        self.open: dict[str, _Open] = {}
+
+    # dispatcher spans
+    def entered(self, id_: str, parent: str | None, instance: Any) -> None:
+        with self.lock:
+            self.parents[id_] = parent
+            self.instances[id_] = instance
+
+    def left(self, id_: str, error: BaseException | None) -> None:
+        with self.lock:
+            self.parents.pop(id_, None)
+            self.instances.pop(id_, None)
+            found = self.open.get(id_)
+            # a streamed response finishes after its method returned: keep its span open
+            if found is not None and error is not None:
+                del self.open[id_]
+            else:
+                found = None
+        if found is not None and error is not None:
+            _error(found.span, error)
+            found.span.end()
+
+    def _nested(self, span_id: str, kind: str) -> bool:
+        current: str | None = span_id
+        while current is not None:
+            found = self.open.get(current)
+            if found is not None and found.kind == kind:
+                return True
+            current = self.parents.get(current)
+        return False
+
+    # GenAI spans
+    def start(self, span_id: str | None, kind: str, name: str, attrs: dict[str, Any]) -> Span | None:
+        if span_id is None:
+            return None
+        with self.lock:
+            if self._nested(span_id, kind):
+                return None
+            span = self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs)
+            self.open[span_id] = _Open(kind, span)
+            return span
+
+    def finish(self, span_id: str | None, kind: str) -> Span | None:
+        if span_id is None:
+            return None
+        with self.lock:
+            found = self.open.get(span_id)
+            if found is None or found.kind != kind:
+                return None
+            del self.open[span_id]
+            return found.span
+
+    def instance_of(self, span_id: str | None) -> Any:
+        with self.lock:
+            return self.instances.get(span_id) if span_id is not None else None
+
+
+def _error(span: Span, error: BaseException) -> None:
+    span.record_exception(error)
+    span.set_attribute("error.type", type(error).__qualname__)
+    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+
+
+class _SpanHandler(BaseSpanHandler[Any]):
+    """Learns the dispatcher span tree and closes GenAI spans of methods that raised."""
+
+    _tracker: _Tracker = PrivateAttr()
+
+    def __init__(self, tracker: _Tracker) -> None:
+        super().__init__(open_spans={}, completed_spans=[], dropped_spans=[], current_span_ids={})
+        self._tracker = tracker
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "BatonflowOTelSpanHandler"
+
+    def new_span(
+        self,
+        id_: str,
+        bound_args: Any,
+        instance: Any | None = None,
+        parent_span_id: str | None = None,
+        tags: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._tracker.entered(id_, parent_span_id, instance)
+        return None
+
+    def prepare_to_exit_span(
+        self, id_: str, bound_args: Any, instance: Any | None = None, result: Any | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self._tracker.left(id_, None)
+        return None
+
+    def prepare_to_drop_span(
+        self, id_: str, bound_args: Any, instance: Any | None = None,
+        err: BaseException | None = None, **kwargs: Any,
+    ) -> None:
+        self._tracker.left(id_, err or RuntimeError("llama-index span dropped"))
+        return None
+
+
+class _EventHandler(BaseEventHandler):
+    """Opens and closes the GenAI spans from llama-index start/end events."""
+
+    _tracker: _Tracker = PrivateAttr()
+
+    def __init__(self, tracker: _Tracker) -> None:
+        super().__init__()
+        self._tracker = tracker
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "BatonflowOTelEventHandler"
+
+    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        t = self._tracker
+        if isinstance(event, LLMChatStartEvent | LLMCompletionStartEvent):
+            op = "chat" if isinstance(event, LLMChatStartEvent) else "text_completion"
+            model = _model(event.model_dict)
+            attrs: dict[str, Any] = {
+                "gen_ai.operation.name": op,
+                "gen_ai.provider.name": _provider(event.model_dict),
+                "gen_ai.request.model": model,
+            }
+            for src, dst in (("temperature", "gen_ai.request.temperature"),
+                             ("max_tokens", "gen_ai.request.max_tokens")):
+                value = event.model_dict.get(src)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    attrs[dst] = value
+            if t.capture:
+                if isinstance(event, LLMChatStartEvent):
+                    attrs["gen_ai.input.messages"] = _messages_json(event.messages)
+                else:
+                    attrs["gen_ai.input.messages"] = json.dumps(
+                        [{"role": "user", "parts": [{"type": "text", "content": event.prompt}]}]
+                    )
+            t.start(event.span_id, "llm", f"{op} {model}", attrs)
+        elif isinstance(event, LLMChatEndEvent | LLMCompletionEndEvent):
+            span = t.finish(event.span_id, "llm")
+            if span is None:
+                return
+            response = event.response
+            if response is not None:
+                _llm_response(span, response, t.capture)
+            span.end()
+        elif isinstance(event, EmbeddingStartEvent):
+            model = _model(event.model_dict)
+            t.start(event.span_id, "embeddings", f"embeddings {model}", {
+                "gen_ai.operation.name": "embeddings",
+                "gen_ai.provider.name": _provider(event.model_dict),
+                "gen_ai.request.model": model,
+            })
+        elif isinstance(event, EmbeddingEndEvent):
+            span = t.finish(event.span_id, "embeddings")
+            if span is not None:
+                span.set_attribute("batonflow.embeddings.inputs", len(event.chunks))
+                if event.embeddings:
+                    span.set_attribute(
+                        "gen_ai.embeddings.dimension.count", len(event.embeddings[0])
+                    )
+                span.end()
+        elif isinstance(event, RetrievalStartEvent):
+            collection = _collection(t.instance_of(event.span_id))
+            attrs = {"gen_ai.operation.name": "retrieval", "gen_ai.data_source.id": collection}
+            if t.capture:
+                attrs["batonflow.retrieval.query"] = str(event.str_or_query_bundle)
+            t.start(event.span_id, "retrieval", f"retrieval {collection}", attrs)
+        elif isinstance(event, RetrievalEndEvent):
+            span = t.finish(event.span_id, "retrieval")
+            if span is not None:
+                span.set_attribute("batonflow.retrieval.documents", len(event.nodes))
+                span.end()
+        elif isinstance(event, ExceptionEvent):
+            # raised while a streamed response was being consumed
+            for kind in ("llm", "embeddings", "retrieval"):
+                span = t.finish(event.span_id, kind)
+                if span is not None:
+                    _error(span, event.exception)
+                    span.end()
+
+
+def _llm_response(span: Span, response: Any, capture: bool) -> None:
+    tokens_in, tokens_out = _usage(response)
+    if tokens_in is not None:
+        span.set_attribute("gen_ai.usage.input_tokens", tokens_in)
+    if tokens_out is not None:
+        span.set_attribute("gen_ai.usage.output_tokens", tokens_out)
+    reasons = _finish_reasons(response)
+    if reasons:
+        span.set_attribute("gen_ai.response.finish_reasons", reasons)
+    raw = _get(response, "raw")
+    for key, attr in (("id", "gen_ai.response.id"), ("model", "gen_ai.response.model")):
+        value = _get(raw, key)
+        if isinstance(value, str) and value:
+            span.set_attribute(attr, value)
+    if capture:
+        message = _get(response, "message")
+        if message is not None:
+            span.set_attribute("gen_ai.output.messages", _messages_json([message]))
+        else:
+            span.set_attribute("gen_ai.output.messages", json.dumps(
+                [{"role": "assistant",
+                  "parts": [{"type": "text", "content": str(_get(response, "text") or "")}]}]
+            ))
+
+
+def instrument_llama_index(
+    tracer_provider: trace.TracerProvider | None = None,
+    capture_content: bool | None = None,
+) -> Callable[[], None]:
+    """Trace llama-index LLM, embedding and retrieval calls as GenAI spans.
+
+    Args:
+        tracer_provider: Where the spans go; ``None`` means the global provider.
+        capture_content: Record prompts and completions; ``None`` reads
+            ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
+
+    Returns:
+        A function that removes the handlers again.
+    """
+    if capture_content is None:
+        capture_content = capture_content_from_env()
+    tracker = _Tracker(trace.get_tracer(TRACER_NAME, tracer_provider=tracer_provider),
+                       capture_content)
+    span_handler = _SpanHandler(tracker)
+    event_handler = _EventHandler(tracker)
+    root_dispatcher.add_span_handler(span_handler)
+    root_dispatcher.add_event_handler(event_handler)
+
+    def uninstrument() -> None:
+        root_dispatcher.span_handlers = [
+            h for h in root_dispatcher.span_handlers if h is not span_handler
+        ]
+        root_dispatcher.event_handlers = [
+            h for h in root_dispatcher.event_handlers if h is not event_handler
+        ]
+
+    return uninstrument
+
+
+__all__ = ["CAPTURE_ENV", "capture_content_from_env", "instrument_llama_index"]
