@@ -20,6 +20,10 @@ from api import Api
 
 Once = Callable[[int], Awaitable[dict[str, float]]]
 
+#: Filled by the memory workload when ``hotspots.py`` asks for allocation snapshots.
+SNAPSHOTS: dict[str, tracemalloc.Snapshot] = {}
+TAKE_SNAPSHOTS = {"on": False}
+
 # Generous: llama-index-workflows defaults to a 45 s timeout, and no workload should time out.
 TIMEOUT = None
 
@@ -330,12 +334,16 @@ def make_memory(api: Api) -> Once:
         gate["event"] = asyncio.Event()
         gate["parked"] = 0
         gc.collect()
-        tracemalloc.start()
+        tracemalloc.start(25 if TAKE_SNAPSHOTS["on"] else 1)
         base = tracemalloc.get_traced_memory()[0]
+        if TAKE_SNAPSHOTS["on"]:
+            SNAPSHOTS["base"] = tracemalloc.take_snapshot()
         handlers = [flow.run() for _ in range(n)]
         await wait_until(lambda: gate["parked"] == n, f"{n} runs to park")
         gc.collect()
         parked = tracemalloc.get_traced_memory()[0]
+        if TAKE_SNAPSHOTS["on"]:
+            SNAPSHOTS["parked"] = tracemalloc.take_snapshot()
         tracemalloc.stop()
         gate["event"].set()
         results = await asyncio.gather(*handlers)
