@@ -1,0 +1,95 @@
+"""Shared pieces of the command line: consoles, one-line errors, tracing set-up, printing."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import traceback
+from collections.abc import Iterator
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from ._wire import jsonable
+
+#: Results and streamed events go to stdout; messages, progress and errors to stderr.
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+#: Exceptions whose message is already a complete, user-facing sentence.
+_SELF_EXPLAINING = (
+    "FlowNotFoundError",
+    "FlowSetupError",
+    "BadParameterError",
+    "ConfigError",
+    "TracingConfigurationError",
+)
+
+
+def debug_enabled(flag: bool) -> bool:
+    """``--debug`` given, or ``BATONFLOW_DEBUG`` set to a true value."""
+    return flag or os.environ.get("BATONFLOW_DEBUG", "").lower() in {"1", "true", "yes"}
+
+
+def one_line(exc: BaseException) -> str:
+    """The error as one line: its message (with the type name when it is not ours)."""
+    text = " ".join(str(exc).split())
+    if type(exc).__name__ in _SELF_EXPLAINING and text:
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@contextlib.contextmanager
+def cli_errors(debug: bool) -> Iterator[None]:
+    """Turn an exception into ``error: <one line>`` and exit code 1 (a traceback with debug)."""
+    try:
+        yield
+    except (typer.Exit, typer.Abort):
+        raise
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+    except Exception as exc:
+        if debug_enabled(debug):
+            traceback.print_exc(file=sys.stderr)
+        else:
+            print(f"error: {one_line(exc)}", file=sys.stderr)
+        raise typer.Exit(1) from None
+
+
+def print_json(data: Any) -> None:
+    """One line of JSON on stdout."""
+    sys.stdout.write(json.dumps(jsonable(data), ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def print_result(result: Any) -> None:
+    """A run's result for humans: text as is, anything else as indented JSON."""
+    if isinstance(result, str):
+        out.print(result, markup=False)
+    else:
+        out.print_json(json.dumps(jsonable(result), ensure_ascii=False))
+
+
+def setup_tracing(service_name: str = "batonflow") -> str:
+    """Configure tracing from ``OTEL_*`` when asked for; return where the traces go."""
+    from .config import Settings
+
+    settings = Settings.load()
+    if not settings.tracing_configured:
+        return (
+            "not exported (no OTEL_* variables; set OTEL_EXPORTER_OTLP_ENDPOINT="
+            "http://localhost:4318 to send them to Jaeger)"
+        )
+    from batonflow.observability import configure_tracing
+
+    handle = configure_tracing(service_name=service_name)
+    if not handle.enabled:
+        return "not exported (OTEL_TRACES_EXPORTER=none)"
+    where = ", ".join(handle.exporters)
+    if handle.endpoint:
+        where += f" → {handle.endpoint}"
+    return where

@@ -1,0 +1,286 @@
+"""The ``batonflow`` command line.
+
+::
+
+    batonflow run guess-number --set target=42 --stream
+    batonflow run mypkg.flows:MyFlow --set topic=pirates --json
+    batonflow rag ingest docs/ && batonflow rag ask "How do I resume a run?"
+    batonflow draw joke -o joke.html
+    batonflow serve --port 8000 --token s3cret
+    batonflow runs list
+    batonflow demo
+
+Settings come from flags, then the environment (``BATONFLOW_*``, ``OPENAI_API_KEY``,
+``OTEL_*``), then defaults (see :mod:`batonflow.apps.config`). Exit code 0 on success;
+otherwise one ``error: …`` line on stderr (the traceback only with ``--debug``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ._console import cli_errors, err, print_json, print_result, setup_tracing
+from ._runs_cli import runs_app
+from .config import Settings
+from .rag_cli import rag_app
+from .registry import PREBUILT, BadParameterError, load_workflow, parse_sets
+
+app = typer.Typer(
+    name="batonflow",
+    help="Run, draw and serve batonflow workflows; ingest and ask with RAG; try the demo.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+app.add_typer(rag_app, name="rag")
+app.add_typer(runs_app, name="runs")
+
+_FLOWS_HELP = (
+    "A prebuilt flow (" + ", ".join(PREBUILT) + "), module:WorkflowClass, "
+    "module:instance or path/to/file.py:WorkflowClass."
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from batonflow import __version__
+
+        typer.echo(f"batonflow {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """batonflow: event-driven workflows, agents and RAG; durable and traced."""
+
+
+@app.command()
+def run(
+    flow: str = typer.Argument(..., help=_FLOWS_HELP),
+    sets: list[str] = typer.Option(
+        [],
+        "--set",
+        "-s",
+        metavar="KEY=VALUE",
+        help="A start-event field; the value is JSON when it parses (3, true, [1,2]), else text.",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (NDJSON with --stream)."),
+    stream: bool = typer.Option(False, "--stream", help="Print the events the run streams."),
+    answers: list[str] = typer.Option(
+        [],
+        "--answer",
+        "-a",
+        help="Answer to give when the run asks for input (repeatable; then stdin is asked).",
+    ),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
+) -> None:
+    """Run a flow and print its result.
+
+    Examples: [bold]batonflow run guess-number --set target=42 --stream[/],
+    [bold]batonflow run accumulate --set numbers='[1, 2, 3]' --json[/].
+    """
+    with cli_errors(debug):
+        fields = parse_sets(sets)
+        settings = Settings.load()
+        setup_tracing()
+        workflow = load_workflow(flow, settings)
+        result, run_id = asyncio.run(
+            run_flow(workflow, fields, stream=stream, as_json=as_json, answers=list(answers))
+        )
+        if as_json:
+            print_json({"run_id": run_id, "flow": flow, "result": result})
+        else:
+            print_result(result)
+
+
+async def run_flow(
+    workflow: Any,
+    fields: dict[str, Any],
+    *,
+    stream: bool = False,
+    as_json: bool = False,
+    answers: list[str] | None = None,
+) -> tuple[Any, str]:
+    """Run ``workflow`` with start fields, answering input requests; return (result, run id).
+
+    Raises:
+        BadParameterError: A start field the workflow's typed start event rejects.
+    """
+    from batonflow.core import HumanResponseEvent, InputRequiredEvent, StopEvent
+    from pydantic import ValidationError
+
+    from ._introspect import start_event_class
+    from ._wire import event_envelope
+
+    pending = list(answers or [])
+    try:
+        start = start_event_class(workflow).model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = ".".join(str(p) for p in first["loc"]) or "?"
+        raise BadParameterError(
+            f"--set {name}: {first['msg']}; fix the value (or the field name) and run again."
+        ) from None
+    handler = workflow.run(start_event=start)
+    async for event in handler.stream_events():
+        if stream and not isinstance(event, StopEvent):
+            if as_json:
+                print_json({"event": event_envelope(event)})
+            else:
+                body = event_envelope(event)["value"]
+                err.print(f"[cyan]{type(event).__name__}[/] {body}", markup=True)
+        if isinstance(event, InputRequiredEvent):
+            answer = pending.pop(0) if pending else _ask(str(event.get("prefix", "") or "> "))
+            handler.ctx.send_event(HumanResponseEvent(response=answer))
+    result = await handler
+    return result, str(handler.run_id)
+
+
+def _ask(prompt: str) -> str:
+    err.print(prompt, end="", markup=False)
+    line = sys.stdin.readline()
+    if not line:
+        raise BadParameterError(
+            "The run asks for input but stdin is closed; pass the answer with --answer TEXT."
+        )
+    return line.rstrip("\n")
+
+
+@app.command()
+def draw(
+    flow: str = typer.Argument(..., help=_FLOWS_HELP),
+    output: Path = typer.Option(
+        ..., "--output", "-o", help="Where to write: .html (self-contained page) or .mmd/.md."
+    ),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
+) -> None:
+    """Draw all possible flows of a workflow to an HTML page or a Mermaid file."""
+    with cli_errors(debug):
+        from .registry import load_workflow_class
+
+        target = load_workflow_class(flow)
+        suffix = output.suffix.lower()
+        if suffix not in (".html", ".htm", ".mmd", ".md", ".mermaid"):
+            raise BadParameterError(
+                f"Cannot draw to {str(output)!r}: use a .html, .mmd or .md file name."
+            )
+        if not output.parent.exists():
+            raise BadParameterError(
+                f"Folder {str(output.parent)!r} does not exist; create it or choose another -o."
+            )
+        if suffix in (".html", ".htm"):
+            from batonflow.core import draw_all_possible_flows
+
+            draw_all_possible_flows(target, filename=str(output))
+        else:
+            from ._introspect import mermaid_graph
+
+            text = mermaid_graph(target)
+            if suffix == ".md":
+                text = f"```mermaid\n{text.rstrip()}\n```\n"
+            output.write_text(text)
+        err.print(f"wrote {output}")
+
+
+@app.command()
+def serve(
+    host: str | None = typer.Option(
+        None, help="Interface to bind [env BATONFLOW_HOST; 127.0.0.1]."
+    ),
+    port: int | None = typer.Option(
+        None, help="TCP port, 0 = any free [env BATONFLOW_PORT; 8000]."
+    ),
+    token: str | None = typer.Option(
+        None, help="Require 'Authorization: Bearer TOKEN' [env BATONFLOW_API_TOKEN]."
+    ),
+    db: Path | None = typer.Option(None, help="Run store [env BATONFLOW_DB; .batonflow/runs.db]."),
+    workflows: list[str] = typer.Option(
+        [],
+        "--workflow",
+        "-w",
+        metavar="NAME=MODULE:CLASS",
+        help="Serve another workflow under NAME (repeatable).",
+    ),
+    prebuilt: bool = typer.Option(True, help="Also serve the prebuilt flows that can run here."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
+) -> None:
+    """Serve workflows over HTTP: runs, SSE event streams, human-in-the-loop, cancel."""
+    with cli_errors(debug):
+        settings = Settings.load(host=host, port=port, api_token=token, db_path=db)
+        served = _served_workflows(settings, workflows, prebuilt)
+        traces = setup_tracing("batonflow-server")
+        from .run_store import RunStore
+        from .server import create_app
+        from .server import serve as run_server
+
+        store = RunStore(settings.db_path)
+        app_ = create_app(
+            served, store=store, token=settings.api_token, max_body_bytes=settings.max_body_bytes
+        )
+        if settings.host not in ("127.0.0.1", "localhost", "::1") and not settings.api_token:
+            err.print(
+                f"[yellow]warning:[/] serving on {settings.host} without a token; "
+                "anyone who can reach it can run workflows (pass --token)."
+            )
+
+        def ready(url: str) -> None:
+            err.print(
+                f"batonflow server on {url} serving {', '.join(sorted(served))}; "
+                f"runs in {settings.db_path}; traces {traces}",
+                markup=False,
+            )
+            sys.stderr.flush()
+
+        run_server(app_, settings.host, settings.port, log_level="warning", on_ready=ready)
+
+
+def _served_workflows(settings: Settings, extra: list[str], prebuilt: bool) -> dict[str, Any]:
+    from .registry import FlowSetupError
+
+    served: dict[str, Any] = {}
+    if prebuilt:
+        for name in PREBUILT:
+            try:
+                served[name] = load_workflow(name, settings)
+            except (FlowSetupError, ImportError) as exc:
+                err.print(f"not serving {name!r}: {exc}", markup=False)
+    for item in extra:
+        name, sep, spec = item.partition("=")
+        if not sep or not name or not spec:
+            raise BadParameterError(
+                f"--workflow expects NAME=MODULE:CLASS, got {item!r}; e.g. "
+                "--workflow approval=batonflow.apps.examples.approval:ApprovalFlow."
+            )
+        served[name] = load_workflow(spec, settings)
+    if not served:
+        raise BadParameterError("No workflow to serve; add one with --workflow NAME=MODULE:CLASS.")
+    return served
+
+
+@app.command()
+def demo(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
+) -> None:
+    """The offline tour: RAG over the sample docs, guess-number, human in the loop, traces."""
+    with cli_errors(debug):
+        from .demo import run_demo
+
+        run_demo(Settings.load())
+
+
+def main() -> None:
+    """Entry point of the ``batonflow`` console script."""
+    app()
+
+
+__all__ = ["app", "main", "run_flow"]

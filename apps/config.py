@@ -1,0 +1,137 @@
+"""Settings of the command line and the server: flags, then environment, then defaults.
+
+Every setting has one environment variable (``BATONFLOW_*``, plus the standard
+``OPENAI_API_KEY`` and ``OTEL_*``) and one default. A flag given on the command line wins over
+the environment, which wins over the default::
+
+    settings = Settings.load(port=9000)          # flag values; None means "not given"
+    settings.port, settings.db_path, settings.api_token
+
+=========================  ==============================  =========================
+setting                    environment variable            default
+=========================  ==============================  =========================
+``home``                   ``BATONFLOW_HOME``              ``.batonflow``
+``db_path``                ``BATONFLOW_DB``                ``<home>/runs.db``
+``qdrant_path``            ``BATONFLOW_QDRANT_PATH``       ``<home>/qdrant``
+``qdrant_url``             ``BATONFLOW_QDRANT_URL``        none (local embedded Qdrant)
+``collection``             ``BATONFLOW_COLLECTION``        ``docs``
+``host``                   ``BATONFLOW_HOST``              ``127.0.0.1``
+``port``                   ``BATONFLOW_PORT``              ``8000``
+``api_token``              ``BATONFLOW_API_TOKEN``         none (no auth)
+``max_body_bytes``         ``BATONFLOW_MAX_BODY_BYTES``    ``1048576``
+``model``                  ``BATONFLOW_MODEL``             ``gpt-4o-mini``
+``openai_api_key``         ``OPENAI_API_KEY``              none (offline flows only)
+=========================  ==============================  =========================
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A setting has a value that cannot work; the message names the setting and the fix."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Resolved settings of one command or server."""
+
+    home: Path = Path(".batonflow")
+    db_path: Path = Path(".batonflow/runs.db")
+    qdrant_path: Path = Path(".batonflow/qdrant")
+    qdrant_url: str | None = None
+    collection: str = "docs"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_token: str | None = None
+    max_body_bytes: int = 1024 * 1024
+    model: str = "gpt-4o-mini"
+    openai_api_key: str | None = None
+    otel_endpoint: str | None = None
+    otel_exporter: str | None = None
+
+    @classmethod
+    def load(cls, env: Mapping[str, str] | None = None, **flags: Any) -> Settings:
+        """Resolve settings from ``flags`` (``None`` = not given), then ``env``, then defaults.
+
+        Args:
+            env: The environment to read; ``os.environ`` when omitted.
+            **flags: Values from the command line, by setting name.
+
+        Returns:
+            The resolved settings.
+
+        Raises:
+            ConfigError: A numeric setting that is not a number, or an unknown flag name.
+        """
+        env = os.environ if env is None else env
+        known = {f.name for f in fields(cls)}
+        unknown = set(flags) - known
+        if unknown:
+            raise ConfigError(f"Unknown setting(s) {sorted(unknown)}; known: {sorted(known)}.")
+
+        def pick(name: str, var: str) -> str | None:
+            flag = flags.get(name)
+            if flag is not None:
+                return str(flag)
+            value = env.get(var)
+            return value if value not in (None, "") else None
+
+        home = Path(pick("home", "BATONFLOW_HOME") or ".batonflow")
+        values: dict[str, Any] = {
+            "home": home,
+            "db_path": Path(pick("db_path", "BATONFLOW_DB") or home / "runs.db"),
+            "qdrant_path": Path(pick("qdrant_path", "BATONFLOW_QDRANT_PATH") or home / "qdrant"),
+            "qdrant_url": pick("qdrant_url", "BATONFLOW_QDRANT_URL"),
+            "collection": pick("collection", "BATONFLOW_COLLECTION") or "docs",
+            "host": pick("host", "BATONFLOW_HOST") or "127.0.0.1",
+            "port": _as_int(pick("port", "BATONFLOW_PORT"), 8000, "port", "BATONFLOW_PORT"),
+            "api_token": pick("api_token", "BATONFLOW_API_TOKEN"),
+            "max_body_bytes": _as_int(
+                pick("max_body_bytes", "BATONFLOW_MAX_BODY_BYTES"),
+                1024 * 1024,
+                "max_body_bytes",
+                "BATONFLOW_MAX_BODY_BYTES",
+            ),
+            "model": pick("model", "BATONFLOW_MODEL") or "gpt-4o-mini",
+            "openai_api_key": pick("openai_api_key", "OPENAI_API_KEY"),
+            "otel_endpoint": pick("otel_endpoint", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            or pick("otel_endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT"),
+            "otel_exporter": pick("otel_exporter", "OTEL_TRACES_EXPORTER"),
+        }
+        if not 0 <= values["port"] <= 65535:
+            raise ConfigError(
+                f"Port {values['port']} is out of range; pass --port between 0 and 65535."
+            )
+        return cls(**values)
+
+    def with_(self, **changes: Any) -> Settings:
+        """A copy with some settings changed."""
+        return replace(self, **changes)
+
+    @property
+    def tracing_configured(self) -> bool:
+        """Whether the ``OTEL_*`` variables ask for traces to be exported."""
+        if self.otel_exporter is not None:
+            return self.otel_exporter.strip().lower() != "none"
+        return self.otel_endpoint is not None
+
+
+def _as_int(raw: str | None, default: int, name: str, var: str) -> int:
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(
+            f"Setting {name} must be a whole number, got {raw!r}; fix --{name.replace('_', '-')} "
+            f"or {var}."
+        ) from None
+
+
+__all__ = ["ConfigError", "Settings"]

@@ -1,0 +1,167 @@
+"""``batonflow rag ingest`` and ``batonflow rag ask``: RAG over local or remote Qdrant."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from ._console import cli_errors, err, out, print_json, setup_tracing
+from ._wire import jsonable
+from .config import Settings
+from .registry import BadParameterError, open_qdrant_store
+
+rag_app = typer.Typer(
+    help="Ingest documents into Qdrant and ask questions about them.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+_COLLECTION = typer.Option(
+    None, "--collection", "-c", help="Qdrant collection [env BATONFLOW_COLLECTION; docs]."
+)
+_QDRANT_URL = typer.Option(
+    None, "--qdrant-url", help="Qdrant server URL [env BATONFLOW_QDRANT_URL; local folder]."
+)
+_QDRANT_PATH = typer.Option(
+    None,
+    "--qdrant-path",
+    help="Local Qdrant folder [env BATONFLOW_QDRANT_PATH; .batonflow/qdrant].",
+)
+_DEBUG = typer.Option(False, "--debug", help="Show tracebacks of errors.")
+
+
+@rag_app.command()
+def ingest(
+    paths: list[Path] = typer.Argument(..., help="Files or folders to ingest."),
+    collection: str | None = _COLLECTION,
+    qdrant_url: str | None = _QDRANT_URL,
+    qdrant_path: Path | None = _QDRANT_PATH,
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    debug: bool = _DEBUG,
+) -> None:
+    """Read, split, index and store documents (re-ingesting a file replaces its chunks)."""
+    with cli_errors(debug):
+        missing = [str(p) for p in paths if not p.exists()]
+        if missing:
+            raise BadParameterError(
+                f"Path(s) not found: {', '.join(missing)}; check the spelling or the current folder."
+            )
+        settings = Settings.load(
+            collection=collection, qdrant_url=qdrant_url, qdrant_path=qdrant_path
+        )
+        setup_tracing()
+        report = asyncio.run(ingest_paths(settings, [str(p) for p in paths], progress=not as_json))
+        if as_json:
+            print_json(report)
+        else:
+            print_report(report, settings)
+
+
+async def ingest_paths(settings: Settings, paths: list[str], progress: bool = True) -> Any:
+    """Run the ingestion workflow over ``paths`` with a progress bar; return its report."""
+    from batonflow.rag import IngestionWorkflow, IngestProgress
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    store = open_qdrant_store(settings)
+    try:
+        handler = IngestionWorkflow(store=store).run(paths=paths)
+        with Progress(
+            TextColumn("ingesting"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            console=err,
+            disable=not progress,
+            transient=True,
+        ) as bar:
+            task = bar.add_task("ingest", total=None)
+            async for event in handler.stream_events():
+                if isinstance(event, IngestProgress):
+                    bar.update(task, completed=event.done, total=event.total)
+            return await handler
+    finally:
+        _close(store)
+
+
+def print_report(report: Any, settings: Settings) -> None:
+    """Summarise an ingestion report for humans."""
+    data = jsonable(report)
+    files = data.get("files", []) if isinstance(data, dict) else []
+    chunks = data.get("chunks", 0) if isinstance(data, dict) else 0
+    skipped = data.get("skipped", []) if isinstance(data, dict) else []
+    n_files = len(files) if isinstance(files, list) else files
+    n_chunks = len(chunks) if isinstance(chunks, list) else chunks
+    where = settings.qdrant_url or settings.qdrant_path
+    out.print(
+        f"ingested {n_files} file(s), {n_chunks} chunk(s) into collection "
+        f"{settings.collection!r} at {where}",
+        markup=False,
+    )
+    for item in skipped or []:
+        out.print(f"  skipped {item}", markup=False)
+
+
+@rag_app.command()
+def ask(
+    question: str = typer.Argument(..., help="The question."),
+    collection: str | None = _COLLECTION,
+    qdrant_url: str | None = _QDRANT_URL,
+    qdrant_path: Path | None = _QDRANT_PATH,
+    top_k: int = typer.Option(5, "--top-k", min=1, help="How many passages to retrieve."),
+    as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON."),
+    debug: bool = _DEBUG,
+) -> None:
+    """Answer a question from the ingested documents, with numbered sources.
+
+    Extractive (the best passages, cited) unless OPENAI_API_KEY is set.
+    """
+    with cli_errors(debug):
+        if not question.strip():
+            raise BadParameterError('The question is empty; ask something, e.g. "What is RAG?".')
+        settings = Settings.load(
+            collection=collection, qdrant_url=qdrant_url, qdrant_path=qdrant_path
+        )
+        setup_tracing()
+        response = asyncio.run(ask_question(settings, question, top_k=top_k))
+        if as_json:
+            print_json(response)
+        else:
+            print_answer(response)
+
+
+async def ask_question(settings: Settings, question: str, top_k: int = 5) -> Any:
+    """Run the RAG workflow on one question; return its ``RAGResponse``."""
+    from batonflow.rag import RAGWorkflow
+
+    from .registry import _llm
+
+    store = open_qdrant_store(settings)
+    try:
+        llm = _llm(settings, "rag") if settings.openai_api_key else None
+        return await RAGWorkflow(store=store, llm=llm, top_k=top_k).run(query=question)
+    finally:
+        _close(store)
+
+
+def print_answer(response: Any) -> None:
+    """Print an answer and its numbered sources."""
+    out.print(str(getattr(response, "answer", response)), markup=False)
+    sources = getattr(response, "sources", None) or []
+    if sources:
+        out.print("\nSources:", markup=False)
+    for i, source in enumerate(sources, 1):
+        meta = getattr(source, "metadata", {}) or {}
+        name = meta.get("file_name") or meta.get("source") or meta.get("file_path") or "?"
+        score = getattr(source, "score", None)
+        scored = f" (score {score:.3f})" if isinstance(score, int | float) else ""
+        out.print(f"  [{i}] {name}{scored}", markup=False)
+
+
+def _close(store: Any) -> None:
+    close = getattr(store, "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):  # best effort; the data is already written
+            close()

@@ -1,0 +1,461 @@
+"""The HTTP server: runs, event streams (SSE), human-in-the-loop answers, cancellation.
+
+:func:`create_app` builds a FastAPI application around a set of workflows::
+
+    app = create_app({"hitl": ApprovalFlow()}, store=RunStore(".batonflow/runs.db"))
+
+Routes (all JSON unless noted; every route but ``/health`` needs ``Authorization: Bearer …``
+when a token is set):
+
+=======================================  ==================================================
+``GET /health``                          liveness
+``GET /workflows``                       names, start-event JSON schema, accepted events
+``GET /workflows/{name}/graph``          Mermaid text of all possible flows
+``POST /workflows/{name}/runs``          start a run (body = start-event fields);
+                                         ``?wait=true`` waits for the result
+``GET /runs``                            runs, filtered by ``workflow`` and ``status``
+``GET /runs/{id}``                       status, result or error
+``GET /runs/{id}/events``                Server-Sent Events, ``id:`` = sequence number;
+                                         ``Last-Event-ID`` or ``?after=N`` resumes
+``POST /runs/{id}/events``               send an event (``{"type", "data"}``) into a run
+``POST /runs/{id}/cancel``               cancel a run
+=======================================  ==================================================
+
+:func:`serve` runs an app with uvicorn; :class:`BackgroundServer` runs one in a thread on an
+ephemeral port (tests, notebooks, the docs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import socket
+import threading
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+from ._introspect import external_events, mermaid_graph, start_event_class, start_schema
+from ._runs import RunManager, RunStateError
+from ._security import BearerAuth, BodyLimit
+from .run_store import FINISHED, RunStore
+
+logger = logging.getLogger("batonflow.apps.server")
+
+try:
+    from fastapi import FastAPI, HTTPException, Query, Request
+    from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "The batonflow server needs FastAPI and uvicorn; install them with "
+        "pip install 'batonflow[server]'."
+    ) from exc
+
+STATUSES = ("running", "waiting", *sorted(FINISHED))
+
+
+def _not_found_workflow(name: str, served: dict[str, Any]) -> HTTPException:
+    return HTTPException(
+        404,
+        f"Workflow {name!r} is not served here; served: {', '.join(sorted(served)) or 'none'} "
+        "(GET /workflows lists them).",
+    )
+
+
+def _not_found_run(run_id: str) -> HTTPException:
+    return HTTPException(404, f"Run {run_id!r} does not exist; GET /runs lists the known runs.")
+
+
+def _validation_detail(exc: Any, prefix: tuple[str, ...]) -> dict[str, Any]:
+    """A 422 body naming every bad field, from a pydantic ``ValidationError``."""
+    errors = []
+    for err in exc.errors(include_url=False, include_context=False, include_input=False):
+        loc = [*prefix, *(str(part) for part in err["loc"])]
+        errors.append({"loc": loc, "msg": err["msg"], "type": err["type"]})
+    first = errors[0] if errors else {"loc": list(prefix), "msg": "invalid"}
+    field = ".".join(first["loc"][len(prefix) :]) or "body"
+    return {"detail": f"Invalid field {field!r}: {first['msg']}.", "errors": errors}
+
+
+async def _json_object(request: Request, what: str) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise HTTPException(422, f"The request body is not valid JSON; send {what}.") from None
+    if not isinstance(data, dict):
+        raise HTTPException(422, f"The request body must be a JSON object: {what}.")
+    return data
+
+
+def create_app(
+    workflows: dict[str, Any],
+    store: RunStore | None = None,
+    token: str | None = None,
+    *,
+    max_body_bytes: int = 1024 * 1024,
+    heartbeat: float = 15.0,
+    title: str = "batonflow",
+) -> Any:
+    """Build the FastAPI application that serves ``workflows``.
+
+    Args:
+        workflows: Workflow instances by the name they are served under.
+        store: Where runs are kept; an in-memory store (nothing survives) when omitted. With
+            a file store, finished runs stay readable after a restart and runs waiting for a
+            human are restored and can still be answered.
+        token: When set, every route but ``/health`` needs ``Authorization: Bearer <token>``.
+        max_body_bytes: Larger request bodies get a 413.
+        heartbeat: Seconds between keep-alive comments on an idle event stream.
+        title: The OpenAPI title.
+
+    Returns:
+        The FastAPI application; ``app.state.manager`` holds its runs.
+    """
+    for name, workflow in workflows.items():
+        if not hasattr(workflow, "run"):
+            raise TypeError(
+                f"create_app: {name!r} is {type(workflow).__name__}, not a workflow instance; "
+                "pass {'name': MyWorkflow()}."
+            )
+    run_store = store if store is not None else RunStore(":memory:")
+    manager = RunManager(dict(workflows), run_store, heartbeat=heartbeat)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await manager.restore()
+        try:
+            yield
+        finally:
+            await manager.close()
+
+    app = FastAPI(title=title, lifespan=lifespan, docs_url="/docs", redoc_url=None)
+    app.state.manager = manager
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        error_id = uuid.uuid4().hex[:12]
+        logger.error(
+            "Unhandled error %s on %s %s",
+            error_id,
+            request.method,
+            request.url.path,
+            exc_info=exc,
+        )
+        return JSONResponse(
+            {
+                "detail": "Internal server error; the server log has the details under error "
+                f"id {error_id}.",
+                "error_id": error_id,
+            },
+            status_code=500,
+        )
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        return {"status": "ok", "workflows": len(workflows)}
+
+    @app.get("/workflows")
+    async def list_workflows() -> dict[str, Any]:
+        return {
+            "workflows": [
+                {
+                    "name": name,
+                    "class": type(w).__name__,
+                    "start_event": start_schema(w),
+                    "accepts": sorted(external_events(w)),
+                }
+                for name, w in sorted(workflows.items())
+            ]
+        }
+
+    @app.get("/workflows/{name}/graph")
+    async def graph(name: str, format: str = "json") -> Any:
+        workflow = workflows.get(name)
+        if workflow is None:
+            raise _not_found_workflow(name, workflows)
+        text = mermaid_graph(workflow)
+        if format == "text":
+            return PlainTextResponse(text, media_type="text/vnd.mermaid")
+        return {"name": name, "format": "mermaid", "mermaid": text}
+
+    @app.post("/workflows/{name}/runs")
+    async def start_run(
+        name: str,
+        request: Request,
+        wait: bool = False,
+        timeout: float | None = Query(None, gt=0, description="seconds to wait with wait=true"),
+    ) -> JSONResponse:
+        workflow = workflows.get(name)
+        if workflow is None:
+            raise _not_found_workflow(name, workflows)
+        fields = await _json_object(request, 'the start event\'s fields, e.g. {"topic": "x"}')
+        from pydantic import ValidationError
+
+        try:
+            start_event = start_event_class(workflow).model_validate(fields)
+        except ValidationError as exc:
+            return JSONResponse(_validation_detail(exc, ("body",)), status_code=422)
+        traceparent = request.headers.get("traceparent")
+        with _caller_trace(request):
+            live = manager.start(name, start_event, fields, traceparent)
+        if not wait:
+            return JSONResponse({"run_id": live.run_id, "status": live.status}, status_code=202)
+        try:
+            await asyncio.wait_for(asyncio.shield(live.done.wait()), timeout)
+        except TimeoutError:
+            return JSONResponse({"run_id": live.run_id, "status": live.status}, status_code=202)
+        row = run_store.get(live.run_id)
+        assert row is not None
+        return JSONResponse(row.public(), status_code=200)
+
+    @app.get("/runs")
+    async def list_runs(
+        workflow: str | None = None,
+        status: str | None = None,
+        limit: int = Query(100, ge=1, le=1000),
+    ) -> dict[str, Any]:
+        if status is not None and status not in STATUSES:
+            raise HTTPException(
+                422, f"Unknown status {status!r}; use one of {', '.join(STATUSES)}."
+            )
+        return {"runs": [r.public() for r in run_store.list(workflow, status, limit)]}
+
+    @app.get("/runs/{run_id}")
+    async def get_run(run_id: str) -> dict[str, Any]:
+        row = run_store.get(run_id)
+        if row is None:
+            raise _not_found_run(run_id)
+        return row.public()
+
+    @app.get("/runs/{run_id}/events")
+    async def stream(
+        run_id: str, request: Request, after: int | None = Query(None, ge=0)
+    ) -> StreamingResponse:
+        if run_store.get(run_id) is None:
+            raise _not_found_run(run_id)
+        start = after or 0
+        last_id = request.headers.get("last-event-id")
+        if last_id is not None:
+            try:
+                start = max(start, int(last_id))
+            except ValueError:
+                raise HTTPException(
+                    422, f"Last-Event-ID must be a sequence number, got {last_id!r}."
+                ) from None
+
+        async def body() -> AsyncIterator[bytes]:
+            yield b": batonflow event stream\n\n"
+            async for entry in manager.follow(run_id, start):
+                if entry is None:
+                    yield b": keep-alive\n\n"
+                    continue
+                data = json.dumps(entry.body, ensure_ascii=False)
+                yield f"id: {entry.seq}\nevent: {entry.kind}\ndata: {data}\n\n".encode()
+
+        return StreamingResponse(
+            body(),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+        )
+
+    @app.post("/runs/{run_id}/events")
+    async def send_event(run_id: str, request: Request) -> JSONResponse:
+        row = run_store.get(run_id)
+        if row is None:
+            raise _not_found_run(run_id)
+        body = await _json_object(
+            request, '{"type": "HumanResponseEvent", "data": {"response": "..."}}'
+        )
+        workflow = workflows.get(row.workflow)
+        if workflow is None:
+            raise HTTPException(
+                409, f"Run {run_id!r} belongs to workflow {row.workflow!r}, not served now."
+            )
+        accepted = external_events(workflow)
+        type_name = body.get("type")
+        if not isinstance(type_name, str) or not type_name:
+            return JSONResponse(
+                {
+                    "detail": "Field 'type' is missing: name the event type, one of "
+                    f"{', '.join(sorted(accepted)) or 'none'}.",
+                    "errors": [
+                        {"loc": ["body", "type"], "msg": "Field required", "type": "missing"}
+                    ],
+                },
+                status_code=422,
+            )
+        cls = accepted.get(type_name)
+        if cls is None:
+            return JSONResponse(
+                {
+                    "detail": f"Workflow {row.workflow!r} accepts no event named {type_name!r} "
+                    f"from outside; send one of: {', '.join(sorted(accepted)) or 'none'}.",
+                    "errors": [
+                        {
+                            "loc": ["body", "type"],
+                            "msg": "Unknown event type",
+                            "type": "value_error",
+                        }
+                    ],
+                },
+                status_code=422,
+            )
+        data = body.get("data", {})
+        if not isinstance(data, dict):
+            return JSONResponse(
+                {
+                    "detail": "Field 'data' must be a JSON object of the event's fields.",
+                    "errors": [
+                        {
+                            "loc": ["body", "data"],
+                            "msg": "Input should be an object",
+                            "type": "dict_type",
+                        }
+                    ],
+                },
+                status_code=422,
+            )
+        from pydantic import ValidationError
+
+        try:
+            event = cls.model_validate(data)
+        except ValidationError as exc:
+            return JSONResponse(_validation_detail(exc, ("body", "data")), status_code=422)
+        try:
+            live = manager.send(run_id, event)
+        except RunStateError as exc:
+            raise HTTPException(409, str(exc)) from None
+        return JSONResponse(
+            {"run_id": run_id, "status": live.status, "sent": type_name}, status_code=202
+        )
+
+    @app.post("/runs/{run_id}/cancel")
+    async def cancel(run_id: str) -> dict[str, Any]:
+        if run_store.get(run_id) is None:
+            raise _not_found_run(run_id)
+        try:
+            status = await manager.cancel(run_id)
+        except RunStateError as exc:
+            raise HTTPException(409, str(exc)) from None
+        return {"run_id": run_id, "status": status}
+
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    if token:
+        app.add_middleware(BearerAuth, token=token)
+    return app
+
+
+@contextlib.contextmanager
+def _caller_trace(request: Request) -> Iterator[None]:
+    """Make the caller's W3C ``traceparent`` the current trace context while a run starts."""
+    if "traceparent" not in request.headers:
+        yield
+        return
+    from opentelemetry import context as otel_context
+    from opentelemetry import propagate
+
+    token = otel_context.attach(propagate.extract(dict(request.headers)))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (``port=0`` picks a free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(
+    app: Any,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    log_level: str = "info",
+    on_ready: Any = None,
+) -> None:
+    """Serve ``app`` with uvicorn until interrupted (Ctrl-C).
+
+    Args:
+        app: An app from :func:`create_app`.
+        host: Interface to bind; ``127.0.0.1`` keeps the server private to this machine.
+        port: TCP port; ``0`` picks a free one.
+        log_level: uvicorn's log level.
+        on_ready: Called with the base URL once the socket is bound (before serving).
+    """
+    import uvicorn
+
+    sock = bind_socket(host, port)
+    bound = sock.getsockname()[1]
+    url = f"http://{host if ':' not in host else f'[{host}]'}:{bound}"
+    if on_ready is not None:
+        on_ready(url)
+    config = uvicorn.Config(app, log_level=log_level, lifespan="on", timeout_graceful_shutdown=5)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+class BackgroundServer:
+    """Run an app with uvicorn in a background thread on an ephemeral port.
+
+    ::
+
+        with BackgroundServer(create_app({"flow": MyFlow()})) as server:
+            httpx.get(f"{server.url}/health")
+
+    Args:
+        app: An app from :func:`create_app`.
+        host: Interface to bind (``127.0.0.1``).
+    """
+
+    def __init__(self, app: Any, host: str = "127.0.0.1") -> None:
+        import uvicorn
+
+        self._sock = bind_socket(host, 0)
+        self.url = f"http://{host}:{self._sock.getsockname()[1]}"
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run,
+            kwargs={"sockets": [self._sock]},
+            daemon=True,
+            name="batonflow-server",
+        )
+
+    def start(self) -> BackgroundServer:
+        """Start serving; returns once the server accepts requests."""
+        self._thread.start()
+        for _ in range(500):
+            if self._server.started:
+                return self
+            if not self._thread.is_alive():
+                raise RuntimeError("The server thread stopped during start-up; see its log.")
+            threading.Event().wait(0.01)
+        raise RuntimeError("The server did not start within 5 seconds.")
+
+    def stop(self) -> None:
+        """Ask the server to shut down and wait for it."""
+        self._server.should_exit = True
+        self._thread.join(10)
+        self._sock.close()
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+__all__ = ["BackgroundServer", "bind_socket", "create_app", "serve"]
