@@ -9,15 +9,10 @@ from __future__ import annotations
 from batonflow.core import instrument as _instrument_module
 from batonflow.core.instrument import Instrument
 
-_HOOK_HELP = (
-    "batonflow.core has no process-wide instrument registry yet; pass "
-    "Workflow(instruments=[handle.instrument]) to trace a workflow."
-)
-
 
 def install(instrument: Instrument) -> bool:
     """Add ``instrument`` to every workflow run from now on; False if the engine cannot."""
-    add = getattr(_instrument_module, "add_default_instrument", None)
+    add = getattr(_instrument_module, "add_global_instrument", None)
     if add is None:
         return False
     add(instrument)
@@ -26,6 +21,6 @@ def install(instrument: Instrument) -> bool:
 
 def uninstall(instrument: Instrument) -> None:
     """Undo :func:`install` (no error when it was never installed)."""
-    remove = getattr(_instrument_module, "remove_default_instrument", None)
+    remove = getattr(_instrument_module, "remove_global_instrument", None)
     if remove is not None:
         remove(instrument)

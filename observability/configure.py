@@ -6,6 +6,7 @@ import atexit
 import importlib.util
 import logging
 import os
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Literal
@@ -209,7 +210,8 @@ def configure_tracing(
             otlp, url = _otlp_exporter(endpoint, resolve_protocol(protocol), headers)
             processors.append(_processor(otlp, span_processor or "batch"))
         elif name == "console":
-            processors.append(_processor(ConsoleSpanExporter(), span_processor or "simple"))
+            console = ConsoleSpanExporter(out=_Stdout())  # type: ignore[arg-type]
+            processors.append(_processor(console, span_processor or "simple"))
 
     resource = Resource.create(
         {"service.name": _service_name(service_name), **dict(resource_attributes or {})}
@@ -235,6 +237,16 @@ def configure_tracing(
     with _lock:
         _active = handle
     return handle
+
+
+class _Stdout:
+    """Writes to whatever ``sys.stdout`` is at the time (redirects and capture keep working)."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
 
 
 def _processor(exporter: SpanExporter, kind: str) -> SpanProcessor:
