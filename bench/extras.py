@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from api import Api, Unsupported
-from workloads import Once, make_chain
+from workloads import Once, check, make_chain
 
 
 def _need(module: str, *names: str) -> Any:
@@ -33,37 +33,60 @@ def _batonflow_only(api: Api) -> None:
 
 
 def make_tracing_none(api: Api) -> Once:
-    """The chain with no instrument at all: the baseline of the tracing overhead."""
+    """The chain with tracing not configured (the default): the baseline."""
     _batonflow_only(api)
     return make_chain(api)
 
 
 def make_tracing_off(api: Api) -> Once:
-    """The chain with the OpenTelemetry instrument installed but no SDK configured."""
+    """The chain with the OpenTelemetry instrument installed but no SDK behind it.
+
+    With only the OpenTelemetry API present, spans are no-ops: this is what a library user pays
+    when tracing code is wired in but nobody configured an SDK.
+    """
     _batonflow_only(api)
     tracing = _need("batonflow.core.tracing", "OpenTelemetryInstrument")
-    return make_chain(api, {"instruments": [tracing.OpenTelemetryInstrument()]})
+    instrument = tracing.OpenTelemetryInstrument()
+    core_instrument = _need("batonflow.core.instrument", "add_global_instrument")
+    core_instrument.add_global_instrument(instrument)
+    return make_chain(api)
 
 
 def make_tracing_on(api: Api) -> Once:
-    """The chain with the OpenTelemetry SDK configured to an exporter that drops every span."""
+    """The chain with ``configure_tracing`` and an exporter that drops every span.
+
+    Every span is created, filled and ended through the SDK (simple span processor), so this
+    is the whole cost of tracing short of the network.
+    """
     _batonflow_only(api)
-    tracing = _need("batonflow.core.tracing", "OpenTelemetryInstrument")
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import (
-        SimpleSpanProcessor,
-        SpanExporter,
-        SpanExportResult,
-    )
+    observability = _need("batonflow.observability", "configure_tracing")
+    _need("batonflow.core.instrument", "add_global_instrument")
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
     class DropExporter(SpanExporter):
+        """Accepts every span and sends it nowhere."""
+
+        def __init__(self) -> None:
+            self.spans = 0
+
         def export(self, spans: Any) -> SpanExportResult:
+            self.spans += len(spans)
             return SpanExportResult.SUCCESS
 
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(DropExporter()))
-    instrument = tracing.OpenTelemetryInstrument(tracer_provider=provider)
-    return make_chain(api, {"instruments": [instrument]})
+    exporter = DropExporter()
+    observability.configure_tracing(
+        exporter=exporter, span_processor="simple", instrument_llama_index=False
+    )
+    once = make_chain(api)
+
+    async def checked(n: int) -> dict[str, float]:
+        before = exporter.spans
+        figures = await once(n)
+        # one run span and one span per step execution (n loop steps + the first step)
+        check("spans exported", exporter.spans - before, n + 2)
+        return figures
+
+    return checked
 
 
 def make_durable(api: Api) -> Once:
