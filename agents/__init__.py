@@ -1,1 +1,109 @@
-"""batonflow.agents."""
+"""batonflow.agents: ready-made agent flows on the batonflow engine.
+
+Every flow is a plain :class:`batonflow.core.Workflow` subclass: read its steps, subclass it and
+override one, draw it. Every LLM is a llama-index-core ``LLM`` passed as ``llm=`` (default:
+OpenAI ``gpt-4o-mini``, which needs ``OPENAI_API_KEY``); :mod:`batonflow.agents.testing` has an
+offline scripted LLM.
+
+* :class:`JokeFlow` — write a joke about ``topic``, then critique it.
+* :class:`ReActAgent` — Thought / Action / Observation loop over tools, with any LLM.
+* :class:`FunctionCallingAgent` — the same contract with the LLM's native tool calls.
+* :class:`GuessNumberWorkflow`, :class:`AccumulateWorkflow` — loops and shared state.
+
+Needs the ``agents`` extra: ``pip install 'batonflow[agents]'``.
+"""
+
+from __future__ import annotations
+
+from .errors import MissingDependencyError
+
+try:
+    import llama_index.core  # noqa: F401
+except ImportError as _exc:  # pragma: no cover - exercised in a subprocess test
+    raise MissingDependencyError(
+        "batonflow.agents needs llama-index-core, which is not installed. Install the agents "
+        "extra: pip install 'batonflow[agents]'"
+    ) from _exc
+
+from typing import TYPE_CHECKING, Any
+
+from .errors import AgentConfigurationError as AgentConfigurationError
+from .errors import AgentError as AgentError
+from .errors import AgentInputError as AgentInputError
+from .errors import LLMCallError as LLMCallError
+from .errors import LLMConfigurationError as LLMConfigurationError
+from .errors import MaxIterationsError as MaxIterationsError
+from .events import AgentInput as AgentInput
+from .events import AgentOutput as AgentOutput
+from .events import AgentStream as AgentStream
+from .events import LLMInputEvent as LLMInputEvent
+from .events import PrepareEvent as PrepareEvent
+from .events import RunToolEvent as RunToolEvent
+from .events import ToolCall as ToolCall
+from .events import ToolCallResult as ToolCallResult
+from .events import ToolResultEvent as ToolResultEvent
+from .results import AgentResult as AgentResult
+from .results import ToolCallRecord as ToolCallRecord
+
+if TYPE_CHECKING:
+    from .accumulate import AccumulateWorkflow as AccumulateWorkflow
+    from .accumulate import NumberEvent as NumberEvent
+    from .function_calling import FunctionCallingAgent as FunctionCallingAgent
+    from .guess_number import GuessEvent as GuessEvent
+    from .guess_number import GuessNumberWorkflow as GuessNumberWorkflow
+    from .joke import JokeEvent as JokeEvent
+    from .joke import JokeFlow as JokeFlow
+    from .react import ReActAgent as ReActAgent
+
+# The flows load on first use: `import batonflow.agents` stays cheap, and the flows' modules
+# import the engine only when a flow is asked for.
+_FLOWS = {
+    "AccumulateWorkflow": "accumulate",
+    "NumberEvent": "accumulate",
+    "FunctionCallingAgent": "function_calling",
+    "GuessEvent": "guess_number",
+    "GuessNumberWorkflow": "guess_number",
+    "JokeEvent": "joke",
+    "JokeFlow": "joke",
+    "ReActAgent": "react",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _FLOWS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'batonflow.agents' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "AccumulateWorkflow",
+    "AgentConfigurationError",
+    "AgentError",
+    "AgentInput",
+    "AgentInputError",
+    "AgentOutput",
+    "AgentResult",
+    "AgentStream",
+    "FunctionCallingAgent",
+    "GuessEvent",
+    "GuessNumberWorkflow",
+    "JokeEvent",
+    "JokeFlow",
+    "LLMCallError",
+    "LLMConfigurationError",
+    "LLMInputEvent",
+    "MaxIterationsError",
+    "NumberEvent",
+    "PrepareEvent",
+    "ReActAgent",
+    "RunToolEvent",
+    "ToolCall",
+    "ToolCallRecord",
+    "ToolCallResult",
+    "ToolResultEvent",
+]

@@ -1,0 +1,193 @@
+"""Tools: what an agent may call, and how a call's outcome is turned into text for the LLM.
+
+An agent accepts llama-index-core tools (``FunctionTool``, ``QueryEngineTool``, any
+``BaseTool``) and plain Python callables, sync or async. A callable becomes a ``FunctionTool``:
+its name is the function's name, its description the signature and docstring, and its argument
+schema comes from the signature (type hints, defaults, ``Annotated`` descriptions, and
+``Args:`` lines of the docstring). Sync callables run in a worker thread so that several calls
+in one turn run concurrently.
+
+:func:`call_tool` never raises for the LLM's mistakes: an unknown tool, arguments that do not
+fit the schema, and a tool that raises all come back as an error text the LLM is shown, so it
+can correct itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from llama_index.core.tools import BaseTool, FunctionTool
+from llama_index.core.tools.types import AsyncBaseTool, adapt_to_async_tool
+from pydantic import ValidationError
+
+from .errors import AgentConfigurationError
+
+#: What ``tools=`` accepts: a llama-index tool or a plain (sync or async) callable.
+ToolLike: TypeAlias = BaseTool | Callable[..., Any]
+
+# OpenAI's rule for function names; other providers accept a subset of it too.
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """The outcome of one tool call: the text the LLM sees, and whether it is an error."""
+
+    output: str
+    is_error: bool
+
+
+def to_tool(obj: ToolLike) -> AsyncBaseTool:
+    """Turn a llama-index tool or a callable into an async llama-index tool.
+
+    Args:
+        obj: A ``BaseTool``, or a function / async function / callable object.
+
+    Returns:
+        An ``AsyncBaseTool`` (callables become ``FunctionTool``).
+
+    Raises:
+        AgentConfigurationError: ``obj`` is neither a tool nor callable, or its name is not
+            usable as a tool name.
+    """
+    if isinstance(obj, BaseTool):
+        tool = adapt_to_async_tool(obj)
+    elif callable(obj):
+        name = getattr(obj, "__name__", None)
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise AgentConfigurationError(
+                f"Cannot name the tool {obj!r}: tools need a name of letters, digits, '_' or "
+                "'-'. Wrap it as FunctionTool.from_defaults(fn, name='my_tool') "
+                "(from llama_index.core.tools import FunctionTool)."
+            )
+        call = getattr(obj, "__call__", None)  # noqa: B004 - async callable objects
+        if not inspect.isroutine(obj) and inspect.iscoroutinefunction(call):
+            tool = FunctionTool.from_defaults(async_fn=call, name=name)
+        else:
+            tool = FunctionTool.from_defaults(obj)
+    else:
+        raise AgentConfigurationError(
+            f"tools= holds {obj!r} ({type(obj).__name__}), which is neither a llama-index tool "
+            "nor callable. Pass functions (sync or async) or llama_index.core.tools.FunctionTool "
+            "objects."
+        )
+    name = tool.metadata.name
+    if not name or not _NAME.match(name):
+        raise AgentConfigurationError(
+            f"The tool name {name!r} is not usable: use 1-64 letters, digits, '_' or '-'. "
+            "Give the tool a name, e.g. FunctionTool.from_defaults(fn, name='my_tool')."
+        )
+    return tool
+
+
+def to_tools(objs: Iterable[ToolLike] | None) -> dict[str, AsyncBaseTool]:
+    """Turn ``tools=`` into a name -> tool mapping, in the given order.
+
+    Raises:
+        AgentConfigurationError: a tool is not usable, or two tools share a name.
+    """
+    if objs is None:
+        return {}
+    if isinstance(objs, BaseTool) or callable(objs):
+        raise AgentConfigurationError(
+            "tools= takes a list of tools; wrap the single tool in a list: tools=[my_tool]."
+        )
+    tools: dict[str, AsyncBaseTool] = {}
+    for obj in objs:
+        tool = to_tool(obj)
+        name = tool.metadata.get_name()
+        if name in tools:
+            raise AgentConfigurationError(
+                f"Two tools are named {name!r}; tool names must be unique. Rename one, e.g. "
+                "FunctionTool.from_defaults(fn, name='other_name')."
+            )
+        tools[name] = tool
+    return tools
+
+
+def tool_parameters(tool: BaseTool) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments."""
+    return tool.metadata.get_parameters_dict()
+
+
+def describe_tools(tools: Mapping[str, BaseTool]) -> str:
+    """Describe tools for a text prompt: name, description and argument schema of each."""
+    lines = []
+    for name, tool in tools.items():
+        schema = json.dumps(tool_parameters(tool).get("properties", {}), ensure_ascii=False)
+        description = " ".join(tool.metadata.description.split())
+        lines.append(f"- {name}: {description}\n  Arguments (JSON schema): {schema}")
+    return "\n".join(lines)
+
+
+def _check_arguments(tool: BaseTool, kwargs: Mapping[str, Any]) -> dict[str, Any] | str:
+    """Validate arguments against the tool's schema: the (coerced) kwargs, or an error text."""
+    schema = tool.metadata.fn_schema
+    if schema is None:
+        return dict(kwargs)
+    name = tool.metadata.get_name()
+    fields = schema.model_fields
+    unknown = sorted(set(kwargs) - set(fields))
+    if unknown and fields:
+        return (
+            f"Error: tool {name!r} has no argument(s) {', '.join(map(repr, unknown))}. "
+            f"Its arguments are: {json.dumps(tool_parameters(tool).get('properties', {}))}."
+        )
+    try:
+        model = schema.model_validate(dict(kwargs))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(arguments)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        return (
+            f"Error: bad arguments for tool {name!r}: {problems}. "
+            f"Its arguments are: {json.dumps(tool_parameters(tool).get('properties', {}))}."
+        )
+    return {key: getattr(model, key) for key in kwargs if key in fields} or dict(kwargs)
+
+
+async def call_tool(
+    tools: Mapping[str, AsyncBaseTool], name: str, kwargs: Mapping[str, Any]
+) -> ToolOutcome:
+    """Run one tool call and describe its outcome for the LLM; never raises for bad calls.
+
+    Args:
+        tools: The agent's tools by name.
+        name: The tool the LLM asked for.
+        kwargs: The arguments the LLM gave.
+
+    Returns:
+        The tool's output as text, or an error text (unknown tool, bad arguments, the tool
+        raised) with ``is_error=True``.
+    """
+    tool = tools.get(name)
+    if tool is None:
+        available = ", ".join(tools) or "(none)"
+        return ToolOutcome(
+            f"Error: there is no tool named {name!r}. Available tools: {available}.", True
+        )
+    checked = _check_arguments(tool, kwargs)
+    if isinstance(checked, str):
+        return ToolOutcome(checked, True)
+    try:
+        output = await tool.acall(**checked)
+    except Exception as exc:
+        return ToolOutcome(f"Error: tool {name!r} raised {type(exc).__name__}: {exc}", True)
+    return ToolOutcome(str(output.content), bool(getattr(output, "is_error", False)))
+
+
+__all__ = [
+    "ToolLike",
+    "ToolOutcome",
+    "call_tool",
+    "describe_tools",
+    "to_tool",
+    "to_tools",
+    "tool_parameters",
+]
