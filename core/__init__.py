@@ -4,20 +4,80 @@ This module is the one public door: every public name of the engine is re-export
 listed in ``__all__``.
 """
 
+from .context import Context as Context
 from .errors import BatonflowError as BatonflowError
+from .errors import CheckpointError as CheckpointError
+from .errors import ContextSerdeError as ContextSerdeError
+from .errors import ContextStateError as ContextStateError
+from .errors import ResourceError as ResourceError
+from .errors import SerializationError as SerializationError
+from .errors import StateError as StateError
+from .errors import StateKeyError as StateKeyError
+from .errors import StateValidationError as StateValidationError
+from .errors import StepTimeoutError as StepTimeoutError
+from .errors import WorkflowCancelledByUser as WorkflowCancelledByUser
+from .errors import WorkflowConfigurationError as WorkflowConfigurationError
+from .errors import WorkflowDone as WorkflowDone
+from .errors import WorkflowRuntimeError as WorkflowRuntimeError
+from .errors import WorkflowStepDoesNotExistError as WorkflowStepDoesNotExistError
+from .errors import WorkflowTimeoutError as WorkflowTimeoutError
 from .errors import WorkflowValidationError as WorkflowValidationError
 from .events import Event as Event
 from .events import HumanResponseEvent as HumanResponseEvent
 from .events import InputRequiredEvent as InputRequiredEvent
 from .events import StartEvent as StartEvent
 from .events import StopEvent as StopEvent
+from .handler import WorkflowHandler as WorkflowHandler
+from .hooks import StepBoundary as StepBoundary
+from .instrument import Instrument as Instrument
+from .instrument import PrintingInstrument as PrintingInstrument
+from .resource import Resource as Resource
+from .resource import ResourceConfig as ResourceConfig
+from .resource import ResourceManager as ResourceManager
+from .retry import ConstantDelayRetryPolicy as ConstantDelayRetryPolicy
+from .retry import ExponentialBackoffRetryPolicy as ExponentialBackoffRetryPolicy
+from .retry import RetryInfo as RetryInfo
+from .retry import RetryPolicy as RetryPolicy
+from .retry import retry_policy as retry_policy
+from .step import step as step
+from .workflow import Workflow as Workflow
 
 __all__ = [
     "BatonflowError",
+    "CheckpointError",
+    "ConstantDelayRetryPolicy",
+    "Context",
+    "ContextSerdeError",
+    "ContextStateError",
     "Event",
+    "ExponentialBackoffRetryPolicy",
     "HumanResponseEvent",
     "InputRequiredEvent",
+    "Instrument",
+    "PrintingInstrument",
+    "Resource",
+    "ResourceConfig",
+    "ResourceError",
+    "ResourceManager",
+    "RetryInfo",
+    "RetryPolicy",
+    "SerializationError",
     "StartEvent",
+    "StateError",
+    "StateKeyError",
+    "StateValidationError",
+    "StepBoundary",
+    "StepTimeoutError",
     "StopEvent",
+    "Workflow",
+    "WorkflowCancelledByUser",
+    "WorkflowConfigurationError",
+    "WorkflowDone",
+    "WorkflowHandler",
+    "WorkflowRuntimeError",
+    "WorkflowStepDoesNotExistError",
+    "WorkflowTimeoutError",
     "WorkflowValidationError",
+    "retry_policy",
+    "step",
 ]

@@ -241,4 +241,34 @@ __all__ = [
     "RunStarted",
     "StepFinished",
     "StepStarted",
+    "add_global_instrument",
+    "global_instruments",
+    "remove_global_instrument",
 ]
+
+
+_GLOBAL_INSTRUMENTS: list[Instrument] = []
+_GLOBAL_VERSION = [0]
+
+
+def add_global_instrument(instrument: Instrument) -> None:
+    """Install ``instrument`` for every workflow run in this process (e.g. tracing).
+
+    Runs that start after the call see it; removing it with :func:`remove_global_instrument`
+    takes effect for runs started afterwards.
+    """
+    if instrument not in _GLOBAL_INSTRUMENTS:
+        _GLOBAL_INSTRUMENTS.append(instrument)
+        _GLOBAL_VERSION[0] += 1
+
+
+def remove_global_instrument(instrument: Instrument) -> None:
+    """Uninstall an instrument added with :func:`add_global_instrument` (no error if absent)."""
+    if instrument in _GLOBAL_INSTRUMENTS:
+        _GLOBAL_INSTRUMENTS.remove(instrument)
+        _GLOBAL_VERSION[0] += 1
+
+
+def global_instruments() -> tuple[tuple[Instrument, ...], int]:
+    """The globally installed instruments and a version number that changes with them."""
+    return tuple(_GLOBAL_INSTRUMENTS), _GLOBAL_VERSION[0]

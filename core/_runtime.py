@@ -1,0 +1,907 @@
+"""The run loop: the only place that creates tasks.
+
+One :class:`Run` per workflow run. It owns, for each step, a lane (a deque of pending events and
+a count of active executions bounded by ``num_workers``), the set of running executions, the
+``collect_events`` buffers, the waiters of ``wait_for_event``, and the event stream.
+
+There is no central loop task: dispatching is synchronous. When an event is routed, each
+target lane gets it and, if below its bound, starts one task for it. Each execution task runs
+the step (retrying per its policy), then reports back to the run in the same task: its outputs
+are routed, or its error fails the run. Workers never raise into the loop, so the user gets the
+step's original exception from ``await handler``. When the run ends (stop, failure, timeout,
+cancel) every other task is cancelled, and the handler is resolved only once all of them are
+gone, so no task outlives its run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Coroutine
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from .errors import (
+    StepTimeoutError,
+    WorkflowCancelledByUser,
+    WorkflowRuntimeError,
+    WorkflowTimeoutError,
+)
+from .events import Event, InputRequiredEvent, StopEvent
+from .hooks import StepBoundary
+from .instrument import (
+    EventEmitted,
+    EventsJoined,
+    InstrumentSet,
+    RunFinished,
+    RunStarted,
+    StepFinished,
+    StepStarted,
+)
+from .retry import RetryInfo
+from .step import ParamKind, StepSpec
+
+if TYPE_CHECKING:
+    from ._snapshot import RunSnapshot
+    from .context import Context
+    from .graph import Graph
+    from .handler import WorkflowHandler
+    from .workflow import Workflow
+
+logger = logging.getLogger("batonflow.runtime")
+
+_MISSING: Any = object()
+
+
+class RunStatus(Enum):
+    """Lifecycle of a run."""
+
+    RUNNING = "running"  # events are being dispatched and steps run
+    COMPLETED = "completed"  # a StopEvent ended the run
+    FAILED = "failed"  # a step raised and its retry policy gave up
+    TIMED_OUT = "timed_out"  # the workflow's timeout passed
+    CANCELLED = "cancelled"  # cancel_run(), or the handler future was cancelled
+
+
+#: The execution the current task (or sync step thread) is running.
+CURRENT_EXECUTION: ContextVar[Execution | None] = ContextVar("batonflow_execution", default=None)
+
+
+async def run_sync(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run a sync callable in a worker thread (context variables propagate)."""
+    return await asyncio.to_thread(fn, *args)
+
+
+class Lane:
+    """The pending events and active executions of one step within one run."""
+
+    __slots__ = ("active", "call", "index", "limit", "pending", "spec")
+
+    def __init__(self, index: int, spec: StepSpec, call: Callable[..., Any]) -> None:
+        self.index = index
+        self.spec = spec
+        self.call = call
+        self.limit = spec.num_workers
+        self.active = 0
+        # (event, origin execution id or None, execution id to reuse or None)
+        self.pending: deque[tuple[Event, int | None, int | None]] = deque()
+
+
+class Execution:
+    """One execution of one step on one event (all its attempts)."""
+
+    __slots__ = (
+        "attempt",
+        "event",
+        "first_started",
+        "first_started_wall",
+        "id",
+        "lane",
+        "origins",
+        "retry_info",
+        "run",
+        "step_timeout",
+        "task",
+        "wait_count",
+    )
+
+    def __init__(self, run: Run, eid: int, lane: Lane, event: Event, origin: int | None) -> None:
+        self.run = run
+        self.id = eid
+        self.lane = lane
+        self.event = event
+        self.origins: tuple[int, ...] = () if origin is None else (origin,)
+        self.attempt = 0
+        self.retry_info: RetryInfo | None = None
+        self.step_timeout: asyncio.Timeout | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.first_started = 0.0
+        self.first_started_wall = 0.0
+        self.wait_count = 0
+
+
+class Waiter:
+    """A step waiting in ``ctx.wait_for_event`` (or restored, waiting to be re-reached)."""
+
+    __slots__ = (
+        "event_type",
+        "execution_id",
+        "future",
+        "requirements",
+        "step",
+        "type_name",
+        "waiter_id",
+    )
+
+    def __init__(
+        self,
+        waiter_id: str,
+        type_name: str,
+        event_type: type[Event] | None,
+        requirements: dict[str, Any],
+        future: asyncio.Future[Event] | None,
+        step: str,
+        execution_id: int,
+    ) -> None:
+        self.waiter_id = waiter_id
+        self.type_name = type_name
+        self.event_type = event_type
+        self.requirements = requirements
+        self.future = future
+        self.step = step
+        self.execution_id = execution_id
+
+    def matches(self, event: Event) -> bool:
+        if self.event_type is not None:
+            if not isinstance(event, self.event_type):
+                return False
+        elif not any(type_name(c) == self.type_name for c in type(event).__mro__):
+            return False
+        return all(event.get(key, _MISSING) == value for key, value in self.requirements.items())
+
+
+def type_name(cls: type) -> str:
+    """``module.QualName`` of a class, as written in snapshots."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class CollectBuffer:
+    """Events buffered by ``collect_events`` for one (step, buffer id); O(1) per event."""
+
+    __slots__ = ("expected", "first", "last", "need", "raw", "route", "satisfied", "size", "slots")
+
+    def __init__(self) -> None:
+        self.size = -1
+        self.first: Any = None
+        self.last: Any = None
+        self.expected: list[type[Event]] = []
+        self.need: dict[type, int] = {}
+        self.route: dict[type, type | None] = {}
+        self.slots: dict[type, deque[tuple[Event, tuple[int, ...]]]] = {}
+        self.satisfied = 0
+        self.raw: list[tuple[Event, tuple[int, ...]]] = []
+
+    def configure(self, expected: list[type[Event]]) -> None:
+        # Runs once per buffer (or when the expected list changes): the expected list may be
+        # long (a fan-in of thousands), so per-event work must not depend on its length.
+        held = self.raw + [item for dq in self.slots.values() for item in dq]
+        self.raw = []
+        self.size = len(expected)
+        self.first = expected[0] if expected else None
+        self.last = expected[-1] if expected else None
+        self.expected = list(expected)
+        need: dict[type, int] = {}
+        for t in expected:
+            need[t] = need.get(t, 0) + 1
+        self.need = need
+        self.route = {}
+        self.slots = {t: deque() for t in need}
+        self.satisfied = 0
+        for item in held:
+            self.add(item[0], item[1])
+
+    def add(self, event: Event, origins: tuple[int, ...]) -> bool:
+        cls = type(event)
+        target = self.route.get(cls, _MISSING)
+        if target is _MISSING:
+            target = (
+                cls
+                if cls in self.need
+                else next((t for t in self.need if issubclass(cls, t)), None)
+            )
+            self.route[cls] = target
+        if target is None:
+            return False
+        dq = self.slots[target]
+        dq.append((event, origins))
+        if len(dq) == self.need[target]:
+            self.satisfied += 1
+        return True
+
+    def release(self) -> tuple[list[Event], tuple[int, ...]] | None:
+        if self.satisfied < len(self.need):
+            return None
+        events: list[Event] = []
+        origins: list[int] = []
+        slots = self.slots
+        for t in self.expected:
+            event, origin = slots[t].popleft()
+            events.append(event)
+            origins.extend(origin)
+        self.satisfied = sum(1 for t, n in self.need.items() if len(slots[t]) >= n)
+        return events, tuple(origins)
+
+    def held(self) -> list[Event]:
+        return [e for e, _ in self.raw] + [e for dq in self.slots.values() for e, _ in dq]
+
+
+class Run:
+    """The state and the loop of one workflow run."""
+
+    def __init__(
+        self,
+        workflow: Workflow,
+        graph: Graph,
+        ctx: Context[Any],
+        run_id: str,
+        *,
+        stepwise: bool,
+        instruments: InstrumentSet,
+        listeners: tuple[Callable[[StepBoundary], None], ...],
+        calls: list[Callable[..., Any]],
+    ) -> None:
+        from ._stream import EventStream
+
+        self.loop = asyncio.get_running_loop()
+        self.thread_id = threading.get_ident()
+        self.workflow = workflow
+        self.graph = graph
+        self.ctx = ctx
+        self.run_id = run_id
+        self.meta: dict[str, str] = ctx.meta
+        self.stepwise = stepwise
+        self.instruments = instruments
+        self.listeners = listeners
+        self.calls = calls
+        self.lanes: list[Lane | None] = [None] * len(graph.order)
+        self.running: dict[int, Execution] = {}
+        self.next_id = 1
+        self.status = RunStatus.RUNNING
+        self.error: BaseException | None = None
+        self.stop_event: StopEvent | None = None
+        self.stream = EventStream(self.loop)
+        self.buffers: dict[tuple[str, str | None], CollectBuffer] = {}
+        self.waiters: dict[str, Waiter] = {}
+        self.waiter_results: dict[str, Event] = {}
+        self.emitted_waiters: set[str] = set()
+        self.handler: WorkflowHandler | None = None
+        self.started = time.perf_counter()
+        self._timeout_handle: asyncio.TimerHandle | None = None
+        self._hold = 0
+        self._resolved = False
+        self._held_stop: StopEvent | None = None
+        self._step_outputs: list[Event] = []
+        self._wave: asyncio.Future[None] | None = None
+        self._clock: Callable[[], float] = workflow._clock
+        self._sleep: Callable[[float], Coroutine[Any, Any, None]] = workflow._sleep
+        ins = instruments
+        self._want_started = ins.wants("step_started")
+        self._want_finished = ins.wants("step_finished")
+        self._want_scope = ins.wants("step_scope")
+        self._want_record = self._want_started or self._want_finished or self._want_scope
+        self._want_emitted = ins.wants("event_emitted")
+        self._want_joined = ins.wants("events_joined")
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(
+        self, start_event: Event | None, timeout: float | None, snapshot: RunSnapshot | None
+    ) -> None:
+        """Begin the run with ``start_event``, or resume it from ``snapshot``."""
+        if timeout is not None and not self.stepwise:
+            self._timeout_handle = self.loop.call_later(timeout, self._on_timeout, timeout)
+        if self.instruments.wants("run_started"):
+            self.instruments.call(
+                "run_started",
+                RunStarted(
+                    self.run_id,
+                    self.workflow.workflow_name,
+                    start_event,
+                    snapshot is not None,
+                    self.meta,
+                ),
+            )
+        if snapshot is not None:
+            self._restore(snapshot)
+        elif start_event is not None:
+            self.route(start_event, None, None, external=True)
+
+    def _restore(self, snap: RunSnapshot) -> None:
+        self.next_id = snap.next_execution_id
+        self.emitted_waiters = set(snap.emitted_waiters)
+        self.waiter_results = dict(snap.waiter_results)
+        for w in snap.waiters:
+            self.waiters[w.waiter_id] = Waiter(
+                w.waiter_id, w.type_name, None, w.requirements, None, w.step, w.execution_id
+            )
+        for (step_name, buffer_id), events in snap.buffers.items():
+            buf = CollectBuffer()
+            buf.raw = [(e, ()) for e in events]
+            self.buffers[(step_name, buffer_id)] = buf
+        for ev in snap.stream_pending:
+            self.stream.put(ev)
+        self.stream.position = snap.stream_position
+        # In-progress executions re-run first (with their ids, so default waiter ids match),
+        # then the queued events in their original order.
+        self._hold += 1
+        for item in (*snap.in_progress, *snap.queued):
+            lane = self._lane(self.graph.order.index(self.graph.steps[item.step]))
+            lane.pending.append((item.event, item.origin, item.execution_id))
+        self._hold -= 1
+        self._kick_all()
+
+    def _on_timeout(self, timeout: float) -> None:
+        self._timeout_handle = None
+        self.fail(
+            WorkflowTimeoutError(
+                f"Operation timed out after {timeout} seconds: the run of "
+                f"{self.workflow.workflow_name} did not finish. Raise Workflow(timeout=...) or "
+                "pass timeout=None for no limit."
+            ),
+            RunStatus.TIMED_OUT,
+        )
+
+    def cancel(self) -> None:
+        """End the run as cancelled by the user."""
+        self.fail(
+            WorkflowCancelledByUser(f"The run {self.run_id} was cancelled."), RunStatus.CANCELLED
+        )
+
+    def fail(self, error: BaseException, status: RunStatus = RunStatus.FAILED) -> None:
+        """End the run with ``error``: cancel every other step, then resolve the handler."""
+        if self.status is not RunStatus.RUNNING:
+            return
+        self.status = status
+        self.error = error
+        self._end()
+
+    def complete(self, stop: StopEvent) -> None:
+        """End the run successfully with ``stop``."""
+        if self.status is not RunStatus.RUNNING:
+            return
+        self.status = RunStatus.COMPLETED
+        self.stop_event = stop
+        self.stream.put(stop)
+        self._end()
+
+    def _end(self) -> None:
+        self.stream.close()
+        if self._timeout_handle is not None:
+            self._timeout_handle.cancel()
+            self._timeout_handle = None
+        current = asyncio.current_task()
+        for ex in list(self.running.values()):
+            task = ex.task
+            if task is not None and task is not current:
+                task.cancel()
+        for waiter in self.waiters.values():
+            if waiter.future is not None and not waiter.future.done():
+                waiter.future.cancel()
+        if self._wave is not None and not self._wave.done():
+            self._wave.set_result(None)
+        if not self.running:
+            self._resolve()
+
+    def _resolve(self) -> None:
+        if self._resolved:
+            return
+        self._resolved = True
+        handler = self.handler
+        self.ctx._run_ended(self)
+        if self.instruments.wants("run_finished"):
+            stop = self.stop_event
+            result = None
+            if stop is not None:
+                result = stop.result if type(stop) is StopEvent else stop
+            self.instruments.call(
+                "run_finished",
+                RunFinished(
+                    self.run_id,
+                    self.workflow.workflow_name,
+                    self.status.value,
+                    result,
+                    self.error,
+                    time.perf_counter() - self.started,
+                    self.meta,
+                ),
+            )
+        self.workflow._run_finished(self)
+        if handler is None or handler.done():
+            return
+        if self.status is RunStatus.COMPLETED:
+            stop = self.stop_event
+            assert stop is not None
+            handler.set_result(stop.result if type(stop) is StopEvent else stop)
+        else:
+            handler.set_exception(self.error or WorkflowRuntimeError("The run ended."))
+
+    # ------------------------------------------------------------------ routing
+
+    def _lane(self, index: int) -> Lane:
+        lane = self.lanes[index]
+        if lane is None:
+            lane = self.lanes[index] = Lane(index, self.graph.order[index], self.calls[index])
+        return lane
+
+    def route(
+        self,
+        event: Event,
+        origin: int | None,
+        target: int | None,
+        *,
+        external: bool = False,
+        emitter: Execution | None = None,
+    ) -> None:
+        """Deliver ``event`` to the steps that accept it (or to step ``target`` only)."""
+        if self.status is not RunStatus.RUNNING:
+            return
+        if self._want_emitted:
+            self.instruments.call(
+                "event_emitted",
+                EventEmitted(
+                    self.run_id,
+                    self.workflow.workflow_name,
+                    event,
+                    None if emitter is None else emitter.lane.spec.name,
+                    None if emitter is None else emitter.id,
+                ),
+            )
+        if isinstance(event, StopEvent):
+            if self._hold:
+                self._held_stop = event
+            else:
+                self.complete(event)
+            return
+        if self.waiters and self._offer_waiters(event):
+            return
+        if not external and isinstance(event, InputRequiredEvent):
+            self.stream.put(event)
+        targets = self.graph.targets(type(event)) if target is None else (target,)
+        hold = self._hold or self.stepwise
+        for index in targets:
+            lane = self.lanes[index] or self._lane(index)
+            lane.pending.append((event, origin, None))
+            if not hold and lane.active < lane.limit:
+                self._start(lane)
+
+    def _offer_waiters(self, event: Event) -> bool:
+        for waiter in list(self.waiters.values()):
+            if not waiter.matches(event):
+                continue
+            if waiter.future is None:
+                # Restored waiter whose step has not re-reached wait_for_event yet.
+                del self.waiters[waiter.waiter_id]
+                self.waiter_results[waiter.waiter_id] = event
+                return True
+            if not waiter.future.done():
+                del self.waiters[waiter.waiter_id]
+                waiter.future.set_result(event)
+                return True
+        return False
+
+    def _kick_all(self) -> None:
+        if self.stepwise or self.status is not RunStatus.RUNNING:
+            return
+        for lane in self.lanes:
+            if lane is not None:
+                while lane.pending and lane.active < lane.limit:
+                    self._start(lane)
+
+    def _start(self, lane: Lane) -> None:
+        event, origin, eid = lane.pending.popleft()
+        if eid is None:
+            eid = self.next_id
+            self.next_id += 1
+        ex = Execution(self, eid, lane, event, origin)
+        lane.active += 1
+        self.running[eid] = ex
+        ex.task = self.loop.create_task(self._execute(ex))
+
+    # ------------------------------------------------------------------ executing
+
+    async def _execute(self, ex: Execution) -> None:
+        CURRENT_EXECUTION.set(ex)
+        lane = ex.lane
+        spec = lane.spec
+        try:
+            ex.first_started = self._clock()
+            if self.listeners:
+                ex.first_started_wall = time.time()
+            while True:
+                ex.attempt += 1
+                record: StepStarted | None = None
+                if self._want_record:
+                    record = StepStarted(
+                        self.run_id,
+                        self.workflow.workflow_name,
+                        spec.name,
+                        ex.id,
+                        ex.attempt,
+                        ex.event,
+                        ex.origins,
+                        self.meta,
+                    )
+                    if self._want_started:
+                        self.instruments.call("step_started", record)
+                began = time.perf_counter()
+                try:
+                    if spec.timeout is None:
+                        result = await self._attempt(ex, record)
+                    else:
+                        result = await self._attempt_with_timeout(ex, record, spec.timeout)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as error:
+                    if self.status is not RunStatus.RUNNING:
+                        return
+                    delay = self._retry_delay(ex, error)
+                    if self._want_finished:
+                        self._step_finished(ex, (), error, began, delay is not None)
+                    if delay is None:
+                        self.fail(error)
+                        return
+                    ex.retry_info = RetryInfo(
+                        ex.attempt,
+                        self._clock() - ex.first_started,
+                        error,
+                        datetime.now(UTC),
+                    )
+                    await self._sleep(delay)
+                    if self.status is not RunStatus.RUNNING:
+                        return
+                    continue
+                if self.status is not RunStatus.RUNNING:
+                    return
+                self._succeeded(ex, result, began)
+                return
+        finally:
+            self._release(ex)
+
+    def _retry_delay(self, ex: Execution, error: Exception) -> float | None:
+        policy = ex.lane.spec.retry_policy
+        if policy is None:
+            return None
+        try:
+            return policy.next(self._clock() - ex.first_started, ex.attempt, error)
+        except Exception:
+            logger.exception(
+                "Retry policy %r raised; giving up on step %s.", policy, ex.lane.spec.name
+            )
+            return None
+
+    async def _attempt(self, ex: Execution, record: StepStarted | None) -> Any:
+        lane = ex.lane
+        spec = lane.spec
+        resources = await self._resources(spec) if spec.resources else None
+        scopes = self.instruments.scopes(record) if self._want_scope and record else None
+        if spec.is_async:
+            if scopes:
+                with contextlib.ExitStack() as stack:
+                    for scope in scopes:
+                        stack.enter_context(scope)
+                    return await lane.call(self.ctx, ex.event, resources)
+            return await lane.call(self.ctx, ex.event, resources)
+        return await run_sync(_call_in_scopes, lane.call, self.ctx, ex.event, resources, scopes)
+
+    async def _attempt_with_timeout(
+        self, ex: Execution, record: StepStarted | None, seconds: float
+    ) -> Any:
+        timer = asyncio.timeout(seconds)
+        try:
+            async with timer:
+                ex.step_timeout = timer
+                return await self._attempt(ex, record)
+        except TimeoutError:
+            if timer.expired():
+                raise StepTimeoutError(
+                    f"Step {ex.lane.spec.name} took longer than its timeout of {seconds} seconds "
+                    "and was cancelled. Raise @step(timeout=...) or give it a retry_policy."
+                ) from None
+            raise
+        finally:
+            ex.step_timeout = None
+
+    async def _resources(self, spec: StepSpec) -> dict[str, Any]:
+        manager = self.workflow.resource_manager
+        values: dict[str, Any] = {}
+        for param in spec.params:
+            if param.kind is ParamKind.RESOURCE:
+                values[param.name] = await manager.resolve(
+                    param.resource,
+                    step_name=spec.name,
+                    param_name=param.name,
+                    annotation=param.annotation,
+                )
+        return values
+
+    def _step_finished(
+        self,
+        ex: Execution,
+        outputs: tuple[Event, ...],
+        error: BaseException | None,
+        began: float,
+        will_retry: bool = False,
+    ) -> None:
+        self.instruments.call(
+            "step_finished",
+            StepFinished(
+                self.run_id,
+                self.workflow.workflow_name,
+                ex.lane.spec.name,
+                ex.id,
+                ex.attempt,
+                ex.event,
+                outputs,
+                error,
+                time.perf_counter() - began,
+                will_retry,
+                self.meta,
+            ),
+        )
+
+    def _succeeded(self, ex: Execution, result: Any, began: float) -> None:
+        # The execution is over: it is no longer in progress for snapshots.
+        del self.running[ex.id]
+        if result is None:
+            outputs: tuple[Event, ...] = ()
+        elif isinstance(result, Event):
+            outputs = (result,)
+        else:
+            error = WorkflowRuntimeError(
+                f"Step {ex.lane.spec.name} returned {type(result).__name__} {result!r:.80}; a "
+                "step must return an Event or None. Wrap the value in an event, e.g. "
+                "StopEvent(result=value)."
+            )
+            if self._want_finished:
+                self._step_finished(ex, (), error, began)
+            self.fail(error)
+            return
+        if self._want_finished:
+            self._step_finished(ex, outputs, None, began)
+        if self.stepwise:
+            for ev in outputs:
+                self._step_outputs.append(ev)
+                if isinstance(ev, StopEvent):
+                    self.complete(ev)
+            return
+        if not self.listeners:
+            for ev in outputs:
+                self.route(ev, ex.id, None, emitter=ex)
+            return
+        # Queue the outputs without starting anything, let the listeners look at a quiet run,
+        # then dispatch.
+        self._hold += 1
+        try:
+            for ev in outputs:
+                self.route(ev, ex.id, None, emitter=ex)
+            boundary = StepBoundary(
+                self.run_id,
+                ex.lane.spec.name,
+                ex.id,
+                ex.attempt,
+                ex.event,
+                outputs,
+                self.ctx,
+                ex.first_started_wall,
+                time.time(),
+            )
+            for listener in self.listeners:
+                listener(boundary)
+        except Exception as error:
+            self._hold -= 1
+            self.fail(error)
+            return
+        self._hold -= 1
+        stop, self._held_stop = self._held_stop, None
+        if stop is not None:
+            self.complete(stop)
+        else:
+            self._kick_all()
+
+    def _release(self, ex: Execution) -> None:
+        self.running.pop(ex.id, None)
+        lane = ex.lane
+        lane.active -= 1
+        if self.status is RunStatus.RUNNING:
+            if self.stepwise:
+                if not self.running and self._wave is not None and not self._wave.done():
+                    self._wave.set_result(None)
+            elif lane.pending and not self._hold:
+                while lane.pending and lane.active < lane.limit:
+                    self._start(lane)
+        elif not self.running:
+            self._resolve()
+
+    # ------------------------------------------------------------------ context services
+
+    def collect(
+        self, ex: Execution, event: Event, expected: list[type[Event]], buffer_id: str | None
+    ) -> list[Event] | None:
+        """``ctx.collect_events`` for the execution ``ex``."""
+        key = (ex.lane.spec.name, buffer_id)
+        buf = self.buffers.get(key)
+        if buf is None:
+            buf = self.buffers[key] = CollectBuffer()
+        if len(expected) != buf.size or (
+            expected and (expected[0] is not buf.first or expected[-1] is not buf.last)
+        ):
+            buf.configure(expected)
+        if not buf.add(event, ex.origins):
+            return None
+        released = buf.release()
+        if released is None:
+            return None
+        events, origins = released
+        if self._want_joined:
+            self.instruments.call(
+                "events_joined",
+                EventsJoined(
+                    self.run_id,
+                    self.workflow.workflow_name,
+                    ex.lane.spec.name,
+                    ex.id,
+                    tuple(events),
+                    origins,
+                ),
+            )
+        return events
+
+    async def wait_for(
+        self,
+        ex: Execution,
+        event_type: type[Event],
+        waiter_event: Event | None,
+        waiter_id: str | None,
+        requirements: dict[str, Any] | None,
+        timeout: float | None,
+    ) -> Event:
+        """``ctx.wait_for_event`` for the execution ``ex``."""
+        if waiter_id is None:
+            waiter_id = f"{ex.lane.spec.name}:{ex.id}:{ex.wait_count}"
+        ex.wait_count += 1
+        found = self.waiter_results.pop(waiter_id, None)
+        if found is not None:
+            return found
+        future: asyncio.Future[Event] = self.loop.create_future()
+        self.waiters[waiter_id] = Waiter(
+            waiter_id,
+            type_name(event_type),
+            event_type,
+            dict(requirements or {}),
+            future,
+            ex.lane.spec.name,
+            ex.id,
+        )
+        if waiter_event is not None and waiter_id not in self.emitted_waiters:
+            self.emitted_waiters.add(waiter_id)
+            self.stream.put(waiter_event)
+        # Time spent waiting for someone else is not charged to the step's own timeout.
+        step_timer = ex.step_timeout
+        remaining: float | None = None
+        if step_timer is not None:
+            deadline = step_timer.when()
+            if deadline is not None:
+                remaining = deadline - self.loop.time()
+                step_timer.reschedule(None)
+        try:
+            if timeout is None:
+                return await future
+            async with asyncio.timeout(timeout):
+                return await future
+        finally:
+            waiter = self.waiters.get(waiter_id)
+            if waiter is not None and waiter.future is future:
+                del self.waiters[waiter_id]
+            if step_timer is not None and remaining is not None:
+                step_timer.reschedule(self.loop.time() + remaining)
+
+    # ------------------------------------------------------------------ stepwise
+
+    async def run_wave(self) -> list[Event] | None:
+        """Run every pending execution once (bounded per step); return what they produced."""
+        while True:
+            if self.status is not RunStatus.RUNNING:
+                outputs, self._step_outputs = self._step_outputs, []
+                return outputs or None
+            started = False
+            for lane in self.lanes:
+                if lane is not None:
+                    while lane.pending and lane.active < lane.limit:
+                        self._start(lane)
+                        started = True
+            if not started and not self.running:
+                outputs, self._step_outputs = self._step_outputs, []
+                return outputs
+            if self.running:
+                self._wave = self.loop.create_future()
+                await self._wave
+                self._wave = None
+            if self._step_outputs:
+                outputs, self._step_outputs = self._step_outputs, []
+                return outputs
+
+    # ------------------------------------------------------------------ inspection
+
+    def snapshot_parts(
+        self,
+    ) -> tuple[
+        list[tuple[str, Event, int | None, int | None]],
+        list[tuple[str, Event, int | None, int]],
+    ]:
+        """``(queued, in_progress)`` as ``(step, event, origin, execution id)`` tuples."""
+        queued: list[tuple[str, Event, int | None, int | None]] = []
+        for lane in self.lanes:
+            if lane is not None:
+                for event, origin, eid in lane.pending:
+                    queued.append((lane.spec.name, event, origin, eid))
+        in_progress = [
+            (ex.lane.spec.name, ex.event, ex.origins[0] if ex.origins else None, ex.id)
+            for ex in sorted(self.running.values(), key=lambda e: e.id)
+        ]
+        return queued, in_progress
+
+    def running_steps(self) -> list[str]:
+        """Names of the steps with an execution in progress."""
+        return sorted({ex.lane.spec.name for ex in self.running.values()})
+
+
+def _call_in_scopes(
+    call: Callable[..., Any],
+    ctx: Any,
+    event: Event,
+    resources: dict[str, Any] | None,
+    scopes: list[contextlib.AbstractContextManager[Any]] | None,
+) -> Any:
+    if not scopes:
+        return call(ctx, event, resources)
+    with contextlib.ExitStack() as stack:
+        for scope in scopes:
+            stack.enter_context(scope)
+        return call(ctx, event, resources)
+
+
+def make_call(spec: StepSpec, func: Callable[..., Any]) -> Callable[..., Any]:
+    """A ``call(ctx, event, resources)`` for ``func`` (already bound to its workflow)."""
+    kinds = tuple(p.kind for p in spec.params)
+    if all(p.positional for p in spec.params):
+        if kinds == (ParamKind.EVENT,):
+            return lambda ctx, ev, res: func(ev)
+        if kinds == (ParamKind.CONTEXT, ParamKind.EVENT):
+            return lambda ctx, ev, res: func(ctx, ev)
+        if kinds == (ParamKind.EVENT, ParamKind.CONTEXT):
+            return lambda ctx, ev, res: func(ev, ctx)
+    params = spec.params
+
+    def call(ctx: Any, ev: Event, res: dict[str, Any] | None) -> Any:
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for p in params:
+            if p.kind is ParamKind.EVENT:
+                value: Any = ev
+            elif p.kind is ParamKind.CONTEXT:
+                value = ctx
+            else:
+                value = res[p.name] if res is not None else None
+            if p.positional:
+                args.append(value)
+            else:
+                kwargs[p.name] = value
+        return func(*args, **kwargs)
+
+    return call

@@ -1,0 +1,347 @@
+"""Snapshots of a run: what ``Context.to_dict`` writes and ``Context.from_dict`` reads.
+
+The dict is JSON-compatible (every event and state value is encoded by the serializer as a
+string). ``from_dict`` checks the whole payload before touching the Context, so a corrupt or
+foreign dict raises :class:`ContextSerdeError` and never leaves a half-restored context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import ContextSerdeError
+from .events import Event
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .serialization import BaseSerializer
+
+FORMAT = "batonflow.context"
+VERSION = 1
+
+
+@dataclass(slots=True)
+class QueuedItem:
+    """An event waiting for (or being processed by) one step."""
+
+    step: str
+    event: Event
+    origin: int | None
+    execution_id: int | None
+
+
+@dataclass(slots=True)
+class WaiterRecord:
+    """A step waiting in ``wait_for_event``."""
+
+    waiter_id: str
+    type_name: str
+    requirements: dict[str, Any]
+    step: str
+    execution_id: int
+
+
+@dataclass(slots=True)
+class RunSnapshot:
+    """A run's in-flight part, decoded (the state store is restored separately)."""
+
+    run_id: str
+    is_running: bool
+    queued: list[QueuedItem] = field(default_factory=list)
+    in_progress: list[QueuedItem] = field(default_factory=list)
+    buffers: dict[tuple[str, str | None], list[Event]] = field(default_factory=dict)
+    waiters: list[WaiterRecord] = field(default_factory=list)
+    waiter_results: dict[str, Event] = field(default_factory=dict)
+    emitted_waiters: list[str] = field(default_factory=list)
+    stream_pending: list[Event] = field(default_factory=list)
+    stream_position: int = 0
+    next_execution_id: int = 1
+    #: Events sent with ``ctx.send_event`` after restoring, before ``run(ctx=...)``.
+    external: list[tuple[Event, str | None]] = field(default_factory=list)
+
+
+def _serializer(ctx: Context[Any], serializer: BaseSerializer | None) -> BaseSerializer:
+    if serializer is not None:
+        return serializer
+    if ctx._serializer is not None:
+        return ctx._serializer
+    if ctx._workflow.serializer is not None:
+        return ctx._workflow.serializer
+    from .serialization import JsonSerializer
+
+    return JsonSerializer()
+
+
+def _register(ctx: Context[Any]) -> None:
+    from .serialization import register_type
+
+    graph = ctx._workflow._graph()
+    register_type(*graph.events)
+    if graph.state_type is not None:
+        register_type(graph.state_type)
+
+
+def dump(
+    ctx: Context[Any], serializer: BaseSerializer | None, *, include_state: bool = True
+) -> dict[str, Any]:
+    """The JSON-compatible snapshot of ``ctx`` (see ``Context.to_dict``)."""
+    from ._runtime import RunStatus
+    from .serialization import qualified_name
+
+    ser = _serializer(ctx, serializer)
+    _register(ctx)
+
+    def enc(event: Event, where: str) -> str:
+        from .errors import SerializationError
+
+        try:
+            return ser.serialize(event)
+        except SerializationError as exc:
+            raise SerializationError(f"{where}: {exc}") from exc
+
+    graph = ctx._workflow._graph()
+    data: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "workflow": ctx._workflow.workflow_name,
+        "steps": list(graph.steps),
+        "serializer": qualified_name(type(ser)),
+        "run_id": ctx._run_id,
+        "meta": dict(ctx.meta),
+        "state": ctx.store.to_dict(ser) if include_state else None,
+    }
+    run = ctx._run
+    snap = ctx._snapshot
+    if run is not None:
+        queued, in_progress = run.snapshot_parts()
+        data["is_running"] = run.status is RunStatus.RUNNING
+        data["queue"] = [
+            {"step": s, "event": enc(e, f"queued event for {s}"), "origin": o, "execution_id": i}
+            for s, e, o, i in queued
+        ]
+        data["in_progress"] = [
+            {
+                "step": s,
+                "event": enc(e, f"input of running step {s}"),
+                "origin": o,
+                "execution_id": i,
+            }
+            for s, e, o, i in in_progress
+        ]
+        data["buffers"] = [
+            {
+                "step": k[0],
+                "buffer_id": k[1],
+                "events": [enc(e, f"buffer of {k[0]}") for e in buf.held()],
+            }
+            for k, buf in run.buffers.items()
+            if buf.held()
+        ]
+        data["waiters"] = [
+            {
+                "waiter_id": w.waiter_id,
+                "type": w.type_name,
+                "requirements": ser.serialize(w.requirements),
+                "step": w.step,
+                "execution_id": w.execution_id,
+            }
+            for w in run.waiters.values()
+        ]
+        data["waiter_results"] = {
+            k: enc(v, f"answer to {k}") for k, v in run.waiter_results.items()
+        }
+        data["emitted_waiters"] = sorted(run.emitted_waiters)
+        data["stream"] = {
+            "position": run.stream.position,
+            "pending": [enc(e, "stream event") for e in run.stream.pending()]
+            if data["is_running"]
+            else [],
+        }
+        data["next_execution_id"] = run.next_id
+    elif snap is not None:
+        data["is_running"] = snap.is_running
+        data["queue"] = [
+            {
+                "step": q.step,
+                "event": enc(q.event, "queued event"),
+                "origin": q.origin,
+                "execution_id": q.execution_id,
+            }
+            for q in snap.queued
+        ] + [
+            {
+                "step": s or "",
+                "event": enc(e, "sent event"),
+                "origin": None,
+                "execution_id": None,
+                "external": True,
+            }
+            for e, s in snap.external
+        ]
+        data["in_progress"] = [
+            {
+                "step": q.step,
+                "event": enc(q.event, "in-progress event"),
+                "origin": q.origin,
+                "execution_id": q.execution_id,
+            }
+            for q in snap.in_progress
+        ]
+        data["buffers"] = [
+            {"step": k[0], "buffer_id": k[1], "events": [enc(e, "buffer") for e in evs]}
+            for k, evs in snap.buffers.items()
+        ]
+        data["waiters"] = [
+            {
+                "waiter_id": w.waiter_id,
+                "type": w.type_name,
+                "requirements": ser.serialize(w.requirements),
+                "step": w.step,
+                "execution_id": w.execution_id,
+            }
+            for w in snap.waiters
+        ]
+        data["waiter_results"] = {k: enc(v, "answer") for k, v in snap.waiter_results.items()}
+        data["emitted_waiters"] = list(snap.emitted_waiters)
+        data["stream"] = {
+            "position": snap.stream_position,
+            "pending": [enc(e, "stream event") for e in snap.stream_pending],
+        }
+        data["next_execution_id"] = snap.next_execution_id
+    else:
+        data.update(
+            is_running=False,
+            queue=[],
+            in_progress=[],
+            buffers=[],
+            waiters=[],
+            waiter_results={},
+            emitted_waiters=[],
+            stream={"position": 0, "pending": []},
+            next_execution_id=1,
+        )
+    return data
+
+
+def _bad(message: str) -> ContextSerdeError:
+    return ContextSerdeError(
+        f"Cannot restore the context: {message}. Pass the dict returned by ctx.to_dict() "
+        "(optionally through json.dumps/json.loads) for the same workflow."
+    )
+
+
+def restore_into(ctx: Context[Any], data: Any, serializer: BaseSerializer | None) -> None:
+    """Decode ``data`` fully, then install it into ``ctx`` (all or nothing)."""
+    if not isinstance(data, Mapping):
+        raise _bad(f"expected a dict, got {type(data).__name__}")
+    if data.get("format") != FORMAT:
+        raise _bad("the dict is not a batonflow context snapshot (no 'format' marker)")
+    if data.get("version") != VERSION:
+        raise _bad(
+            f"snapshot format version {data.get('version')!r} is not supported (this batonflow "
+            f"reads version {VERSION})"
+        )
+    workflow = ctx._workflow
+    graph = workflow._graph()
+    saved_steps = data.get("steps")
+    ser = _serializer(ctx, serializer)
+    _register(ctx)
+
+    def dec(text: Any, where: str) -> Event:
+        if not isinstance(text, str):
+            raise _bad(f"{where} is not an encoded event")
+        value = ser.deserialize(text)
+        if not isinstance(value, Event):
+            raise _bad(f"{where} decoded to {type(value).__name__}, not an Event")
+        return value
+
+    def step_of(item: Mapping[str, Any], where: str) -> str:
+        name = item.get("step")
+        if not isinstance(name, str) or name not in graph.steps:
+            raise ContextSerdeError(
+                f"Cannot restore the context: {where} belongs to step {name!r}, which "
+                f"{graph.name} does not have (its steps: {', '.join(graph.steps)}). The "
+                "workflow changed since the snapshot; restore it with the workflow that wrote it."
+            )
+        return name
+
+    try:
+        run_id = data["run_id"]
+        is_running = bool(data["is_running"])
+        snap = RunSnapshot(run_id=str(run_id) if run_id is not None else "", is_running=is_running)
+        for item in data["queue"]:
+            if item.get("external"):
+                snap.external.append((dec(item["event"], "a sent event"), item["step"] or None))
+                continue
+            snap.queued.append(
+                QueuedItem(
+                    step_of(item, "a queued event"),
+                    dec(item["event"], "a queued event"),
+                    item["origin"],
+                    item["execution_id"],
+                )
+            )
+        for item in data["in_progress"]:
+            snap.in_progress.append(
+                QueuedItem(
+                    step_of(item, "an in-progress event"),
+                    dec(item["event"], "an in-progress event"),
+                    item["origin"],
+                    int(item["execution_id"]),
+                )
+            )
+        for item in data["buffers"]:
+            name = step_of(item, "a collect_events buffer")
+            snap.buffers[(name, item["buffer_id"])] = [
+                dec(e, "a buffered event") for e in item["events"]
+            ]
+        for item in data["waiters"]:
+            requirements = ser.deserialize(item["requirements"])
+            if not isinstance(requirements, dict):
+                raise _bad("a waiter's requirements are not a dict")
+            snap.waiters.append(
+                WaiterRecord(
+                    str(item["waiter_id"]),
+                    str(item["type"]),
+                    requirements,
+                    step_of(item, "a waiting step"),
+                    int(item["execution_id"]),
+                )
+            )
+        snap.waiter_results = {
+            str(k): dec(v, "a waiter's answer") for k, v in data["waiter_results"].items()
+        }
+        snap.emitted_waiters = [str(x) for x in data["emitted_waiters"]]
+        stream = data["stream"]
+        snap.stream_position = int(stream["position"])
+        snap.stream_pending = [dec(e, "a stream event") for e in stream["pending"]]
+        snap.next_execution_id = int(data["next_execution_id"])
+        meta = {str(k): str(v) for k, v in dict(data.get("meta") or {}).items()}
+        state = data.get("state")
+        store = None
+        if state is not None:
+            from .state import InMemoryStateStore
+
+            store = InMemoryStateStore.from_dict(state, ser, graph.state_type)
+    except ContextSerdeError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise _bad(f"the snapshot is corrupt ({type(exc).__name__}: {exc})") from exc
+    if isinstance(saved_steps, list) and is_running:
+        missing = [s for s in saved_steps if s not in graph.steps]
+        if missing and (snap.queued or snap.in_progress):
+            raise ContextSerdeError(
+                f"Cannot restore the context: the snapshot's workflow had steps "
+                f"{', '.join(missing)} that {graph.name} does not have; restore it with the "
+                "workflow that wrote it."
+            )
+    # Everything decoded: install.
+    if store is not None:
+        ctx._store = store
+    ctx.meta.clear()
+    ctx.meta.update(meta)
+    ctx._run_id = snap.run_id or None
+    ctx._run = None
+    ctx._snapshot = snap if is_running else None

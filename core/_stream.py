@@ -1,0 +1,71 @@
+"""The event stream of one run: a shared log consumed through one cursor.
+
+Written events are appended; every consumer pops from the same log, so a second consumer, or a
+consumer that stopped and starts again, gets exactly the events nobody has seen yet. Closing
+the stream wakes every waiting consumer; they drain what is left and end, so a consumer never
+hangs on a run that failed, timed out or was cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Any
+
+
+class EventStream:
+    """A single-cursor event log with async consumption."""
+
+    __slots__ = ("_buffer", "_closed", "_loop", "_waiters", "position")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._buffer: deque[Any] = deque()
+        self._waiters: list[asyncio.Future[None]] = []
+        self._closed = False
+        #: How many events consumers have taken so far.
+        self.position = 0
+
+    @property
+    def closed(self) -> bool:
+        """Whether no more events will be written."""
+        return self._closed
+
+    def put(self, event: Any) -> None:
+        """Append ``event``; wakes waiting consumers."""
+        if self._closed:
+            return
+        self._buffer.append(event)
+        if self._waiters:
+            self._wake()
+
+    def close(self) -> None:
+        """Mark the end of the stream; consumers drain the log and stop."""
+        self._closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def pending(self) -> list[Any]:
+        """The events written but not consumed yet, oldest first."""
+        return list(self._buffer)
+
+    async def consume(self) -> AsyncIterator[Any]:
+        """Yield events as they come until the stream is closed and drained."""
+        buffer = self._buffer
+        while True:
+            while buffer:
+                event = buffer.popleft()
+                self.position += 1
+                yield event
+            if self._closed:
+                return
+            # One future per waiting consumer: cancelling one consumer leaves the others alone.
+            waiter = self._loop.create_future()
+            self._waiters.append(waiter)
+            await waiter

@@ -1,0 +1,320 @@
+"""The Context: what a step sees of its run, and what survives between runs.
+
+Every run has a :class:`Context`. Steps receive it by annotating a parameter ``ctx: Context``
+(or ``ctx: Context[MyState]`` for typed state) and use it to send events, join events with
+``collect_events``, write to the caller's stream, wait for a human, and read and write the
+state store ``ctx.store``. The same Context passed to ``workflow.run(ctx=ctx)`` continues its
+run if that run is still in progress, or starts a new run with the same state.
+
+``ctx.to_dict()`` snapshots everything needed to continue the run elsewhere, and
+``Context.from_dict(workflow, data)`` restores it (see ``docs/hitl.md``).
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from .errors import ContextStateError, WorkflowStepDoesNotExistError
+from .events import Event, StopEvent
+from .retry import RetryInfo
+
+if TYPE_CHECKING:
+    from ._runtime import Execution, Run
+    from ._snapshot import RunSnapshot
+    from .serialization import BaseSerializer
+    from .state import InMemoryStateStore
+    from .workflow import Workflow
+
+StateT = TypeVar("StateT")
+
+_MISSING: Any = object()
+
+
+class SnapshotDict(dict[str, Any]):
+    """The dict ``Context.to_dict()`` returns; ``await``-ing it also works (older examples)."""
+
+    def __await__(self) -> Any:
+        if False:  # pragma: no cover - makes this a generator function
+            yield
+        return self
+
+
+class Context(Generic[StateT]):
+    """The run's context: events, streams, waiting for humans, and the state store.
+
+    Args:
+        workflow: The workflow this context belongs to.
+        previous_context: A dict from :meth:`to_dict` to restore (same as :meth:`from_dict`).
+        serializer: The serializer used by :meth:`to_dict` and :meth:`from_dict` by default
+            (falls back to the workflow's serializer, then ``JsonSerializer``).
+    """
+
+    def __init__(
+        self,
+        workflow: Workflow,
+        previous_context: dict[str, Any] | None = None,
+        serializer: BaseSerializer | None = None,
+    ) -> None:
+        self._workflow = workflow
+        self._serializer = serializer
+        self._store: InMemoryStateStore[Any] | None = None
+        self._run: Run | None = None
+        self._snapshot: RunSnapshot | None = None
+        self._run_id: str | None = None
+        #: Per-run string metadata saved with the context (e.g. a trace's ``traceparent``).
+        self.meta: dict[str, str] = {}
+        if previous_context is not None:
+            from ._snapshot import restore_into
+
+            restore_into(self, previous_context, serializer)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def store(self) -> InMemoryStateStore[Any]:
+        """The run's state store (``await ctx.store.get("key", default=0)``, ``set``, ...)."""
+        store = self._store
+        if store is None:
+            from .state import InMemoryStateStore
+
+            store = self._store = InMemoryStateStore(self._workflow._graph().state_type)
+        return store
+
+    async def get(self, key: str, default: Any = _MISSING) -> Any:
+        """Deprecated: use ``await ctx.store.get(key, default=...)``."""
+        warnings.warn(
+            "ctx.get() is deprecated; use `await ctx.store.get(key, default=...)`.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if default is _MISSING:
+            return await self.store.get(key)
+        return await self.store.get(key, default=default)
+
+    async def set(self, key: str, value: Any) -> None:
+        """Deprecated: use ``await ctx.store.set(key, value)``."""
+        warnings.warn(
+            "ctx.set() is deprecated; use `await ctx.store.set(key, value)`.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        await self.store.set(key, value)
+
+    # ------------------------------------------------------------------ run state
+
+    @property
+    def is_running(self) -> bool:
+        """Whether this context's run is in progress."""
+        from ._runtime import RunStatus
+
+        run = self._run
+        return run is not None and run.status is RunStatus.RUNNING
+
+    @property
+    def run_id(self) -> str | None:
+        """The id of the context's current (or last, or restored) run."""
+        return self._run_id
+
+    def _live_run(self, method: str) -> Run:
+        run = self._run
+        if run is None:
+            raise ContextStateError(
+                f"ctx.{method}() needs a running workflow; call it from a step, or after "
+                "handler = workflow.run(ctx=ctx)."
+            )
+        return run
+
+    def _execution(self, method: str) -> Execution:
+        from ._runtime import CURRENT_EXECUTION
+
+        ex = CURRENT_EXECUTION.get()
+        if ex is None or ex.run.ctx is not self:
+            raise ContextStateError(
+                f"ctx.{method}() can only be called inside a step of this context's run."
+            )
+        return ex
+
+    def _run_ended(self, run: Run) -> None:
+        # Called by the run when it resolves; keeps the run for to_dict and stream inspection.
+        pass
+
+    async def running_steps(self) -> list[str]:
+        """Names of the steps executing right now."""
+        run = self._run
+        return run.running_steps() if run is not None else []
+
+    # ------------------------------------------------------------------ events
+
+    def send_event(self, message: Event, step: str | None = None) -> None:
+        """Send ``message`` into the run, to every step that accepts it or to ``step`` only.
+
+        Inside a step, declare the sent event type in the step's return annotation so the
+        workflow validates. From outside (e.g. ``handler.ctx.send_event(HumanResponseEvent(...))``)
+        it answers a waiting step or triggers the steps accepting it.
+
+        Raises:
+            WorkflowStepDoesNotExistError: ``step`` names no step of the workflow.
+            ContextStateError: The run has ended (or none was started).
+        """
+        if not isinstance(message, Event):
+            raise TypeError(
+                f"send_event() takes an Event, got {type(message).__name__}; wrap the value "
+                "in an Event subclass."
+            )
+        run = self._run
+        if run is None:
+            snap = self._snapshot
+            if snap is not None and snap.is_running:
+                self._check_step(step)
+                snap.external.append((message, step))
+                return
+            self._live_run("send_event")
+            return
+        target = self._check_step(step)
+        if threading.get_ident() != run.thread_id:
+            run.loop.call_soon_threadsafe(self._send, run, message, target)
+            return
+        self._send(run, message, target)
+
+    def _check_step(self, step: str | None) -> int | None:
+        if step is None:
+            return None
+        graph = self._workflow._graph()
+        spec = graph.steps.get(step)
+        if spec is None:
+            known = ", ".join(graph.steps)
+            raise WorkflowStepDoesNotExistError(
+                f"Step '{step}' does not exist in {graph.name}; the steps are: {known}. "
+                "Pass one of those names as step=."
+            )
+        return graph.order.index(spec)
+
+    def _send(self, run: Run, message: Event, target: int | None) -> None:
+        from ._runtime import CURRENT_EXECUTION, RunStatus
+
+        if run.status is not RunStatus.RUNNING:
+            if isinstance(message, StopEvent) or run is not self._run:
+                return  # stepwise callers hand the final StopEvent back; nothing to do
+            raise ContextStateError(
+                f"The run {run.run_id} has ended ({run.status.value}); send_event() needs a "
+                "running workflow. Start a new run with workflow.run(ctx=ctx)."
+            )
+        ex = CURRENT_EXECUTION.get()
+        if ex is not None and ex.run is run:
+            run.route(message, ex.id, target, emitter=ex)
+        else:
+            run.route(message, None, target, external=True)
+
+    def write_event_to_stream(self, ev: Event | None) -> None:
+        """Write ``ev`` to the stream read by ``handler.stream_events()``."""
+        run = self._live_run("write_event_to_stream")
+        if ev is None:
+            return
+        if threading.get_ident() != run.thread_id:
+            run.loop.call_soon_threadsafe(run.stream.put, ev)
+        else:
+            run.stream.put(ev)
+
+    def collect_events(
+        self, ev: Event, expected: list[type[Event]], buffer_id: str | None = None
+    ) -> list[Event] | None:
+        """Buffer ``ev``; once one event of each ``expected`` type arrived, return them all.
+
+        Call it in a step that accepts every expected type. It returns ``None`` until the set
+        is complete, then the events in the order of ``expected`` (a type listed twice needs
+        two events). Buffers are per step (and ``buffer_id``); each event costs O(1).
+
+        Raises:
+            ContextStateError: Called outside a step of this context's run.
+        """
+        ex = self._execution("collect_events")
+        run = ex.run
+        if threading.get_ident() != run.thread_id:
+            return _in_loop(run, run.collect, ex, ev, expected, buffer_id)  # type: ignore[no-any-return]
+        return run.collect(ex, ev, expected, buffer_id)
+
+    async def wait_for_event(
+        self,
+        event_type: type[Event],
+        waiter_event: Event | None = None,
+        waiter_id: str | None = None,
+        requirements: dict[str, Any] | None = None,
+        timeout: float | None = 2000,
+    ) -> Event:
+        """Wait inside a step for an event of ``event_type`` sent into the run.
+
+        Args:
+            event_type: The event class to wait for.
+            waiter_event: Written to the stream once per ``waiter_id`` (e.g. an
+                ``InputRequiredEvent`` asking a human).
+            waiter_id: Identifies this wait across a snapshot/restore (default: derived from
+                the step execution, stable across a resume).
+            requirements: Field values the awaited event must have.
+            timeout: Seconds to wait (``None``: forever); raises ``TimeoutError`` after.
+
+        Returns:
+            The first matching event sent after the wait began.
+        """
+        ex = self._execution("wait_for_event")
+        return await ex.run.wait_for(ex, event_type, waiter_event, waiter_id, requirements, timeout)
+
+    def retry_info(self) -> RetryInfo:
+        """Where the current step stands in its retries (attempt 0 on the first run)."""
+        ex = self._execution("retry_info")
+        return ex.retry_info or RetryInfo()
+
+    # ------------------------------------------------------------------ serialization
+
+    def to_dict(
+        self, serializer: BaseSerializer | None = None, *, include_state: bool = True
+    ) -> SnapshotDict:
+        """Snapshot the run as a JSON-compatible dict (see ``Context.from_dict``).
+
+        It holds the state store, queued and in-progress events, ``collect_events`` buffers,
+        waiting steps, unread stream events, the run id and meta. Synchronous; ``await`` on the
+        result also works.
+
+        Raises:
+            SerializationError: A value cannot be encoded (the message names its key).
+        """
+        from ._snapshot import dump
+
+        return SnapshotDict(dump(self, serializer, include_state=include_state))
+
+    @classmethod
+    def from_dict(
+        cls,
+        workflow: Workflow,
+        data: dict[str, Any],
+        serializer: BaseSerializer | None = None,
+    ) -> Context[Any]:
+        """Restore a context saved with :meth:`to_dict` for ``workflow``.
+
+        Pass it to ``workflow.run(ctx=ctx)``: a run that was in progress resumes (steps that
+        were running re-run from their start); a finished one starts anew with the state.
+
+        Raises:
+            ContextSerdeError: The dict is corrupt, from another workflow, or cannot be decoded.
+        """
+        return cls(workflow, previous_context=data, serializer=serializer)
+
+
+def _in_loop(run: Run, fn: Any, *args: Any) -> Any:
+    # A sync step (in a worker thread) calling a context method that must run in the loop.
+    import concurrent.futures
+
+    done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def call() -> None:
+        try:
+            done.set_result(fn(*args))
+        except BaseException as exc:  # handed back to the calling thread
+            done.set_exception(exc)
+
+    run.loop.call_soon_threadsafe(call)
+    return done.result()
+
+
+__all__ = ["Context", "SnapshotDict"]

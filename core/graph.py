@@ -1,0 +1,228 @@
+"""Who accepts and emits what: a workflow's steps as a graph, its validation and dispatch table.
+
+A :class:`Graph` is computed once per workflow class (and once per instance that has steps
+attached with ``@step(workflow=instance)``) and cached. It answers, in one dict lookup on the
+hot path, which steps receive an event of a given concrete class: subclass matching is resolved
+the first time each concrete class is seen.
+
+Validation checks, before the first run: a step accepts the start event; a step can emit a
+StopEvent; every emitted event has a taker; every accepted event has a producer (events sent
+from outside, like ``HumanResponseEvent``, are exempt); all steps agree on the typed state.
+Drawing and docs use :func:`workflow_graph` to list steps with their accepted and emitted
+events and their resource parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from .errors import WorkflowValidationError
+from .events import Event, HumanResponseEvent, InputRequiredEvent, StartEvent, StopEvent
+from .step import StepSpec
+
+if TYPE_CHECKING:
+    from .workflow import Workflow
+
+#: Events that come from outside the workflow (a human, an API) and need no producing step.
+EXTERNAL_EVENTS: tuple[type[Event], ...] = (StartEvent, HumanResponseEvent)
+#: Events meant for the caller (the stream) that need no accepting step.
+CALLER_EVENTS: tuple[type[Event], ...] = (StopEvent, InputRequiredEvent)
+
+
+@dataclass(slots=True)
+class Graph:
+    """The compiled shape of a workflow: its steps and the event routing between them.
+
+    Attributes:
+        name: The workflow's name, used in messages.
+        steps: Step specs by name, in definition order.
+        order: The same specs as a tuple; routing returns indexes into it.
+        start_event_class: The StartEvent (sub)class the entry step accepts.
+        stop_event_classes: The StopEvent classes steps may emit.
+        state_type: The typed-state model declared with ``Context[Model]``, if any.
+    """
+
+    name: str
+    steps: dict[str, StepSpec]
+    order: tuple[StepSpec, ...]
+    start_event_class: type[StartEvent]
+    stop_event_classes: tuple[type[StopEvent], ...]
+    state_type: type[BaseModel] | None
+    _routes: dict[type, tuple[int, ...]] = field(default_factory=dict)
+    _validated: bool = False
+    _problem: WorkflowValidationError | None = None
+
+    def targets(self, event_type: type) -> tuple[int, ...]:
+        """Indexes (into :attr:`order`) of the steps that accept events of ``event_type``."""
+        found = self._routes.get(event_type)
+        if found is None:
+            found = tuple(
+                i
+                for i, spec in enumerate(self.order)
+                if any(issubclass(event_type, acc) for acc in spec.accepted)
+            )
+            self._routes[event_type] = found
+        return found
+
+    @property
+    def events(self) -> list[type[Event]]:
+        """Every event class a step accepts or emits, without duplicates."""
+        seen: dict[type[Event], None] = {}
+        for spec in self.order:
+            for ev in (*spec.accepted, *spec.emitted):
+                seen[ev] = None
+        return list(seen)
+
+    @property
+    def uses_hitl(self) -> bool:
+        """Whether a step accepts or emits human-in-the-loop events."""
+        return any(issubclass(ev, InputRequiredEvent | HumanResponseEvent) for ev in self.events)
+
+    def validate(self) -> None:
+        """Raise the first problem found (cached: the checks run once per graph).
+
+        Raises:
+            WorkflowValidationError: The message names the step and event and says the fix.
+        """
+        if self._validated:
+            if self._problem is not None:
+                raise self._problem
+            return
+        self._validated = True
+        try:
+            _check(self)
+        except WorkflowValidationError as exc:
+            self._problem = exc
+            raise
+
+
+def _names(types_: Iterable[type]) -> str:
+    return ", ".join(t.__name__ for t in types_)
+
+
+def _check(graph: Graph) -> None:
+    name = graph.name
+    specs = graph.order
+    if not specs:
+        raise WorkflowValidationError(
+            f"{name} has no steps. Decorate methods with @step (or attach functions with "
+            "@step(workflow=...))."
+        )
+    starts = {acc for s in specs for acc in s.accepted if issubclass(acc, StartEvent)}
+    if not starts:
+        raise WorkflowValidationError(
+            f"{name} has no step that accepts StartEvent. Add a step whose event parameter is "
+            "annotated StartEvent (or a subclass)."
+        )
+    if len(starts) > 1:
+        raise WorkflowValidationError(
+            f"{name} has steps accepting different start events ({_names(starts)}). "
+            "Use one StartEvent class for the workflow's entry steps."
+        )
+    stops = {e for s in specs for e in s.emitted if issubclass(e, StopEvent)}
+    if not stops:
+        raise WorkflowValidationError(
+            f"{name} has no step that can produce StopEvent. Add StopEvent (or a subclass) to "
+            "the return annotation of the step that finishes the run."
+        )
+    if len(stops) > 1:
+        raise WorkflowValidationError(
+            f"{name} has steps producing different stop events ({_names(stops)}). "
+            "Use one StopEvent class for the workflow's result."
+        )
+    accepted = {acc: s for s in specs for acc in s.accepted}
+    for spec in specs:
+        for ev in spec.emitted:
+            if issubclass(ev, CALLER_EVENTS):
+                continue
+            if not any(issubclass(ev, acc) for acc in accepted):
+                raise WorkflowValidationError(
+                    f"Step {spec.name} of {name} returns {ev.__name__}, but no step accepts "
+                    f"{ev.__name__}. Add a step that takes `ev: {ev.__name__}`, or remove it "
+                    f"from {spec.name}'s return annotation."
+                )
+    emitted = {e for s in specs for e in s.emitted}
+    for spec in specs:
+        for acc in spec.accepted:
+            if issubclass(acc, EXTERNAL_EVENTS):
+                continue
+            if not any(issubclass(e, acc) for e in emitted):
+                raise WorkflowValidationError(
+                    f"Step {spec.name} of {name} accepts {acc.__name__}, but no step produces "
+                    f"{acc.__name__}. Add {acc.__name__} to the return annotation of the step "
+                    "that returns or sends it (ctx.send_event events are declared there too)."
+                )
+    states = {s.state_type: s for s in specs if s.state_type is not None}
+    if len(states) > 1:
+        described = ", ".join(f"{s.name}: Context[{t.__name__}]" for t, s in states.items())
+        raise WorkflowValidationError(
+            f"{name} declares different state types ({described}). All steps of a workflow "
+            "share one state; annotate them with the same Context[Model]."
+        )
+
+
+def compile_graph(name: str, specs: Iterable[StepSpec]) -> Graph:
+    """Build the :class:`Graph` of the given step specs (no validation yet)."""
+    order = tuple(specs)
+    starts = [acc for s in order for acc in s.accepted if issubclass(acc, StartEvent)]
+    stops = [e for s in order for e in s.emitted if issubclass(e, StopEvent)]
+    states = [s.state_type for s in order if s.state_type is not None]
+    return Graph(
+        name=name,
+        steps={s.name: s for s in order},
+        order=order,
+        start_event_class=starts[0] if starts else StartEvent,
+        stop_event_classes=tuple(dict.fromkeys(stops)) or (StopEvent,),
+        state_type=states[0] if states else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StepShape:
+    """One step as drawing tools see it.
+
+    Attributes:
+        name: Step name.
+        accepts: Event classes the step accepts.
+        emits: Event classes the step may return or send.
+        resources: ``(parameter name, Resource descriptor)`` pairs.
+        num_workers: Concurrency bound of the step.
+    """
+
+    name: str
+    accepts: tuple[type[Event], ...]
+    emits: tuple[type[Event], ...]
+    resources: tuple[tuple[str, Any], ...]
+    num_workers: int
+
+
+def workflow_graph(workflow: Workflow | type[Workflow]) -> Mapping[str, StepShape]:
+    """The steps of a workflow (class or instance) with what they accept, emit and inject.
+
+    Args:
+        workflow: A ``Workflow`` subclass or instance (instances include attached steps).
+
+    Returns:
+        Step shapes by step name, in definition order.
+    """
+    from .workflow import Workflow
+
+    graph = workflow._graph() if isinstance(workflow, Workflow) else workflow._class_graph()
+    return {
+        s.name: StepShape(s.name, s.accepted, s.emitted, s.resources, s.num_workers)
+        for s in graph.order
+    }
+
+
+__all__ = [
+    "CALLER_EVENTS",
+    "EXTERNAL_EVENTS",
+    "Graph",
+    "StepShape",
+    "compile_graph",
+    "workflow_graph",
+]

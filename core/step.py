@@ -1,0 +1,365 @@
+"""The ``@step`` decorator and what it learns from a step's signature.
+
+``@step`` marks a method (or, with ``workflow=``, a plain function) as a step. The signature
+says everything: the event parameter's annotation (a union is allowed) is what the step
+accepts; the return annotation is what it may emit (``None`` means nothing); a parameter
+annotated ``Context`` (or ``Context[MyState]``) receives the run's context; a parameter
+annotated ``Annotated[T, Resource(factory)]`` receives a resource.
+
+Annotations are read with ``typing.get_type_hints(include_extras=True)``, so
+``from __future__ import annotations`` works. A name that is not defined yet when the decorator
+runs (a forward reference) is resolved later, when the workflow class is first used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import sys
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, overload
+
+from pydantic import BaseModel
+
+from .errors import WorkflowConfigurationError, WorkflowValidationError
+from .events import Event
+from .resource import Resource, ResourceConfig
+
+if TYPE_CHECKING:
+    from .retry import RetryPolicy
+    from .workflow import Workflow
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+STEP_ATTR = "__batonflow_step__"
+
+
+class ParamKind(Enum):
+    """What the run loop passes to one parameter of a step."""
+
+    CONTEXT = "context"  # the run's Context
+    EVENT = "event"  # the triggering event
+    RESOURCE = "resource"  # a resource resolved by the workflow's ResourceManager
+
+
+@dataclass(frozen=True, slots=True)
+class StepOptions:
+    """What was given to ``@step(...)``, kept on the function until the workflow reads it."""
+
+    num_workers: int
+    retry_policy: RetryPolicy | None
+    timeout: float | None
+    localns: dict[str, Any] | None
+
+
+@dataclass(frozen=True, slots=True)
+class StepParam:
+    """One parameter of a step (``self`` excluded), in call order."""
+
+    name: str
+    kind: ParamKind
+    resource: Any = None  # the Resource/ResourceConfig descriptor for RESOURCE params
+    positional: bool = True
+    annotation: Any = None  # the T of Annotated[T, Resource(...)]
+
+
+@dataclass(frozen=True, slots=True)
+class StepSpec:
+    """Everything the engine knows about one step, computed once per workflow class.
+
+    Attributes:
+        name: The step's name (the method or function name).
+        func: The undecorated function.
+        accepted: The event classes the step accepts.
+        emitted: The event classes its return annotation names (empty for ``-> None``).
+        params: The parameters (``self`` excluded), in call order.
+        state_type: The model of ``Context[Model]`` when the step declares typed state.
+        has_self: Whether ``func`` is a method taking ``self``.
+        is_async: Whether ``func`` is a coroutine function (sync steps run in a thread).
+        num_workers: How many executions of this step may run at once within one run.
+        retry_policy: The policy consulted when an attempt raises, if any.
+        timeout: Seconds one attempt may take, or ``None``.
+    """
+
+    name: str
+    func: Callable[..., Any]
+    accepted: tuple[type[Event], ...]
+    emitted: tuple[type[Event], ...]
+    params: tuple[StepParam, ...]
+    state_type: type[BaseModel] | None
+    has_self: bool
+    is_async: bool
+    num_workers: int = 4
+    retry_policy: RetryPolicy | None = None
+    timeout: float | None = None
+
+    @property
+    def resources(self) -> tuple[tuple[str, Any], ...]:
+        """``(parameter name, Resource descriptor)`` pairs of the step's resource parameters."""
+        return tuple((p.name, p.resource) for p in self.params if p.kind is ParamKind.RESOURCE)
+
+    @property
+    def context_param(self) -> str | None:
+        """The name of the parameter that receives the Context, if any."""
+        for p in self.params:
+            if p.kind is ParamKind.CONTEXT:
+                return p.name
+        return None
+
+
+@overload
+def step(func: F, /) -> F: ...
+
+
+@overload
+def step(
+    *,
+    workflow: Workflow | type[Workflow] | None = None,
+    num_workers: int = 4,
+    retry_policy: RetryPolicy | None = None,
+    timeout: float | None = None,
+) -> Callable[[F], F]: ...
+
+
+def step(
+    func: F | None = None,
+    /,
+    *,
+    workflow: Workflow | type[Workflow] | None = None,
+    num_workers: int = 4,
+    retry_policy: RetryPolicy | None = None,
+    timeout: float | None = None,
+) -> F | Callable[[F], F]:
+    """Mark a function as a workflow step.
+
+    Use it bare (``@step``) or with options (``@step(num_workers=2)``). Inside a ``Workflow``
+    subclass it decorates methods; with ``workflow=`` it attaches a plain function to a workflow
+    instance (or class).
+
+    Args:
+        func: The function, when used bare.
+        workflow: Attach the function to this workflow instance or class.
+        num_workers: Most executions of this step running at once within one run.
+        retry_policy: A :class:`RetryPolicy` consulted when an attempt raises.
+        timeout: Seconds one attempt may take; a longer attempt is cancelled and fails with
+            :class:`StepTimeoutError` (retryable).
+
+    Returns:
+        The same function, marked as a step (or a decorator doing that).
+
+    Raises:
+        WorkflowValidationError: The signature has a parameter without annotation, no event
+            parameter, or a return annotation that is not made of events.
+        WorkflowConfigurationError: ``num_workers`` or ``timeout`` is not positive.
+    """
+    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
+        raise WorkflowConfigurationError(
+            f"num_workers must be a positive int, got {num_workers!r}; pass num_workers=1 or more."
+        )
+    if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
+        raise WorkflowConfigurationError(
+            f"timeout must be a positive number of seconds or None, got {timeout!r}."
+        )
+    if retry_policy is not None and not callable(getattr(retry_policy, "next", None)):
+        raise WorkflowConfigurationError(
+            f"retry_policy {retry_policy!r} has no next(elapsed_time, attempts, error) method; "
+            "pass a RetryPolicy such as ConstantDelayRetryPolicy(delay=1, maximum_attempts=3)."
+        )
+    localns = _caller_namespace()
+
+    def decorate(fn: F) -> F:
+        if not callable(fn):
+            raise WorkflowValidationError(f"@step decorates functions, got {fn!r}.")
+        setattr(fn, STEP_ATTR, StepOptions(num_workers, retry_policy, timeout, localns))
+        _check_annotations_present(fn)
+        # Resolve now when we can, so bad annotations fail at definition time; names defined
+        # later in the module are resolved when the workflow is first used.
+        with contextlib.suppress(NameError):
+            build_spec(fn, fn.__name__)
+        if workflow is not None:
+            if isinstance(workflow, type):
+                workflow.add_step(fn)
+            else:
+                workflow._add_instance_step(fn)
+        return fn
+
+    if func is not None:
+        return decorate(func)
+    return decorate
+
+
+def _caller_namespace() -> dict[str, Any] | None:
+    # Names local to the function that defines a workflow (tests, notebooks) are not in the
+    # module globals; remember them so postponed annotations can still be resolved.
+    ns: dict[str, Any] = {}
+    frame = sys._getframe(2)
+    for _ in range(3):
+        if frame is None:
+            break
+        if frame.f_code.co_name == "<module>":
+            break
+        for key, value in frame.f_locals.items():
+            ns.setdefault(key, value)
+        frame = frame.f_back  # type: ignore[assignment]
+    return ns or None
+
+
+def _check_annotations_present(fn: Callable[..., Any]) -> None:
+    sig = inspect.signature(fn)
+    name = fn.__name__
+    for index, param in enumerate(sig.parameters.values()):
+        if index == 0 and param.name == "self":
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise WorkflowValidationError(
+                f"Step {name} has a *{param.name} parameter; steps take an event parameter, "
+                "optionally a Context and resources. Remove the variadic parameter."
+            )
+        if param.annotation is inspect.Parameter.empty:
+            raise WorkflowValidationError(
+                f"Step {name} parameter '{param.name}' has no type annotation. Annotate it with "
+                f"the event type it accepts (e.g. `{param.name}: StartEvent`), `Context`, or "
+                "`Annotated[T, Resource(factory)]`."
+            )
+    if sig.return_annotation is inspect.Signature.empty:
+        raise WorkflowValidationError(
+            f"Step {name} has no return annotation. Annotate the events it returns, e.g. "
+            "`-> StopEvent`, `-> MyEvent | None`, or `-> None` when it returns nothing."
+        )
+
+
+def _event_types(annotation: Any) -> tuple[list[type[Event]], list[Any], bool]:
+    """Split an annotation into event classes, other members, and whether None is in it."""
+    origin = get_origin(annotation)
+    if origin is Union or origin is types.UnionType:
+        members = list(get_args(annotation))
+    else:
+        members = [annotation]
+    events: list[type[Event]] = []
+    others: list[Any] = []
+    has_none = False
+    for member in members:
+        if member is None or member is type(None):
+            has_none = True
+        elif isinstance(member, type) and issubclass(member, Event):
+            events.append(member)
+        else:
+            others.append(member)
+    return events, others, has_none
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return repr(annotation).replace("typing.", "")
+
+
+def _resource_marker(annotation: Any) -> Any:
+    if get_origin(annotation) is not typing.Annotated:
+        return None
+    for meta in annotation.__metadata__:
+        if isinstance(meta, Resource | ResourceConfig):
+            return meta
+    return None
+
+
+def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
+    """Read a decorated function's signature into a :class:`StepSpec`.
+
+    Raises:
+        WorkflowValidationError: The signature does not describe a valid step.
+        NameError: An annotation names something that is not defined (yet).
+    """
+    from .context import Context  # a cycle at import time otherwise
+
+    options: StepOptions = getattr(fn, STEP_ATTR)
+    _check_annotations_present(fn)
+    hints = typing.get_type_hints(fn, localns=options.localns, include_extras=True)
+    sig = inspect.signature(fn)
+    params: list[StepParam] = []
+    accepted: tuple[type[Event], ...] = ()
+    event_param: str | None = None
+    state_type: type[BaseModel] | None = None
+    has_self = False
+    for index, param in enumerate(sig.parameters.values()):
+        if index == 0 and param.name == "self":
+            has_self = True
+            continue
+        positional = param.kind is not param.KEYWORD_ONLY
+        ann = hints.get(param.name, param.annotation)
+        marker = _resource_marker(ann)
+        if marker is not None:
+            params.append(
+                StepParam(param.name, ParamKind.RESOURCE, marker, positional, get_args(ann)[0])
+            )
+            continue
+        if get_origin(ann) is typing.Annotated:
+            ann = get_args(ann)[0]
+        if ann is Context or get_origin(ann) is Context:
+            args = get_args(ann)
+            if args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+                state_type = args[0]
+            elif args:
+                raise WorkflowValidationError(
+                    f"Step {name} annotates '{param.name}' as Context[{_type_name(args[0])}]; "
+                    "the state type must be a pydantic BaseModel whose fields all have defaults."
+                )
+            params.append(StepParam(param.name, ParamKind.CONTEXT, None, positional))
+            continue
+        events, others, _ = _event_types(ann)
+        if others or not events:
+            raise WorkflowValidationError(
+                f"Step {name} parameter '{param.name}' is annotated {_type_name(ann)}, which is "
+                "not an Event. Annotate it with an Event subclass (or a union of them), "
+                "`Context`, or `Annotated[T, Resource(factory)]`."
+            )
+        if event_param is not None:
+            raise WorkflowValidationError(
+                f"Step {name} has two event parameters ('{event_param}' and '{param.name}'). "
+                "Take one parameter annotated with a union of the events and join them with "
+                "ctx.collect_events(ev, [A, B])."
+            )
+        event_param = param.name
+        accepted = tuple(dict.fromkeys(events))
+        params.append(StepParam(param.name, ParamKind.EVENT, None, positional))
+    if event_param is None:
+        raise WorkflowValidationError(
+            f"Step {name} has no event parameter. Add one annotated with the event it "
+            "accepts, e.g. `ev: StartEvent`."
+        )
+    ret = hints.get("return", sig.return_annotation)
+    emitted: tuple[type[Event], ...] = ()
+    if ret is not None and ret is not type(None):
+        events, others, _ = _event_types(ret)
+        if others:
+            raise WorkflowValidationError(
+                f"Step {name} return annotation {_type_name(ret)} names "
+                f"{', '.join(_type_name(o) for o in others)}, which is not an Event. A step "
+                "returns an Event subclass, a union of them, or None."
+            )
+        emitted = tuple(dict.fromkeys(events))
+    return StepSpec(
+        name=name,
+        func=fn,
+        accepted=accepted,
+        emitted=emitted,
+        params=tuple(params),
+        state_type=state_type,
+        has_self=has_self,
+        is_async=inspect.iscoroutinefunction(fn),
+        num_workers=options.num_workers,
+        retry_policy=options.retry_policy,
+        timeout=options.timeout,
+    )
+
+
+def is_step(obj: Any) -> bool:
+    """Whether ``obj`` was decorated with ``@step``."""
+    return hasattr(obj, STEP_ATTR)
+
+
+__all__ = ["ParamKind", "StepOptions", "StepParam", "StepSpec", "build_spec", "is_step", "step"]

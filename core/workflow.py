@@ -1,0 +1,374 @@
+"""The Workflow class: steps wired by the events they accept and emit.
+
+Subclass :class:`Workflow` and decorate async (or plain sync) methods with ``@step``; or create
+a ``Workflow(...)`` instance and attach plain functions with ``@step(workflow=instance)``.
+Everything about a workflow class (its steps, their signatures, the dispatch table, the
+validation) is computed once and cached; a run only does dict lookups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+import weakref
+from collections import deque
+from collections.abc import Callable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import ValidationError
+
+from ._runtime import Run, make_call
+from .context import Context
+from .errors import WorkflowConfigurationError, WorkflowRuntimeError, WorkflowValidationError
+from .events import Event, StartEvent, StopEvent
+from .graph import Graph, compile_graph
+from .handler import WorkflowHandler
+from .hooks import StepBoundary, StepListener
+from .instrument import Instrument, InstrumentSet, PrintingInstrument, global_instruments
+from .resource import ResourceManager
+from .step import STEP_ATTR, StepSpec, build_spec, is_step
+
+if TYPE_CHECKING:
+    from ._snapshot import RunSnapshot
+    from .serialization import BaseSerializer
+
+_CLASS_GRAPHS: weakref.WeakKeyDictionary[type, Graph] = weakref.WeakKeyDictionary()
+
+
+class Workflow:
+    """A set of steps that pass events to each other; ``run()`` starts a run.
+
+    Args:
+        timeout: Seconds a run may take before it fails with ``WorkflowTimeoutError``;
+            ``None`` for no limit.
+        disable_validation: Skip the graph checks made before the first run.
+        verbose: Print each step's start, finish and emitted events.
+        resource_manager: Where ``Resource`` factories' results are cached (one per workflow
+            instance by default).
+        num_concurrent_runs: Most runs of this instance executing at once; more wait their turn.
+        workflow_name: Name used in messages and traces (default: the class name).
+        serializer: Default serializer for ``ctx.to_dict()`` / ``Context.from_dict()``.
+        instruments: Instruments watching this workflow's runs.
+        clock: Monotonic clock used for retry timing (tests inject a fake one).
+        sleep: Coroutine function used to wait between retries (tests inject a fake one).
+
+    Raises:
+        WorkflowConfigurationError: ``timeout`` or ``num_concurrent_runs`` is not positive.
+    """
+
+    _added_steps: ClassVar[dict[str, Callable[..., Any]]] = {}
+
+    def __init__(
+        self,
+        timeout: float | None = 45.0,
+        disable_validation: bool = False,
+        verbose: bool = False,
+        resource_manager: ResourceManager | None = None,
+        num_concurrent_runs: int | None = None,
+        workflow_name: str | None = None,
+        serializer: BaseSerializer | None = None,
+        *,
+        instruments: Sequence[Instrument] = (),
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], Coroutine[Any, Any, None]] | None = None,
+    ) -> None:
+        if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
+            raise WorkflowConfigurationError(
+                f"timeout must be a positive number of seconds or None, got {timeout!r}."
+            )
+        if num_concurrent_runs is not None and num_concurrent_runs < 1:
+            raise WorkflowConfigurationError(
+                f"num_concurrent_runs must be at least 1 or None, got {num_concurrent_runs!r}."
+            )
+        self._timeout = timeout
+        self._disable_validation = disable_validation
+        self._verbose = verbose
+        self._resource_manager = resource_manager
+        self._num_concurrent_runs = num_concurrent_runs
+        self._workflow_name = workflow_name
+        self._serializer = serializer
+        own = list(instruments)
+        if verbose:
+            own.append(PrintingInstrument())
+        self._own_instruments = tuple(own)
+        self._instrument_cache: tuple[int, InstrumentSet] | None = None
+        self._clock: Callable[[], float] = clock or time.monotonic
+        self._sleep: Callable[[float], Coroutine[Any, Any, None]] = sleep or asyncio.sleep
+        self._instance_steps: dict[str, Callable[..., Any]] = {}
+        self._own_graph: Graph | None = None
+        self._calls: tuple[Graph, list[Callable[..., Any]]] | None = None
+        self._listeners: tuple[StepListener, ...] = ()
+        self._active_runs = 0
+        self._queued_runs: deque[Callable[[], None]] = deque()
+        self._last_run: Run | None = None
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def workflow_name(self) -> str:
+        """The workflow's name (``workflow_name=`` or the class name)."""
+        return self._workflow_name or type(self).__name__
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds a run may take, or ``None``."""
+        return self._timeout
+
+    @property
+    def resource_manager(self) -> ResourceManager:
+        """The manager that creates and caches this instance's resources."""
+        if self._resource_manager is None:
+            self._resource_manager = ResourceManager()
+        return self._resource_manager
+
+    @property
+    def serializer(self) -> BaseSerializer | None:
+        """The default serializer for this workflow's contexts, if set."""
+        return self._serializer
+
+    @property
+    def start_event_class(self) -> type[StartEvent]:
+        """The StartEvent class the entry step accepts."""
+        return self._graph().start_event_class
+
+    @property
+    def stop_event_class(self) -> type[StopEvent]:
+        """The StopEvent class the workflow ends with."""
+        return self._graph().stop_event_classes[0]
+
+    @property
+    def events(self) -> list[type[Event]]:
+        """Every event class the steps accept or emit."""
+        return self._graph().events
+
+    # ------------------------------------------------------------------ steps and graph
+
+    @classmethod
+    def add_step(cls, func: Callable[..., Any]) -> None:
+        """Add a ``@step``-decorated function to this workflow class (and its subclasses)."""
+        if not is_step(func):
+            raise WorkflowValidationError(
+                f"{getattr(func, '__name__', func)!r} is not a step; decorate it with @step first."
+            )
+        if "_added_steps" not in cls.__dict__:
+            cls._added_steps = {}
+        cls._added_steps[func.__name__] = func
+        _CLASS_GRAPHS.clear()
+
+    def _add_instance_step(self, func: Callable[..., Any]) -> None:
+        self._instance_steps[func.__name__] = func
+        self._own_graph = None
+        self._calls = None
+
+    @classmethod
+    def _class_steps(cls) -> dict[str, Callable[..., Any]]:
+        found: dict[str, Callable[..., Any]] = {}
+        for klass in reversed(cls.__mro__):
+            for name, attr in vars(klass).items():
+                if is_step(attr):
+                    found[name] = attr
+                elif name in found and callable(attr):
+                    del found[name]  # overridden by a plain method
+            found.update(vars(klass).get("_added_steps", {}))
+        return found
+
+    @classmethod
+    def _class_graph(cls) -> Graph:
+        graph = _CLASS_GRAPHS.get(cls)
+        if graph is None:
+            graph = compile_graph(cls.__name__, _specs(cls.__name__, cls._class_steps()))
+            _CLASS_GRAPHS[cls] = graph
+        return graph
+
+    def _graph(self) -> Graph:
+        if not self._instance_steps:
+            return self._class_graph()
+        graph = self._own_graph
+        if graph is None:
+            steps = {**type(self)._class_steps(), **self._instance_steps}
+            graph = self._own_graph = compile_graph(
+                self.workflow_name, _specs(self.workflow_name, steps)
+            )
+        return graph
+
+    def _bound_calls(self, graph: Graph) -> list[Callable[..., Any]]:
+        cached = self._calls
+        if cached is not None and cached[0] is graph:
+            return cached[1]
+        calls = []
+        for spec in graph.order:
+            func = spec.func.__get__(self) if spec.has_self else spec.func
+            calls.append(make_call(spec, func))
+        self._calls = (graph, calls)
+        return calls
+
+    def validate(
+        self, *, validate_resource_configs: bool = True, validate_resources: bool = False
+    ) -> bool:
+        """Check the workflow's steps and events fit together.
+
+        Returns:
+            Whether the workflow uses human-in-the-loop events.
+
+        Raises:
+            WorkflowValidationError: The message names the step and event, and the fix.
+        """
+        graph = self._graph()
+        graph.validate()
+        return graph.uses_hitl
+
+    # ------------------------------------------------------------------ listeners, instruments
+
+    def add_step_listener(self, listener: StepListener) -> None:
+        """Call ``listener(StepBoundary)`` after every successful step of this instance's runs.
+
+        See :mod:`batonflow.core.hooks`; checkpointing is built on this.
+        """
+        if listener not in self._listeners:
+            self._listeners = (*self._listeners, listener)
+
+    def remove_step_listener(self, listener: StepListener) -> None:
+        """Stop calling a listener added with :meth:`add_step_listener`."""
+        self._listeners = tuple(x for x in self._listeners if x is not listener)
+
+    def _instrument_set(self) -> InstrumentSet:
+        extra, version = global_instruments()
+        cached = self._instrument_cache
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        instruments = InstrumentSet((*self._own_instruments, *extra))
+        self._instrument_cache = (version, instruments)
+        return instruments
+
+    # ------------------------------------------------------------------ running
+
+    def run(
+        self,
+        ctx: Context[Any] | None = None,
+        start_event: StartEvent | None = None,
+        stepwise: bool = False,
+        **kwargs: Any,
+    ) -> WorkflowHandler:
+        """Start a run (or resume one) and return its handler immediately.
+
+        Args:
+            ctx: A Context to continue: if its run is in progress (or was restored in progress)
+                the run resumes without a new StartEvent; otherwise a new run starts with the
+                context's state.
+            start_event: The start event to use instead of building one from ``kwargs``.
+            stepwise: Run one wave of steps per ``await handler.run_step()``.
+            **kwargs: Fields of the start event; ``run_id=`` sets the run's id.
+
+        Returns:
+            The run's :class:`WorkflowHandler`; ``await`` it for the result.
+
+        Raises:
+            WorkflowValidationError: The workflow's steps do not fit together.
+            pydantic.ValidationError: ``kwargs`` do not fit the workflow's typed StartEvent.
+        """
+        graph = self._graph()
+        if not self._disable_validation:
+            graph.validate()
+        run_id = kwargs.pop("run_id", None)
+        snapshot: RunSnapshot | None = None
+        if ctx is None:
+            ctx = Context(self)
+        else:
+            if ctx._workflow is not self:
+                ctx._workflow = self
+            live = ctx._run
+            if live is not None and ctx.is_running and live.handler is not None:
+                return live.handler
+            if ctx._snapshot is not None and ctx._snapshot.is_running:
+                snapshot = ctx._snapshot
+        start: StartEvent | None = None
+        if snapshot is not None:
+            run_id = snapshot.run_id
+        else:
+            start = self._start_event(graph, start_event, kwargs)
+        ctx._snapshot = None
+        run_id = str(run_id) if run_id is not None else uuid.uuid4().hex
+        ctx._run_id = run_id
+        run = Run(
+            self,
+            graph,
+            ctx,
+            run_id,
+            stepwise=stepwise,
+            instruments=self._instrument_set(),
+            listeners=self._listeners,
+            calls=self._bound_calls(graph),
+        )
+        handler = WorkflowHandler(run, ctx)
+        run.handler = handler
+        ctx._run = run
+        self._last_run = run
+
+        def begin() -> None:
+            self._active_runs += 1
+            run.start(start, self._timeout, snapshot)
+            if snapshot is not None:
+                for event, step in snapshot.external:
+                    ctx.send_event(event, step=step)
+
+        limit = self._num_concurrent_runs
+        if limit is not None and self._active_runs >= limit:
+            self._queued_runs.append(begin)
+        else:
+            begin()
+        return handler
+
+    def _run_finished(self, run: Run) -> None:
+        self._active_runs -= 1
+        while self._queued_runs and (
+            self._num_concurrent_runs is None or self._active_runs < self._num_concurrent_runs
+        ):
+            self._queued_runs.popleft()()
+
+    @staticmethod
+    def _start_event(
+        graph: Graph, start_event: StartEvent | None, kwargs: dict[str, Any]
+    ) -> StartEvent:
+        cls = graph.start_event_class
+        if start_event is not None:
+            if not isinstance(start_event, StartEvent):
+                raise WorkflowRuntimeError(
+                    f"start_event must be a StartEvent, got {type(start_event).__name__}; pass "
+                    f"an instance of {cls.__name__}."
+                )
+            if kwargs:
+                raise WorkflowRuntimeError(
+                    f"run() got start_event and keyword fields ({', '.join(kwargs)}); put the "
+                    "fields into the start event instead."
+                )
+            return start_event
+        if cls is not StartEvent and set(cls.model_fields) - set(StartEvent.model_fields):
+            unknown = [k for k in kwargs if k not in cls.model_fields]
+            if unknown:
+                raise ValidationError.from_exception_data(
+                    cls.__name__,
+                    [
+                        {"type": "extra_forbidden", "loc": (key,), "input": kwargs[key]}
+                        for key in unknown
+                    ],
+                )
+        return cls(**kwargs)
+
+
+def _specs(owner: str, steps: dict[str, Callable[..., Any]]) -> list[StepSpec]:
+    specs = []
+    for name, func in steps.items():
+        if not hasattr(func, STEP_ATTR):
+            continue
+        try:
+            specs.append(build_spec(func, name))
+        except NameError as exc:
+            raise WorkflowValidationError(
+                f"Step {name} of {owner} has an annotation that cannot be resolved ({exc}). "
+                "Define the event class at module level, before the workflow is run."
+            ) from exc
+    return specs
+
+
+__all__ = ["StepBoundary", "Workflow"]
