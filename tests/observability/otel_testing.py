@@ -9,6 +9,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from llama_index.core.base.llms.types import (
+    CompletionResponse,
+    CompletionResponseGen,
+    LLMMetadata,
+)
+from llama_index.core.llms import CustomLLM
+from llama_index.core.llms.callbacks import llm_completion_callback
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -18,6 +25,44 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Status
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+
+class ScriptedLLM(CustomLLM):
+    """A llama-index LLM answering from a script, reporting token usage like OpenAI does."""
+
+    answers: list[str] = ["hello there"]
+    fail: bool = False
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="scripted-1", is_chat_model=False)
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        if self.fail:
+            raise ConnectionError("model unreachable")
+        text = self.answers[0]
+        return CompletionResponse(
+            text=text,
+            raw={
+                "id": "resp-42",
+                "model": "scripted-1-0611",
+                "usage": {"prompt_tokens": 7, "completion_tokens": 2},
+                "choices": [{"finish_reason": "stop"}],
+            },
+        )
+
+    @llm_completion_callback()
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        def gen() -> CompletionResponseGen:
+            text = ""
+            for word in self.answers[0].split():
+                text += word
+                yield CompletionResponse(text=text, delta=word)
+
+        return gen()
 
 
 class Spans:

@@ -13,54 +13,11 @@ from batonflow.observability.genai import CAPTURE_ENV, instrument_llama_index
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.llms.types import (
     ChatMessage,
-    CompletionResponse,
-    CompletionResponseGen,
-    LLMMetadata,
 )
 from llama_index.core.embeddings import MockEmbedding
-from llama_index.core.llms import CustomLLM
-from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from opentelemetry.trace import StatusCode
-from otel_testing import Spans
-
-
-class ScriptedLLM(CustomLLM):
-    """A llama-index LLM answering from a script, reporting token usage like OpenAI does."""
-
-    answers: list[str] = ["hello there"]
-    fail: bool = False
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="scripted-1", is_chat_model=False)
-
-    @llm_completion_callback()
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        if self.fail:
-            raise ConnectionError("model unreachable")
-        text = self.answers[0]
-        return CompletionResponse(
-            text=text,
-            raw={
-                "id": "resp-42",
-                "model": "scripted-1-0611",
-                "usage": {"prompt_tokens": 7, "completion_tokens": 2},
-                "choices": [{"finish_reason": "stop"}],
-            },
-        )
-
-    @llm_completion_callback()
-    def stream_complete(
-        self, prompt: str, formatted: bool = False, **kwargs: Any
-    ) -> CompletionResponseGen:
-        def gen() -> CompletionResponseGen:
-            text = ""
-            for word in self.answers[0].split():
-                text += word
-                yield CompletionResponse(text=text, delta=word)
-
-        return gen()
+from otel_testing import ScriptedLLM, Spans
 
 
 class DocsRetriever(BaseRetriever):
