@@ -18,12 +18,11 @@ from urllib.parse import urlsplit, urlunsplit
 from urllib.request import urlopen
 
 import pytest
-from llama_index.core.base.llms.types import ChatMessage
-from otel_testing import OTLPReceiver, ScriptedLLM, render_tree
-
 from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow
 from batonflow.core.step import step
 from batonflow.observability import configure_tracing
+from llama_index.core.base.llms.types import ChatMessage
+from otel_testing import OTLPReceiver, ScriptedLLM, render_tree
 
 
 class Part(Event):
