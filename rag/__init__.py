@@ -1,1 +1,57 @@
-"""batonflow.rag."""
+"""batonflow.rag: ingestion and retrieval-augmented generation on Qdrant.
+
+* :class:`QdrantStore`: chunks with BM25 sparse (and optional dense) vectors in Qdrant, embedded
+  locally (a folder or memory) or on a server by URL.
+* :class:`IngestionWorkflow`: files/documents → chunks → (embeddings) → the store.
+* :class:`RAGWorkflow`: retrieve → (rerank) → answer citing sources as [1], [2]; extractive
+  when no LLM is configured, so it works offline.
+* :class:`QdrantRetriever`: a llama-index retriever over the store.
+
+Install with ``pip install 'batonflow[rag]'``.
+"""
+
+from .errors import RAGError as RAGError
+from .errors import StoreConfigError as StoreConfigError
+from .errors import StoreLockedError as StoreLockedError
+from .events import AnswerDelta as AnswerDelta
+from .events import IngestProgress as IngestProgress
+from .events import QueryEvent as QueryEvent
+from .events import RerankedEvent as RerankedEvent
+from .events import RetrievedEvent as RetrievedEvent
+from .events import RetrieveEvent as RetrieveEvent
+from .events import SourcesEvent as SourcesEvent
+from .ingestion import IngestionReport as IngestionReport
+from .ingestion import IngestionWorkflow as IngestionWorkflow
+from .loading import SkippedFile as SkippedFile
+from .retriever import QdrantRetriever as QdrantRetriever
+from .sparse import BM25SparseEncoder as BM25SparseEncoder
+from .store import Chunk as Chunk
+from .store import Hit as Hit
+from .store import QdrantStore as QdrantStore
+from .synthesis import RAGResponse as RAGResponse
+from .synthesis import Source as Source
+from .workflow import RAGWorkflow as RAGWorkflow
+
+__all__ = [
+    "AnswerDelta",
+    "BM25SparseEncoder",
+    "Chunk",
+    "Hit",
+    "IngestProgress",
+    "IngestionReport",
+    "IngestionWorkflow",
+    "QdrantRetriever",
+    "QdrantStore",
+    "QueryEvent",
+    "RAGError",
+    "RAGResponse",
+    "RAGWorkflow",
+    "RerankedEvent",
+    "RetrieveEvent",
+    "RetrievedEvent",
+    "SkippedFile",
+    "Source",
+    "SourcesEvent",
+    "StoreConfigError",
+    "StoreLockedError",
+]

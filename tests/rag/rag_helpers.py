@@ -55,6 +55,9 @@ class ConceptEmbedding(BaseEmbedding):
         ConceptEmbedding.calls.append(len(texts))
         return [self._vector(t) for t in texts]
 
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._get_text_embeddings(texts)
+
 
 CORPUS = {
     "cars.md": "# Looking after a car\n\nChange the engine oil every 8000 kilometres and check "

@@ -1,0 +1,98 @@
+"""The events of the ingestion and RAG workflows.
+
+Written to the event stream (``handler.stream_events()``) for callers to show:
+:class:`IngestProgress`, :class:`SourcesEvent` and :class:`AnswerDelta`. The others pass work
+between steps; subclasses of the workflows may emit or accept them too.
+"""
+
+from __future__ import annotations
+
+from batonflow.core import Event
+from llama_index.core.schema import NodeWithScore
+
+from .loading import PendingChunk
+from .synthesis import Source
+
+
+class IngestProgress(Event):
+    """Ingestion progress: ``done`` of ``total`` chunks are stored (streamed)."""
+
+    done: int
+    total: int
+
+
+class EmbedBatchEvent(Event):
+    """A batch of chunks to embed (when a model is set) and store."""
+
+    chunks: list[PendingChunk]
+    total_batches: int
+
+
+class BatchStoredEvent(Event):
+    """A batch was stored: which sources got which point ids."""
+
+    ids: dict[str, list[str]]
+    count: int
+    total_batches: int
+
+
+class IngestPlanEvent(Event):
+    """What ingestion read: the files, the files skipped and the number of batches to wait for."""
+
+    files: list[str]
+    skipped: list[tuple[str, str]]
+    total_chunks: int
+    total_batches: int
+
+
+class QueryEvent(Event):
+    """The prepared query, held for the synthesis step."""
+
+    query: str
+
+
+class RetrieveEvent(Event):
+    """Asks the retrieval step to fetch passages for ``query``."""
+
+    query: str
+
+
+class RetrievedEvent(Event):
+    """The passages retrieval found, best first."""
+
+    query: str
+    nodes: list[NodeWithScore]
+
+
+class RerankedEvent(Event):
+    """The passages after the (optional) reranker, best first: what synthesis answers from."""
+
+    query: str
+    nodes: list[NodeWithScore]
+
+
+class SourcesEvent(Event):
+    """The sources the answer will cite, in citation order (streamed before the answer)."""
+
+    query: str
+    sources: list[Source]
+
+
+class AnswerDelta(Event):
+    """A piece of the answer as the LLM streams it (streamed)."""
+
+    delta: str
+
+
+__all__ = [
+    "AnswerDelta",
+    "BatchStoredEvent",
+    "EmbedBatchEvent",
+    "IngestPlanEvent",
+    "IngestProgress",
+    "QueryEvent",
+    "RerankedEvent",
+    "RetrieveEvent",
+    "RetrievedEvent",
+    "SourcesEvent",
+]

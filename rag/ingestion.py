@@ -1,0 +1,180 @@
+"""``IngestionWorkflow``: files or documents → chunks → (embeddings) → a Qdrant collection.
+
+::
+
+    store = QdrantStore(path=".batonflow/qdrant")
+    report = await IngestionWorkflow(store=store).run(paths=["docs/"])
+    print(report.files, report.chunks, report.skipped)
+
+Steps: ``load`` reads and splits (bad files are skipped and reported), then sends the chunks
+in batches; ``embed_and_store`` (up to four batches at once) embeds a batch when an embedding
+model is set and upserts it; ``finish`` counts progress, waits for every batch with
+``ctx.collect_events`` and deletes each source's chunks left over from an earlier version.
+Progress is streamed as :class:`IngestProgress` events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+from typing import Any
+
+from batonflow.core import Context, StartEvent, StopEvent, Workflow, step
+from llama_index.core import Document
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.node_parser import NodeParser
+from pydantic import BaseModel, Field
+
+from .errors import StoreConfigError
+from .events import BatchStoredEvent, EmbedBatchEvent, IngestPlanEvent, IngestProgress
+from .loading import SkippedFile, load_files, split_documents
+from .store import QdrantStore
+
+
+class IngestionReport(BaseModel):
+    """What an ingestion did.
+
+    Attributes:
+        files: how many files were read (documents passed directly are not files).
+        chunks: how many chunks were stored.
+        skipped: the files that were not read, each with the reason.
+        removed: how many chunks of earlier versions of the sources were deleted.
+    """
+
+    files: int = 0
+    chunks: int = 0
+    skipped: list[SkippedFile] = Field(default_factory=list)
+    removed: int = 0
+
+
+class IngestionWorkflow(Workflow):
+    """Ingest files (``paths=``) and/or llama-index documents (``documents=``) into a store.
+
+    Re-ingesting a file replaces its chunks (see :class:`QdrantStore`). A file that is binary,
+    not UTF-8, empty or unreadable is skipped, reported, and leaves its stored chunks as they
+    were.
+
+    Args:
+        store: where the chunks go; a local ``QdrantStore()`` by default.
+        embed_model: a llama-index embedding model, to add dense vectors (hybrid retrieval).
+        splitter: a llama-index node parser; ``SentenceSplitter()`` by default.
+        embed_batch_size: chunks per embedding (and store) batch.
+        timeout: the run's time limit in seconds (``None``: no limit).
+        **kwargs: passed to :class:`~batonflow.core.Workflow`.
+    """
+
+    def __init__(
+        self,
+        store: QdrantStore | None = None,
+        *,
+        embed_model: BaseEmbedding | None = None,
+        splitter: NodeParser | None = None,
+        embed_batch_size: int = 64,
+        timeout: float | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if embed_batch_size < 1:
+            raise StoreConfigError(f"embed_batch_size must be at least 1, got {embed_batch_size}.")
+        super().__init__(timeout=timeout, **kwargs)
+        self.store = store if store is not None else QdrantStore()
+        self.embed_model = embed_model
+        self.splitter = splitter
+        self.embed_batch_size = embed_batch_size
+
+    @step
+    async def load(
+        self, ctx: Context, ev: StartEvent
+    ) -> IngestPlanEvent | EmbedBatchEvent | StopEvent:
+        """Read and split the inputs, then send the chunks on in batches."""
+        paths, documents = _inputs(ev)
+        docs, files, skipped = await asyncio.to_thread(load_files, paths)
+        docs.extend(documents)
+        pending = await asyncio.to_thread(split_documents, docs, self.splitter)
+        if not pending:
+            return StopEvent(result=IngestionReport(files=len(files), skipped=skipped))
+        size = self.embed_batch_size
+        batches = [pending[i : i + size] for i in range(0, len(pending), size)]
+        await ctx.store.set("ingest_done", 0)
+        await ctx.store.set("ingest_total", len(pending))
+        ctx.write_event_to_stream(IngestProgress(done=0, total=len(pending)))
+        for batch in batches:
+            ctx.send_event(EmbedBatchEvent(chunks=batch, total_batches=len(batches)))
+        return IngestPlanEvent(
+            files=files,
+            skipped=[tuple(s) for s in skipped],
+            total_chunks=len(pending),
+            total_batches=len(batches),
+        )
+
+    @step(num_workers=4)
+    async def embed_and_store(self, ev: EmbedBatchEvent) -> BatchStoredEvent:
+        """Embed one batch (when a model is set) and upsert it."""
+        chunks = [p.chunk for p in ev.chunks]
+        if self.embed_model is not None:
+            vectors = await self.embed_model.aget_text_embedding_batch(
+                [p.embed_text for p in ev.chunks]
+            )
+            chunks = [dataclasses.replace(c, dense=v) for c, v in zip(chunks, vectors, strict=True)]
+        await self.store.aupsert(chunks)
+        ids: dict[str, list[str]] = {}
+        for c in chunks:
+            ids.setdefault(c.source, []).append(c.id)
+        return BatchStoredEvent(ids=ids, count=len(chunks), total_batches=ev.total_batches)
+
+    @step(num_workers=1)
+    async def finish(
+        self, ctx: Context, ev: IngestPlanEvent | BatchStoredEvent
+    ) -> StopEvent | None:
+        """Stream progress; once every batch is stored, prune stale chunks and report."""
+        total_batches = ev.total_batches
+        if isinstance(ev, BatchStoredEvent):
+            # One finish worker at a time, so this read-modify-write is not racing itself.
+            done = await ctx.store.get("ingest_done", default=0) + ev.count
+            await ctx.store.set("ingest_done", done)
+            total = await ctx.store.get("ingest_total")
+            ctx.write_event_to_stream(IngestProgress(done=done, total=total))
+        collected = ctx.collect_events(ev, [IngestPlanEvent] + [BatchStoredEvent] * total_batches)
+        if collected is None:
+            return None
+        plan = collected[0]
+        if not isinstance(plan, IngestPlanEvent):  # collect_events keeps the requested order
+            raise TypeError(f"expected IngestPlanEvent first, got {type(plan).__name__}")
+        keep: dict[str, set[str]] = {}
+        for stored in collected[1:]:
+            for source, ids in stored.ids.items():
+                keep.setdefault(source, set()).update(ids)
+        removed = 0
+        for source, ids in keep.items():
+            removed += await self.store.aprune(source, ids)
+        return StopEvent(
+            result=IngestionReport(
+                files=len(plan.files),
+                chunks=plan.total_chunks,
+                skipped=[SkippedFile(*s) for s in plan.skipped],
+                removed=removed,
+            )
+        )
+
+
+def _inputs(ev: StartEvent) -> tuple[list[str | os.PathLike[str]], list[Document]]:
+    paths = ev.get("paths")
+    documents = ev.get("documents")
+    if paths is None and documents is None:
+        raise ValueError(
+            "IngestionWorkflow.run() needs paths=[...] (files or folders) and/or "
+            "documents=[Document(...)]."
+        )
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    docs = list(documents or [])
+    bad = [type(d).__name__ for d in docs if not isinstance(d, Document)]
+    if bad:
+        raise TypeError(
+            f"documents= must hold llama-index Document objects, got {', '.join(bad)}; "
+            "wrap text as Document(text=..., metadata={'source': ...})."
+        )
+    return list(paths or []), docs
+
+
+__all__ = ["IngestionReport", "IngestionWorkflow"]

@@ -1,0 +1,212 @@
+"""Reading files and splitting documents into chunks, for ingestion.
+
+Files are read with llama-index-core's ``SimpleDirectoryReader`` (Markdown and text; PDF when
+``batonflow[pdf]`` is installed) one at a time, so a bad file (binary, not UTF-8, empty,
+unreadable) is skipped with a reason instead of failing the whole ingestion. Documents are split
+with any llama-index node parser (``SentenceSplitter`` by default).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from llama_index.core import Document, SimpleDirectoryReader
+from llama_index.core.node_parser import NodeParser, SentenceSplitter
+from llama_index.core.schema import MetadataMode
+
+from .store import Chunk
+
+#: File types ingestion reads (lowercase suffixes).
+TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
+PDF_SUFFIX = ".pdf"
+_SNIFF_BYTES = 8192
+
+
+class _NoReadersFileWarning(logging.Filter):
+    # SimpleDirectoryReader logs "llama-index-readers-file package not found" for every file it
+    # reads when that optional package is missing; ingestion reports PDFs itself, so drop it.
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "`llama-index-readers-file` package not found" not in record.getMessage()
+
+
+logging.getLogger("llama_index.core.readers.file.base").addFilter(_NoReadersFileWarning())
+
+
+class SkippedFile(NamedTuple):
+    """A file ingestion did not read, and why."""
+
+    path: str
+    reason: str
+
+
+class _Skip(Exception):
+    """Internal: this file cannot be ingested, for the reason given."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingChunk:
+    """A chunk before embedding: what to store and the text to embed (with metadata)."""
+
+    chunk: Chunk
+    embed_text: str
+
+
+def discover(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[SkippedFile]]:
+    """The files to read under ``paths`` (files and folders, recursively), and those refused.
+
+    Files named directly must have a supported suffix (else they are reported); inside folders,
+    other file types and hidden files are ignored quietly.
+    """
+    files: dict[Path, None] = {}
+    skipped: list[SkippedFile] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            for found in sorted(path.rglob("*")):
+                rel = found.relative_to(path)
+                if any(part.startswith(".") for part in rel.parts):
+                    continue
+                if found.is_file() and _supported(found):
+                    files.setdefault(found.resolve(), None)
+        elif path.is_file():
+            if _supported(path):
+                files.setdefault(path.resolve(), None)
+            else:
+                skipped.append(
+                    SkippedFile(
+                        str(path),
+                        f"unsupported file type {path.suffix or '(none)'!r}; batonflow reads "
+                        f"{', '.join((*TEXT_SUFFIXES, PDF_SUFFIX))}",
+                    )
+                )
+        else:
+            skipped.append(SkippedFile(str(path), "no such file or directory"))
+    return list(files), skipped
+
+
+def _supported(path: Path) -> bool:
+    return path.suffix.lower() in (*TEXT_SUFFIXES, PDF_SUFFIX)
+
+
+def read_file(path: Path) -> list[Document]:
+    """Read one file into documents.
+
+    Raises:
+        _Skip: the file is binary, not UTF-8, empty, unreadable, or a PDF without PDF support.
+    """
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+    except OSError as exc:
+        raise _Skip(f"unreadable: {exc.strerror or exc}") from exc
+    is_pdf = path.suffix.lower() == PDF_SUFFIX
+    if is_pdf:
+        if not _pdf_support():
+            raise _Skip("PDF support is not installed; run pip install 'batonflow[pdf]'")
+    elif b"\x00" in head:
+        raise _Skip("binary file, not text")
+    try:
+        reader = SimpleDirectoryReader(input_files=[path], errors="strict", raise_on_error=True)
+        docs = reader.load_data()
+    except UnicodeDecodeError as exc:
+        raise _Skip(f"not UTF-8 text (byte {exc.start}: {exc.reason})") from exc
+    except Exception as exc:  # a reader's failure on one file must not stop the others
+        raise _Skip(f"unreadable: {type(exc).__name__}: {exc}") from exc
+    docs = [d for d in docs if d.text.strip()]
+    if not docs:
+        raise _Skip("empty: no text")
+    source = str(path)
+    for doc in docs:
+        doc.metadata["file_path"] = source
+    return docs
+
+
+def _pdf_support() -> bool:
+    # SimpleDirectoryReader reads PDFs with llama-index-readers-file; without it, it would
+    # return the raw PDF bytes as "text".
+    try:
+        return importlib.util.find_spec("llama_index.readers.file") is not None
+    except ModuleNotFoundError:  # the parent package llama_index.readers is missing too
+        return False
+
+
+def load_files(
+    paths: Iterable[str | os.PathLike[str]],
+) -> tuple[list[Document], list[str], list[SkippedFile]]:
+    """Read every supported file under ``paths``: (documents, files read, files skipped)."""
+    files, skipped = discover(paths)
+    documents: list[Document] = []
+    read: list[str] = []
+    for path in files:
+        try:
+            documents.extend(read_file(path))
+        except _Skip as skip:
+            skipped.append(SkippedFile(str(path), str(skip)))
+        else:
+            read.append(str(path))
+    return documents, read, skipped
+
+
+def source_of(doc: Document) -> str:
+    """What a document's chunks are filed under: its file path, else ``source``, else its id."""
+    meta = doc.metadata
+    return str(meta.get("file_path") or meta.get("source") or doc.id_)
+
+
+def split_documents(
+    documents: Sequence[Document], splitter: NodeParser | None = None
+) -> list[PendingChunk]:
+    """Split documents into chunks numbered per source (several documents may share one).
+
+    Args:
+        documents: the documents.
+        splitter: a llama-index node parser; ``SentenceSplitter()`` by default.
+    """
+    splitter = splitter or SentenceSplitter()
+    pending: list[PendingChunk] = []
+    next_index: dict[str, int] = {}
+    for doc in documents:
+        source = source_of(doc)
+        for node in splitter.get_nodes_from_documents([doc]):
+            text = node.get_content(metadata_mode=MetadataMode.NONE)
+            if not text.strip():
+                continue
+            index = next_index.get(source, 0)
+            next_index[source] = index + 1
+            metadata: dict[str, Any] = {k: _jsonable(v) for k, v in node.metadata.items()}
+            pending.append(
+                PendingChunk(
+                    chunk=Chunk(text=text, source=source, index=index, metadata=metadata),
+                    embed_text=node.get_content(metadata_mode=MetadataMode.EMBED),
+                )
+            )
+    return pending
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return str(value)
+
+
+__all__ = [
+    "PDF_SUFFIX",
+    "TEXT_SUFFIXES",
+    "PendingChunk",
+    "SkippedFile",
+    "discover",
+    "load_files",
+    "read_file",
+    "source_of",
+    "split_documents",
+]
