@@ -23,6 +23,7 @@ from typing import Any, TypeAlias
 
 from llama_index.core.tools import BaseTool, FunctionTool
 from llama_index.core.tools.types import AsyncBaseTool, adapt_to_async_tool
+from llama_index.core.tools.utils import create_schema_from_function
 from pydantic import ValidationError
 
 from .errors import AgentConfigurationError
@@ -40,6 +41,57 @@ class ToolOutcome:
 
     output: str
     is_error: bool
+
+
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
+_ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
+
+
+def _google_arg_docs(doc: str) -> dict[str, str]:
+    """Argument descriptions from a Google-style ``Args:`` section (``name: text`` lines)."""
+    docs: dict[str, str] = {}
+    lines = doc.splitlines()
+    inside = False
+    indent: int | None = None
+    last: str | None = None
+    for line in lines:
+        if _ARGS_HEADER.match(line):
+            inside, indent, last = True, None, None
+            continue
+        if not inside:
+            continue
+        if not line.strip():
+            continue
+        width = len(line) - len(line.lstrip())
+        if width == 0:
+            break  # the next section (Returns:, Raises:, ...)
+        match = _ARG_LINE.match(line)
+        if match and (indent is None or width == indent):
+            indent = width
+            last = match.group(1).lstrip("*")
+            docs[last] = match.group(2).strip()
+        elif last is not None and indent is not None and width > indent:
+            docs[last] += " " + line.strip()
+    return docs
+
+
+def _function_tool(fn: Callable[..., Any], name: str) -> FunctionTool:
+    """A FunctionTool whose description shows real types and whose schema has arg docs."""
+    call = getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
+    target = call if not inspect.isroutine(fn) and inspect.iscoroutinefunction(call) else fn
+    try:  # resolve string annotations (from __future__ import annotations) for the prompt
+        signature = inspect.signature(target, eval_str=True)
+    except (NameError, TypeError, ValueError):
+        signature = inspect.signature(target)
+    doc = inspect.getdoc(target) or ""
+    description = f"{name}{signature}\n{doc}".strip()
+    arg_docs = {k: v for k, v in _google_arg_docs(doc).items() if k in signature.parameters}
+    schema = create_schema_from_function(name, target, param_descriptions=arg_docs or None)
+    if inspect.iscoroutinefunction(target):
+        return FunctionTool.from_defaults(
+            async_fn=target, name=name, description=description, fn_schema=schema
+        )
+    return FunctionTool.from_defaults(target, name=name, description=description, fn_schema=schema)
 
 
 def to_tool(obj: ToolLike) -> AsyncBaseTool:
@@ -65,11 +117,7 @@ def to_tool(obj: ToolLike) -> AsyncBaseTool:
                 "'-'. Wrap it as FunctionTool.from_defaults(fn, name='my_tool') "
                 "(from llama_index.core.tools import FunctionTool)."
             )
-        call = getattr(obj, "__call__", None)  # noqa: B004 - async callable objects
-        if not inspect.isroutine(obj) and inspect.iscoroutinefunction(call):
-            tool = FunctionTool.from_defaults(async_fn=call, name=name)
-        else:
-            tool = FunctionTool.from_defaults(obj)
+        tool = _function_tool(obj, name)
     else:
         raise AgentConfigurationError(
             f"tools= holds {obj!r} ({type(obj).__name__}), which is neither a llama-index tool "
