@@ -43,10 +43,10 @@ def start_schema(workflow: Any) -> dict[str, Any]:
 def external_events(workflow: Any) -> dict[str, Any]:
     """Event types that may be sent into a run from outside, by class name.
 
-    These are the events a step accepts but no step emits (besides the start event), plus
-    ``HumanResponseEvent`` whenever the workflow asks for input (``InputRequiredEvent``),
-    since ``ctx.wait_for_event`` waits for it without a step accepting it. Only these names
-    are ever turned into classes: nothing is imported from a request.
+    These are the events a step accepts but no step emits (besides the start event). A
+    workflow that asks for input (emits ``InputRequiredEvent``) but accepts no outside event
+    waits with ``ctx.wait_for_event``, for a ``HumanResponseEvent``: that one is accepted then.
+    Only these names are ever turned into classes: nothing is imported from a request.
     """
     from batonflow.core import HumanResponseEvent, InputRequiredEvent, StartEvent
 
@@ -60,7 +60,7 @@ def external_events(workflow: Any) -> dict[str, Any]:
             if issubclass(ev, StartEvent) or ev in emitted:
                 continue
             found[ev.__name__] = ev
-    if asks and not any(issubclass(ev, HumanResponseEvent) for ev in found.values()):
+    if asks and not found:
         found[HumanResponseEvent.__name__] = HumanResponseEvent
     return found
 

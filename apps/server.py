@@ -122,6 +122,9 @@ def create_app(
                 f"create_app: {name!r} is {type(workflow).__name__}, not a workflow instance; "
                 "pass {'name': MyWorkflow()}."
             )
+        validate = getattr(workflow, "validate", None)
+        if callable(validate):
+            validate()  # a workflow that cannot run fails here, not on a client's request
     run_store = store if store is not None else RunStore(":memory:")
     manager = RunManager(dict(workflows), run_store, heartbeat=heartbeat)
 
@@ -268,6 +271,11 @@ def create_app(
         row = run_store.get(run_id)
         if row is None:
             raise _not_found_run(run_id)
+        if row.status in FINISHED:
+            raise HTTPException(
+                409, f"Run {run_id!r} is {row.status}; events can only be sent to a run in "
+                "progress."
+            )
         body = await _json_object(
             request, '{"type": "HumanResponseEvent", "data": {"response": "..."}}'
         )

@@ -1,0 +1,119 @@
+"""Workflows the apps tests serve and run (importable as ``tests/apps/flows.py:Name``)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from batonflow.core import (
+    Context,
+    Event,
+    HumanResponseEvent,
+    InputRequiredEvent,
+    StartEvent,
+    StopEvent,
+    Workflow,
+    step,
+)
+
+
+class EchoFlow(Workflow):
+    """Returns its start fields."""
+
+    @step
+    async def echo(self, ev: StartEvent) -> StopEvent:
+        return StopEvent(result=ev.to_dict())
+
+
+class Tick(Event):
+    n: int
+
+
+class TicksFlow(Workflow):
+    """Streams ``count`` Tick events, ``delay`` seconds apart, then returns ``count``."""
+
+    @step
+    async def tick(self, ctx: Context, ev: StartEvent) -> StopEvent:
+        count = int(ev.get("count", 5))
+        for i in range(1, count + 1):
+            ctx.write_event_to_stream(Tick(n=i))
+            await asyncio.sleep(float(ev.get("delay", 0.02)))
+        return StopEvent(result=count)
+
+
+class ApprovalFlow(Workflow):
+    """Asks for a decision and returns it."""
+
+    @step
+    async def ask(self, ctx: Context, ev: StartEvent) -> InputRequiredEvent:
+        await ctx.store.set("topic", ev.get("topic", "?"))
+        return InputRequiredEvent(prefix="approve? ")
+
+    @step
+    async def decide(self, ctx: Context, ev: HumanResponseEvent) -> StopEvent:
+        topic = await ctx.store.get("topic")
+        return StopEvent(result=f"{topic}: {ev.response}")
+
+
+class Guess(HumanResponseEvent):
+    """An outside event with a typed field (outside events subclass HumanResponseEvent)."""
+
+    value: int
+
+
+class GuessFlow(Workflow):
+    """Accepts a typed outside event ``Guess(value: int)``."""
+
+    @step
+    async def start(self, ev: StartEvent) -> InputRequiredEvent:
+        return InputRequiredEvent(prefix="guess a number")
+
+    @step
+    async def check(self, ev: Guess) -> StopEvent:
+        return StopEvent(result=ev.value * 2)
+
+
+class SleepyFlow(Workflow):
+    """Sleeps ``seconds`` (default 60): something to cancel."""
+
+    @step
+    async def sleep(self, ev: StartEvent) -> StopEvent:
+        await asyncio.sleep(float(ev.get("seconds", 60)))
+        return StopEvent(result="woke up")
+
+
+class FailFlow(Workflow):
+    """Fails with a ValueError."""
+
+    @step
+    async def fail(self, ev: StartEvent) -> StopEvent:
+        raise ValueError("the step failed on purpose")
+
+
+class Numbers(StartEvent):
+    n: int
+    label: str = "x"
+
+
+class TypedFlow(Workflow):
+    """A typed start event: ``n: int`` is required."""
+
+    @step
+    async def double(self, ev: Numbers) -> StopEvent:
+        return StopEvent(result={"label": ev.label, "double": ev.n * 2})
+
+
+class BrokenRunFlow(EchoFlow):
+    """A workflow whose ``run`` raises something unexpected (for the 500 path)."""
+
+    def run(self, *args, **kwargs):  # type: ignore[override]
+        raise RuntimeError("secret internal detail /etc/passwd")
+
+
+echo_instance = EchoFlow(timeout=10)
+
+
+def make_echo() -> EchoFlow:
+    return EchoFlow(timeout=10)
+
+
+not_a_workflow = 42
