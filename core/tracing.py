@@ -5,7 +5,8 @@
 * one span per run, ``invoke_workflow {WorkflowName}`` (``gen_ai.operation.name`` =
   ``invoke_workflow``, ``gen_ai.workflow.name``, ``batonflow.run_id``);
 * one span per step *attempt*, ``step {step_name}``, with ``batonflow.*`` attributes (step
-  name, run id, execution id, attempt, input event type, emitted event types). A retried step
+  name, run id, execution id, attempt, input event type, returned event types, and the types
+  of events sent with ``ctx.send_event`` in ``batonflow.step.sent_events``). A retried step
   shows one span per attempt; a failed attempt has status ERROR, ``error.type`` and the
   recorded exception.
 
@@ -46,6 +47,7 @@ from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, Statu
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from .instrument import (
+    EventEmitted,
     EventsJoined,
     Instrument,
     RunFinished,
@@ -68,6 +70,7 @@ ATTR_EXECUTION = "batonflow.step.execution_id"
 ATTR_ATTEMPT = "batonflow.step.attempt"
 ATTR_INPUT = "batonflow.step.input_event"
 ATTR_OUTPUT = "batonflow.step.output_events"
+ATTR_SENT = "batonflow.step.sent_events"
 ATTR_WILL_RETRY = "batonflow.step.will_retry"
 ATTR_LINK_KIND = "batonflow.link.kind"
 ATTR_ERROR_TYPE = "error.type"
@@ -100,6 +103,8 @@ class _RunTrace:
     emitters: dict[int, SpanContext] = field(default_factory=dict)
     # (execution id, attempt) -> open step span
     open_steps: dict[tuple[int, int], Span] = field(default_factory=dict)
+    # execution id of an open attempt -> types of the events it sent with ctx.send_event
+    sent: dict[int, list[str]] = field(default_factory=dict)
 
 
 class OpenTelemetryInstrument(Instrument):
@@ -196,6 +201,18 @@ class OpenTelemetryInstrument(Instrument):
         )
         run.open_steps[(record.execution_id, record.attempt)] = span
         run.emitters[record.execution_id] = span.get_span_context()
+        run.sent[record.execution_id] = []
+
+    def event_emitted(self, record: EventEmitted) -> None:
+        """Note the events a running step sends (its returned events come with step_finished)."""
+        if record.execution_id is None:
+            return
+        run = self._runs.get(record.run_id)
+        if run is None:
+            return
+        sent = run.sent.get(record.execution_id)
+        if sent is not None:
+            sent.append(_type_name(record.event))
 
     def step_scope(self, record: StepStarted) -> contextlib.AbstractContextManager[Any] | None:
         """Make the attempt's span current around the step body (task or thread)."""
@@ -239,6 +256,9 @@ class OpenTelemetryInstrument(Instrument):
         if span is None:
             return
         span.set_attribute(ATTR_OUTPUT, [_type_name(ev) for ev in record.output_events])
+        sent = run.sent.pop(record.execution_id, None)
+        if sent:
+            span.set_attribute(ATTR_SENT, sent)
         if record.error is not None:
             if record.will_retry:
                 span.set_attribute(ATTR_WILL_RETRY, True)

@@ -127,8 +127,11 @@ async def test_fan_out_and_collect_join(spans: Spans) -> None:
         assert span.parent is not None and span.parent.span_id == run.context.span_id
     # workers overlapped in time: they really ran concurrently
     assert max(w.start_time for w in workers) < min(w.end_time for w in workers)
+    assert _attrs(scatter)["batonflow.step.sent_events"] == ("Work",) * 10
+    assert _attrs(scatter)["batonflow.step.output_events"] == ()
     for worker in workers:
         assert _links(worker) == [(scatter.context.span_id, "triggered_by")]
+        assert "batonflow.step.sent_events" not in _attrs(worker)
     worker_ids = {w.context.span_id for w in workers}
     (final,) = [g for g in gathers if _attrs(g)["batonflow.step.output_events"] == ("StopEvent",)]
     assert {sid for sid, _ in _links(final)} == worker_ids
