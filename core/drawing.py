@@ -81,6 +81,8 @@ def draw_most_recent_execution(
         ValueError: Unknown extension, or the workflow has not run yet.
         TypeError: ``workflow_or_handler`` is neither a workflow nor a handler.
     """
+    _check_max_label_length(max_label_length)
+    _check_suffix(filename, HTML_SUFFIXES + MERMAID_SUFFIXES)
     graph, runs = recent_execution(workflow_or_handler)
     return _draw(graph, runs, filename, notebook, max_label_length, "Most recent execution")
 

@@ -454,15 +454,21 @@ def _return_type_name(factory: Any) -> str | None:
 
 
 def _event_ids(classes: Iterable[type[Event]]) -> dict[type[Event], str]:
-    """``event:<Name>``, qualified by module when two classes share a name."""
+    """``event:<Name>``; qualified by module, then numbered, when classes share a name."""
     classes = list(classes)
     names = [c.__name__ for c in classes]
-    return {
-        c: f"event:{c.__name__}"
-        if names.count(c.__name__) == 1
-        else f"event:{c.__module__}.{c.__qualname__}"
-        for c in classes
-    }
+    ids: dict[type[Event], str] = {}
+    taken: set[str] = set()
+    for c in classes:
+        base = f"event:{c.__name__}"
+        if names.count(c.__name__) > 1:
+            base = f"event:{c.__module__}.{c.__qualname__}"
+        candidate, k = base, 2
+        while candidate in taken:
+            candidate, k = f"{base}#{k}", k + 1
+        taken.add(candidate)
+        ids[c] = candidate
+    return ids
 
 
 def _event_lineage(ev: type[Event]) -> tuple[str, ...]:
