@@ -65,17 +65,25 @@ def external_events(workflow: Any) -> dict[str, Any]:
     return found
 
 
+def drawing() -> Any:
+    """The engine's drawing functions (``draw_all_possible_flows`` and friends)."""
+    import batonflow.core as core
+
+    if hasattr(core, "draw_all_possible_flows_mermaid"):
+        return core
+    from batonflow.core import drawing as module
+
+    return module
+
+
 def mermaid_graph(workflow: Any) -> str:
     """Mermaid text of all possible flows (the engine's drawing when it has one)."""
     try:
-        from batonflow.core import draw_all_possible_flows_mermaid as draw
-    except ImportError:
-        draw = None
-    if draw is not None:
-        text = draw(workflow)
-        if isinstance(text, str) and text.strip():
-            return text
-    return _own_mermaid(workflow)
+        draw = drawing().draw_all_possible_flows_mermaid
+    except (ImportError, AttributeError):
+        return _own_mermaid(workflow)
+    text: str = draw(workflow)
+    return text
 
 
 def _own_mermaid(workflow: Any) -> str:

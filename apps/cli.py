@@ -150,6 +150,7 @@ def _ask(prompt: str) -> str:
     err.print(prompt, end="", markup=False)
     line = sys.stdin.readline()
     if not line:
+        err.print()
         raise BadParameterError(
             "The run asks for input but stdin is closed; pass the answer with --answer TEXT."
         )
@@ -162,6 +163,9 @@ def draw(
     output: Path = typer.Option(
         ..., "--output", "-o", help="Where to write: .html (self-contained page) or .mmd/.md."
     ),
+    max_label_length: int | None = typer.Option(
+        None, "--max-label-length", min=1, help="Cut longer node labels."
+    ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
     """Draw all possible flows of a workflow to an HTML page or a Mermaid file."""
@@ -170,7 +174,7 @@ def draw(
 
         target = load_workflow_class(flow)
         suffix = output.suffix.lower()
-        if suffix not in (".html", ".htm", ".mmd", ".md", ".mermaid"):
+        if suffix not in (".html", ".htm", ".mmd", ".md"):
             raise BadParameterError(
                 f"Cannot draw to {str(output)!r}: use a .html, .mmd or .md file name."
             )
@@ -178,17 +182,11 @@ def draw(
             raise BadParameterError(
                 f"Folder {str(output.parent)!r} does not exist; create it or choose another -o."
             )
-        if suffix in (".html", ".htm"):
-            from batonflow.core import draw_all_possible_flows
+        from ._introspect import drawing
 
-            draw_all_possible_flows(target, filename=str(output))
-        else:
-            from ._introspect import mermaid_graph
-
-            text = mermaid_graph(target)
-            if suffix == ".md":
-                text = f"```mermaid\n{text.rstrip()}\n```\n"
-            output.write_text(text)
+        drawing().draw_all_possible_flows(
+            target, filename=str(output), max_label_length=max_label_length
+        )
         err.print(f"wrote {output}")
 
 

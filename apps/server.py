@@ -273,8 +273,8 @@ def create_app(
             raise _not_found_run(run_id)
         if row.status in FINISHED:
             raise HTTPException(
-                409, f"Run {run_id!r} is {row.status}; events can only be sent to a run in "
-                "progress."
+                409,
+                f"Run {run_id!r} is {row.status}; events can only be sent to a run in progress.",
             )
         body = await _json_object(
             request, '{"type": "HumanResponseEvent", "data": {"response": "..."}}'

@@ -7,7 +7,6 @@ from typing import Any
 
 import httpx
 import pytest
-
 from batonflow.apps.run_store import RunStore
 from batonflow.apps.server import BackgroundServer, create_app
 

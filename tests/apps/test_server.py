@@ -65,9 +65,7 @@ def test_stream_has_sequence_ids_and_ends_with_status(client):
 
 def test_stream_reconnect_with_last_event_id_loses_and_repeats_nothing(client):
     """A client that drops after 2 events and reconnects with Last-Event-ID gets the rest once."""
-    run_id = client.post("/workflows/ticks/runs", json={"count": 8, "delay": 0.05}).json()[
-        "run_id"
-    ]
+    run_id = client.post("/workflows/ticks/runs", json={"count": 8, "delay": 0.05}).json()["run_id"]
     first = read_sse(client, f"/runs/{run_id}/events", stop_after=2)
     assert [m["id"] for m in first] == ["1", "2"]
     rest = read_sse(client, f"/runs/{run_id}/events", headers={"Last-Event-ID": first[-1]["id"]})
@@ -83,9 +81,7 @@ def test_stream_reconnect_with_last_event_id_loses_and_repeats_nothing(client):
 def test_several_clients_follow_one_run(start_server):
     """Three concurrent SSE clients each receive every event of one run, in order."""
     url, client = start_server()
-    run_id = client.post("/workflows/ticks/runs", json={"count": 6, "delay": 0.03}).json()[
-        "run_id"
-    ]
+    run_id = client.post("/workflows/ticks/runs", json={"count": 6, "delay": 0.03}).json()["run_id"]
     results: list[list[int]] = []
 
     def follow() -> None:
@@ -216,8 +212,9 @@ def test_bad_start_payloads_are_422(client):
     assert missing.status_code == 422 and "'n'" in missing.json()["detail"]
     ok = client.post("/workflows/typed/runs", params={"wait": True}, json={"n": 4})
     assert ok.json()["result"] == {"label": "x", "double": 8}
-    not_json = client.post("/workflows/echo/runs", content=b"{oops",
-                           headers={"content-type": "application/json"})
+    not_json = client.post(
+        "/workflows/echo/runs", content=b"{oops", headers={"content-type": "application/json"}
+    )
     assert not_json.status_code == 422 and "not valid JSON" in not_json.json()["detail"]
     a_list = client.post("/workflows/echo/runs", json=[1, 2])
     assert a_list.status_code == 422 and "JSON object" in a_list.json()["detail"]
