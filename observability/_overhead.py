@@ -20,14 +20,13 @@ import statistics
 import time
 from collections.abc import Sequence
 
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-
 from batonflow.core import Event, StartEvent, StopEvent, Workflow
 from batonflow.core.instrument import Instrument
 from batonflow.core.step import step
 from batonflow.core.tracing import OpenTelemetryInstrument
 from batonflow.observability import configure_tracing
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 
 class _Tick(Event):
