@@ -24,7 +24,7 @@ from typing import Any
 
 import typer
 
-from ._console import cli_errors, err, print_json, print_result, setup_tracing
+from ._console import cli_errors, err, one_line, print_json, print_result, setup_tracing
 from ._runs_cli import runs_app
 from .config import Settings
 from .rag_cli import rag_app
@@ -250,8 +250,9 @@ def _served_workflows(settings: Settings, extra: list[str], prebuilt: bool) -> d
         for name in PREBUILT:
             try:
                 served[name] = load_workflow(name, settings)
-            except (FlowSetupError, ImportError) as exc:
-                err.print(f"not serving {name!r}: {exc}", markup=False)
+            except Exception as exc:  # one flow that cannot be built must not stop the others
+                reason = str(exc) if isinstance(exc, FlowSetupError) else one_line(exc)
+                err.print(f"not serving {name!r}: {reason}", markup=False)
     for item in extra:
         name, sep, spec = item.partition("=")
         if not sep or not name or not spec:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ._console import err, out, setup_tracing
@@ -22,7 +23,7 @@ from .config import Settings
 
 QUESTIONS = (
     "How do I resume a workflow run after a crash?",
-    "How does a step ask a human for input?",
+    "Where is the data kept when no Qdrant server is used?",
 )
 
 
@@ -55,12 +56,10 @@ def run_demo(settings: Settings) -> None:
 
 
 def _rag(settings: Settings) -> None:
-    from batonflow.rag import sample_docs_path
-
     from .rag_cli import ask_question, ingest_paths, print_answer, print_report
 
     rag_settings = settings.with_(collection="batonflow-demo")
-    docs = sample_docs_path()
+    docs = sample_docs()
     out.print(f"ingesting {docs} into local Qdrant at {settings.qdrant_path}", markup=False)
     report = asyncio.run(ingest_paths(rag_settings, [str(docs)], progress=True))
     print_report(report, rag_settings)
@@ -68,6 +67,19 @@ def _rag(settings: Settings) -> None:
     for question in QUESTIONS:
         out.print(f"\n[bold]Q:[/] {question}  [dim]({mode})[/]")
         print_answer(asyncio.run(ask_question(rag_settings, question, top_k=3)))
+
+
+def sample_docs() -> Path:
+    """The folder of sample documents bundled with ``batonflow.rag``."""
+    import batonflow.rag
+
+    folder = Path(batonflow.rag.__file__).parent / "sample_docs"
+    if not folder.is_dir():
+        raise FileNotFoundError(
+            f"The sample documents are missing from {folder}; reinstall batonflow "
+            "(pip install -e '.[all]')."
+        )
+    return folder
 
 
 def _guess(settings: Settings) -> None:
@@ -95,7 +107,8 @@ def _hitl(settings: Settings) -> None:
         handler = ApprovalFlow(timeout=30).run(topic="batonflow 0.1")
         async for event in handler.stream_events():
             if isinstance(event, InputRequiredEvent):
-                out.print(f"  the run asks: {event.prefix.strip()}", markup=False)
+                question = str(event.prefix).strip().splitlines()[0]
+                out.print(f"  the run asks: {question} {event.get('draft')!r}", markup=False)
                 out.print("  the demo answers: yes", markup=False)
                 handler.ctx.send_event(HumanResponseEvent(response="yes"))
         return await handler

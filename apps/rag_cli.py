@@ -10,7 +10,6 @@ from typing import Any
 import typer
 
 from ._console import cli_errors, err, out, print_json, setup_tracing
-from ._wire import jsonable
 from .config import Settings
 from .registry import BadParameterError, open_qdrant_store
 
@@ -88,20 +87,15 @@ async def ingest_paths(settings: Settings, paths: list[str], progress: bool = Tr
 
 def print_report(report: Any, settings: Settings) -> None:
     """Summarise an ingestion report for humans."""
-    data = jsonable(report)
-    files = data.get("files", []) if isinstance(data, dict) else []
-    chunks = data.get("chunks", 0) if isinstance(data, dict) else 0
-    skipped = data.get("skipped", []) if isinstance(data, dict) else []
-    n_files = len(files) if isinstance(files, list) else files
-    n_chunks = len(chunks) if isinstance(chunks, list) else chunks
     where = settings.qdrant_url or settings.qdrant_path
     out.print(
-        f"ingested {n_files} file(s), {n_chunks} chunk(s) into collection "
-        f"{settings.collection!r} at {where}",
+        f"ingested {getattr(report, 'files', '?')} file(s), {getattr(report, 'chunks', '?')} "
+        f"chunk(s) into collection {settings.collection!r} at {where}",
         markup=False,
     )
-    for item in skipped or []:
-        out.print(f"  skipped {item}", markup=False)
+    for item in getattr(report, "skipped", None) or []:
+        path, reason = (item.path, item.reason) if hasattr(item, "reason") else (item, "")
+        out.print(f"  skipped {path}: {reason}", markup=False)
 
 
 @rag_app.command()

@@ -1,0 +1,113 @@
+"""Runs survive a server restart: a real `batonflow serve` process killed and started again."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .sse import read_sse, wait_status
+
+FLOWS = str(Path(__file__).with_name("flows.py"))
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class ServerProcess:
+    """`python -m batonflow.apps serve --port 0` on a given run store."""
+
+    def __init__(self, db: Path, token: str | None = None) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OTEL_"))}
+        args = [
+            sys.executable,
+            "-m",
+            "batonflow.apps",
+            "serve",
+            "--port",
+            "0",
+            "--db",
+            str(db),
+            "--no-prebuilt",
+            "-w",
+            f"approval={FLOWS}:ApprovalFlow",
+            "-w",
+            f"sleepy={FLOWS}:SleepyFlow",
+            "-w",
+            f"echo={FLOWS}:EchoFlow",
+        ]
+        if token:
+            args += ["--token", token]
+        self.proc = subprocess.Popen(
+            args, cwd=ROOT, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+        )
+        assert self.proc.stderr is not None
+        line = self.proc.stderr.readline()
+        if "batonflow server on " not in line:
+            self.proc.kill()
+            raise AssertionError(f"server did not start: {line}{self.proc.stderr.read()}")
+        self.url = line.split("batonflow server on ", 1)[1].split()[0]
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.client = httpx.Client(base_url=self.url, timeout=20, headers=headers)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if self.client.get("/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError("server never answered /health")
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        self.client.close()
+        self.proc.kill()  # SIGKILL: no shutdown hook runs
+        self.proc.wait(10)
+        assert self.proc.stderr is not None
+        self.proc.stderr.close()
+
+
+@pytest.mark.slow
+def test_runs_survive_kill_and_restart(tmp_path):
+    """After kill -9 and a restart: finished runs readable, waiting runs answerable, others
+    marked interrupted; the event stream continues with the same numbering."""
+    db = tmp_path / "runs.db"
+    first = ServerProcess(db, token="t0ken")
+    try:
+        c = first.client
+        done = c.post("/workflows/echo/runs", params={"wait": True}, json={"k": "v"}).json()
+        waiting = c.post("/workflows/approval/runs", json={"topic": "restart"}).json()["run_id"]
+        wait_status(c, waiting, {"waiting"})
+        sleeping = c.post("/workflows/sleepy/runs").json()["run_id"]
+        wait_status(c, sleeping, {"running"})
+        before = read_sse(c, f"/runs/{waiting}/events", stop_after=1)
+        assert before[0]["data"]["type"] == "InputRequiredEvent"
+    finally:
+        first.kill()
+
+    second = ServerProcess(db, token="t0ken")
+    try:
+        c = second.client
+        finished = c.get(f"/runs/{done['run_id']}").json()
+        assert finished["status"] == "completed" and finished["result"] == {"k": "v"}
+        assert c.get(f"/runs/{waiting}").json()["status"] == "waiting"
+        interrupted = c.get(f"/runs/{sleeping}").json()
+        assert interrupted["status"] == "interrupted"
+        assert "could not be restored" in interrupted["error"]
+
+        answer = {"type": "HumanResponseEvent", "data": {"response": "ship it"}}
+        assert c.post(f"/runs/{waiting}/events", json=answer).status_code == 202
+        result = wait_status(c, waiting, {"completed", "failed"})
+        assert result["status"] == "completed", result
+        assert result["result"] == "restart: ship it"
+
+        stream = read_sse(c, f"/runs/{waiting}/events", headers={"Last-Event-ID": "1"})
+        ids = [int(m["id"]) for m in stream]
+        assert ids == list(range(2, 2 + len(ids)))
+        assert stream[-1]["event"] == "end" and stream[-1]["data"]["status"] == "completed"
+    finally:
+        second.kill()
