@@ -192,8 +192,7 @@ def _svg(
     extent = [0.0, 0.0, layout.width, layout.height]
     ports = _ports(layout)
     for index, (edge, routed) in enumerate(zip(graph.edges, layout.edges, strict=True)):
-        points = _endpoints(routed, layout, ports, index)
-        d, mid, hull = _path(routed, points, layout)
+        d, mid, hull = _path(routed, _endpoints(routed, layout, ports, index), layout)
         for x, y in hull:
             extent = [min(extent[0], x), min(extent[1], y), max(extent[2], x), max(extent[3], y)]
         is_resource = isinstance(
@@ -265,7 +264,7 @@ def _ports(layout: Layout) -> dict[tuple[int, str], float]:
     outgoing: dict[str, list[tuple[float, int]]] = {}
     incoming: dict[str, list[tuple[float, int]]] = {}
     for i, e in enumerate(layout.edges):
-        if e.back and len(e.points) == 2:
+        if e.back:
             continue
         outgoing.setdefault(e.source, []).append((e.points[1][0], i))
         incoming.setdefault(e.target, []).append((e.points[-2][0], i))
@@ -283,28 +282,48 @@ def _ports(layout: Layout) -> dict[tuple[int, str], float]:
 
 def _endpoints(
     edge: RoutedEdge, layout: Layout, ports: dict[tuple[int, str], float], index: int
-) -> list[Point]:
+) -> tuple[list[Point], bool, bool]:
+    """Where the curve starts and ends, and whether it leaves/enters a node's side."""
     s, t = layout.nodes[edge.source], layout.nodes[edge.target]
     inner = list(edge.points[1:-1])
     if edge.back and not inner:
-        return [(s.x, s.y), (t.x, t.y)]
-    going_down = not edge.back
-    sy = s.y + s.height / 2 if going_down else s.y - s.height / 2
-    ty = t.y - t.height / 2 if going_down else t.y + t.height / 2
-    sx = s.x + ports.get((index, "out"), 0.0)
-    tx = t.x + ports.get((index, "in"), 0.0)
-    return [(sx, sy), *inner, (tx, ty)]
+        return [(s.x, s.y), (t.x, t.y)], True, True
+    if not edge.back:
+        sx = s.x + ports.get((index, "out"), 0.0)
+        tx = t.x + ports.get((index, "in"), 0.0)
+        return [(sx, s.y + s.height / 2), *inner, (tx, t.y - t.height / 2)], False, False
+    # A loop edge climbing through bend points: leave and enter from the side it runs along,
+    # so it does not pile onto the arrows between the node's top and bottom.
+    first, last = inner[0][0], inner[-1][0]
+    start_side = abs(first - s.x) > s.width / 2 + 6
+    end_side = abs(last - t.x) > t.width / 2 + 6
+    # Otherwise use the top (bottom) a little off-centre, clear of the forward arrows there.
+    s_dir, t_dir = (1.0 if first >= s.x else -1.0), (1.0 if last >= t.x else -1.0)
+    s_off = max(s.width / 2 - s.height / 2, 0.0) * 0.7 * s_dir
+    t_off = max(t.width / 2 - t.height / 2, 0.0) * 0.7 * t_dir
+    start = (s.x + s_dir * s.width / 2, s.y) if start_side else (s.x + s_off, s.y - s.height / 2)
+    end = (t.x + t_dir * t.width / 2, t.y) if end_side else (t.x + t_off, t.y + t.height / 2)
+    return [start, *inner, end], start_side, end_side
 
 
-def _path(edge: RoutedEdge, points: list[Point], layout: Layout) -> tuple[str, Point, list[Point]]:
+def _path(
+    edge: RoutedEdge, ends: tuple[list[Point], bool, bool], layout: Layout
+) -> tuple[str, Point, list[Point]]:
     """SVG path data, the label anchor and the points bounding the curve."""
+    points, start_side, end_side = ends
     if edge.back and len(points) == 2:
         return _side_loop(layout.nodes[edge.source], layout.nodes[edge.target], layout)
     parts = [f"M{points[0][0]:.1f},{points[0][1]:.1f}"]
     hull: list[Point] = list(points)
-    for (x0, y0), (x1, y1) in itertools.pairwise(points):
+    last = len(points) - 2
+    for i, ((x0, y0), (x1, y1)) in enumerate(itertools.pairwise(points)):
         ym = (y0 + y1) / 2
-        parts.append(f"C{x0:.1f},{ym:.1f} {x1:.1f},{ym:.1f} {x1:.1f},{y1:.1f}")
+        c1, c2 = (x0, ym), (x1, ym)
+        if i == 0 and start_side:
+            c1 = c2 = (x1, y0)  # leave the node sideways, turn to vertical
+        if i == last and end_side:
+            c1 = c2 = (x0, y1)  # arrive sideways
+        parts.append(f"C{c1[0]:.1f},{c1[1]:.1f} {c2[0]:.1f},{c2[1]:.1f} {x1:.1f},{y1:.1f}")
     k = (len(points) - 1) // 2
     (ax, ay), (bx, by) = points[k], points[k + 1]
     return " ".join(parts), ((ax + bx) / 2, (ay + by) / 2), hull
