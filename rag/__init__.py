@@ -10,6 +10,7 @@
 Install with ``pip install 'batonflow[rag]'``.
 """
 
+from .embeddings import MiniLMEmbedding as MiniLMEmbedding
 from .errors import RAGError as RAGError
 from .errors import StoreConfigError as StoreConfigError
 from .errors import StoreLockedError as StoreLockedError
@@ -24,6 +25,7 @@ from .ingestion import IngestionReport as IngestionReport
 from .ingestion import IngestionWorkflow as IngestionWorkflow
 from .loading import SkippedFile as SkippedFile
 from .retriever import QdrantRetriever as QdrantRetriever
+from .samples import sample_docs_dir as sample_docs_dir
 from .sparse import BM25SparseEncoder as BM25SparseEncoder
 from .store import Chunk as Chunk
 from .store import Hit as Hit
@@ -40,6 +42,7 @@ __all__ = [
     "IngestProgress",
     "IngestionReport",
     "IngestionWorkflow",
+    "MiniLMEmbedding",
     "QdrantRetriever",
     "QdrantStore",
     "QueryEvent",
@@ -54,4 +57,5 @@ __all__ = [
     "SourcesEvent",
     "StoreConfigError",
     "StoreLockedError",
+    "sample_docs_dir",
 ]

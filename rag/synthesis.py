@@ -94,21 +94,40 @@ def build_messages(query: str, nodes: Sequence[NodeWithScore]) -> list[ChatMessa
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_MARKUP = re.compile(r"^[>*\-+\s]+")
+_LIST_ITEM = re.compile(r"^(?:[-*+>]|\d+[.)])\s+")
+
+
+def _paragraphs(text: str) -> tuple[list[str], list[str]]:
+    """(paragraphs and list items with wrapped lines joined, Markdown headings)."""
+    paragraphs: list[str] = []
+    headings: list[str] = []
+    current: list[str] = []
+
+    def flush() -> None:
+        if current:
+            paragraphs.append(" ".join(current))
+            current.clear()
+
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            flush()
+        elif line.startswith("#"):
+            flush()
+            headings.append(line.lstrip("#").strip())
+        elif _LIST_ITEM.match(line):
+            flush()
+            current.append(_LIST_ITEM.sub("", line))
+        else:
+            current.append(line)
+    flush()
+    return paragraphs, headings
 
 
 def _sentences(text: str) -> list[str]:
     """The sentences of a passage; Markdown headings are left out unless nothing else is there."""
-    out, headings = [], []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("#"):
-            headings.append(line.lstrip("#").strip())
-            continue
-        for raw in _SENTENCE_END.split(line):
-            sentence = _MARKUP.sub("", raw).strip()
-            if sentence:
-                out.append(sentence)
+    paragraphs, headings = _paragraphs(text)
+    out = [s.strip() for p in paragraphs for s in _SENTENCE_END.split(p) if s.strip()]
     return out or [h for h in headings if h]
 
 
