@@ -1,0 +1,81 @@
+"""GuessNumberWorkflow and AccumulateWorkflow (seed 000): loops and shared state in ctx.store."""
+
+from __future__ import annotations
+
+import pytest
+from batonflow.agents import AccumulateWorkflow, AgentInputError, GuessNumberWorkflow
+
+
+@pytest.mark.parametrize("target", [1, 37, 50, 64, 100])
+async def test_binary_search_finds_the_target(target: int) -> None:
+    """Any target in 1..100 is found within 7 attempts; the state holds the attempt count."""
+    handler = GuessNumberWorkflow().run(target=target)
+    result = await handler
+    attempts = await handler.ctx.store.get("attempts")
+    assert result == f"猜对了!用了 {attempts} 次"
+    assert 1 <= attempts <= 7
+
+
+async def test_guess_progress_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each wrong guess prints the feedback, the interval and the next guess."""
+    assert await GuessNumberWorkflow().run(target=37) == "猜对了!用了 3 次"
+    assert capsys.readouterr().out.splitlines() == [
+        "第 1 次猜 50,太大了,区间 [1, 49],下次猜 25",
+        "第 2 次猜 25,太小了,区间 [26, 49],下次猜 37",
+    ]
+
+
+async def test_first_guess_is_used() -> None:
+    """first_guess= replaces the middle of the interval as the first try."""
+    assert await GuessNumberWorkflow().run(target=10, first_guess=10) == "猜对了!用了 1 次"
+
+
+async def test_gives_up_after_ten_attempts() -> None:
+    """A target outside 1..100 is never found: the run stops after 10 attempts."""
+    handler = GuessNumberWorkflow().run(target=500)
+    assert await handler == "超时失败,目标数字是 500"
+    assert await handler.ctx.store.get("attempts") == 10
+
+
+async def test_random_target_when_none_given() -> None:
+    """Without target=, a random number in 1..100 is picked and found."""
+    handler = GuessNumberWorkflow().run()
+    assert (await handler).startswith("猜对了!")
+    assert 1 <= await handler.ctx.store.get("target") <= 100
+
+
+async def test_string_numbers_from_a_command_line_work() -> None:
+    """target='42' (as a CLI passes it) is read as a number; a non-number is a clear error."""
+    assert (await GuessNumberWorkflow().run(target="42")).startswith("猜对了!")
+    with pytest.raises(
+        AgentInputError, match=r"run\(target=\.\.\.\) must be a whole number, got 'x'"
+    ):
+        await GuessNumberWorkflow().run(target="x")
+
+
+async def test_accumulate_sums_and_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    """The total and count are kept in the state; each step of the sum is printed."""
+    handler = AccumulateWorkflow().run(numbers=[1, 2, 3.5])
+    assert await handler == "总和: 6.5,数量: 3"
+    assert await handler.ctx.store.get("total") == 6.5
+    assert await handler.ctx.store.get("count") == 3
+    assert capsys.readouterr().out.splitlines() == [
+        "当前累加: 1,已处理 1 个数",
+        "当前累加: 3,已处理 2 个数",
+        "当前累加: 6.5,已处理 3 个数",
+    ]
+
+
+@pytest.mark.parametrize("numbers", ["[4, 5]", "4,5"])
+async def test_accumulate_reads_numbers_from_text(numbers: str) -> None:
+    """numbers='[4, 5]' or '4,5' (from a command line) work."""
+    assert await AccumulateWorkflow().run(numbers=numbers) == "总和: 9,数量: 2"
+
+
+@pytest.mark.parametrize("numbers", [None, "abc", [1, "2"], [True]])
+async def test_accumulate_refuses_non_numbers(numbers: object) -> None:
+    """Missing or non-numeric input is a clear error."""
+    with pytest.raises(
+        AgentInputError, match=r"needs a list of numbers.*run\(numbers=\[1, 2, 3\]\)"
+    ):
+        await AccumulateWorkflow().run(numbers=numbers)
