@@ -37,6 +37,7 @@ def draw_all_possible_flows(
     filename: str | Path | None = "workflow_all_flows.html",
     notebook: bool = False,
     max_label_length: int | None = None,
+    include_child_workflows: bool = True,
 ) -> str:
     """Draw every flow a workflow allows, as an HTML page or Mermaid text.
 
@@ -46,6 +47,8 @@ def draw_all_possible_flows(
             ``.mmd`` Mermaid, ``.md`` Mermaid in a fence). ``None`` writes nothing.
         notebook: Also display the page inline when running in a Jupyter notebook.
         max_label_length: Cut longer node labels (the full name stays in the tooltip).
+        include_child_workflows: Accepted for LlamaIndex compatibility; a batonflow workflow
+            has no child workflows to include.
 
     Returns:
         The text written (the HTML page or the Mermaid text).
@@ -91,6 +94,7 @@ def draw_all_possible_flows_mermaid(
     workflow_or_class: Any,
     filename: str | Path | None = None,
     max_label_length: int | None = None,
+    include_child_workflows: bool = True,
 ) -> str:
     """Every flow a workflow allows, as Mermaid flowchart text.
 
@@ -98,6 +102,7 @@ def draw_all_possible_flows_mermaid(
         workflow_or_class: A ``Workflow`` subclass or instance, or a :class:`WorkflowGraph`.
         filename: Also write the text there: ``.mmd`` as is, ``.md`` inside a mermaid fence.
         max_label_length: Cut longer node labels.
+        include_child_workflows: Accepted for LlamaIndex compatibility (no effect).
 
     Returns:
         The Mermaid text (without a fence).
