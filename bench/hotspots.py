@@ -32,7 +32,7 @@ DEFAULT_N = {
     "stream": 5000,
     "state": 2000,
     "memory": 1000,
-    "tracing_none": 2000,
+    "tracing_nosdk": 2000,
     "tracing_off": 2000,
     "tracing_on": 2000,
     "durable": 1000,

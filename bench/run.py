@@ -79,8 +79,8 @@ GROUPS: dict[str, list[Job]] = {
     "state": [Job("state", "state", 2000, 200)],
     "memory": [Job("memory", "memory", 1000, 50)],
     "tracing": [
-        Job("tracing_none", "tracing_none", 1000, 100, impls=("batonflow",)),
         Job("tracing_off", "tracing_off", 1000, 100, impls=("batonflow",)),
+        Job("tracing_nosdk", "tracing_nosdk", 1000, 100, impls=("batonflow",)),
         Job("tracing_on", "tracing_on", 1000, 100, impls=("batonflow",)),
     ],
     "durable": [Job("durable", "durable", 1000, 50, impls=("batonflow",))],
@@ -96,9 +96,10 @@ ROWS: list[Row] = [
     Row("state set+get", "state", "us_per_pair", "µs/pair", False, 10),
     Row("state edit_state", "state", "us_per_edit", "µs/edit", False, 10),
     Row("memory", "memory", "bytes_per_run", "bytes/parked run", False, 2, "{:,.0f}"),
-    Row("chain, no instrument", "tracing_none", "us_per_step", "µs/step", False),
-    Row("chain, tracing off", "tracing_off", "us_per_step", "µs/step", False),
-    Row("chain, tracing on (no-op exporter)", "tracing_on", "us_per_step", "µs/step", False),
+    Row("chain, engine without hooks", "tracing_off", "us_per_step_nohooks", "µs/step", False),
+    Row("chain, tracing off (default)", "tracing_off", "us_per_step", "µs/step", False),
+    Row("chain, instrument w/o SDK", "tracing_nosdk", "us_per_step", "µs/step", False),
+    Row("chain, tracing on (drop exporter)", "tracing_on", "us_per_step", "µs/step", False),
     Row("chain, durable SQLite", "durable", "us_per_step", "µs/step", False),
 ]
 
@@ -296,10 +297,11 @@ def derived_rows(cells: dict[str, dict[str, Cell]]) -> tuple[list[list[str]], bo
                 ("met" if ok else "MISSED") if vals["batonflow"] else "n/a",
             ]
         )
-    if "tracing_none" in cells:
-        base = fig("tracing_none", "batonflow", "us_per_step")
+    if "tracing_off" in cells:
+        base = fig("tracing_off", "batonflow", "us_per_step_nohooks")
         for job, label, limit in (
             ("tracing_off", "tracing off: overhead", 10.0),
+            ("tracing_nosdk", "instrument w/o SDK: overhead", None),
             ("tracing_on", "tracing on: overhead", None),
         ):
             val = fig(job, "batonflow", "us_per_step")
@@ -311,7 +313,7 @@ def derived_rows(cells: dict[str, dict[str, Cell]]) -> tuple[list[list[str]], bo
             rows.append(
                 [
                     label,
-                    "% over no instrument",
+                    "% over no hooks",
                     f"{pct:+.1f}%" if pct is not None else "n/a",
                     "—",
                     "—",

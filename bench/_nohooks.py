@@ -1,0 +1,100 @@
+"""An "engine without instrument hooks", built from batonflow's own run loop, for the bench.
+
+The tracing target compares batonflow with tracing off (nothing configured, the default) to the
+same engine with no instrument hook call sites at all. That second engine does not exist, so
+this module makes it: it parses ``batonflow.core._runtime``, removes every ``if`` whose test
+reads an instrument flag (``self._want_*``, ``instruments.wants(...)``), replaces such
+conditional expressions by their ``else`` value, drops the assignments of the ``_want_*``
+flags, and compiles the methods of ``Run`` again, in the module's own globals. Swapping them in
+and out of ``Run`` lets one process time both engines alternately.
+"""
+
+from __future__ import annotations
+import __future__
+
+import ast
+import inspect
+from typing import Any
+
+from api import Unsupported
+
+
+def _reads_hook_flag(expr: ast.AST) -> bool:
+    return any(
+        isinstance(node, ast.Attribute) and (node.attr.startswith("_want_") or node.attr == "wants")
+        for node in ast.walk(expr)
+    )
+
+
+class _Strip(ast.NodeTransformer):
+    def __init__(self) -> None:
+        self.removed = 0
+
+    def visit_If(self, node: ast.If) -> Any:
+        self.generic_visit(node)
+        if _reads_hook_flag(node.test):
+            self.removed += 1
+            return node.orelse or [ast.Pass()]
+        return node
+
+    def visit_IfExp(self, node: ast.IfExp) -> Any:
+        self.generic_visit(node)
+        if _reads_hook_flag(node.test):
+            self.removed += 1
+            return node.orelse
+        return node
+
+    def visit_Assign(self, node: ast.Assign) -> Any:
+        self.generic_visit(node)
+        if any(isinstance(t, ast.Attribute) and t.attr.startswith("_want_") for t in node.targets):
+            self.removed += 1
+            return ast.Pass()
+        return node
+
+
+def hookless_run_methods() -> tuple[dict[str, Any], dict[str, Any], int]:
+    """``(stripped, original, sites)``: the ``Run`` methods without and with hook call sites."""
+    try:
+        from batonflow.core import _runtime
+    except ImportError as exc:
+        raise Unsupported(f"batonflow.core._runtime is not importable ({exc})") from exc
+    run_cls = getattr(_runtime, "Run", None)
+    if run_cls is None:
+        raise Unsupported("batonflow.core._runtime has no Run class to strip")
+    tree = ast.parse(inspect.getsource(_runtime))
+    cls_node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Run"), None)
+    if cls_node is None:
+        raise Unsupported("batonflow.core._runtime.Run not found in its source")
+    strip = _Strip()
+    stripped: dict[str, Any] = {}
+    original: dict[str, Any] = {}
+    for fn in cls_node.body:
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        before = strip.removed
+        new_fn = strip.visit(fn)
+        if strip.removed == before:
+            continue  # no hook site in this method: keep the original
+        module = ast.fix_missing_locations(ast.Module(body=[new_fn], type_ignores=[]))
+        namespace: dict[str, Any] = {}
+        code = compile(
+            module,
+            f"<hookless {_runtime.__name__}.Run.{fn.name}>",
+            "exec",
+            flags=__future__.annotations.compiler_flag,  # annotations stay unevaluated
+            dont_inherit=True,
+        )
+        exec(code, vars(_runtime), namespace)
+        stripped[fn.name] = namespace[fn.name]
+        original[fn.name] = run_cls.__dict__[fn.name]
+    if not strip.removed:
+        raise Unsupported("found no instrument hook call sites in batonflow.core._runtime.Run")
+    return stripped, original, strip.removed
+
+
+def install(methods: dict[str, Any]) -> None:
+    """Put ``methods`` on ``batonflow.core._runtime.Run``."""
+    from batonflow.core import _runtime
+
+    for name, fn in methods.items():
+        setattr(_runtime.Run, name, fn)
