@@ -75,6 +75,10 @@ ATTR_WILL_RETRY = "batonflow.step.will_retry"
 ATTR_LINK_KIND = "batonflow.link.kind"
 ATTR_ERROR_TYPE = "error.type"
 
+# How many step executions per run are remembered for linking to their emitted events; an event
+# consumed after this many later executions loses its link (never its parent).
+_MAX_EMITTERS = 10_000
+
 
 def _type_name(obj: object) -> str:
     return type(obj).__name__
@@ -200,7 +204,10 @@ class OpenTelemetryInstrument(Instrument):
             },
         )
         run.open_steps[(record.execution_id, record.attempt)] = span
-        run.emitters[record.execution_id] = span.get_span_context()
+        emitters = run.emitters
+        emitters[record.execution_id] = span.get_span_context()
+        if len(emitters) > _MAX_EMITTERS:  # a very long run: forget the oldest emitters
+            del emitters[next(iter(emitters))]
         run.sent[record.execution_id] = []
 
     def event_emitted(self, record: EventEmitted) -> None:

@@ -285,3 +285,63 @@ async def test_untraced_instrument_costs_no_spans() -> None:
     assert await handler == 2
     assert "traceparent" not in handler.ctx.meta
     assert instrument._runs == {}
+
+
+class Slow(Workflow):
+    @step
+    async def hang(self, ev: StartEvent) -> StopEvent:
+        await asyncio.sleep(30)
+        return StopEvent(result="never")
+
+
+async def test_timed_out_run_closes_every_span(spans: Spans) -> None:
+    """A run that times out ends its run span as ERROR and leaves no step span open."""
+    from batonflow.core import WorkflowTimeoutError
+
+    with pytest.raises(WorkflowTimeoutError):
+        await Slow(instruments=_traced(spans), timeout=0.05).run()
+    assert spans.tree() == "invoke_workflow Slow\n  step hang"
+    run, hang = spans.one("invoke_workflow Slow"), spans.one("step hang")
+    assert run.status.status_code is StatusCode.ERROR
+    assert _attrs(run)["batonflow.run.status"] == "timed_out"
+    assert hang.status.status_code is StatusCode.ERROR
+    assert hang.end_time is not None and hang.end_time <= run.end_time
+
+
+async def test_run_nests_under_the_callers_span(spans: Spans) -> None:
+    """A run started inside an open span (an HTTP request, say) is that span's child."""
+    tracer = spans.provider.get_tracer("app")
+    with tracer.start_as_current_span("POST /runs"):
+        await Linear(instruments=_traced(spans)).run()
+    assert spans.tree() == (
+        "POST /runs\n  invoke_workflow Linear\n    step first\n    step second"
+    )
+
+
+async def test_concurrent_runs_get_separate_traces(spans: Spans) -> None:
+    """Two runs at once through one instrument give two traces that do not mix."""
+    instruments = _traced(spans)
+    wf = Linear(instruments=instruments)
+    await asyncio.gather(wf.run(x=1), wf.run(x=2))
+    runs = spans.named("invoke_workflow Linear")
+    assert len(runs) == 2 and runs[0].context.trace_id != runs[1].context.trace_id
+    for run in runs:
+        children = [s for s in spans.finished if s.parent and s.parent.span_id == run.context.span_id]
+        assert sorted(s.name for s in children) == ["step first", "step second"]
+        assert {s.context.trace_id for s in children} == {run.context.trace_id}
+    assert instruments[0]._runs == {}
+
+
+def test_importing_tracing_loads_no_sdk_and_no_llama_index() -> None:
+    """batonflow.core.tracing and batonflow.observability stay off the SDK / llama-index import."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, batonflow.core.tracing; "
+        "assert 'opentelemetry.sdk' not in sys.modules, 'sdk'; "
+        "import batonflow.observability; "
+        "assert not [m for m in sys.modules if m.startswith('llama_index')], 'llama'"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
