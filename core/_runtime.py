@@ -106,6 +106,7 @@ class Execution:
         "origins",
         "retry_info",
         "run",
+        "started",
         "step_timeout",
         "task",
         "wait_count",
@@ -124,6 +125,7 @@ class Execution:
         self.first_started = 0.0
         self.first_started_wall = 0.0
         self.wait_count = 0
+        self.started = False
 
 
 class Waiter:
@@ -285,6 +287,8 @@ class Run:
         self._timeout_handle: asyncio.TimerHandle | None = None
         self._hold = 0
         self._resolved = False
+        #: (step name, input event class, output event classes) per completed execution.
+        self.trace: list[tuple[str, type[Event], tuple[type[Event], ...]]] = []
         self._held_stop: StopEvent | None = None
         self._step_outputs: list[Event] = []
         self._wave: asyncio.Future[None] | None = None
@@ -390,6 +394,10 @@ class Run:
             task = ex.task
             if task is not None and task is not current:
                 task.cancel()
+                if not ex.started:
+                    # A task cancelled before its first step never runs its body (nor its
+                    # finally), so it is released here.
+                    del self.running[ex.id]
         for waiter in self.waiters.values():
             if waiter.future is not None and not waiter.future.done():
                 waiter.future.cancel()
@@ -516,6 +524,7 @@ class Run:
     # ------------------------------------------------------------------ executing
 
     async def _execute(self, ex: Execution) -> None:
+        ex.started = True
         CURRENT_EXECUTION.set(ex)
         lane = ex.lane
         spec = lane.spec
@@ -674,6 +683,7 @@ class Run:
             return
         if self._want_finished:
             self._step_finished(ex, outputs, None, began)
+        self.trace.append((ex.lane.spec.name, type(ex.event), tuple(type(ev) for ev in outputs)))
         if self.stepwise:
             for ev in outputs:
                 self._step_outputs.append(ev)

@@ -96,6 +96,10 @@ class WorkflowHandler(asyncio.Future[Any]):
         produced = await self._run.run_wave()
         return produced
 
+    def execution_trace(self) -> list[tuple[str, type[Event], tuple[type[Event], ...]]]:
+        """This run's completed step executions: ``(step, input class, output classes)``."""
+        return list(self._run.trace)
+
     def get_stop_event(self) -> StopEvent | None:
         """The StopEvent that ended the run, or ``None`` while it runs or if it failed."""
         return self._run.stop_event

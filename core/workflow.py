@@ -241,6 +241,15 @@ class Workflow:
         self._instrument_cache = (version, instruments)
         return instruments
 
+    def execution_trace(self) -> list[tuple[str, type[Event], tuple[type[Event], ...]]] | None:
+        """The most recent run's completed step executions, in completion order.
+
+        Each item is ``(step name, input event class, output event classes)``; ``None`` before
+        the first run. Used by ``draw_most_recent_execution``.
+        """
+        run = self._last_run
+        return None if run is None else list(run.trace)
+
     # ------------------------------------------------------------------ running
 
     def run(

@@ -1,0 +1,239 @@
+"""Run semantics: failures, timeouts, cancellation, streams that never hang, no leaked tasks."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from batonflow.core import (
+    Context,
+    Event,
+    StartEvent,
+    StopEvent,
+    Workflow,
+    WorkflowCancelledByUser,
+    WorkflowTimeoutError,
+    step,
+)
+
+
+class Tick(Event):
+    n: int
+
+
+class Slow(Event):
+    pass
+
+
+class Boom(Event):
+    pass
+
+
+class Progress(Event):
+    msg: str
+
+
+def step_tasks() -> list[asyncio.Task[object]]:
+    """Tasks still running a step coroutine."""
+    return [t for t in asyncio.all_tasks() if not t.done() and "Run._execute" in repr(t.get_coro())]
+
+
+class ValueErrorFlow(Workflow):
+    slow_cancelled = False
+
+    @step
+    async def start(self, ctx: Context, ev: StartEvent) -> Slow | Boom:
+        ctx.send_event(Slow())
+        return Boom()
+
+    @step
+    async def slow(self, ev: Slow) -> StopEvent:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            type(self).slow_cancelled = True
+            raise
+        return StopEvent()
+
+    @step
+    async def boom(self, ev: Boom) -> StopEvent:
+        await asyncio.sleep(0)
+        raise ValueError("original failure")
+
+
+async def test_step_exception_is_raised_as_is_and_others_cancelled() -> None:
+    """The step's own exception reaches ``await handler``; the other steps are cancelled."""
+    handler = ValueErrorFlow().run()
+    with pytest.raises(ValueError, match="original failure") as info:
+        await handler
+    assert type(info.value) is ValueError
+    assert ValueErrorFlow.slow_cancelled
+    assert step_tasks() == []
+
+
+async def test_stream_ends_when_a_step_fails() -> None:
+    """``stream_events`` ends (no hang) when the run fails; the error comes from the handler."""
+    handler = ValueErrorFlow().run()
+    events = [ev async for ev in handler.stream_events()]
+    assert events == []
+    with pytest.raises(ValueError):
+        await handler
+
+
+async def test_run_timeout() -> None:
+    """A run longer than ``timeout`` raises WorkflowTimeoutError (a TimeoutError)."""
+
+    class Sleepy(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> StopEvent:
+            await asyncio.sleep(30)
+            return StopEvent()
+
+    handler = Sleepy(timeout=0.05).run()
+    streamed = [ev async for ev in handler.stream_events()]
+    with pytest.raises(
+        WorkflowTimeoutError, match=r"timed out after 0.05 seconds.*timeout=None"
+    ) as info:
+        await handler
+    assert isinstance(info.value, TimeoutError)
+    assert streamed == []
+    assert step_tasks() == []
+
+
+async def test_timeout_none_means_no_limit() -> None:
+    """``timeout=None`` never times out."""
+
+    class Quick(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> StopEvent:
+            await asyncio.sleep(0.01)
+            return StopEvent(result="ok")
+
+    assert await Quick(timeout=None).run() == "ok"
+
+
+async def test_cancel_run() -> None:
+    """``cancel_run`` stops the run; awaiting raises WorkflowCancelledByUser."""
+    started = asyncio.Event()
+
+    class Sleepy(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> StopEvent:
+            started.set()
+            await asyncio.sleep(30)
+            return StopEvent()
+
+    handler = Sleepy().run()
+    await started.wait()
+    await handler.cancel_run()
+    assert handler.is_done()
+    with pytest.raises(WorkflowCancelledByUser):
+        await handler
+    assert step_tasks() == []
+    assert [ev async for ev in handler.stream_events()] == []
+
+
+async def test_cancelling_the_handler_future_cancels_the_run() -> None:
+    """``asyncio.wait_for(handler, ...)`` timing out cancels the run's steps too."""
+
+    class Sleepy(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> StopEvent:
+            await asyncio.sleep(30)
+            return StopEvent()
+
+    handler = Sleepy().run()
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(handler, 0.02)
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert step_tasks() == []
+
+
+class Streaming(Workflow):
+    @step
+    async def start(self, ctx: Context, ev: StartEvent) -> Tick:
+        for i in range(ev.count):
+            ctx.write_event_to_stream(Progress(msg=f"p{i}"))
+            await asyncio.sleep(0)
+        return Tick(n=0)
+
+    @step
+    async def finish(self, ctx: Context, ev: Tick) -> StopEvent:
+        ctx.write_event_to_stream(Progress(msg="last"))
+        return StopEvent(result="done")
+
+
+async def test_stream_yields_progress_then_stop_event() -> None:
+    """The stream yields written events in order, then the StopEvent, then ends."""
+    handler = Streaming().run(count=3)
+    events = [ev async for ev in handler.stream_events()]
+    assert [getattr(e, "msg", None) for e in events[:-1]] == ["p0", "p1", "p2", "last"]
+    assert isinstance(events[-1], StopEvent) and events[-1].result == "done"
+    assert await handler == "done"
+
+
+async def test_stream_break_and_resume_loses_nothing() -> None:
+    """A consumer that breaks out and iterates again gets only the events it has not seen."""
+    handler = Streaming().run(count=5)
+    first = []
+    async for ev in handler.stream_events():
+        first.append(ev.msg)
+        if len(first) == 2:
+            break
+    rest = [ev async for ev in handler.stream_events()]
+    assert first == ["p0", "p1"]
+    assert [getattr(e, "msg", None) for e in rest] == ["p2", "p3", "p4", "last", None]
+    assert await handler == "done"
+
+
+async def test_two_consumers_share_the_stream() -> None:
+    """Two concurrent consumers together see every event exactly once and both end."""
+    handler = Streaming().run(count=50)
+
+    async def consume() -> list[Event]:
+        return [ev async for ev in handler.stream_events()]
+
+    a, b = await asyncio.gather(consume(), consume())
+    msgs = sorted(getattr(e, "msg", "stop") for e in a + b)
+    assert len(msgs) == 52
+    assert msgs.count("stop") == 1
+    assert await handler == "done"
+
+
+async def test_stream_after_completion_drains_then_ends() -> None:
+    """Streaming after the run ended yields what was written and ends."""
+    handler = Streaming().run(count=2)
+    assert await handler == "done"
+    events = [ev async for ev in handler.stream_events()]
+    assert len(events) == 4
+    assert [ev async for ev in handler.stream_events()] == []
+
+
+async def test_loop_runs_many_iterations() -> None:
+    """A step returning its own event type loops without growing anything."""
+
+    class Chain(Workflow):
+        @step
+        async def start(self, ev: StartEvent) -> Tick:
+            return Tick(n=0)
+
+        @step
+        async def loop(self, ev: Tick) -> Tick | StopEvent:
+            if ev.n == 2000:
+                return StopEvent(result=ev.n)
+            return Tick(n=ev.n + 1)
+
+    assert await Chain().run() == 2000
+
+
+async def test_sync_step_failure_is_raised_as_is() -> None:
+    """An exception from a sync step reaches ``await handler`` unchanged."""
+
+    class Flow(Workflow):
+        @step
+        def only(self, ev: StartEvent) -> StopEvent:
+            raise KeyError("sync")
+
+    with pytest.raises(KeyError, match="sync"):
+        await Flow().run()

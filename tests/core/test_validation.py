@@ -1,0 +1,276 @@
+"""Bad workflows and bad input get clear errors that name the thing and the fix."""
+
+from __future__ import annotations
+
+import pydantic
+import pytest
+from batonflow.core import (
+    Context,
+    Event,
+    HumanResponseEvent,
+    InputRequiredEvent,
+    StartEvent,
+    StopEvent,
+    Workflow,
+    WorkflowConfigurationError,
+    WorkflowRuntimeError,
+    WorkflowStepDoesNotExistError,
+    WorkflowValidationError,
+    step,
+)
+
+
+class AEvent(Event):
+    pass
+
+
+class BEvent(Event):
+    pass
+
+
+async def test_step_parameter_without_annotation() -> None:
+    """A step whose event parameter has no annotation fails at decoration time."""
+    with pytest.raises(
+        WorkflowValidationError,
+        match=r"Step bad parameter 'ev' has no type annotation.*ev: StartEvent",
+    ):
+
+        class W(Workflow):
+            @step
+            async def bad(self, ev) -> StopEvent:  # type: ignore[no-untyped-def]
+                return StopEvent()
+
+
+async def test_step_without_return_annotation() -> None:
+    """A step without a return annotation is rejected with the fix."""
+    with pytest.raises(
+        WorkflowValidationError, match=r"Step bad has no return annotation.*-> None"
+    ):
+
+        class W(Workflow):
+            @step
+            async def bad(self, ev: StartEvent):  # type: ignore[no-untyped-def]
+                return StopEvent()
+
+
+async def test_non_event_parameter_annotation() -> None:
+    """A parameter annotated with a non-Event type is rejected."""
+    with pytest.raises(
+        WorkflowValidationError,
+        match=r"Step bad parameter 'ev' is annotated str, which is not an Event",
+    ):
+
+        class W(Workflow):
+            @step
+            async def bad(self, ev: str) -> StopEvent:
+                return StopEvent()
+
+
+async def test_non_event_return_annotation() -> None:
+    """A return annotation naming a non-Event is rejected."""
+    with pytest.raises(
+        WorkflowValidationError,
+        match=r"Step bad return annotation .* names str, which is not an Event",
+    ):
+
+        class W(Workflow):
+            @step
+            async def bad(self, ev: StartEvent) -> str:
+                return "x"
+
+
+async def test_no_start_event_consumer() -> None:
+    """A workflow with no step accepting StartEvent fails before running."""
+
+    class W(Workflow):
+        @step
+        async def only(self, ev: AEvent) -> StopEvent:
+            return StopEvent()
+
+    with pytest.raises(
+        WorkflowValidationError, match=r"W has no step that accepts StartEvent\. Add a step"
+    ):
+        W().run()
+
+
+async def test_no_stop_event_producer() -> None:
+    """A workflow with no step producing StopEvent fails before running."""
+
+    class W(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> AEvent:
+            return AEvent()
+
+        @step
+        async def sink(self, ev: AEvent) -> None:
+            return None
+
+    with pytest.raises(WorkflowValidationError, match=r"W has no step that can produce StopEvent"):
+        W().run()
+
+
+async def test_event_nobody_accepts() -> None:
+    """An emitted event with no accepting step names the step and event."""
+
+    class W(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> AEvent | StopEvent:
+            return StopEvent()
+
+    with pytest.raises(
+        WorkflowValidationError,
+        match=r"Step only of W returns AEvent, but no step accepts AEvent\. Add a step that takes `ev: AEvent`",
+    ):
+        W().validate()
+
+
+async def test_event_nobody_produces() -> None:
+    """A step accepting an event no step produces names the step and event."""
+
+    class W(Workflow):
+        @step
+        async def first(self, ev: StartEvent) -> StopEvent:
+            return StopEvent()
+
+        @step
+        async def orphan(self, ev: BEvent) -> StopEvent:
+            return StopEvent()
+
+    with pytest.raises(
+        WorkflowValidationError,
+        match=r"Step orphan of W accepts BEvent, but no step produces BEvent",
+    ):
+        W().run()
+
+
+async def test_human_events_are_exempt_and_validate_reports_hitl() -> None:
+    """HumanResponseEvent needs no producer, InputRequiredEvent no consumer; validate() says HITL."""
+
+    class W(Workflow):
+        @step
+        async def ask(self, ev: StartEvent) -> InputRequiredEvent:
+            return InputRequiredEvent(prefix="?")
+
+        @step
+        async def answer(self, ev: HumanResponseEvent) -> StopEvent:
+            return StopEvent(result=ev.response)
+
+    assert W().validate() is True
+
+
+async def test_different_state_types_are_rejected() -> None:
+    """Two steps declaring different typed states is a validation error."""
+
+    class S1(pydantic.BaseModel):
+        a: int = 0
+
+    class S2(pydantic.BaseModel):
+        b: int = 0
+
+    class W(Workflow):
+        @step
+        async def first(self, ctx: Context[S1], ev: StartEvent) -> AEvent:
+            return AEvent()
+
+        @step
+        async def second(self, ctx: Context[S2], ev: AEvent) -> StopEvent:
+            return StopEvent()
+
+    with pytest.raises(
+        WorkflowValidationError,
+        match=r"different state types \(first: Context\[S1\], second: Context\[S2\]\)",
+    ):
+        W().run()
+
+
+async def test_disable_validation_skips_checks() -> None:
+    """``disable_validation=True`` runs a workflow the checks would refuse."""
+
+    class W(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> AEvent | StopEvent:
+            return StopEvent(result="ran")
+
+    assert await W(disable_validation=True).run() == "ran"
+
+
+async def test_unknown_field_on_typed_start_event() -> None:
+    """``run()`` with a field the typed StartEvent lacks raises a pydantic error naming it."""
+
+    class MyStart(StartEvent):
+        topic: str
+
+    class W(Workflow):
+        @step
+        async def only(self, ev: MyStart) -> StopEvent:
+            return StopEvent(result=ev.topic)
+
+    with pytest.raises(
+        pydantic.ValidationError, match=r"(?s)tpoic.*Extra inputs are not permitted"
+    ):
+        W().run(tpoic="typo")
+    with pytest.raises(pydantic.ValidationError, match=r"(?s)topic.*Field required"):
+        W().run()
+    assert await W().run(topic="ok") == "ok"
+
+
+async def test_step_returning_non_event_fails_the_run() -> None:
+    """A step returning something other than an Event fails the run with a clear error."""
+
+    class W(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> StopEvent:
+            return "oops"  # type: ignore[return-value]
+
+    with pytest.raises(
+        WorkflowRuntimeError,
+        match=r"Step only returned str 'oops'; a step must return an Event or None",
+    ):
+        await W().run()
+
+
+async def test_send_event_to_unknown_step() -> None:
+    """``send_event(step=...)`` naming no step raises WorkflowStepDoesNotExistError."""
+
+    class W(Workflow):
+        @step
+        async def only(self, ctx: Context, ev: StartEvent) -> StopEvent:
+            ctx.send_event(AEvent(), step="nope")
+            return StopEvent()
+
+    with pytest.raises(
+        WorkflowStepDoesNotExistError, match=r"Step 'nope' does not exist in W; the steps are: only"
+    ):
+        await W().run()
+
+
+async def test_bad_options() -> None:
+    """Non-positive num_workers/timeouts are configuration errors."""
+    with pytest.raises(WorkflowConfigurationError, match="num_workers must be a positive int"):
+        step(num_workers=0)
+    with pytest.raises(WorkflowConfigurationError, match="timeout must be a positive number"):
+        Workflow(timeout=0)
+    with pytest.raises(WorkflowConfigurationError, match="has no next"):
+        step(retry_policy=object())  # type: ignore[arg-type]
+
+
+async def test_two_event_parameters_rejected() -> None:
+    """Two event parameters on one step point at collect_events."""
+    with pytest.raises(WorkflowValidationError, match=r"two event parameters .*collect_events"):
+
+        class W(Workflow):
+            @step
+            async def bad(self, a: AEvent, b: BEvent) -> StopEvent:
+                return StopEvent()
+
+
+async def test_start_event_of_wrong_type() -> None:
+    """``start_event=`` must be a StartEvent."""
+
+    class W(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> StopEvent:
+            return StopEvent()
+
+    with pytest.raises(WorkflowRuntimeError, match="start_event must be a StartEvent"):
+        W().run(start_event=AEvent())  # type: ignore[arg-type]
