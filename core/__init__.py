@@ -4,7 +4,14 @@ This module is the one public door: every public name of the engine is re-export
 listed in ``__all__``.
 """
 
+from .checkpoints import Checkpoint as Checkpoint
+from .checkpoints import CheckpointStore as CheckpointStore
+from .checkpoints import InMemoryCheckpointStore as InMemoryCheckpointStore
+from .checkpoints import SqliteCheckpointStore as SqliteCheckpointStore
+from .checkpoints import WorkflowCheckpointer as WorkflowCheckpointer
 from .context import Context as Context
+from .drawing import draw_all_possible_flows as draw_all_possible_flows
+from .drawing import draw_most_recent_execution as draw_most_recent_execution
 from .errors import BatonflowError as BatonflowError
 from .errors import CheckpointError as CheckpointError
 from .errors import ContextSerdeError as ContextSerdeError
@@ -39,21 +46,36 @@ from .retry import ExponentialBackoffRetryPolicy as ExponentialBackoffRetryPolic
 from .retry import RetryInfo as RetryInfo
 from .retry import RetryPolicy as RetryPolicy
 from .retry import retry_policy as retry_policy
+from .serialization import BaseSerializer as BaseSerializer
+from .serialization import JsonPickleSerializer as JsonPickleSerializer
+from .serialization import JsonSerializer as JsonSerializer
+from .serialization import PickleSerializer as PickleSerializer
+from .state import DictState as DictState
+from .state import InMemoryStateStore as InMemoryStateStore
 from .step import step as step
 from .workflow import Workflow as Workflow
 
 __all__ = [
+    "BaseSerializer",
     "BatonflowError",
+    "Checkpoint",
     "CheckpointError",
+    "CheckpointStore",
     "ConstantDelayRetryPolicy",
     "Context",
     "ContextSerdeError",
     "ContextStateError",
+    "DictState",
     "Event",
     "ExponentialBackoffRetryPolicy",
     "HumanResponseEvent",
+    "InMemoryCheckpointStore",
+    "InMemoryStateStore",
     "InputRequiredEvent",
     "Instrument",
+    "JsonPickleSerializer",
+    "JsonSerializer",
+    "PickleSerializer",
     "PrintingInstrument",
     "Resource",
     "ResourceConfig",
@@ -62,6 +84,7 @@ __all__ = [
     "RetryInfo",
     "RetryPolicy",
     "SerializationError",
+    "SqliteCheckpointStore",
     "StartEvent",
     "StateError",
     "StateKeyError",
@@ -71,6 +94,7 @@ __all__ = [
     "StopEvent",
     "Workflow",
     "WorkflowCancelledByUser",
+    "WorkflowCheckpointer",
     "WorkflowConfigurationError",
     "WorkflowDone",
     "WorkflowHandler",
@@ -78,6 +102,8 @@ __all__ = [
     "WorkflowStepDoesNotExistError",
     "WorkflowTimeoutError",
     "WorkflowValidationError",
+    "draw_all_possible_flows",
+    "draw_most_recent_execution",
     "retry_policy",
     "step",
 ]

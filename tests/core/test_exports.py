@@ -1,0 +1,76 @@
+"""The public surface of batonflow.core, its import cost, and its dependency direction."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import batonflow.core
+
+ROOT = Path(__file__).resolve().parents[2]
+CORE = ROOT / "core"
+FORBIDDEN = (
+    "batonflow.agents",
+    "batonflow.rag",
+    "batonflow.observability",
+    "batonflow.apps",
+    "llama_index",
+    "workflows",
+    "agents",
+    "rag",
+    "observability",
+    "apps",
+)
+
+
+async def test_public_names_are_pinned() -> None:
+    """``batonflow.core.__all__`` matches the checked-in list (update both on purpose)."""
+    expected = (Path(__file__).parent / "public_names.txt").read_text().split()
+    assert sorted(batonflow.core.__all__) == expected
+
+
+async def test_every_public_name_is_importable() -> None:
+    """Every name in ``__all__`` exists on the module."""
+    missing = [n for n in batonflow.core.__all__ if not hasattr(batonflow.core, n)]
+    assert missing == []
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append(node.module)
+        elif isinstance(node, ast.ImportFrom) and node.level >= 2:
+            found.append("." * node.level + (node.module or ""))
+    return found
+
+
+async def test_core_imports_nothing_from_upper_layers() -> None:
+    """No module of core/ imports agents, rag, observability, apps, llama_index or workflows."""
+    offenders = []
+    for path in sorted(CORE.rglob("*.py")):
+        for name in _imports(path):
+            if name.startswith(".."):
+                offenders.append(f"{path.name}: relative import {name} leaves core")
+            elif any(name == f or name.startswith(f + ".") for f in FORBIDDEN):
+                offenders.append(f"{path.name}: {name}")
+    assert offenders == []
+
+
+async def test_import_is_light() -> None:
+    """``import batonflow.core`` loads neither llama_index, numpy nor the OpenTelemetry SDK."""
+    code = (
+        "import sys, batonflow.core\n"
+        "heavy = [m for m in ('llama_index', 'numpy', 'opentelemetry.sdk', 'workflows') "
+        "if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == ""
