@@ -19,9 +19,11 @@ from typing import Any
 
 from batonflow.core import Context, StartEvent, StopEvent, Workflow
 from batonflow.core.retry import RetryPolicy
+from batonflow.core.tracing import tool_span
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 from llama_index.core.tools.types import AsyncBaseTool
+from opentelemetry.trace import Status, StatusCode
 
 from .errors import AgentConfigurationError, AgentInputError, MaxIterationsError
 from .events import AgentInput, AgentStream, ToolCall, ToolCallResult, ToolResultEvent
@@ -203,7 +205,13 @@ class ToolAgentBase(Workflow):
     ) -> ToolResultEvent:
         """Run one tool call, streaming :class:`ToolCall` before and :class:`ToolCallResult` after."""
         ctx.write_event_to_stream(ToolCall(tool_name=name, tool_kwargs=kwargs, tool_id=tool_id))
-        outcome = await call_tool(self.tools, name, kwargs)
+        tool = self.tools.get(name)
+        description = tool.metadata.description if tool is not None else None
+        with tool_span(name, call_id=tool_id, description=description, arguments=kwargs) as span:
+            outcome = await call_tool(self.tools, name, kwargs)
+            if outcome.is_error:
+                span.set_attribute("error.type", "ToolError")
+                span.set_status(Status(StatusCode.ERROR, outcome.output[:500]))
         ctx.write_event_to_stream(
             ToolCallResult(
                 tool_name=name,

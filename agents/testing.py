@@ -35,6 +35,7 @@ from llama_index.core.base.llms.types import (
     TextBlock,
     ToolCallBlock,
 )
+from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 from llama_index.core.llms.llm import ToolSelection
 from llama_index.core.tools import BaseTool
@@ -184,24 +185,23 @@ class ScriptedLLM(FunctionCallingLLM):
 
     # -- llama-index LLM interface -----------------------------------------------------------
 
-    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        """Return the next scripted response."""
+    # Each public method is wrapped by llama-index's instrumentation callbacks, as real LLMs
+    # are, so tracing (batonflow.observability) sees scripted calls as LLM spans.
+
+    def _chat(self, messages: Sequence[ChatMessage], kwargs: dict[str, Any]) -> ChatResponse:
         self._note_tools(kwargs)
         return ChatResponse(message=self._message(self._next(list(messages))))
 
-    def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
-        """Stream the next scripted response in word-sized deltas."""
+    def _stream_chat(
+        self, messages: Sequence[ChatMessage], kwargs: dict[str, Any]
+    ) -> ChatResponseGen:
         self._note_tools(kwargs)
         return self._chunks(self._next(list(messages)))
 
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        """Return the next scripted response's text."""
+    def _complete(self, prompt: str) -> CompletionResponse:
         return CompletionResponse(text=self._next([ChatMessage(content=prompt)]).text)
 
-    def stream_complete(
-        self, prompt: str, formatted: bool = False, **kwargs: Any
-    ) -> CompletionResponseGen:
-        """Stream the next scripted response's text."""
+    def _stream_complete(self, prompt: str) -> CompletionResponseGen:
         response = self._next([ChatMessage(content=prompt)])
 
         def gen() -> CompletionResponseGen:
@@ -210,15 +210,39 @@ class ScriptedLLM(FunctionCallingLLM):
 
         return gen()
 
+    @llm_chat_callback()
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        """Return the next scripted response."""
+        return self._chat(messages, kwargs)
+
+    @llm_chat_callback()
+    def stream_chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponseGen:
+        """Stream the next scripted response in word-sized deltas."""
+        return self._stream_chat(messages, kwargs)
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        """Return the next scripted response's text."""
+        return self._complete(prompt)
+
+    @llm_completion_callback()
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        """Stream the next scripted response's text."""
+        return self._stream_complete(prompt)
+
+    @llm_chat_callback()
     async def achat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
         """Async :meth:`chat`."""
-        return self.chat(messages, **kwargs)
+        return self._chat(messages, kwargs)
 
+    @llm_chat_callback()
     async def astream_chat(
         self, messages: Sequence[ChatMessage], **kwargs: Any
     ) -> ChatResponseAsyncGen:
         """Async :meth:`stream_chat`."""
-        chunks = self.stream_chat(messages, **kwargs)
+        chunks = self._stream_chat(messages, kwargs)
 
         async def gen() -> AsyncGenerator[ChatResponse, None]:
             for chunk in chunks:
@@ -226,17 +250,19 @@ class ScriptedLLM(FunctionCallingLLM):
 
         return gen()
 
+    @llm_completion_callback()
     async def acomplete(
         self, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> CompletionResponse:
         """Async :meth:`complete`."""
-        return self.complete(prompt, formatted=formatted, **kwargs)
+        return self._complete(prompt)
 
+    @llm_completion_callback()
     async def astream_complete(
         self, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> CompletionResponseAsyncGen:
         """Async :meth:`stream_complete`."""
-        chunks = self.stream_complete(prompt, formatted=formatted, **kwargs)
+        chunks = self._stream_complete(prompt)
 
         async def gen() -> AsyncGenerator[CompletionResponse, None]:
             for chunk in chunks:
