@@ -11,8 +11,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 from urllib.request import urlopen
@@ -23,6 +26,8 @@ from batonflow.core.step import step
 from batonflow.observability import configure_tracing
 from llama_index.core.base.llms.types import ChatMessage
 from otel_testing import OTLPReceiver, ScriptedLLM, render_tree
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Part(Event):
@@ -130,3 +135,75 @@ async def test_run_is_readable_back_from_jaeger_api(
     chat_tags = {t["key"]: t["value"] for t in chat["tags"]}
     assert chat_tags["gen_ai.usage.input_tokens"] == 7
     assert chat_tags["gen_ai.request.model"] == "scripted-1"
+
+
+RESUME_SCRIPT = '''
+import asyncio, json, sys
+from batonflow.core import (Context, HumanResponseEvent, InputRequiredEvent, StartEvent,
+                            StopEvent, Workflow, step)
+from batonflow.observability import configure_tracing
+
+
+class Ask(Workflow):
+    @step
+    async def ask(self, ev: StartEvent) -> InputRequiredEvent:
+        return InputRequiredEvent(prefix="name?")
+
+    @step
+    async def greet(self, ev: HumanResponseEvent) -> StopEvent:
+        return StopEvent(result="hello " + ev.response)
+
+
+async def first(path):
+    handler = Ask().run()
+    async for ev in handler.stream_events():
+        if isinstance(ev, InputRequiredEvent):
+            break
+    with open(path, "w") as f:
+        json.dump(handler.ctx.to_dict(), f)
+    await handler.cancel_run()
+
+
+async def second(path):
+    wf = Ask()
+    with open(path) as f:
+        handler = wf.run(ctx=Context.from_dict(wf, json.load(f)))
+    handler.ctx.send_event(HumanResponseEvent(response="ada"))
+    print(await handler)
+
+
+configure_tracing(instrument_llama_index=False)
+asyncio.run(first(sys.argv[2]) if sys.argv[1] == "first" else second(sys.argv[2]))
+'''
+
+
+def test_run_resumed_in_another_process_continues_the_trace(
+    otlp_receiver: OTLPReceiver, tmp_path: Path
+) -> None:
+    """Process A pauses a run and saves it; process B resumes it; Jaeger shows one trace."""
+    script = tmp_path / "resume.py"
+    script.write_text(RESUME_SCRIPT)
+    saved = tmp_path / "run.json"
+    service = f"batonflow-resume-{uuid.uuid4().hex[:8]}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=otlp_receiver.url, OTEL_SERVICE_NAME=service,
+               PYTHONPATH=str(ROOT))
+    for phase in ("first", "second"):
+        proc = subprocess.run([sys.executable, str(script), phase, str(saved)], env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "hello ada"
+
+    body = _fetch(otlp_receiver.url, service, expected_spans=4)
+    (trace,) = body["data"]  # one trace across both processes
+    rows = []
+    for s in trace["spans"]:
+        parent = next((r["spanID"] for r in s["references"] if r["refType"] == "CHILD_OF"), None)
+        rows.append((int(s["spanID"], 16), int(parent, 16) if parent else None,
+                     s["operationName"], s["startTime"]))
+    assert render_tree(rows) == (
+        "invoke_workflow Ask\n"
+        "  step ask\n"
+        "  invoke_workflow Ask\n"
+        "    step greet"
+    )
