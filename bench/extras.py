@@ -126,10 +126,18 @@ def make_durable(api: Api) -> Once:
     folder = tempfile.mkdtemp(prefix="batonflow-bench-")
     store = checkpoints.SqliteCheckpointStore(os.path.join(folder, "checkpoints.db"))
 
-    def wrap(flow: Any) -> Any:
-        return checkpoints.WorkflowCheckpointer(workflow=flow, store=store)
+    made: list[Any] = []
 
-    return make_chain(api, wrap=wrap)
+    def wrap(flow: Any) -> Any:
+        made.append(checkpoints.WorkflowCheckpointer(workflow=flow, store=store))
+        return made[0]
+
+    def after(handler: Any, n: int) -> None:
+        # one checkpoint per completed step: the first step and the n loop steps
+        listed = made[0].checkpoints[handler.run_id]
+        check("checkpoints recorded", len(listed), n + 1)
+
+    return make_chain(api, wrap=wrap, after=after)
 
 
 EXTRA_WORKLOADS: dict[str, Callable[[Api], Once]] = {

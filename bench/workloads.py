@@ -42,11 +42,13 @@ def make_chain(
     api: Api,
     workflow_kwargs: dict[str, Any] | None = None,
     wrap: Callable[[Any], Any] | None = None,
+    after: Callable[[Any, int], None] | None = None,
 ) -> Once:
     """One step loops ``n`` times by returning its own event type (µs per step).
 
     ``workflow_kwargs`` go to the workflow's constructor (e.g. instruments); ``wrap`` turns the
-    workflow into the object whose ``run(**kw)`` is timed (e.g. a checkpointer).
+    workflow into the object whose ``run(**kw)`` is timed (e.g. a checkpointer); ``after(handler,
+    n)`` checks more of the outcome, outside the timing.
     """
     Event, StartEvent, StopEvent, step = api.Event, api.StartEvent, api.StopEvent, api.step
 
@@ -70,9 +72,12 @@ def make_chain(
 
     async def once(n: int) -> dict[str, float]:
         t0 = time.perf_counter()
-        result = await runner.run(n=n)
+        handler = runner.run(n=n)
+        result = await handler
         elapsed = time.perf_counter() - t0
         check("chain loop count", result, n)
+        if after is not None:
+            after(handler, n)
         return {"us_per_step": elapsed / n * 1e6}
 
     return once
