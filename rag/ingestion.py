@@ -144,9 +144,7 @@ class IngestionWorkflow(Workflow):
         for stored in collected[1:]:
             for source, ids in stored.ids.items():
                 keep.setdefault(source, set()).update(ids)
-        removed = 0
-        for source, ids in keep.items():
-            removed += await self.store.aprune(source, ids)
+        removed = await self.store.aprune_many(keep)
         return StopEvent(
             result=IngestionReport(
                 files=len(plan.files),

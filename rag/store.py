@@ -20,65 +20,24 @@ calls in a worker thread, one at a time, so the event loop stays free.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import threading
-import uuid
-from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from qdrant_client import QdrantClient, models
 
+from .chunks import Chunk, Hit, chunks_of, point_id
 from .errors import StoreConfigError, StoreLockedError
 from .sparse import BM25SparseEncoder
 
 SPARSE = "sparse"
 DENSE = "dense"
 DEFAULT_PATH = ".batonflow/qdrant"
-_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://batonflow.dev/rag/chunk")
-
-
-def point_id(source: str, index: int, text: str) -> str:
-    """The stable point id of chunk ``index`` of ``source`` with content ``text``."""
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return str(uuid.uuid5(_ID_NAMESPACE, f"{source}\x1f{index}\x1f{digest}"))
-
-
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    """One piece of a document, ready to store.
-
-    Attributes:
-        text: the chunk's text (what retrieval returns and the sparse vector is built from).
-        source: what the chunk came from (a file path or document id); re-ingesting a source
-            replaces its chunks.
-        index: the chunk's position within its source.
-        metadata: JSON-compatible metadata, returned with the chunk.
-        dense: the chunk's dense embedding, when an embedding model is used.
-    """
-
-    text: str
-    source: str
-    index: int
-    metadata: dict[str, Any] = field(default_factory=dict)
-    dense: Sequence[float] | None = None
-
-    @property
-    def id(self) -> str:
-        """The chunk's stable point id."""
-        return point_id(self.source, self.index, self.text)
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """A chunk found by a query, with its score (higher is better)."""
-
-    id: str
-    text: str
-    score: float
-    source: str
-    metadata: dict[str, Any]
+_SCROLL_PAGE = 1024
+#: Above this many sources, local mode prunes in one scan of the collection: each filtered
+#: request is itself a full scan there, so one filter per source would be quadratic.
+_LOCAL_SCAN_SOURCES = 8
 
 
 class QdrantStore:
@@ -264,19 +223,59 @@ class QdrantStore:
 
     def prune(self, source: str, keep: Collection[str]) -> int:
         """Delete the points of ``source`` whose ids are not in ``keep``; returns how many."""
+        return self.prune_many({source: keep})
+
+    def prune_many(self, keep: Mapping[str, Collection[str]]) -> int:
+        """For each source of ``keep``, delete its points whose ids are not in ``keep[source]``.
+
+        Returns how many points were deleted. Sources not named are left alone.
+        """
+        wanted = {source: {str(i) for i in ids} for source, ids in keep.items()}
+        if not wanted:
+            return 0
         with self._lock:
             if not self._read_config():
                 return 0
-            stale = models.Filter(
-                must=[models.FieldCondition(key="source", match=models.MatchValue(value=source))],
-                must_not=[models.HasIdCondition(has_id=list(keep))] if keep else None,
-            )
-            n = self.client.count(self.collection, count_filter=stale, exact=True).count
-            if n:
+            stale: list[models.ExtendedPointId] = []
+            for flt in self._source_filters(list(wanted)):
+                offset: models.ExtendedPointId | None = None
+                while True:
+                    points, offset = self.client.scroll(
+                        self.collection,
+                        scroll_filter=flt,
+                        limit=_SCROLL_PAGE,
+                        offset=offset,
+                        with_payload=["source"],
+                        with_vectors=False,
+                    )
+                    for p in points:
+                        ids = wanted.get(str((p.payload or {}).get("source")))
+                        if ids is not None and str(p.id) not in ids:
+                            stale.append(p.id)
+                    if offset is None:
+                        break
+            for start in range(0, len(stale), _SCROLL_PAGE):
                 self.client.delete(
-                    self.collection, points_selector=models.FilterSelector(filter=stale), wait=True
+                    self.collection,
+                    points_selector=models.PointIdsList(points=stale[start : start + _SCROLL_PAGE]),
+                    wait=True,
                 )
-            return n
+            return len(stale)
+
+    def _source_filters(self, sources: list[str]) -> list[models.Filter | None]:
+        if self.is_local and len(sources) > _LOCAL_SCAN_SOURCES:
+            return [None]  # one scan of everything, matched in Python
+        step = 256  # keeps each request's filter small for the server's keyword index
+        return [
+            models.Filter(
+                must=[
+                    models.FieldCondition(
+                        key="source", match=models.MatchAny(any=sources[i : i + step])
+                    )
+                ]
+            )
+            for i in range(0, len(sources), step)
+        ]
 
     def replace_source(self, source: str, chunks: Sequence[Chunk]) -> int:
         """Make ``chunks`` the only chunks of ``source``; returns how many old ones were removed."""
@@ -371,6 +370,10 @@ class QdrantStore:
         """:meth:`prune` in a worker thread."""
         return await asyncio.to_thread(self.prune, source, keep)
 
+    async def aprune_many(self, keep: Mapping[str, Collection[str]]) -> int:
+        """:meth:`prune_many` in a worker thread."""
+        return await asyncio.to_thread(self.prune_many, keep)
+
     async def acount(self, source: str | None = None) -> int:
         """:meth:`count` in a worker thread."""
         return await asyncio.to_thread(self.count, source)
@@ -432,16 +435,6 @@ def _hit(point: models.ScoredPoint) -> Hit:
         source=str(payload.get("source", "")),
         metadata=dict(payload.get("metadata") or {}),
     )
-
-
-def chunks_of(
-    source: str, texts: Iterable[str], metadata: dict[str, Any] | None = None
-) -> list[Chunk]:
-    """Number ``texts`` as the chunks of ``source`` (a helper for hand-made corpora)."""
-    return [
-        Chunk(text=t, source=source, index=i, metadata=dict(metadata or {}))
-        for i, t in enumerate(texts)
-    ]
 
 
 __all__ = ["DENSE", "SPARSE", "Chunk", "Hit", "QdrantStore", "chunks_of", "point_id"]

@@ -260,3 +260,18 @@ def test_qdrant_server_by_url() -> None:
     finally:
         store.drop()
         store.close()
+
+
+@pytest.mark.parametrize("n_sources", [pytest.param(3, id="filtered"), pytest.param(20, id="scan")])
+def test_prune_many_removes_only_stale_points_of_named_sources(
+    memory_store: QdrantStore, n_sources: int
+) -> None:
+    """prune_many keeps the listed ids of each named source and leaves other sources alone."""
+    for s in range(n_sources):
+        memory_store.upsert(chunks_of(f"src{s}", [f"old {s} a", f"old {s} b"]))
+    memory_store.upsert(chunks_of("untouched", ["stays here"]))
+    keep = {f"src{s}": {chunks_of(f"src{s}", [f"old {s} a"])[0].id} for s in range(n_sources)}
+    assert memory_store.prune_many(keep) == n_sources
+    assert memory_store.count() == n_sources + 1
+    assert memory_store.count("untouched") == 1
+    assert memory_store.query("b") == []

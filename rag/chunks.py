@@ -1,0 +1,66 @@
+"""The records the store reads and writes: :class:`Chunk` in, :class:`Hit` out, stable point ids."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://batonflow.dev/rag/chunk")
+
+
+def point_id(source: str, index: int, text: str) -> str:
+    """The stable point id of chunk ``index`` of ``source`` with content ``text``."""
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return str(uuid.uuid5(_ID_NAMESPACE, f"{source}\x1f{index}\x1f{digest}"))
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One piece of a document, ready to store.
+
+    Attributes:
+        text: the chunk's text (what retrieval returns and the sparse vector is built from).
+        source: what the chunk came from (a file path or document id); re-ingesting a source
+            replaces its chunks.
+        index: the chunk's position within its source.
+        metadata: JSON-compatible metadata, returned with the chunk.
+        dense: the chunk's dense embedding, when an embedding model is used.
+    """
+
+    text: str
+    source: str
+    index: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+    dense: Sequence[float] | None = None
+
+    @property
+    def id(self) -> str:
+        """The chunk's stable point id."""
+        return point_id(self.source, self.index, self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A chunk found by a query, with its score (higher is better)."""
+
+    id: str
+    text: str
+    score: float
+    source: str
+    metadata: dict[str, Any]
+
+
+def chunks_of(
+    source: str, texts: Iterable[str], metadata: dict[str, Any] | None = None
+) -> list[Chunk]:
+    """Number ``texts`` as the chunks of ``source`` (a helper for hand-made corpora)."""
+    return [
+        Chunk(text=t, source=source, index=i, metadata=dict(metadata or {}))
+        for i, t in enumerate(texts)
+    ]
+
+
+__all__ = ["Chunk", "Hit", "chunks_of", "point_id"]
