@@ -345,3 +345,42 @@ def test_importing_tracing_loads_no_sdk_and_no_llama_index() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+class CrashOnce(Workflow):
+    crashed = False
+
+    @step
+    async def first(self, ev: StartEvent) -> Mid:
+        return Mid(x=1)
+
+    @step
+    async def second(self, ev: Mid) -> StopEvent:
+        if not CrashOnce.crashed:
+            CrashOnce.crashed = True
+            raise RuntimeError("crash")
+        return StopEvent(result=ev.x)
+
+
+async def test_checkpoint_resume_continues_the_trace(spans: Spans) -> None:
+    """cptr.resume(run_id) after a failure hangs the resumed run under the original run span."""
+    from batonflow.core.checkpoints import WorkflowCheckpointer
+
+    CrashOnce.crashed = False
+    cptr = WorkflowCheckpointer(workflow=CrashOnce(instruments=_traced(spans)))
+    handler = cptr.run()
+    with pytest.raises(RuntimeError, match="crash"):
+        await handler
+    assert await cptr.resume(handler.run_id) == 1
+    assert spans.tree() == (
+        "invoke_workflow CrashOnce\n"
+        "  step first\n"
+        "  step second\n"
+        "  invoke_workflow CrashOnce\n"
+        "    step second"
+    )
+    original, resumed = sorted(spans.named("invoke_workflow CrashOnce"), key=lambda s: s.start_time)
+    assert _attrs(original)["batonflow.run.status"] == "failed"
+    assert _attrs(resumed)["batonflow.run.resumed"] is True
+    assert _attrs(resumed)["batonflow.run_id"] == _attrs(original)["batonflow.run_id"]
+    assert {s.context.trace_id for s in spans.finished} == {original.context.trace_id}
