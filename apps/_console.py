@@ -8,7 +8,7 @@ import os
 import sys
 import traceback
 from collections.abc import Iterator
-from typing import Any
+from typing import IO, Any
 
 import typer
 from rich.console import Console
@@ -60,10 +60,11 @@ def cli_errors(debug: bool) -> Iterator[None]:
         raise typer.Exit(1) from None
 
 
-def print_json(data: Any) -> None:
-    """One line of JSON on stdout."""
-    sys.stdout.write(json.dumps(jsonable(data), ensure_ascii=False) + "\n")
-    sys.stdout.flush()
+def print_json(data: Any, file: IO[str] | None = None) -> None:
+    """One line of JSON on ``file`` (stdout)."""
+    file = file or sys.stdout
+    file.write(json.dumps(jsonable(data), ensure_ascii=False) + "\n")
+    file.flush()
 
 
 def print_result(result: Any) -> None:

@@ -68,13 +68,31 @@ class RunManager:
         workflows: The served workflows by name.
         store: Where runs, events and snapshots are kept.
         heartbeat: Seconds between SSE keep-alive comments on an idle stream.
+        checkpoints: A durable checkpoint store (``SqliteCheckpointStore``). When given, every
+            run records a checkpoint after each completed step, and a restarted server resumes
+            runs that were in progress from their last completed step.
     """
 
-    def __init__(self, workflows: dict[str, Any], store: RunStore, heartbeat: float = 15.0) -> None:
+    def __init__(
+        self,
+        workflows: dict[str, Any],
+        store: RunStore,
+        heartbeat: float = 15.0,
+        checkpoints: Any = None,
+    ) -> None:
         self.workflows = workflows
         self.store = store
         self.heartbeat = heartbeat
         self.live: dict[str, LiveRun] = {}
+        self.checkpoints = checkpoints
+        self.checkpointers: dict[str, Any] = {}
+        if checkpoints is not None:
+            from batonflow.core.checkpoints import WorkflowCheckpointer
+
+            self.checkpointers = {
+                name: WorkflowCheckpointer(workflow, store=checkpoints)
+                for name, workflow in workflows.items()
+            }
 
     # -- starting -------------------------------------------------------------------------
 
@@ -83,7 +101,11 @@ class RunManager:
     ) -> LiveRun:
         """Start a run of workflow ``name`` and its pump; return the live run."""
         workflow = self.workflows[name]
-        handler = workflow.run(start_event=start_event)
+        checkpointer = self.checkpointers.get(name)
+        if checkpointer is not None:
+            handler = checkpointer.run(start_event=start_event)
+        else:
+            handler = workflow.run(start_event=start_event)
         run_id = str(handler.run_id)
         self.store.create(run_id, name, jsonable(start_fields), traceparent)
         return self._follow(LiveRun(run_id, name, workflow, handler))
@@ -96,25 +118,41 @@ class RunManager:
         return live
 
     async def restore(self) -> None:
-        """Restore the runs a previous server left waiting; mark the others interrupted."""
-        for row in self.store.unfinished():
-            workflow = self.workflows.get(row.workflow)
-            if row.status == "waiting" and row.snapshot is not None and workflow is not None:
-                try:
-                    from batonflow.core import Context
+        """Bring back the runs a previous server left unfinished.
 
-                    ctx = Context.from_dict(workflow, row.snapshot)
-                    handler = workflow.run(ctx=ctx)
-                except Exception as exc:
-                    logger.warning("Run %s could not be restored: %s", row.run_id, exc)
-                else:
-                    live = LiveRun(row.run_id, row.workflow, workflow, handler, status="waiting")
-                    live.log = self.store.events(row.run_id)
-                    self._follow(live)
-                    continue
-            self._finish_stored(
-                row.run_id, len(self.store.events(row.run_id)), "interrupted", None, INTERRUPTED
-            )
+        A run waiting for a human is restored from its snapshot; a run that was in progress
+        resumes from its last checkpoint when checkpoints are on. Any other is marked
+        ``interrupted``.
+        """
+        for row in self.store.unfinished():
+            handler = self._reopen(row)
+            if handler is None:
+                last = len(self.store.events(row.run_id))
+                self._finish_stored(row.run_id, last, "interrupted", None, INTERRUPTED)
+                continue
+            status = "waiting" if row.status == "waiting" else "running"
+            workflow = self.workflows[row.workflow]
+            live = LiveRun(row.run_id, row.workflow, workflow, handler, status=status)
+            live.log = self.store.events(row.run_id)
+            self.store.update(row.run_id, status=status, keep_snapshot=True)
+            self._follow(live)
+
+    def _reopen(self, row: Any) -> Any:
+        """A handler continuing ``row``'s run, or ``None`` when it cannot continue."""
+        workflow = self.workflows.get(row.workflow)
+        if workflow is None:
+            return None
+        try:
+            if row.status == "waiting" and row.snapshot is not None:
+                from batonflow.core import Context
+
+                return workflow.run(ctx=Context.from_dict(workflow, row.snapshot))
+            checkpointer = self.checkpointers.get(row.workflow)
+            if checkpointer is not None and self.checkpoints.latest(row.run_id) is not None:
+                return checkpointer.resume(row.run_id)
+        except Exception as exc:
+            logger.warning("Run %s could not be restored: %s", row.run_id, exc)
+        return None
 
     # -- the pump -------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ otherwise one ``error: …`` line on stderr (the traceback only with ``--debug``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -94,11 +95,22 @@ def run(
         settings = Settings.load()
         setup_tracing()
         workflow = load_workflow(flow, settings)
-        result, run_id = asyncio.run(
-            run_flow(workflow, fields, stream=stream, as_json=as_json, answers=list(answers))
-        )
+        stdout = sys.stdout
+        # With --json, stdout carries only JSON: whatever the steps print goes to stderr.
+        redirect = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
+        with redirect:
+            result, run_id = asyncio.run(
+                run_flow(
+                    workflow,
+                    fields,
+                    stream=stream,
+                    as_json=as_json,
+                    answers=list(answers),
+                    stdout=stdout,
+                )
+            )
         if as_json:
-            print_json({"run_id": run_id, "flow": flow, "result": result})
+            print_json({"run_id": run_id, "flow": flow, "result": result}, stdout)
         else:
             print_result(result)
 
@@ -110,6 +122,7 @@ async def run_flow(
     stream: bool = False,
     as_json: bool = False,
     answers: list[str] | None = None,
+    stdout: Any = None,
 ) -> tuple[Any, str]:
     """Run ``workflow`` with start fields, answering input requests; return (result, run id).
 
@@ -135,7 +148,7 @@ async def run_flow(
     async for event in handler.stream_events():
         if stream and not isinstance(event, StopEvent):
             if as_json:
-                print_json({"event": event_envelope(event)})
+                print_json({"event": event_envelope(event)}, stdout)
             else:
                 body = event_envelope(event)["value"]
                 err.print(f"[cyan]{type(event).__name__}[/] {body}", markup=True)
@@ -210,6 +223,9 @@ def serve(
         help="Serve another workflow under NAME (repeatable).",
     ),
     prebuilt: bool = typer.Option(True, help="Also serve the prebuilt flows that can run here."),
+    durable: bool = typer.Option(
+        True, help="Checkpoint every step, so runs in progress resume after a restart."
+    ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
     """Serve workflows over HTTP: runs, SSE event streams, human-in-the-loop, cancel."""
@@ -222,8 +238,17 @@ def serve(
         from .server import serve as run_server
 
         store = RunStore(settings.db_path)
+        checkpoints = None
+        if durable:
+            from batonflow.core.checkpoints import SqliteCheckpointStore
+
+            checkpoints = SqliteCheckpointStore(settings.db_path)
         app_ = create_app(
-            served, store=store, token=settings.api_token, max_body_bytes=settings.max_body_bytes
+            served,
+            store=store,
+            token=settings.api_token,
+            max_body_bytes=settings.max_body_bytes,
+            checkpoints=checkpoints,
         )
         if settings.host not in ("127.0.0.1", "localhost", "::1") and not settings.api_token:
             err.print(

@@ -10,6 +10,7 @@ names what was looked for and how to fix it.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -240,7 +241,12 @@ def _import(module_name: str, spec: str) -> Any:
             raise FlowNotFoundError(
                 f"File {str(path)!r} does not exist; check the path before the colon in {spec!r}."
             )
-        name = f"_batonflow_user_{abs(hash(str(path.resolve())))}"
+        # A stable name: restoring a snapshot in another process imports its event classes
+        # by module name, and that process loads the same file under the same name.
+        digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
+        name = f"_batonflow_file_{path.stem}_{digest}"
+        if name in sys.modules:
+            return sys.modules[name]
         loader_spec = importlib.util.spec_from_file_location(name, path)
         if loader_spec is None or loader_spec.loader is None:
             raise FlowNotFoundError(f"File {str(path)!r} cannot be imported as Python.")
@@ -277,9 +283,17 @@ def _as_workflow(target: Any, spec: str) -> Any:
         if isinstance(made, Workflow):
             return made
     raise FlowNotFoundError(
-        f"{spec} is not a Workflow (it is {type(target).__name__}); point at a Workflow "
+        f"{spec} is not a Workflow (it is {_describe(target)}); point at a Workflow "
         "subclass, a Workflow instance or a function returning one."
     )
+
+
+def _describe(target: Any) -> str:
+    if inspect.isclass(target):
+        return f"the class {target.__name__}"
+    if callable(target):
+        return f"a function returning {type(target()).__name__}"
+    return f"a {type(target).__name__}"
 
 
 def parse_sets(items: Iterable[str]) -> dict[str, Any]:

@@ -99,6 +99,7 @@ def create_app(
     *,
     max_body_bytes: int = 1024 * 1024,
     heartbeat: float = 15.0,
+    checkpoints: Any = None,
     title: str = "batonflow",
 ) -> Any:
     """Build the FastAPI application that serves ``workflows``.
@@ -111,6 +112,9 @@ def create_app(
         token: When set, every route but ``/health`` needs ``Authorization: Bearer <token>``.
         max_body_bytes: Larger request bodies get a 413.
         heartbeat: Seconds between keep-alive comments on an idle event stream.
+        checkpoints: A durable checkpoint store (``SqliteCheckpointStore``, may share the run
+            store's file). Runs then record a checkpoint after every completed step, and a
+            restarted server resumes runs that were in progress from their last one.
         title: The OpenAPI title.
 
     Returns:
@@ -126,7 +130,7 @@ def create_app(
         if callable(validate):
             validate()  # a workflow that cannot run fails here, not on a client's request
     run_store = store if store is not None else RunStore(":memory:")
-    manager = RunManager(dict(workflows), run_store, heartbeat=heartbeat)
+    manager = RunManager(dict(workflows), run_store, heartbeat=heartbeat, checkpoints=checkpoints)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

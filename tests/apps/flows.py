@@ -117,3 +117,30 @@ def make_echo() -> EchoFlow:
 
 
 not_a_workflow = 42
+
+
+class NeedsArgs(EchoFlow):
+    """A workflow whose constructor needs an argument."""
+
+    def __init__(self, llm: object, **kwargs: object) -> None:
+        super().__init__(**kwargs)
+        self.llm = llm
+
+
+class Halfway(Event):
+    value: int
+
+
+class TwoStepFlow(Workflow):
+    """Step one logs a line to ``log`` (a side effect to count); step two sleeps, then adds 1."""
+
+    @step
+    async def first(self, ev: StartEvent) -> Halfway:
+        with open(ev.log, "a") as f:
+            f.write("first\n")
+        return Halfway(value=int(ev.value))
+
+    @step
+    async def second(self, ev: Halfway) -> StopEvent:
+        await asyncio.sleep(1.0)
+        return StopEvent(result=ev.value + 1)

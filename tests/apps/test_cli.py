@@ -96,7 +96,9 @@ def test_run_stream_prints_events_as_ndjson():
         ),
         pytest.param(["run", f"{FLOWS}:Nope"], "has no attribute 'Nope'", id="missing-attr"),
         pytest.param(
-            ["run", f"{FLOWS}:not_a_workflow"], "is not a Workflow (it is int)", id="not-a-workflow"
+            ["run", f"{FLOWS}:not_a_workflow"],
+            "is not a Workflow (it is a int)",
+            id="not-a-workflow",
         ),
         pytest.param(
             ["run", f"{FLOWS}:TypedFlow", "-s", "n=abc"],

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 class ServerProcess:
     """`python -m batonflow.apps serve --port 0` on a given run store."""
 
-    def __init__(self, db: Path, token: str | None = None) -> None:
+    def __init__(self, db: Path, token: str | None = None, durable: bool = True) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OTEL_"))}
         args = [
             sys.executable,
@@ -38,7 +38,11 @@ class ServerProcess:
             f"sleepy={FLOWS}:SleepyFlow",
             "-w",
             f"echo={FLOWS}:EchoFlow",
+            "-w",
+            f"twostep={FLOWS}:TwoStepFlow",
         ]
+        if not durable:
+            args.append("--no-durable")
         if token:
             args += ["--token", token]
         self.proc = subprocess.Popen(
@@ -73,10 +77,10 @@ class ServerProcess:
 
 @pytest.mark.slow
 def test_runs_survive_kill_and_restart(tmp_path):
-    """After kill -9 and a restart: finished runs readable, waiting runs answerable, others
-    marked interrupted; the event stream continues with the same numbering."""
+    """After kill -9 and a restart (no checkpoints): finished runs readable, waiting runs
+    answerable, runs in progress marked interrupted; the stream keeps its numbering."""
     db = tmp_path / "runs.db"
-    first = ServerProcess(db, token="t0ken")
+    first = ServerProcess(db, token="t0ken", durable=False)
     try:
         c = first.client
         done = c.post("/workflows/echo/runs", params={"wait": True}, json={"k": "v"}).json()
@@ -89,7 +93,7 @@ def test_runs_survive_kill_and_restart(tmp_path):
     finally:
         first.kill()
 
-    second = ServerProcess(db, token="t0ken")
+    second = ServerProcess(db, token="t0ken", durable=False)
     try:
         c = second.client
         finished = c.get(f"/runs/{done['run_id']}").json()
@@ -109,5 +113,41 @@ def test_runs_survive_kill_and_restart(tmp_path):
         ids = [int(m["id"]) for m in stream]
         assert ids == list(range(2, 2 + len(ids)))
         assert stream[-1]["event"] == "end" and stream[-1]["data"]["status"] == "completed"
+    finally:
+        second.kill()
+
+
+@pytest.mark.slow
+def test_durable_run_resumes_after_kill_from_its_last_step(tmp_path):
+    """With checkpoints on, a run killed in its second step resumes after a restart without
+    re-running the first step, and a waiting run still takes its answer."""
+    db = tmp_path / "runs.db"
+    log = tmp_path / "side-effects.log"
+    first = ServerProcess(db)
+    try:
+        c = first.client
+        run_id = c.post("/workflows/twostep/runs", json={"value": 41, "log": str(log)}).json()[
+            "run_id"
+        ]
+        waiting = c.post("/workflows/approval/runs", json={"topic": "durable"}).json()["run_id"]
+        wait_status(c, waiting, {"waiting"})
+        deadline = time.monotonic() + 10
+        while not log.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)  # the first step's checkpoint is written when it completes
+        assert c.get(f"/runs/{run_id}").json()["status"] == "running"
+    finally:
+        first.kill()
+
+    second = ServerProcess(db)
+    try:
+        c = second.client
+        done = wait_status(c, run_id, {"completed", "failed", "interrupted"})
+        assert done["status"] == "completed", done
+        assert done["result"] == 42
+        assert log.read_text() == "first\n"  # the completed first step did not run again
+        answer = {"type": "HumanResponseEvent", "data": {"response": "ok"}}
+        assert c.post(f"/runs/{waiting}/events", json=answer).status_code == 202
+        assert wait_status(c, waiting, {"completed"})["result"] == "durable: ok"
     finally:
         second.kill()
