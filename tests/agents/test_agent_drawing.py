@@ -13,8 +13,7 @@ from batonflow.agents import (
     ReActAgent,
 )
 from batonflow.agents.testing import ScriptedLLM
-from batonflow.core import Workflow
-from batonflow.core.drawing import draw_all_possible_flows, draw_all_possible_flows_mermaid
+from batonflow.core import Workflow, draw_all_possible_flows
 
 FLOWS = {
     "JokeFlow": (JokeFlow, ["generate_joke", "critique_joke", "JokeEvent"]),
@@ -63,10 +62,11 @@ def test_flow_graph_validates(name: str) -> None:
 def test_flow_draws_as_mermaid_and_html(name: str, tmp_path: Path) -> None:
     """draw_all_possible_flows shows every step and flow event, as Mermaid text and an HTML page."""
     cls, names = FLOWS[name]
-    mermaid = draw_all_possible_flows_mermaid(cls, filename=tmp_path / f"{name}.mmd")
+    mermaid = draw_all_possible_flows(cls, filename=tmp_path / f"{name}.mmd")
     html = draw_all_possible_flows(cls, filename=tmp_path / f"{name}.html")
     for expected in names:
         assert expected in mermaid
         assert expected in html
     assert (tmp_path / f"{name}.html").read_text() == html
+    assert (tmp_path / f"{name}.mmd").read_text() == mermaid
     assert "StopEvent" in mermaid
