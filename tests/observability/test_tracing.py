@@ -103,7 +103,7 @@ class Fan(Workflow):
 
     @step(num_workers=10)
     async def work(self, ev: Work) -> Done:
-        await asyncio.sleep(0.01 * (10 - ev.i))  # finish in reverse order, all at once
+        await asyncio.sleep(0.05 + 0.005 * (10 - ev.i))  # overlap, then finish in reverse order
         return Done(i=ev.i)
 
     @step
