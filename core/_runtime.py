@@ -341,6 +341,9 @@ class Run:
         for ev in snap.stream_pending:
             self.stream.put(ev)
         self.stream.position = snap.stream_position
+        if isinstance(snap.stop_event, StopEvent):
+            self.complete(snap.stop_event)
+            return
         # In-progress executions re-run first (with their ids, so default waiter ids match),
         # then the queued events in their original order.
         self._hold += 1
@@ -349,6 +352,11 @@ class Run:
             lane.pending.append((item.event, item.origin, item.execution_id))
         self._hold -= 1
         self._kick_all()
+
+    @property
+    def held_stop(self) -> StopEvent | None:
+        """The StopEvent a step returned, held while step listeners look at the run."""
+        return self._held_stop
 
     def _on_timeout(self, timeout: float) -> None:
         self._timeout_handle = None

@@ -60,6 +60,8 @@ class RunSnapshot:
     next_execution_id: int = 1
     #: Events sent with ``ctx.send_event`` after restoring, before ``run(ctx=...)``.
     external: list[tuple[Event, str | None]] = field(default_factory=list)
+    #: The StopEvent a step just returned when the snapshot was taken at its boundary.
+    stop_event: Event | None = None
 
 
 def _serializer(ctx: Context[Any], serializer: BaseSerializer | None) -> BaseSerializer:
@@ -160,6 +162,8 @@ def dump(
             else [],
         }
         data["next_execution_id"] = run.next_id
+        held = run.held_stop
+        data["stop_event"] = enc(held, "the final StopEvent") if held is not None else None
     elif snap is not None:
         data["is_running"] = snap.is_running
         data["queue"] = [
@@ -210,6 +214,9 @@ def dump(
             "pending": [enc(e, "stream event") for e in snap.stream_pending],
         }
         data["next_execution_id"] = snap.next_execution_id
+        data["stop_event"] = (
+            enc(snap.stop_event, "the final StopEvent") if snap.stop_event is not None else None
+        )
     else:
         data.update(
             is_running=False,
@@ -221,6 +228,7 @@ def dump(
             emitted_waiters=[],
             stream={"position": 0, "pending": []},
             next_execution_id=1,
+            stop_event=None,
         )
     return data
 
@@ -318,6 +326,8 @@ def restore_into(ctx: Context[Any], data: Any, serializer: BaseSerializer | None
         snap.stream_position = int(stream["position"])
         snap.stream_pending = [dec(e, "a stream event") for e in stream["pending"]]
         snap.next_execution_id = int(data["next_execution_id"])
+        if data.get("stop_event") is not None:
+            snap.stop_event = dec(data["stop_event"], "the final StopEvent")
         meta = {str(k): str(v) for k, v in dict(data.get("meta") or {}).items()}
         state = data.get("state")
         store = None

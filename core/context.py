@@ -41,6 +41,53 @@ class SnapshotDict(dict[str, Any]):
         return self
 
 
+class _FromDict:
+    """``Context.from_dict(workflow, data)``; on an instance, ``await ctx.from_dict(data)``.
+
+    Restore a context saved with ``to_dict`` for ``workflow`` and pass it to
+    ``workflow.run(ctx=ctx)``: a run that was in progress resumes (steps that were running
+    re-run from their start); a finished one starts anew with the state. Older examples call it
+    on a fresh instance (``new_ctx = Context(W); await new_ctx.from_dict(data)``), which
+    restores into that instance.
+
+    Raises:
+        ContextSerdeError: The dict is corrupt, from another workflow, or cannot be decoded.
+    """
+
+    def __get__(self, obj: Context[Any] | None, owner: type[Context[Any]]) -> Any:
+        if obj is None:
+
+            def from_dict(
+                workflow: Workflow,
+                data: dict[str, Any],
+                serializer: BaseSerializer | None = None,
+            ) -> Context[Any]:
+                return owner(workflow, previous_context=data, serializer=serializer)
+
+            from_dict.__doc__ = _FromDict.__doc__
+            return from_dict
+
+        def restore(data: dict[str, Any], serializer: BaseSerializer | None = None) -> Any:
+            from ._snapshot import restore_into
+
+            restore_into(obj, data, serializer)
+            return _Done(obj)
+
+        return restore
+
+
+class _Done:
+    """An already-finished awaitable (for ``await ctx.from_dict(data)``)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __await__(self) -> Any:
+        if False:  # pragma: no cover - makes this a generator function
+            yield
+        return self.value
+
+
 class Context(Generic[StateT]):
     """The run's context: events, streams, waiting for humans, and the state store.
 
@@ -57,6 +104,9 @@ class Context(Generic[StateT]):
         previous_context: dict[str, Any] | None = None,
         serializer: BaseSerializer | None = None,
     ) -> None:
+        if isinstance(workflow, type):
+            # Older examples pass the workflow class: Context(MyWorkflow).
+            workflow = workflow()
         self._workflow = workflow
         self._serializer = serializer
         self._store: InMemoryStateStore[Any] | None = None
@@ -283,22 +333,20 @@ class Context(Generic[StateT]):
 
         return SnapshotDict(dump(self, serializer, include_state=include_state))
 
-    @classmethod
-    def from_dict(
-        cls,
-        workflow: Workflow,
-        data: dict[str, Any],
-        serializer: BaseSerializer | None = None,
-    ) -> Context[Any]:
-        """Restore a context saved with :meth:`to_dict` for ``workflow``.
+    if TYPE_CHECKING:
 
-        Pass it to ``workflow.run(ctx=ctx)``: a run that was in progress resumes (steps that
-        were running re-run from their start); a finished one starts anew with the state.
+        @classmethod
+        def from_dict(
+            cls,
+            workflow: Workflow,
+            data: dict[str, Any],
+            serializer: BaseSerializer | None = None,
+        ) -> Context[Any]:
+            """Restore a context saved with :meth:`to_dict` for ``workflow``."""
+            ...
 
-        Raises:
-            ContextSerdeError: The dict is corrupt, from another workflow, or cannot be decoded.
-        """
-        return cls(workflow, previous_context=data, serializer=serializer)
+    else:
+        from_dict = _FromDict()
 
 
 def _in_loop(run: Run, fn: Any, *args: Any) -> Any:
