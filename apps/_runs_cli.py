@@ -1,9 +1,17 @@
-"""``batonflow runs list | show | resume``: the durable run store (``.batonflow/runs.db``)."""
+"""``batonflow runs list | show | resume``: the durable run store (``.batonflow/runs.db``).
+
+One SQLite file holds two kinds of records: the server's runs (status, result, streamed
+events, snapshots of runs waiting for a human) and the engine's checkpoints (one per completed
+step, written by ``WorkflowCheckpointer`` with a ``SqliteCheckpointStore``, and by
+``batonflow serve``). These commands show both; ``resume`` continues a run that waited for a
+human, or one that stopped mid-way, from its last checkpoint.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +19,9 @@ import typer
 from rich.table import Table
 
 from ._console import cli_errors, err, out, print_json, print_result
+from ._wire import jsonable
 from .config import Settings
-from .registry import BadParameterError, FlowNotFoundError, load_workflow
+from .registry import PREBUILT, BadParameterError, FlowNotFoundError, load_workflow
 
 runs_app = typer.Typer(
     help="List, inspect and resume runs kept in the run store.",
@@ -24,7 +33,21 @@ _DB = typer.Option(None, "--db", help="Run store [env BATONFLOW_DB; .batonflow/r
 _DEBUG = typer.Option(False, "--debug", help="Show tracebacks of errors.")
 
 
-def _store(db: Path | None) -> Any:
+@dataclass
+class Stores:
+    """The server's run records and the engine's checkpoints, in one file."""
+
+    runs: Any
+    checkpoints: Any
+
+    def close(self) -> None:
+        self.runs.close()
+        self.checkpoints.close()
+
+
+def _open(db: Path | None) -> Stores:
+    from batonflow.core.checkpoints import SqliteCheckpointStore
+
     from .run_store import RunStore
 
     settings = Settings.load(db_path=db)
@@ -33,11 +56,30 @@ def _store(db: Path | None) -> Any:
             f"No run store at {str(settings.db_path)!r} yet; runs appear there once "
             "'batonflow serve' or 'batonflow demo' ran (or pass --db PATH)."
         )
-    return RunStore(settings.db_path)
+    return Stores(RunStore(settings.db_path), SqliteCheckpointStore(settings.db_path))
 
 
 def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _checkpoint_run(record: Any) -> dict[str, Any]:
+    return {
+        "run_id": record.run_id,
+        "workflow": record.workflow_name,
+        "status": record.status,
+        "result": record.result,
+        "error": record.error,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "source": "checkpoints",
+    }
+
+
+def _unknown_run(run_id: str) -> BadParameterError:
+    return BadParameterError(
+        f"Run {run_id!r} is not in the run store; 'batonflow runs list' shows the ids."
+    )
 
 
 @runs_app.command("list")
@@ -49,18 +91,32 @@ def list_runs(
     db: Path | None = _DB,
     debug: bool = _DEBUG,
 ) -> None:
-    """List runs, newest first."""
+    """List runs, newest first: server runs and checkpointed runs."""
     with cli_errors(debug):
-        rows = _store(db).list(workflow, status, limit)
+        stores = _open(db)
+        rows = [
+            {**r.public(), "source": "server"} for r in stores.runs.list(workflow, status, limit)
+        ]
+        seen = {r["run_id"] for r in rows}
+        for record in stores.checkpoints.runs(workflow_name=workflow, status=status):
+            if record.run_id not in seen:
+                rows.append(_checkpoint_run(record))
+        rows = sorted(rows, key=lambda r: r["created_at"], reverse=True)[:limit]
+        stores.close()
         if as_json:
-            print_json([r.public() for r in rows])
+            print_json(rows)
             return
         if not rows:
             err.print("no runs")
             return
-        table = Table("run id", "workflow", "status", "started", "updated")
+        table = Table(box=None, pad_edge=False)
+        table.add_column("run id", no_wrap=True)
+        for name in ("workflow", "status", "source", "started"):
+            table.add_column(name)
         for r in rows:
-            table.add_row(r.run_id, r.workflow, r.status, _when(r.created_at), _when(r.updated_at))
+            table.add_row(
+                r["run_id"], r["workflow"], r["status"], r["source"], _when(r["created_at"])
+            )
         out.print(table)
 
 
@@ -72,29 +128,37 @@ def show(
     db: Path | None = _DB,
     debug: bool = _DEBUG,
 ) -> None:
-    """Show one run: status, start fields, result or error."""
+    """Show one run: status, start fields, result or error, checkpoints."""
     with cli_errors(debug):
-        store = _store(db)
-        row = store.get(run_id)
-        if row is None:
-            raise BadParameterError(
-                f"Run {run_id!r} is not in the run store; 'batonflow runs list' shows the ids."
-            )
-        data = row.public()
-        if events:
-            data["events"] = [e.body for e in store.events(run_id)]
+        stores = _open(db)
+        row = stores.runs.get(run_id)
+        record = stores.checkpoints.run(run_id)
+        if row is None and record is None:
+            raise _unknown_run(run_id)
+        data = {**row.public(), "source": "server"} if row is not None else _checkpoint_run(record)
+        data["checkpoints"] = [
+            {"seq": c.seq, "step": c.step_name, "created_at": c.created_at}
+            for c in stores.checkpoints.list(run_id)
+        ]
+        if events and row is not None:
+            data["events"] = [e.body for e in stores.runs.events(run_id)]
+        stores.close()
         if as_json:
             print_json(data)
             return
         for key in ("run_id", "workflow", "status", "start", "error"):
-            if data[key] is not None:
+            if data.get(key) is not None:
                 out.print(f"{key}: {data[key]}", markup=False)
         out.print(
-            f"started: {_when(row.created_at)}  updated: {_when(row.updated_at)}", markup=False
+            f"started: {_when(data['created_at'])}  updated: {_when(data['updated_at'])}",
+            markup=False,
         )
-        if row.result is not None:
+        steps = [c["step"] for c in data["checkpoints"] if c["step"]]
+        if steps:
+            out.print(f"checkpoints after: {', '.join(steps)}", markup=False)
+        if data.get("result") is not None:
             out.print("result:", markup=False)
-            print_result(row.result)
+            print_result(data["result"])
         for entry in data.get("events", []):
             label = entry.get("type") or f"end ({entry.get('status')})"
             out.print(f"  #{entry['seq']} {label} {entry.get('value', '')}", markup=False)
@@ -104,59 +168,98 @@ def show(
 def resume(
     run_id: str = typer.Argument(..., help="The run id."),
     flow: str | None = typer.Option(
-        None, help="The workflow to resume it with, when its name is not a prebuilt flow."
+        None, help="The workflow to continue it with (module:Class), when not a prebuilt flow."
     ),
     answers: list[str] = typer.Option(
         [], "--answer", "-a", help="Answer(s) to give when the run asks for input."
     ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     db: Path | None = _DB,
     debug: bool = _DEBUG,
 ) -> None:
-    """Continue a run that was waiting for input when its process stopped."""
+    """Continue a run: one waiting for input, or one stopped mid-way (from its checkpoint)."""
     with cli_errors(debug):
-        store = _store(db)
-        row = store.get(run_id)
-        if row is None:
-            raise BadParameterError(
-                f"Run {run_id!r} is not in the run store; 'batonflow runs list' shows the ids."
-            )
-        if row.status != "waiting" or row.snapshot is None:
-            raise BadParameterError(
-                f"Run {run_id!r} is {row.status}; only runs waiting for input (with a saved "
-                "context) can be resumed."
-            )
+        stores = _open(db)
         try:
-            workflow = load_workflow(flow or row.workflow)
-        except FlowNotFoundError:
-            raise BadParameterError(
-                f"Run {run_id!r} belongs to {row.workflow!r}, which is not a prebuilt flow; "
-                "pass --flow module:WorkflowClass."
-            ) from None
-        prefix = "> "
-        for entry in store.events(run_id):
-            if entry.body.get("type") == "InputRequiredEvent":
-                prefix = str(entry.body.get("value", {}).get("prefix") or "> ")
-        pending = list(answers)
-        from .cli import _ask
+            row = stores.runs.get(run_id)
+            record = stores.checkpoints.run(run_id)
+            if row is None and record is None:
+                raise _unknown_run(run_id)
+            pending = list(answers)
+            if row is not None and row.status == "waiting" and row.snapshot is not None:
+                workflow = _workflow_for(flow, row.workflow, run_id)
+                first = pending.pop(0) if pending else _ask(_last_prefix(stores.runs, run_id))
+                result = asyncio.run(_from_snapshot(workflow, row.snapshot, first, pending))
+            elif stores.checkpoints.latest(run_id) is not None:
+                name = row.workflow if row is not None else record.workflow_name
+                workflow = _workflow_for(flow, name, run_id)
+                result = asyncio.run(
+                    _from_checkpoint(workflow, stores.checkpoints, run_id, pending)
+                )
+            else:
+                status = row.status if row is not None else record.status
+                raise BadParameterError(
+                    f"Run {run_id!r} is {status} and has no saved context or checkpoint to "
+                    "continue from; start a new run instead."
+                )
+            if row is not None:
+                stores.runs.update(run_id, status="completed", result=jsonable(result))
+        finally:
+            stores.close()
+        if as_json:
+            print_json({"run_id": run_id, "result": result})
+        else:
+            print_result(result)
 
-        first = pending.pop(0) if pending else _ask(prefix)
-        result = asyncio.run(_continue(workflow, row.snapshot, first, pending))
-        from ._wire import jsonable
 
-        store.update(run_id, status="completed", result=jsonable(result))
-        print_result(result)
+def _workflow_for(flow: str | None, name: str, run_id: str) -> Any:
+    if flow is not None:
+        return load_workflow(flow)
+    for prebuilt in PREBUILT.values():
+        if name == prebuilt.name or name == prebuilt.target.rpartition(":")[2]:
+            return load_workflow(prebuilt.name)
+    raise FlowNotFoundError(
+        f"Run {run_id!r} belongs to workflow {name!r}, which is not a prebuilt flow; pass "
+        "--flow module:WorkflowClass to continue it."
+    )
 
 
-async def _continue(workflow: Any, snapshot: dict[str, Any], first: str, answers: list[str]) -> Any:
-    from batonflow.core import Context, HumanResponseEvent, InputRequiredEvent
+def _last_prefix(store: Any, run_id: str) -> str:
+    prefix = "> "
+    for entry in store.events(run_id):
+        if entry.body.get("type") == "InputRequiredEvent":
+            prefix = str(entry.body.get("value", {}).get("prefix") or "> ")
+    return prefix
 
-    from .cli import _ask
 
-    ctx = Context.from_dict(workflow, snapshot)
-    handler = workflow.run(ctx=ctx)
-    handler.ctx.send_event(HumanResponseEvent(response=first))
+def _ask(prompt: str) -> str:
+    from .cli import _ask as ask
+
+    return ask(prompt)
+
+
+async def _answering(handler: Any, answers: list[str]) -> Any:
+    from batonflow.core import HumanResponseEvent, InputRequiredEvent
+
     async for event in handler.stream_events():
         if isinstance(event, InputRequiredEvent):
             answer = answers.pop(0) if answers else _ask(str(event.get("prefix", "") or "> "))
             handler.ctx.send_event(HumanResponseEvent(response=answer))
     return await handler
+
+
+async def _from_snapshot(
+    workflow: Any, snapshot: dict[str, Any], first: str, answers: list[str]
+) -> Any:
+    from batonflow.core import Context, HumanResponseEvent
+
+    handler = workflow.run(ctx=Context.from_dict(workflow, snapshot))
+    handler.ctx.send_event(HumanResponseEvent(response=first))
+    return await _answering(handler, answers)
+
+
+async def _from_checkpoint(workflow: Any, store: Any, run_id: str, answers: list[str]) -> Any:
+    from batonflow.core.checkpoints import WorkflowCheckpointer
+
+    handler = WorkflowCheckpointer(workflow, store=store).resume(run_id)
+    return await _answering(handler, answers)

@@ -1,0 +1,123 @@
+"""`batonflow runs list | show | resume` over the run store file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from batonflow.apps.cli import app
+from batonflow.apps.run_store import RunStore
+from batonflow.apps.server import BackgroundServer, create_app
+from batonflow.core.checkpoints import SqliteCheckpointStore, WorkflowCheckpointer
+from typer.testing import CliRunner
+
+from . import flows
+from .sse import wait_status
+
+runner = CliRunner()
+
+
+def _server_runs(db):
+    """A finished echo run and an approval run left waiting, recorded by a real server."""
+    store = RunStore(db)
+    app_ = create_app(
+        {"echo": flows.EchoFlow(), "approval": flows.ApprovalFlow(timeout=None)}, store=store
+    )
+    with BackgroundServer(app_) as server:
+        import httpx
+
+        with httpx.Client(base_url=server.url, timeout=20) as c:
+            done = c.post("/workflows/echo/runs", params={"wait": True}, json={"a": 1}).json()
+            waiting = c.post("/workflows/approval/runs", json={"topic": "cli"}).json()["run_id"]
+            wait_status(c, waiting, {"waiting"})
+    store.close()
+    return done["run_id"], waiting
+
+
+def test_list_and_show_server_runs(tmp_path):
+    """list shows both runs with their status; show prints the result and events."""
+    db = tmp_path / "runs.db"
+    done, waiting = _server_runs(db)
+    listed = runner.invoke(app, ["runs", "list", "--db", str(db), "--json"])
+    assert listed.exit_code == 0, listed.output
+    rows = {r["run_id"]: r for r in json.loads(listed.stdout)}
+    assert rows[done]["status"] == "completed" and rows[waiting]["status"] == "waiting"
+    table = runner.invoke(app, ["runs", "list", "--db", str(db), "--status", "waiting"])
+    assert waiting in table.stdout and done not in table.stdout
+    shown = runner.invoke(app, ["runs", "show", done, "--db", str(db), "--events", "--json"])
+    data = json.loads(shown.stdout)
+    assert data["result"] == {"a": 1}
+    assert [e["seq"] for e in data["events"]] == [1, 2]
+    missing = runner.invoke(app, ["runs", "show", "nope", "--db", str(db)])
+    assert missing.exit_code == 1 and "Run 'nope' is not in the run store" in missing.stderr
+
+
+def test_resume_a_waiting_server_run_from_the_cli(tmp_path):
+    """resume restores a run that waited for a human (its server is gone) and answers it."""
+    db = tmp_path / "runs.db"
+    _, waiting = _server_runs(db)
+    no_flow = runner.invoke(app, ["runs", "resume", waiting, "--db", str(db), "-a", "yes"])
+    assert no_flow.exit_code == 1 and "pass --flow module:WorkflowClass" in no_flow.stderr
+    flow = f"{flows.__name__}:ApprovalFlow"
+    result = runner.invoke(
+        app,
+        [
+            "runs",
+            "resume",
+            waiting,
+            "--db",
+            str(db),
+            "--flow",
+            flow,
+            "--answer",
+            "approved",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["result"] == "cli: approved"
+    assert RunStore(db).get(waiting).status == "completed"
+    again = runner.invoke(app, ["runs", "resume", waiting, "--db", str(db), "--flow", flow])
+    assert again.exit_code == 1 and "is completed and has no saved context" in again.stderr
+
+
+def test_resume_a_checkpointed_run_skips_completed_steps(tmp_path):
+    """A run stopped after its first step resumes from the checkpoint; step one is not rerun."""
+    db = tmp_path / "runs.db"
+    log = tmp_path / "log.txt"
+
+    async def stopped_run() -> str:
+        cptr = WorkflowCheckpointer(flows.TwoStepFlow(), store=SqliteCheckpointStore(db))
+        handler = cptr.run(value=1, log=str(log))
+        while not [c for c in cptr.store.list(handler.run_id) if c.step_name == "first"]:
+            await asyncio.sleep(0.01)
+        handler.cancel()  # the process "stops" while the second step sleeps
+        try:
+            await handler
+        except BaseException:
+            pass
+        return handler.run_id
+
+    run_id = asyncio.run(stopped_run())
+    listed = json.loads(runner.invoke(app, ["runs", "list", "--db", str(db), "--json"]).stdout)
+    assert [r["source"] for r in listed if r["run_id"] == run_id] == ["checkpoints"]
+    shown = json.loads(
+        runner.invoke(app, ["runs", "show", run_id, "--db", str(db), "--json"]).stdout
+    )
+    assert "first" in [c["step"] for c in shown["checkpoints"]]
+    result = runner.invoke(
+        app,
+        [
+            "runs",
+            "resume",
+            run_id,
+            "--db",
+            str(db),
+            "--flow",
+            f"{flows.__name__}:TwoStepFlow",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["result"] == 2
+    assert log.read_text() == "first\n"
