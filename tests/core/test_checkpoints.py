@@ -546,3 +546,93 @@ async def test_cancelled_run_is_recorded() -> None:
     await handler.cancel_run()
     record = cptr.store.run(handler.run_id)
     assert record.status == "cancelled"
+
+
+class Chunk(Event):
+    index: int
+    text: str
+
+
+class Scored(Event):
+    index: int
+    score: int
+
+
+class Again(Event):
+    round: int
+
+
+class Pipeline(Workflow):
+    """Fan-out, join, state and a loop: every kind of in-flight data a checkpoint must keep."""
+
+    def __init__(self, calls: Calls, **kw) -> None:
+        super().__init__(**kw)
+        self.calls = calls
+
+    @step
+    async def split(self, ctx: Context, ev: StartEvent | Again) -> Chunk | None:
+        self.calls.names.append("split")
+        round_ = ev.round if isinstance(ev, Again) else 0
+        words = (await ctx.store.get("text", default=None)) or ev.text
+        await ctx.store.set("text", words)
+        await ctx.store.set("round", round_)
+        for i, word in enumerate(words.split()):
+            ctx.send_event(Chunk(index=i, text=word))
+        return None
+
+    @step(num_workers=2)
+    async def score(self, ctx: Context, ev: Chunk) -> Scored:
+        self.calls.names.append("score")
+        async with ctx.store.edit_state() as state:
+            state["scored"] = state.get("scored", 0) + 1
+        return Scored(index=ev.index, score=len(ev.text) * (1 + await ctx.store.get("round")))
+
+    @step
+    async def total(self, ctx: Context, ev: Scored) -> Again | StopEvent | None:
+        got = ctx.collect_events(ev, [Scored] * 3)
+        if got is None:
+            return None
+        self.calls.names.append("total")
+        round_ = await ctx.store.get("round")
+        if round_ < 1:
+            return Again(round=round_ + 1)
+        return StopEvent(
+            result={"scores": [e.score for e in got], "scored": await ctx.store.get("scored")}
+        )
+
+
+async def test_every_checkpoint_continues_to_the_same_result() -> None:
+    """Restoring any checkpoint in a fresh workflow and continuing gives the same result."""
+    calls = Calls()
+    cptr = WorkflowCheckpointer(workflow=Pipeline(calls))
+    handler = cptr.run(text="one three eleven")
+    expected = await handler
+    full_run = list(calls.names)
+    snapshots = cptr.store.list(handler.run_id)
+    assert [c.seq for c in snapshots] == list(range(len(snapshots)))
+    # the start snapshot + one per step execution: 2 split, 6 score, 6 total
+    assert len(snapshots) == 1 + 2 + 6 + 6
+    remaining: list[int] = []
+    for cp in snapshots:
+        calls.names.clear()
+        fresh = WorkflowCheckpointer(workflow=Pipeline(calls))
+        assert await fresh.run_from(checkpoint=cp) == expected, cp.step_name
+        remaining.append(len(calls.names))
+    # Nothing before a checkpoint runs again: the work left shrinks to nothing.
+    assert remaining[0] == len(full_run) and remaining[-1] == 0
+    assert remaining == sorted(remaining, reverse=True)
+
+
+async def test_concurrent_runs_share_one_sqlite_store(tmp_path: Path) -> None:
+    """Concurrent checkpointed runs keep their own consecutive checkpoints in one file."""
+    import asyncio
+
+    with SqliteCheckpointStore(tmp_path / "runs.db") as store:
+        cptr = WorkflowCheckpointer(workflow=Pipeline(Calls()), store=store)
+        handlers = [cptr.run(text=f"a bb ccc{i}") for i in range(10)]
+        results = await asyncio.gather(*handlers)
+        assert [r["scores"][:2] for r in results] == [[2, 4]] * 10
+        for h in handlers:
+            seqs = [c.seq for c in store.list(h.run_id)]
+            assert seqs == list(range(len(seqs))) and len(seqs) > 5
+            assert store.run(h.run_id).status == "completed"
