@@ -53,7 +53,8 @@ class GuessNumberWorkflow(Workflow):
     Start arguments: ``target`` (the number to find; random when omitted) and ``first_guess``
     (default: the middle of the interval). The result is ``"猜对了!用了 N 次"`` (found in N
     attempts) or ``"超时失败,目标数字是 T"`` (gave up; the target was T). State keys:
-    ``target``, ``low``, ``high``, ``attempts``.
+    ``target``, ``low``, ``high``, ``attempts``. Each guess is also written to the event
+    stream as a :class:`GuessEvent`.
     """
 
     @step
@@ -68,7 +69,9 @@ class GuessNumberWorkflow(Workflow):
         await ctx.store.set("low", low)
         await ctx.store.set("high", high)
         await ctx.store.set("attempts", 0)
-        return GuessEvent(guess=first_guess, feedback="开始猜数")
+        first = GuessEvent(guess=first_guess, feedback="开始猜数")
+        ctx.write_event_to_stream(first)  # callers (CLI, server) can follow the guesses
+        return first
 
     @step
     async def accumulate(self, ctx: Context, ev: GuessEvent) -> StopEvent | GuessEvent:
@@ -97,7 +100,9 @@ class GuessNumberWorkflow(Workflow):
         print(f"第 {attempts} 次猜 {ev.guess},{feedback},区间 [{low}, {high}],下次猜 {next_guess}")
         await ctx.store.set("low", low)
         await ctx.store.set("high", high)
-        return GuessEvent(guess=next_guess, feedback=feedback)
+        guess = GuessEvent(guess=next_guess, feedback=feedback)
+        ctx.write_event_to_stream(guess)
+        return guess
 
 
 __all__ = ["MAX_ATTEMPTS", "GuessEvent", "GuessNumberWorkflow"]

@@ -15,13 +15,16 @@ from batonflow.agents import (
     AgentResult,
     AgentStream,
     LLMCallError,
+    LLMInputEvent,
     MaxIterationsError,
+    PrepareEvent,
     ReActAgent,
+    RunToolEvent,
     ToolCall,
     ToolCallResult,
 )
 from batonflow.agents.testing import ScriptedLLM
-from batonflow.core import ConstantDelayRetryPolicy, Context, StopEvent
+from batonflow.core import ConstantDelayRetryPolicy, Context, StopEvent, step
 from llama_index.llms.openai import OpenAI
 from openai_mock import CHAT_URL, completion, error, sent_messages, stream
 
@@ -299,3 +302,45 @@ def test_bad_options_are_refused_at_construction(kwargs: dict, match: str) -> No
     """Options that cannot work raise AgentConfigurationError when the agent is built."""
     with pytest.raises(AgentConfigurationError, match=match):
         ReActAgent(**kwargs)
+
+
+class RetryingAgent(ReActAgent):
+    """A user's subclass giving the LLM step a retry policy."""
+
+    @step(retry_policy=ConstantDelayRetryPolicy(delay=0.01, maximum_attempts=3))
+    async def call_llm(
+        self, ctx: Context, ev: LLMInputEvent
+    ) -> RunToolEvent | PrepareEvent | StopEvent | None:
+        return await super().call_llm(ctx, ev)
+
+
+async def test_step_retry_policy_on_call_llm_retries_cleanly(
+    openai_llm: OpenAI, openai_api: respx.MockRouter
+) -> None:
+    """A step-level retry of call_llm after a 500 leaves no trace of the failed attempt in the state."""
+    route = openai_api.post(CHAT_URL).mock(
+        side_effect=[
+            error(500),
+            completion(action("calculator", a=1, b=2, op="+")),
+            error(429),
+            completion("Answer: 3"),
+        ]
+    )
+    handler = RetryingAgent(tools=[calculator], llm=openai_llm, streaming=False).run(input="1+2?")
+    result = await handler
+    assert result.response == "3"
+    assert route.call_count == 4
+    assert await handler.ctx.store.get("iterations") == 2
+    assert [c.output for c in result.tool_calls] == ["3.0"]
+
+
+async def test_custom_react_prompt_is_used() -> None:
+    """react_prompt= replaces the instructions; the placeholders are filled with the tools."""
+    llm = ScriptedLLM(["Answer: ok"])
+    await ReActAgent(
+        tools=[calculator], llm=llm, react_prompt="Tools: {tool_names}\n{tool_descriptions}"
+    ).run(input="x")
+    system = llm.calls[0][0].content
+    assert system.startswith(
+        "Tools: calculator\n- calculator: calculator(a: float, b: float, op: str) -> float"
+    )

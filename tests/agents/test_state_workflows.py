@@ -25,6 +25,20 @@ async def test_guess_progress_is_printed(capsys: pytest.CaptureFixture[str]) -> 
     ]
 
 
+async def test_guesses_are_streamed() -> None:
+    """Every guess is written to the event stream with the feedback that led to it."""
+    from batonflow.agents import GuessEvent
+
+    handler = GuessNumberWorkflow().run(target=37)
+    guesses = [
+        (ev.guess, ev.feedback)
+        async for ev in handler.stream_events()
+        if isinstance(ev, GuessEvent)
+    ]
+    await handler
+    assert guesses == [(50, "开始猜数"), (25, "太大了"), (37, "太小了")]
+
+
 async def test_first_guess_is_used() -> None:
     """first_guess= replaces the middle of the interval as the first try."""
     assert await GuessNumberWorkflow().run(target=10, first_guess=10) == "猜对了!用了 1 次"
