@@ -122,6 +122,8 @@ async def test_event_stream_tells_the_story_in_order() -> None:
         False,
     )
     assert isinstance(events[-1], StopEvent)
+    for ev in events:  # plain data: the server can send every event as JSON
+        assert json.loads(ev.model_dump_json())
 
 
 async def test_several_actions_in_one_turn_run_concurrently() -> None:
@@ -344,3 +346,26 @@ async def test_custom_react_prompt_is_used() -> None:
     assert system.startswith(
         "Tools: calculator\n- calculator: calculator(a: float, b: float, op: str) -> float"
     )
+
+
+async def test_run_continues_from_a_checkpoint_after_the_llm_call() -> None:
+    """From the checkpoint after the first LLM turn, the pending tool calls run and the loop goes on."""
+    from batonflow.core import WorkflowCheckpointer
+
+    llm = ScriptedLLM(
+        [
+            'Thought: both\nAction: calculator\nAction Input: {"a": 1, "b": 2, "op": "+"}\nAction: calculator\nAction Input: {"a": 3, "b": 4, "op": "+"}',
+            "Answer: 3 and 7",
+        ]
+    )
+    checkpointer = WorkflowCheckpointer(workflow=ReActAgent(tools=[calculator], llm=llm))
+    handler = checkpointer.run(input="1+2 and 3+4?")
+    assert (await handler).response == "3 and 7"
+    after_llm = next(
+        c for c in checkpointer.checkpoints[handler.run_id] if c.last_completed_step == "call_llm"
+    )
+    llm.add("Answer: resumed")
+    result = await checkpointer.run_from(checkpoint=after_llm)
+    assert result.response == "resumed"
+    assert [c.output for c in result.tool_calls] == ["3.0", "7.0"]
+    assert len(llm.calls) == 3  # the first LLM turn was not made again
