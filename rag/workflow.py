@@ -154,10 +154,10 @@ class RAGWorkflow(Workflow):
         return StopEvent(result=RAGResponse(answer=answer, sources=to_sources(nodes)))
 
     async def _custom_answer(self, query: str, nodes: list[NodeWithScore]) -> str:
-        synth = self.synthesizer
+        synth: Any = self.synthesizer
         if hasattr(synth, "asynthesize"):  # a llama-index response synthesizer
             return str(await synth.asynthesize(query, nodes=nodes))
-        result = synth(query, nodes)  # type: ignore[misc]
+        result = synth(query, nodes)
         if inspect.isawaitable(result):
             result = await result
         return str(result)
