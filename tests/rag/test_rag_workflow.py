@@ -258,6 +258,7 @@ async def test_hybrid_rag_answers_a_paraphrase(memory_store: QdrantStore, corpus
     assert response.answer.splitlines()[1].endswith("[1]")
     assert "Puppies need their vaccinations" in response.answer
 
+
 async def test_llama_index_response_synthesizer_can_be_plugged_in(ingested: QdrantStore) -> None:
     """A llama-index response synthesizer (here over a mock LLM that echoes) writes the answer."""
     from llama_index.core import get_response_synthesizer
