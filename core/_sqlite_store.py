@@ -183,24 +183,27 @@ class SqliteCheckpointStore:
         now = time.time()
         with self._lock:
             conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.execute(_INSERT_CHECKPOINT, row)
-                if checkpoint.run_id not in self._running:
+                if checkpoint.run_id in self._running:
+                    # The run row exists: one INSERT, its own (autocommit) transaction.
+                    conn.execute(_INSERT_CHECKPOINT, row)
+                    return
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.execute(_INSERT_CHECKPOINT, row)
                     conn.execute(
                         _UPSERT_RUN, (checkpoint.run_id, checkpoint.workflow_name, now, now)
                     )
-                conn.execute("COMMIT")
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
                 self._running.add(checkpoint.run_id)
             except sqlite3.IntegrityError as exc:
-                conn.execute("ROLLBACK")
                 raise CheckpointError(
                     f"Run {checkpoint.run_id} already has checkpoint {checkpoint.id} or seq "
                     f"{checkpoint.seq} ({exc}); is another process resuming the same run?"
                 ) from exc
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
 
     def finish_run(
         self, run_id: str, status: str, *, result: str | None = None, error: str | None = None

@@ -159,6 +159,7 @@ class InMemoryCheckpointStore:
         self._lock = threading.Lock()
         self._by_run: dict[str, builtins.list[Checkpoint]] = {}
         self._by_id: dict[str, Checkpoint] = {}
+        self._seqs: dict[str, set[int]] = {}
         self._runs: dict[str, RunRecord] = {}
 
     def put(self, checkpoint: Checkpoint) -> None:
@@ -169,12 +170,14 @@ class InMemoryCheckpointStore:
         """
         with self._lock:
             taken = self._by_run.setdefault(checkpoint.run_id, [])
-            if checkpoint.id in self._by_id or any(c.seq == checkpoint.seq for c in taken):
+            seqs = self._seqs.setdefault(checkpoint.run_id, set())
+            if checkpoint.id in self._by_id or checkpoint.seq in seqs:
                 raise CheckpointError(
                     f"Run {checkpoint.run_id} already has checkpoint {checkpoint.id} or seq "
                     f"{checkpoint.seq}; use a new id and the next seq."
                 )
             taken.append(checkpoint)
+            seqs.add(checkpoint.seq)
             self._by_id[checkpoint.id] = checkpoint
             now = time.time()
             old = self._runs.get(checkpoint.run_id)
@@ -246,6 +249,7 @@ class InMemoryCheckpointStore:
         with self._lock:
             for cp in self._by_run.pop(run_id, ()):
                 self._by_id.pop(cp.id, None)
+            self._seqs.pop(run_id, None)
             self._runs.pop(run_id, None)
 
 

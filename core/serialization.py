@@ -50,6 +50,7 @@ TAG = "__bf__"
 
 #: Classes met while encoding or registered explicitly, by "module:qualname".
 _KNOWN: weakref.WeakValueDictionary[str, type[BaseModel]] = weakref.WeakValueDictionary()
+_REGISTERED: weakref.WeakSet[type] = weakref.WeakSet()
 _BUILTIN_EVENTS: tuple[type[BaseModel], ...] = (
     Event,
     StartEvent,
@@ -77,9 +78,12 @@ def register_type(*types: type[BaseModel]) -> None:
         TypeError: A type that is not a pydantic model class.
     """
     for cls in types:
+        if cls in _REGISTERED:
+            continue  # the engine registers a workflow's types at every snapshot: keep it cheap
         if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
             raise TypeError(f"register_type() takes pydantic model classes, got {cls!r}.")
         _KNOWN[qualified_name(cls)] = cls
+        _REGISTERED.add(cls)
 
 
 for _cls in _BUILTIN_EVENTS:
