@@ -81,14 +81,19 @@ async def run_sync(fn: Callable[..., Any], *args: Any) -> Any:
 class Lane:
     """The pending events and active executions of one step within one run."""
 
-    __slots__ = ("active", "call", "index", "limit", "pending", "spec")
+    __slots__ = ("active", "call", "direct", "index", "limit", "pending", "spec")
 
-    def __init__(self, index: int, spec: StepSpec, call: Callable[..., Any]) -> None:
+    def __init__(self, index: int, spec: StepSpec, call: Callable[..., Any], scoped: bool) -> None:
         self.index = index
         self.spec = spec
         self.call = call
         self.limit = spec.num_workers
         self.active = 0
+        # The common case (async, no resources, no step timeout, no instrument scope) calls the
+        # step directly from the execution task.
+        self.direct = (
+            spec.is_async and not spec.has_resources and spec.timeout is None and not scoped
+        )
         # (event, origin execution id or None, execution id to reuse or None)
         self.pending: deque[tuple[Event, int | None, int | None]] = deque()
 
@@ -452,7 +457,9 @@ class Run:
     def _lane(self, index: int) -> Lane:
         lane = self.lanes[index]
         if lane is None:
-            lane = self.lanes[index] = Lane(index, self.graph.order[index], self.calls[index])
+            lane = self.lanes[index] = Lane(
+                index, self.graph.order[index], self.calls[index], self._want_scope
+            )
         return lane
 
     def route(
@@ -537,7 +544,8 @@ class Run:
         lane = ex.lane
         spec = lane.spec
         try:
-            ex.first_started = self._clock()
+            if spec.retry_policy is not None:
+                ex.first_started = self._clock()
             if self.listeners:
                 ex.first_started_wall = time.time()
             while True:
@@ -556,9 +564,11 @@ class Run:
                     )
                     if self._want_started:
                         self.instruments.call("step_started", record)
-                began = time.perf_counter()
+                began = time.perf_counter() if self._want_finished else 0.0
                 try:
-                    if spec.timeout is None:
+                    if lane.direct:
+                        result = await lane.call(self.ctx, ex.event, None)
+                    elif spec.timeout is None:
                         result = await self._attempt(ex, record)
                     else:
                         result = await self._attempt_with_timeout(ex, record, spec.timeout)
@@ -605,7 +615,7 @@ class Run:
     async def _attempt(self, ex: Execution, record: StepStarted | None) -> Any:
         lane = ex.lane
         spec = lane.spec
-        resources = await self._resources(spec) if spec.resources else None
+        resources = await self._resources(spec) if spec.has_resources else None
         scopes = self.instruments.scopes(record) if self._want_scope and record else None
         if spec.is_async:
             if scopes:
@@ -677,8 +687,10 @@ class Run:
         del self.running[ex.id]
         if result is None:
             outputs: tuple[Event, ...] = ()
+            kinds: tuple[type[Event], ...] = ()
         elif isinstance(result, Event):
             outputs = (result,)
+            kinds = (type(result),)
         else:
             error = WorkflowRuntimeError(
                 f"Step {ex.lane.spec.name} returned {type(result).__name__} {result!r:.80}; a "

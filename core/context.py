@@ -16,6 +16,7 @@ import threading
 import warnings
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ._runtime import CURRENT_EXECUTION, RunStatus
 from .errors import ContextStateError, WorkflowStepDoesNotExistError
 from .events import Event, StopEvent
 from .retry import RetryInfo
@@ -157,8 +158,6 @@ class Context(Generic[StateT]):
     @property
     def is_running(self) -> bool:
         """Whether this context's run is in progress."""
-        from ._runtime import RunStatus
-
         run = self._run
         return run is not None and run.status is RunStatus.RUNNING
 
@@ -177,8 +176,6 @@ class Context(Generic[StateT]):
         return run
 
     def _execution(self, method: str) -> Execution:
-        from ._runtime import CURRENT_EXECUTION
-
         ex = CURRENT_EXECUTION.get()
         if ex is None or ex.run.ctx is not self:
             raise ContextStateError(
@@ -242,8 +239,6 @@ class Context(Generic[StateT]):
         return graph.order.index(spec)
 
     def _send(self, run: Run, message: Event, target: int | None) -> None:
-        from ._runtime import CURRENT_EXECUTION, RunStatus
-
         if run.status is not RunStatus.RUNNING:
             if isinstance(message, StopEvent) or run is not self._run:
                 return  # stepwise callers hand the final StopEvent back; nothing to do

@@ -83,6 +83,7 @@ class StepSpec:
         num_workers: How many executions of this step may run at once within one run.
         retry_policy: The policy consulted when an attempt raises, if any.
         timeout: Seconds one attempt may take, or ``None``.
+        has_resources: Whether any parameter is a resource.
     """
 
     name: str
@@ -96,6 +97,7 @@ class StepSpec:
     num_workers: int = 4
     retry_policy: RetryPolicy | None = None
     timeout: float | None = None
+    has_resources: bool = False
 
     @property
     def resources(self) -> tuple[tuple[str, Any], ...]:
@@ -354,6 +356,7 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
         num_workers=options.num_workers,
         retry_policy=options.retry_policy,
         timeout=options.timeout,
+        has_resources=any(p.kind is ParamKind.RESOURCE for p in params),
     )
 
 
