@@ -98,7 +98,7 @@ class ToolAgentBase(Workflow):
 
         async def write(delta: str, text: str) -> None:
             ctx.write_event_to_stream(
-                AgentStream(delta=delta, response=text, agent_name=self.agent_name)
+                AgentStream(delta=delta, response=text, current_agent_name=self.agent_name)
             )
 
         return write
@@ -148,7 +148,7 @@ class ToolAgentBase(Workflow):
         await ctx.store.set(TOOL_CALLS, [])
         await ctx.store.set(REASONING, [])
         await ctx.store.set(PENDING, 0)
-        ctx.write_event_to_stream(AgentInput(input=text, agent_name=self.agent_name))
+        ctx.write_event_to_stream(AgentInput(input=text, current_agent_name=self.agent_name))
         return text
 
     async def check_iterations(self, ctx: Context) -> None:

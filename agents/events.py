@@ -10,7 +10,9 @@ Two kinds live here:
   call, run concurrently) and :class:`ToolResultEvent` (joined with ``collect_events``). A
   subclass that overrides a step works with these.
 
-All fields are plain data (str, dict, list), so the events serialize to JSON as they are.
+All fields are plain data (str, dict, list), so the events serialize to JSON as they are. Field
+names follow LlamaIndex's agent events (``current_agent_name``, ``tool_kwargs``, ...), so code
+that reads them ports unchanged.
 """
 
 from __future__ import annotations
@@ -26,11 +28,11 @@ class AgentInput(Event):
 
     Attributes:
         input: The user's message.
-        agent_name: The agent's name (``name=`` of the agent).
+        current_agent_name: The agent's name (``name=`` of the agent).
     """
 
     input: str
-    agent_name: str = "agent"
+    current_agent_name: str = "agent"
 
 
 class AgentStream(Event):
@@ -39,12 +41,12 @@ class AgentStream(Event):
     Attributes:
         delta: The new text.
         response: All the text of this LLM turn so far.
-        agent_name: The agent's name.
+        current_agent_name: The agent's name.
     """
 
     delta: str
     response: str = ""
-    agent_name: str = "agent"
+    current_agent_name: str = "agent"
 
 
 class ToolCall(Event):
@@ -86,13 +88,13 @@ class AgentOutput(Event):
         response: The text of the turn (the final answer when ``is_final``).
         tool_calls: The tool calls the LLM asked for in this turn.
         is_final: Whether this turn ends the run with an answer.
-        agent_name: The agent's name.
+        current_agent_name: The agent's name.
     """
 
     response: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     is_final: bool = False
-    agent_name: str = "agent"
+    current_agent_name: str = "agent"
 
 
 class PrepareEvent(Event):

@@ -135,7 +135,7 @@ class FunctionCallingAgent(ToolAgentBase):
         text = response.message.content or ""
         if not selections:
             ctx.write_event_to_stream(
-                AgentOutput(response=text, is_final=True, agent_name=self.agent_name)
+                AgentOutput(response=text, is_final=True, current_agent_name=self.agent_name)
             )
             return await self.finish(ctx, text)
         history = list(await ctx.store.get(HISTORY, default=[]))
@@ -158,7 +158,7 @@ class FunctionCallingAgent(ToolAgentBase):
                     ToolCall(tool_name=c.tool_name, tool_kwargs=c.tool_kwargs, tool_id=c.tool_id)
                     for c in calls
                 ],
-                agent_name=self.agent_name,
+                current_agent_name=self.agent_name,
             )
         )
         await self.dispatch_tools(ctx, calls, lambda _i, call: call)

@@ -153,13 +153,17 @@ class ReActAgent(ToolAgentBase):
                 }
             )
             await ctx.store.set(SCRATCHPAD, scratchpad)
-            ctx.write_event_to_stream(AgentOutput(response=text, agent_name=self.agent_name))
+            ctx.write_event_to_stream(
+                AgentOutput(response=text, current_agent_name=self.agent_name)
+            )
             return PrepareEvent()
         await ctx.store.set(SCRATCHPAD, scratchpad)
         await self.add_reasoning(ctx, parsed.thought)
         if parsed.answer is not None:
             ctx.write_event_to_stream(
-                AgentOutput(response=parsed.answer, is_final=True, agent_name=self.agent_name)
+                AgentOutput(
+                    response=parsed.answer, is_final=True, current_agent_name=self.agent_name
+                )
             )
             return await self.finish(ctx, parsed.answer)
         calls = [
@@ -178,7 +182,7 @@ class ReActAgent(ToolAgentBase):
                     ToolCall(tool_name=c.tool_name, tool_kwargs=c.tool_kwargs, tool_id=c.tool_id)
                     for c in calls
                 ],
-                agent_name=self.agent_name,
+                current_agent_name=self.agent_name,
             )
         )
         await self.dispatch_tools(ctx, calls, lambda _i, call: call)

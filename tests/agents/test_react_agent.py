@@ -109,7 +109,7 @@ async def test_event_stream_tells_the_story_in_order() -> None:
         "AgentOutput",
         "StopEvent",
     ]
-    assert events[0] == AgentInput(input="1+1?", agent_name="calc")
+    assert events[0] == AgentInput(input="1+1?", current_agent_name="calc")
     outputs = [ev for ev in events if isinstance(ev, AgentOutput)]
     assert [c.tool_name for c in outputs[0].tool_calls] == ["calculator"]
     assert (outputs[1].response, outputs[1].is_final) == ("2", True)
