@@ -703,7 +703,7 @@ class Run:
             return
         if self._want_finished:
             self._step_finished(ex, outputs, None, began)
-        self.trace.append((ex.lane.spec.name, type(ex.event), tuple(type(ev) for ev in outputs)))
+        self.trace.append((ex.lane.spec.name, type(ex.event), kinds))
         if self.stepwise:
             for ev in outputs:
                 self._step_outputs.append(ev)
