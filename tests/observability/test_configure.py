@@ -16,6 +16,7 @@ from batonflow.observability import (
     configure_tracing,
     current_tracing,
 )
+from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from otel_testing import OTLPReceiver
 
@@ -59,6 +60,7 @@ def test_custom_exporter_installs_instrument_and_resource(monkeypatch: pytest.Mo
     assert handle.enabled and handle.instrument in _installed()
     assert current_tracing() is handle
     assert handle.tracer_provider is not None
+    assert trace.get_tracer_provider() is not handle.tracer_provider  # global slot untouched
     with handle.tracer_provider.get_tracer("t").start_as_current_span("hello"):
         pass
     (span,) = memory.get_finished_spans()
