@@ -208,7 +208,7 @@ class ToolAgentBase(Workflow):
         tool = self.tools.get(name)
         description = tool.metadata.description if tool is not None else None
         with tool_span(name, call_id=tool_id, description=description, arguments=kwargs) as span:
-            outcome = await call_tool(self.tools, name, kwargs)
+            outcome = await call_tool(self.tools, name, kwargs, ctx)
             if outcome.is_error:
                 span.set_attribute("error.type", "ToolError")
                 span.set_status(Status(StatusCode.ERROR, outcome.output[:500]))

@@ -17,10 +17,12 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from batonflow.core import Context
 from llama_index.core.tools import BaseTool, FunctionTool
 from llama_index.core.tools.types import AsyncBaseTool, adapt_to_async_tool
 from llama_index.core.tools.utils import create_schema_from_function
@@ -75,18 +77,47 @@ def _google_arg_docs(doc: str) -> dict[str, str]:
     return docs
 
 
+def _is_context(annotation: Any) -> bool:
+    return annotation is Context or typing.get_origin(annotation) is Context
+
+
+def context_parameter(fn: Callable[..., Any] | None) -> str | None:
+    """The name of ``fn``'s parameter annotated with batonflow's ``Context``, if any."""
+    if fn is None:
+        return None
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # unresolvable annotations: no context injection
+        return None
+    return next((name for name, hint in hints.items() if _is_context(hint)), None)
+
+
 def _function_tool(fn: Callable[..., Any], name: str) -> FunctionTool:
-    """A FunctionTool whose description shows real types and whose schema has arg docs."""
+    """A FunctionTool whose description shows real types and whose schema has arg docs.
+
+    A parameter annotated with batonflow's ``Context`` is left out of the schema (the LLM never
+    sees it); :func:`call_tool` passes the run's context there.
+    """
     call = getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
     target = call if not inspect.isroutine(fn) and inspect.iscoroutinefunction(call) else fn
     try:  # resolve string annotations (from __future__ import annotations) for the prompt
         signature = inspect.signature(target, eval_str=True)
     except (NameError, TypeError, ValueError):
         signature = inspect.signature(target)
+    ctx_param = context_parameter(target)
+    if ctx_param is not None:
+        signature = signature.replace(
+            parameters=[p for p in signature.parameters.values() if p.name != ctx_param]
+        )
     doc = inspect.getdoc(target) or ""
     description = f"{name}{signature}\n{doc}".strip()
     arg_docs = {k: v for k, v in _google_arg_docs(doc).items() if k in signature.parameters}
-    schema = create_schema_from_function(name, target, param_descriptions=arg_docs or None)
+    schema = create_schema_from_function(
+        name,
+        target,
+        ignore_fields=[ctx_param] if ctx_param else None,
+        param_descriptions=arg_docs or None,
+    )
     if inspect.iscoroutinefunction(target):
         return FunctionTool.from_defaults(
             async_fn=target, name=name, description=description, fn_schema=schema
@@ -201,7 +232,10 @@ def _check_arguments(tool: BaseTool, kwargs: Mapping[str, Any]) -> dict[str, Any
 
 
 async def call_tool(
-    tools: Mapping[str, AsyncBaseTool], name: str, kwargs: Mapping[str, Any]
+    tools: Mapping[str, AsyncBaseTool],
+    name: str,
+    kwargs: Mapping[str, Any],
+    ctx: Context | None = None,
 ) -> ToolOutcome:
     """Run one tool call and describe its outcome for the LLM; never raises for bad calls.
 
@@ -209,6 +243,7 @@ async def call_tool(
         tools: The agent's tools by name.
         name: The tool the LLM asked for.
         kwargs: The arguments the LLM gave.
+        ctx: The run's context, passed to a function tool's parameter annotated ``Context``.
 
     Returns:
         The tool's output as text, or an error text (unknown tool, bad arguments, the tool
@@ -223,6 +258,10 @@ async def call_tool(
     checked = _check_arguments(tool, kwargs)
     if isinstance(checked, str):
         return ToolOutcome(checked, True)
+    if ctx is not None and isinstance(tool, FunctionTool):
+        ctx_param = context_parameter(tool.real_fn)
+        if ctx_param is not None:
+            checked[ctx_param] = ctx
     try:
         output = await tool.acall(**checked)
     except Exception as exc:
@@ -234,6 +273,7 @@ __all__ = [
     "ToolLike",
     "ToolOutcome",
     "call_tool",
+    "context_parameter",
     "describe_tools",
     "to_tool",
     "to_tools",

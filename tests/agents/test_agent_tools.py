@@ -6,8 +6,10 @@ import functools
 import re
 
 import pytest
-from batonflow.agents import AgentConfigurationError
+from batonflow.agents import AgentConfigurationError, FunctionCallingAgent
+from batonflow.agents.testing import ScriptedLLM, ScriptedResponse, ScriptedToolCall
 from batonflow.agents.tools import call_tool, describe_tools, to_tool, to_tools
+from batonflow.core import Context
 from llama_index.core.tools import FunctionTool
 
 
@@ -136,3 +138,28 @@ def test_describe_tools_lists_names_descriptions_and_schemas() -> None:
     text = describe_tools(to_tools([add, shout]))
     assert text.splitlines()[0].startswith("- add: add(a: int, b: int = 1) -> int Add two numbers.")
     assert '"text": {"title": "Text", "type": "string"}' in text
+
+
+async def remember(ctx: Context, fact: str) -> str:
+    """Remember a fact in the run's state.
+
+    Args:
+        fact: The fact.
+    """
+    facts = await ctx.store.get("facts", default=[])
+    await ctx.store.set("facts", [*facts, fact])
+    return f"remembered {fact}"
+
+
+async def test_context_parameter_is_hidden_from_the_llm_and_injected() -> None:
+    """A tool parameter annotated Context is not in the schema and receives the run's context."""
+    tool = to_tool(remember)
+    assert list(tool.metadata.get_parameters_dict()["properties"]) == ["fact"]
+    assert tool.metadata.description.startswith("remember(fact: str) -> str")
+    llm = ScriptedLLM(
+        [ScriptedResponse(tool_calls=[ScriptedToolCall("remember", {"fact": "sky is blue"})]), "ok"]
+    )
+    handler = FunctionCallingAgent(tools=[remember], llm=llm).run(input="remember that")
+    result = await handler
+    assert result.tool_calls[0].output == "remembered sky is blue"
+    assert await handler.ctx.store.get("facts") == ["sky is blue"]
