@@ -5,7 +5,8 @@ An agent accepts llama-index-core tools (``FunctionTool``, ``QueryEngineTool``, 
 its name is the function's name, its description the signature and docstring, and its argument
 schema comes from the signature (type hints, defaults, ``Annotated`` descriptions, and
 ``Args:`` lines of the docstring). Sync callables run in a worker thread so that several calls
-in one turn run concurrently.
+in one turn run concurrently. A parameter annotated with batonflow's ``Context`` is hidden from
+the LLM and receives the run's context, so a tool can read and write ``ctx.store``.
 
 :func:`call_tool` never raises for the LLM's mistakes: an unknown tool, arguments that do not
 fit the schema, and a tool that raises all come back as an error text the LLM is shown, so it
