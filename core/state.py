@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import AsyncIterator, Mapping, MutableMapping
+from collections.abc import AsyncIterator, ItemsView, Mapping, MutableMapping, ValuesView
 from contextlib import asynccontextmanager
 from typing import Any, Final, Generic, TypeVar, cast
 
@@ -88,6 +88,68 @@ class DictState(dict[str, Any]):
     def model_dump(self) -> dict[str, Any]:
         """Same as :meth:`to_dict`, for code written against pydantic states."""
         return dict(self)
+
+
+class _EditingState(DictState):
+    """The working copy ``edit_state()`` yields for untyped state.
+
+    A value is deep-copied the first time the block reads it, so a block pays for the keys it
+    touches, not for the whole state (a long chat history stays uncopied when the block only
+    bumps a counter), and rolling back is just dropping this object.
+    """
+
+    __slots__ = ("_copied", "_memo")
+
+    def __init__(self, base: Mapping[str, Any]) -> None:
+        dict.__init__(self, base)
+        object.__setattr__(self, "_copied", set())
+        object.__setattr__(self, "_memo", {})
+
+    def __getitem__(self, key: str) -> Any:
+        value = dict.__getitem__(self, key)
+        copied: set[str] = self._copied
+        if key in copied:
+            return value
+        value = _copy_value(value, self._memo)
+        dict.__setitem__(self, key, value)
+        copied.add(key)
+        return value
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        dict.__setitem__(self, key, value)
+        self._copied.add(key)
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return self[key] if key in self else default  # noqa: SIM401 (self.get is this)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def pop(self, key: str, *default: Any) -> Any:  # type: ignore[override]
+        if key not in self:
+            if default:
+                return default[0]
+            raise KeyError(key)
+        value = self[key]
+        dict.__delitem__(self, key)
+        return value
+
+    def values(self) -> ValuesView[Any]:  # type: ignore[override]
+        return ValuesView(self)
+
+    def items(self) -> ItemsView[str, Any]:  # type: ignore[override]
+        return ItemsView(self)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {key: self[key] for key in self}
+
+    model_dump = to_dict
 
 
 def check_state_type(state_type: type[BaseModel]) -> None:
@@ -357,7 +419,11 @@ class InMemoryStateStore(Generic[S]):
             self._owner = asyncio.current_task()
             committed = self._state
             self._committed = committed
-            working = _copy_state(committed)
+            working = (
+                _EditingState(committed)
+                if isinstance(committed, DictState)
+                else _copy_state(committed)
+            )
             self._state = working
             try:
                 yield working
@@ -377,8 +443,8 @@ class InMemoryStateStore(Generic[S]):
     def _checked(self, state: Any) -> Any:
         typed = self._typed
         if typed is None:
-            if not isinstance(state, DictState):
-                state = DictState(state)
+            if type(state) is not DictState:
+                state = DictState(state)  # also drops the editing wrapper (values stay)
             return state
         if not isinstance(state, typed):
             raise StateValidationError(

@@ -606,3 +606,52 @@ async def test_from_dict_state_that_no_longer_fits_the_model() -> None:
     }
     with pytest.raises(ContextSerdeError, match=r"does not fit CounterState"):
         InMemoryStateStore.from_dict(data, state_type=CounterState)
+
+
+async def test_edit_state_copies_only_the_keys_it_reads() -> None:
+    """Untouched values are not copied by an edit block (big histories stay cheap)."""
+    history = [{"role": "user", "content": "hi"}] * 1000
+    store = InMemoryStateStore(initial={"history": history, "n": 0})
+    async with store.edit_state() as state:
+        state["n"] += 1
+    assert await store.get("history") is history and await store.get("n") == 1
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        pytest.param(lambda s: s["things"].append(9), id="getitem"),
+        pytest.param(lambda s: s.get("things").append(9), id="get"),
+        pytest.param(lambda s: s.things.append(9), id="attribute"),
+        pytest.param(lambda s: dict(s.items())["things"].append(9), id="items"),
+        pytest.param(lambda s: list(s.values())[0].append(9), id="values"),
+        pytest.param(lambda s: s.pop("things").append(9), id="pop"),
+        pytest.param(lambda s: s.setdefault("things", []).append(9), id="setdefault"),
+        pytest.param(lambda s: s.to_dict()["things"].append(9), id="to_dict"),
+    ],
+)
+async def test_edit_state_rollback_covers_every_way_of_reading(mutate) -> None:
+    """Values reached through any DictState method are copies: a failed block changes nothing."""
+    store = InMemoryStateStore(initial={"things": [1]})
+    with pytest.raises(RuntimeError):
+        async with store.edit_state() as state:
+            mutate(state)
+            raise RuntimeError("roll back")
+    assert await store.get("things") == [1]
+
+
+async def test_edit_state_commit_keeps_changes_made_every_way() -> None:
+    """Changes through update, attribute writes and nested values are all committed."""
+    store = InMemoryStateStore(initial={"things": [1], "meta": {"a": 1}})
+    async with store.edit_state() as state:
+        state.things.append(2)
+        state.update(extra=True)
+        state["meta"]["b"] = 2
+        state.flag = "x"
+    assert dict(await store.get_state()) == {
+        "things": [1, 2],
+        "meta": {"a": 1, "b": 2},
+        "extra": True,
+        "flag": "x",
+    }
+    assert type(await store.get_state()) is DictState
