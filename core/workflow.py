@@ -279,6 +279,13 @@ class Workflow:
         graph = self._graph()
         if not self._disable_validation:
             graph.validate()
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            raise WorkflowRuntimeError(
+                "workflow.run() needs a running event loop; call it in async code, e.g. "
+                "`async def main(): return await w.run(...)` then `asyncio.run(main())`."
+            ) from None
         run_id = kwargs.pop("run_id", None)
         snapshot: RunSnapshot | None = None
         if ctx is None:

@@ -274,3 +274,17 @@ async def test_start_event_of_wrong_type() -> None:
 
     with pytest.raises(WorkflowRuntimeError, match="start_event must be a StartEvent"):
         W().run(start_event=AEvent())  # type: ignore[arg-type]
+
+
+def test_run_outside_an_event_loop() -> None:
+    """``run()`` outside async code says how to call it."""
+
+    class W(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> StopEvent:
+            return StopEvent()
+
+    with pytest.raises(
+        WorkflowRuntimeError, match=r"needs a running event loop.*asyncio\.run\(main\(\)\)"
+    ):
+        W().run()
