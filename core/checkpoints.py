@@ -299,6 +299,13 @@ class WorkflowCheckpointer:
         self._run_ids: builtins.list[str] = []
         workflow.add_step_listener(self._on_step)
 
+    def detach(self) -> None:
+        """Stop recording: remove this checkpointer's step listener from the workflow.
+
+        Runs already in progress write no further checkpoints; stored ones stay.
+        """
+        self.workflow.remove_step_listener(self._on_step)
+
     # -- enabling -----------------------------------------------------------------------------
 
     @property

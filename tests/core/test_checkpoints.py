@@ -636,3 +636,14 @@ async def test_concurrent_runs_share_one_sqlite_store(tmp_path: Path) -> None:
             seqs = [c.seq for c in store.list(h.run_id)]
             assert seqs == list(range(len(seqs))) and len(seqs) > 5
             assert store.run(h.run_id).status == "completed"
+
+
+async def test_detach_stops_recording() -> None:
+    """After detach() the workflow's runs write no checkpoints."""
+    w = JokeFlow(Calls())
+    cptr = WorkflowCheckpointer(workflow=w)
+    cptr.detach()
+    handler = cptr.run(topic="t")
+    await handler
+    assert cptr.checkpoints[handler.run_id] == []
+    assert [c.seq for c in cptr.store.list(handler.run_id)] == [0]  # only the start snapshot
