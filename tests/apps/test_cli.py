@@ -225,3 +225,21 @@ def test_python_m_bad_arguments():
     assert missing.returncode == 1 and "File 'gone.py' does not exist" in missing.stderr
     version = _python_m("--version")
     assert version.returncode == 0 and version.stdout.startswith("batonflow ")
+
+
+def test_rag_ingest_and_ask(tmp_path):
+    """rag ingest reports files and chunks; rag ask answers with numbered sources."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "tea.md").write_text("# Tea\n\nGreen tea is steeped at 80 degrees for two minutes.\n")
+    (docs / "bread.md").write_text("# Bread\n\nSourdough rises slowly with wild yeast.\n")
+    (docs / "empty.md").write_text("")
+    where = ["--qdrant-path", str(tmp_path / "q"), "--collection", "kitchen"]
+    ingested = invoke("rag", "ingest", str(docs), *where)
+    assert ingested.exit_code == 0, ingested.output
+    assert "ingested 2 file(s)" in ingested.stdout and "skipped" in ingested.stdout
+    answer = invoke("rag", "ask", "How hot should green tea water be?", *where)
+    assert answer.exit_code == 0, answer.output
+    assert "Sources:" in answer.stdout and "[1] tea.md" in answer.stdout
+    empty = invoke("rag", "ask", "  ", *where)
+    assert empty.exit_code == 1 and "The question is empty" in empty.stderr

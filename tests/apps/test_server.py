@@ -292,3 +292,26 @@ def test_fifty_concurrent_runs(start_server):
     assert len({r["run_id"] for r in results}) == 50
     listed = client.get("/runs", params={"workflow": "echo", "limit": 100}).json()["runs"]
     assert len(listed) == 50
+
+
+def test_wait_with_timeout_returns_202_while_running(client):
+    """?wait=true&timeout=… gives up waiting (202, still running) without stopping the run."""
+    response = client.post("/workflows/sleepy/runs", params={"wait": True, "timeout": 0.1})
+    assert response.status_code == 202 and response.json()["status"] == "running"
+    client.post(f"/runs/{response.json()['run_id']}/cancel")
+
+
+def test_idle_stream_sends_keep_alive_comments(start_server):
+    """A stream with nothing to say sends `: keep-alive` comments at the heartbeat interval."""
+    _, client = start_server(heartbeat=0.05)
+    run_id = client.post("/workflows/approval/runs").json()["run_id"]
+    wait_status(client, run_id, {"waiting"})
+    comments = 0
+    with client.stream("GET", f"/runs/{run_id}/events") as response:
+        for line in response.iter_lines():
+            if line == ": keep-alive":
+                comments += 1
+                if comments == 2:
+                    break
+    assert comments == 2
+    client.post(f"/runs/{run_id}/cancel")
