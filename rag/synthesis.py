@@ -141,26 +141,35 @@ def extractive_answer(
 ) -> str:
     """An answer made of the retrieved passages' own sentences, cited; no LLM needed.
 
-    From each of the best ``max_sources`` passages it keeps the ``sentences_per_source``
-    sentences sharing the most (stemmed) words with the query, in their original order, and
-    cites the passage as ``[n]`` (its position in the sources). The best passage is always
-    quoted (a semantic match may share no word with the query); the others only when they
-    share a word with it.
+    From each of the best ``max_sources`` passages it quotes the sentence sharing the most
+    (stemmed) words with the query, plus up to ``sentences_per_source - 1`` more that match
+    nearly as well (at least 3/4 as many words), in their original order, and cites the
+    passage as ``[n]`` (its position in the sources). The best passage is always quoted (a
+    semantic match may share no word with the query); the others only when their best sentence
+    matches at least half as well as the best passage's.
     """
     if not nodes:
         return nothing_found(query)
     encoder = encoder or BM25SparseEncoder()
     wanted = set(encoder.tokenize(query))
     lines = []
+    first_best: int | None = None
     for i, n in enumerate(nodes[:max_sources], 1):
         sentences = _sentences(n.node.get_content(metadata_mode=MetadataMode.NONE))
         if not sentences:
             continue
         overlap = [len(wanted & set(encoder.tokenize(s))) for s in sentences]
-        if i > 1 and not any(overlap):
+        best = max(overlap)
+        if first_best is None:
+            first_best = best
+        elif best == 0 or 2 * best < first_best:
             continue
         ranked = sorted(range(len(sentences)), key=lambda j: (-overlap[j], j))
-        keep = [j for j in ranked[:sentences_per_source] if overlap[j] > 0] or [ranked[0]]
+        keep = [ranked[0]] + [
+            j
+            for j in ranked[1:sentences_per_source]
+            if overlap[j] > 0 and 4 * overlap[j] >= 3 * best
+        ]
         lines.append(f"- {' '.join(sentences[j] for j in sorted(keep))} [{i}]")
     return "From the indexed documents:\n" + "\n".join(lines)
 
