@@ -297,14 +297,16 @@ class WorkflowCheckpointer:
             self.disable_checkpoint(name)
         self._seq: dict[str, itertools.count[int]] = {}
         self._run_ids: builtins.list[str] = []
-        workflow.add_step_listener(self._on_step)
+        # One bound-method object, so detach() can remove exactly what was added.
+        self._listener = self._on_step
+        workflow.add_step_listener(self._listener)
 
     def detach(self) -> None:
         """Stop recording: remove this checkpointer's step listener from the workflow.
 
         Runs already in progress write no further checkpoints; stored ones stay.
         """
-        self.workflow.remove_step_listener(self._on_step)
+        self.workflow.remove_step_listener(self._listener)
 
     # -- enabling -----------------------------------------------------------------------------
 
