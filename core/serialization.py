@@ -287,11 +287,12 @@ class JsonSerializer(BaseSerializer):
         for name, info in cls.model_fields.items():
             if info.exclude:
                 continue
-            value = getattr(model, name)
+            # Written under the name model_validate reads back (the alias, when there is one).
+            key = _input_name(name, info)
             if name in by_pydantic:
-                data[name] = self._pydantic_field(model, name, path)
+                data[key] = self._pydantic_field(model, name, path)
             else:
-                data[name] = self._encode(value, f"{path}.{name}", active)
+                data[key] = self._encode(getattr(model, name), f"{path}.{name}", active)
         for name, value in (model.__pydantic_extra__ or {}).items():
             data[name] = self._encode(value, f"{path}.{name}", active)
         return {TAG: "model", "type": qualified_name(cls), "fields": data}
@@ -518,6 +519,11 @@ def _stable_order(items: Iterable[Any]) -> list[Any]:
         return sorted(values)
     except TypeError:
         return values
+
+
+def _input_name(name: str, info: Any) -> str:
+    alias = info.validation_alias if isinstance(info.validation_alias, str) else info.alias
+    return alias if isinstance(alias, str) else name
 
 
 def _dotted(name: str) -> str:

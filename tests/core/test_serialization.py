@@ -374,3 +374,14 @@ async def test_base_serializer_is_abstract() -> None:
     """BaseSerializer cannot be instantiated without both methods."""
     with pytest.raises(TypeError):
         BaseSerializer()  # type: ignore[abstract]
+
+
+async def test_aliased_fields_round_trip() -> None:
+    """Fields with an alias are written under the name validation reads back."""
+
+    class Aliased(BaseModel):
+        user_name: str = Field(default="", alias="userName")
+        other: int = Field(default=0, validation_alias="otherValue")
+
+    value = Aliased(userName="ada", otherValue=3)
+    assert round_trip(value) == value
