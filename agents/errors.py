@@ -16,7 +16,7 @@ working::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from batonflow.core.errors import BatonflowError, WorkflowRuntimeError
 
@@ -56,6 +56,10 @@ class LLMCallError(AgentError, WorkflowRuntimeError):
         super().__init__(message)
         self.status_code = status_code
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keep the keyword attributes when the error is pickled (process pools, stores).
+        return (type(self), (str(self),), self.__dict__)
+
 
 class MaxIterationsError(AgentError, WorkflowRuntimeError):
     """The agent reached ``max_iterations`` LLM calls without a final answer.
@@ -65,9 +69,12 @@ class MaxIterationsError(AgentError, WorkflowRuntimeError):
             (``result.response`` is empty).
     """
 
-    def __init__(self, message: str, *, result: AgentResult) -> None:
+    def __init__(self, message: str, *, result: AgentResult | None = None) -> None:
         super().__init__(message)
         self.result = result
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self),), self.__dict__)
 
 
 __all__ = [

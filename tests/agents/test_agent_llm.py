@@ -163,3 +163,16 @@ async def test_streaming_error_is_wrapped(openai_llm: OpenAI, openai_api: respx.
 
     with pytest.raises(LLMCallError, match="HTTP 500"):
         await chat(openai_llm, USER, on_delta=on_delta)
+
+
+def test_errors_survive_pickling() -> None:
+    """LLMCallError and MaxIterationsError keep their message and attributes through pickle."""
+    import pickle
+
+    from batonflow.agents import AgentResult, MaxIterationsError
+
+    err = pickle.loads(pickle.dumps(LLMCallError("failed: HTTP 429", status_code=429)))
+    assert (str(err), err.status_code) == ("failed: HTTP 429", 429)
+    partial = AgentResult(response="", reasoning=["thinking"])
+    again = pickle.loads(pickle.dumps(MaxIterationsError("too many", result=partial)))
+    assert (str(again), again.result) == ("too many", partial)
