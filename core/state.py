@@ -18,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import AsyncIterator, ItemsView, Mapping, MutableMapping, ValuesView
-from contextlib import asynccontextmanager
-from typing import Any, Final, Generic, TypeVar, cast
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Final, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
@@ -170,6 +170,39 @@ def check_state_type(state_type: type[BaseModel]) -> None:
             f"{', '.join(repr(m) for m in missing)} have no default; give every field a default "
             f"(e.g. {missing[0]}: int = 0) so the store can create the initial state."
         )
+
+
+@runtime_checkable
+class StateStore(Protocol):
+    """What ``ctx.store`` offers; :class:`InMemoryStateStore` is the implementation."""
+
+    async def get(self, path: str, default: Any = UNSET) -> Any:
+        """The value at a dotted path; ``StateKeyError`` when missing without default."""
+        ...
+
+    async def set(self, path: str, value: Any) -> None:
+        """Set the value at a dotted path."""
+        ...
+
+    async def get_state(self) -> Any:
+        """A copy of the whole state."""
+        ...
+
+    async def set_state(self, state: Any) -> None:
+        """Replace the whole state."""
+        ...
+
+    async def clear(self) -> None:
+        """Reset the state to its defaults."""
+        ...
+
+    def edit_state(self) -> AbstractAsyncContextManager[Any]:
+        """Lock the state for an atomic read-modify-write."""
+        ...
+
+    def to_dict(self, serializer: BaseSerializer | None = None) -> dict[str, Any]:
+        """Snapshot the state as a JSON-compatible dict."""
+        ...
 
 
 class InMemoryStateStore(Generic[S]):
@@ -675,7 +708,15 @@ def _copy_state(state: Any) -> Any:
     try:
         return copy.deepcopy(state, memo)
     except Exception:
-        return cast(BaseModel, state).model_copy()
+        # One field refuses deepcopy (a lock, a client): copy the others field by field.
+        model = cast(BaseModel, state)
+        copied = model.model_copy()
+        for name in type(model).model_fields:
+            copied.__dict__[name] = _copy_value(model.__dict__[name], memo)
+        if copied.__pydantic_extra__:
+            for name, value in copied.__pydantic_extra__.items():
+                copied.__pydantic_extra__[name] = _copy_value(value, memo)
+        return copied
 
 
 def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
@@ -691,5 +732,6 @@ __all__ = [
     "UNSET",
     "DictState",
     "InMemoryStateStore",
+    "StateStore",
     "check_state_type",
 ]

@@ -655,3 +655,28 @@ async def test_edit_state_commit_keeps_changes_made_every_way() -> None:
         "flag": "x",
     }
     assert type(await store.get_state()) is DictState
+
+
+async def test_typed_rollback_with_an_uncopyable_field() -> None:
+    """A field deepcopy refuses is shared; the other fields still roll back."""
+
+    class WithLock(BaseModel):
+        model_config = {"arbitrary_types_allowed": True}
+        lock: object = Field(default_factory=threading.Lock)
+        items: list[int] = Field(default_factory=list)
+
+    store = InMemoryStateStore(WithLock)
+    lock = await store.get("lock")
+    with pytest.raises(RuntimeError):
+        async with store.edit_state() as state:
+            state.items.append(1)
+            raise RuntimeError("roll back")
+    assert await store.get("items") == [] and await store.get("lock") is lock
+
+
+async def test_in_memory_store_satisfies_state_store_protocol() -> None:
+    """InMemoryStateStore implements the StateStore protocol."""
+    from batonflow.core.state import StateStore
+
+    assert isinstance(InMemoryStateStore(), StateStore)
+    assert not isinstance(object(), StateStore)
