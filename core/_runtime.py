@@ -260,7 +260,6 @@ class Run:
         *,
         stepwise: bool,
         instruments: InstrumentSet,
-        listeners: tuple[Callable[[StepBoundary], None], ...],
         calls: list[Callable[..., Any]],
     ) -> None:
         from ._stream import EventStream
@@ -274,7 +273,6 @@ class Run:
         self.meta: dict[str, str] = ctx.meta
         self.stepwise = stepwise
         self.instruments = instruments
-        self.listeners = listeners
         self.calls = calls
         self.lanes: list[Lane | None] = [None] * len(graph.order)
         self.running: dict[int, Execution] = {}
@@ -546,7 +544,7 @@ class Run:
         try:
             if spec.retry_policy is not None:
                 ex.first_started = self._clock()
-            if self.listeners:
+            if self.workflow._listeners:
                 ex.first_started_wall = time.time()
             while True:
                 ex.attempt += 1
@@ -572,7 +570,19 @@ class Run:
                         result = await self._attempt(ex, record)
                     else:
                         result = await self._attempt_with_timeout(ex, record, spec.timeout)
-                except asyncio.CancelledError:
+                except asyncio.CancelledError as cancelled:
+                    if self.status is RunStatus.RUNNING:
+                        # Not cancelled by the run (it only cancels steps once it has ended):
+                        # the loop is shutting down or someone cancelled the task directly.
+                        self.fail(
+                            WorkflowRuntimeError(
+                                f"Step {spec.name} was cancelled from outside the run; use "
+                                "handler.cancel_run() to stop a run."
+                            ).with_traceback(cancelled.__traceback__)
+                        )
+                    raise
+                except (KeyboardInterrupt, SystemExit) as error:
+                    self.fail(error)
                     raise
                 except Exception as error:
                     if self.status is not RunStatus.RUNNING:
@@ -710,7 +720,8 @@ class Run:
                 if isinstance(ev, StopEvent):
                     self.complete(ev)
             return
-        if not self.listeners:
+        listeners = self.workflow._listeners
+        if not listeners:
             for ev in outputs:
                 self.route(ev, ex.id, None, emitter=ex)
             return
@@ -731,7 +742,7 @@ class Run:
                 ex.first_started_wall,
                 time.time(),
             )
-            for listener in self.listeners:
+            for listener in listeners:
                 listener(boundary)
         except Exception as error:
             self._hold -= 1

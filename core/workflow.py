@@ -230,7 +230,7 @@ class Workflow:
 
     def remove_step_listener(self, listener: StepListener) -> None:
         """Stop calling a listener added with :meth:`add_step_listener`."""
-        self._listeners = tuple(x for x in self._listeners if x is not listener)
+        self._listeners = tuple(x for x in self._listeners if x != listener)
 
     def _instrument_set(self) -> InstrumentSet:
         extra, version = global_instruments()
@@ -313,7 +313,6 @@ class Workflow:
             run_id,
             stepwise=stepwise,
             instruments=self._instrument_set(),
-            listeners=self._listeners,
             calls=self._bound_calls(graph),
         )
         handler = WorkflowHandler(run, ctx)
