@@ -7,6 +7,7 @@ State keys (in ``ctx.store``; plain data, so the context serializes):
 
 * ``chat_history`` — the conversation, kept across runs that share a context.
 * ``iterations`` — LLM calls made in the current run.
+* ``max_iterations`` — the current run's bound on them.
 * ``tool_calls`` — :class:`~batonflow.agents.ToolCallRecord` dicts of the current run.
 * ``reasoning`` — the agent's reasoning per LLM turn in the current run.
 * ``pending_tools`` — how many tool results the current turn waits for.
@@ -34,6 +35,7 @@ from .tools import ToolLike, call_tool, to_tools
 
 HISTORY = "chat_history"
 ITERATIONS = "iterations"
+MAX_ITERATIONS = "max_iterations"
 TOOL_CALLS = "tool_calls"
 REASONING = "reasoning"
 PENDING = "pending_tools"
@@ -112,8 +114,9 @@ class ToolAgentBase(Workflow):
     async def start_run(self, ctx: Context, ev: StartEvent) -> str:
         """Record the user's message, reset the per-run state, stream :class:`AgentInput`.
 
-        Reads ``input=`` (or ``user_msg=``, a str or ChatMessage) and the optional
-        ``chat_history=`` (replaces the remembered conversation) from the start event.
+        Reads ``input=`` (or ``user_msg=``, a str or ChatMessage), and the optional
+        ``chat_history=`` (replaces the remembered conversation) and ``max_iterations=`` (this
+        run's bound, instead of the agent's) from the start event.
 
         Returns:
             The user's message text.
@@ -144,7 +147,15 @@ class ToolAgentBase(Workflow):
         )
         history.append(message)
         await ctx.store.set(HISTORY, history)
+        limit = ev.get("max_iterations")
+        if limit is None:
+            limit = self.max_iterations
+        elif isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise AgentInputError(
+                f"{owner}.run(max_iterations=...) must be a positive int, got {limit!r}."
+            )
         await ctx.store.set(ITERATIONS, 0)
+        await ctx.store.set(MAX_ITERATIONS, limit)
         await ctx.store.set(TOOL_CALLS, [])
         await ctx.store.set(REASONING, [])
         await ctx.store.set(PENDING, 0)
@@ -158,12 +169,14 @@ class ToolAgentBase(Workflow):
             MaxIterationsError: the bound is reached; ``.result`` holds the work done so far.
         """
         iterations = int(await ctx.store.get(ITERATIONS, default=0))
-        if iterations >= self.max_iterations:
+        limit = int(await ctx.store.get(MAX_ITERATIONS, default=self.max_iterations))
+        if iterations >= limit:
             partial = await self.result(ctx, "")
             raise MaxIterationsError(
                 f"{type(self).__name__} {self.agent_name!r} made {iterations} LLM calls "
-                f"(max_iterations={self.max_iterations}) without reaching a final answer. "
-                "Raise max_iterations=..., or check the tools and the prompt; the tool calls "
+                f"(max_iterations={limit}) without reaching a final answer. Raise "
+                "max_iterations=... (on the agent or per run), or check the tools and the "
+                "prompt; the tool calls "
                 "made so far are in the error's .result.",
                 result=partial,
             )

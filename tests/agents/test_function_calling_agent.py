@@ -207,3 +207,19 @@ async def test_api_error_fails_the_run_clearly(
     openai_api.post(CHAT_URL).mock(return_value=error(429))
     with pytest.raises(LLMCallError, match="HTTP 429"):
         await FunctionCallingAgent(tools=[get_weather], llm=openai_llm).run(input="hi")
+
+
+async def test_max_iterations_per_run_overrides_the_agent() -> None:
+    """run(max_iterations=1) bounds that run only; a bad value is a clear input error."""
+    from batonflow.agents import AgentInputError
+
+    llm = ScriptedLLM(
+        [ScriptedResponse(tool_calls=[ScriptedToolCall("get_weather", {"city": "Paris"})])] * 2
+    )
+    agent = FunctionCallingAgent(tools=[get_weather], llm=llm, max_iterations=5)
+    with pytest.raises(MaxIterationsError, match=r"made 1 LLM calls \(max_iterations=1\)"):
+        await agent.run(input="loop", max_iterations=1)
+    with pytest.raises(
+        AgentInputError, match=r"run\(max_iterations=\.\.\.\) must be a positive int, got 0"
+    ):
+        await agent.run(input="loop", max_iterations=0)
