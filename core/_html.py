@@ -201,7 +201,8 @@ def _svg(
         numbers = used_edges.get((edge.source, edge.target))
         if runs is not None and numbers is not None:
             style = f'stroke="{_RAN}" stroke-width="2.6" marker-end="url(#arrow-ran)"'
-        elif runs is not None:
+        elif runs is not None and not (is_resource and edge.target in ran_steps):
+            # Untouched by the run; a resource injected into a step that ran stays plain.
             style = f'stroke="{_EDGE}" stroke-width="1.4" opacity="0.35" marker-end="url(#arrow)"'
         else:
             style = f'stroke="{_EDGE}" stroke-width="1.5" marker-end="url(#arrow)"'

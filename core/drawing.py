@@ -285,41 +285,33 @@ def _graph_of(obj: Any) -> WorkflowGraph:
 def recent_execution(workflow_or_handler: Any) -> tuple[WorkflowGraph, list[StepRun]]:
     """The graph and the step executions of the most recent run of a workflow or handler.
 
+    The engine records every completed step execution of a run (``execution_trace()`` on the
+    handler, and on the workflow for its latest run).
+
     Raises:
         TypeError: Neither a workflow instance nor a handler.
         ValueError: The workflow has not run yet.
     """
+    from .handler import WorkflowHandler
     from .workflow import Workflow
 
-    workflow: Any = workflow_or_handler
-    if not isinstance(workflow, Workflow):
-        workflow = getattr(workflow_or_handler, "workflow", None)
-        ctx = getattr(workflow_or_handler, "ctx", None)
-        if not isinstance(workflow, Workflow) and ctx is not None:
-            workflow = getattr(ctx, "workflow", None) or getattr(ctx, "_workflow", None)
-    if isinstance(workflow_or_handler, type) or not isinstance(workflow, Workflow):
+    if isinstance(workflow_or_handler, Workflow):
+        workflow: Workflow = workflow_or_handler
+        trace = workflow.execution_trace()
+    elif isinstance(workflow_or_handler, WorkflowHandler):
+        workflow = workflow_or_handler.ctx._workflow
+        trace = workflow_or_handler.execution_trace()
+    else:
         raise TypeError(
             f"Cannot find a run in {workflow_or_handler!r}; pass the WorkflowHandler returned "
             "by w.run(...) or the Workflow instance that ran (not the class)."
         )
-    trace = _trace_of(workflow_or_handler)
     if trace is None:
         raise ValueError(
             f"{type(workflow).__name__} has not run yet, so there is no execution to draw; "
             "await w.run(...) first, or use draw_all_possible_flows to draw the graph."
         )
-    return get_workflow_representation(workflow), trace
-
-
-def _trace_of(obj: Any) -> list[StepRun] | None:
-    """The recorded step executions, from the engine's trace (see :func:`as_step_runs`)."""
-    for holder in (obj, getattr(obj, "ctx", None)):
-        trace = getattr(holder, "execution_trace", None)
-        if callable(trace):
-            trace = trace()
-        if trace is not None:
-            return as_step_runs(trace)
-    return None
+    return get_workflow_representation(workflow), as_step_runs(trace)
 
 
 def as_step_runs(trace: Iterable[Any]) -> list[StepRun]:

@@ -305,3 +305,18 @@ def test_drawn_files_are_utf8(tmp_path):
     draw_all_possible_flows(JokeFlow, filename=tmp_path / "a.html", max_label_length=4)
     Path(tmp_path / "a.html").read_bytes().decode("utf-8")
     assert '<meta charset="utf-8">' in (tmp_path / "a.html").read_text(encoding="utf-8")
+
+
+def test_a_recorded_trace_draws_without_the_workflow():
+    """A graph plus (step, input, outputs) name tuples draws an execution, e.g. from storage."""
+    from batonflow.core.drawing import as_step_runs, to_mermaid
+
+    graph = get_workflow_representation(JokeFlow)
+    trace = [
+        ("generate_joke", "StartEvent", ["JokeEvent"]),
+        ("critique_joke", JokeEvent, (StopEvent,)),
+    ]
+    text = to_mermaid(graph, as_step_runs(trace))
+    assert 'event_StartEvent -->|"#1"| step_generate_joke' in text
+    assert 'event_JokeEvent -->|"#2"| step_critique_joke' in text
+    assert "step_critique_joke --> event_StopEvent" in text
