@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from batonflow.core.drawing import draw_all_possible_flows
+from batonflow.core.drawing import draw_all_possible_flows, draw_most_recent_execution
 from batonflow.core.events import (
     Event,
     HumanResponseEvent,
@@ -126,3 +126,26 @@ def test_screenshot_is_a_real_png(tmp_path):
     assert (width, height) == (1200, 900)
     # A blank white page compresses to a few hundred bytes; a drawing does not.
     assert len(data) > 10_000
+
+
+async def test_recent_execution_page_renders_the_run(tmp_path):
+    """The recent-execution page shows the ordered executions and the ×n badges in Chromium."""
+
+    class Loop(Workflow):
+        @step
+        async def spin(self, ev: StartEvent | DraftEvent) -> DraftEvent | StopEvent:
+            n = ev.get("n", 0) + 1
+            return StopEvent(result=n) if n == 3 else DraftEvent(draft="d", n=n)
+
+    w = Loop()
+    assert await w.run() == 3
+    page = tmp_path / "recent.html"
+    draw_most_recent_execution(w, filename=page)
+    done = chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert done.returncode == 0, done.stderr[-2000:]
+    parser = VisibleText()
+    parser.feed(done.stdout)
+    visible = [t for t in parser.texts if t]
+    assert "×3" in visible
+    assert visible.count("spin") >= 4  # the node label and three list items
+    assert "Most recent execution: 3 step executions" in visible
