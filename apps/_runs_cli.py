@@ -110,13 +110,11 @@ def list_runs(
             err.print("no runs")
             return
         table = Table(box=None, pad_edge=False)
-        table.add_column("run id", no_wrap=True)
-        for name in ("workflow", "status", "source", "started"):
-            table.add_column(name)
+        for name in ("run id", "workflow", "status", "started"):
+            table.add_column(name, no_wrap=True)
         for r in rows:
-            table.add_row(
-                r["run_id"], r["workflow"], r["status"], r["source"], _when(r["created_at"])
-            )
+            started = dt.datetime.fromtimestamp(r["created_at"]).strftime("%m-%d %H:%M:%S")
+            table.add_row(r["run_id"], r["workflow"], r["status"], started)
         out.print(table)
 
 

@@ -118,17 +118,19 @@ def _hitl(settings: Settings) -> None:
 
 def _server(settings: Settings) -> None:
     import httpx
+    from batonflow.core.checkpoints import SqliteCheckpointStore
 
     from .examples.approval import ApprovalFlow
     from .run_store import RunStore
     from .server import BackgroundServer, create_app
 
     store = RunStore(settings.db_path)
-    app = create_app({"approval": ApprovalFlow(timeout=None)}, store=store)
+    checkpoints = SqliteCheckpointStore(settings.db_path)
+    app = create_app({"hitl": ApprovalFlow(timeout=None)}, store=store, checkpoints=checkpoints)
     with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
         out.print(f"server on {server.url} (runs kept in {settings.db_path})", markup=False)
-        run = http.post("/workflows/approval/runs", json={"topic": "the HTTP API"}).json()
-        out.print(f"  POST /workflows/approval/runs → {run}", markup=False)
+        run = http.post("/workflows/hitl/runs", json={"topic": "the HTTP API"}).json()
+        out.print(f"  POST /workflows/hitl/runs → {run}", markup=False)
         with http.stream("GET", f"/runs/{run['run_id']}/events") as events:
             for line in events.iter_lines():
                 if line.startswith("data:") and "InputRequiredEvent" in line:
@@ -144,6 +146,7 @@ def _server(settings: Settings) -> None:
             time.sleep(0.02)
         out.print(f"  GET /runs/{{id}} → {status['status']}: {status['result']}", markup=False)
     store.close()
+    checkpoints.close()
     err.print("  (see them later with: batonflow runs list)")
 
 
