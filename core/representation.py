@@ -5,7 +5,8 @@
 ``batonflow draw`` prints and that the HTTP server returns as JSON (:meth:`WorkflowGraph.to_dict`).
 
 The graph alternates steps and events: an edge goes from an event to each step that accepts
-it and from each step to every event its return annotation names. Around that core:
+it (or one of its base classes, as the engine routes it) and from each step to every event its
+return annotation names. Around that core:
 
 * the start and stop events are event nodes with ``role`` ``"start"`` / ``"stop"``;
 * one :class:`WorkflowExternalNode` (id ``"external"``) stands for whatever is outside the run
@@ -355,42 +356,61 @@ def build_graph(
         for ev in (*s.accepts, *s.emits):
             event_classes[ev] = None
     ids = _event_ids(event_classes)
+    produced = [ev for ev in event_classes if any(ev in s.emits for s in steps)]
 
+    # An event reaches every step that accepts it or one of its base classes, as in the engine.
+    def takers(ev: type[Event]) -> tuple[str, ...]:
+        return tuple(s.name for s in steps if any(issubclass(ev, a) for a in s.accepts))
+
+    # (event in, step name or "external", event out): one of the two events is None.
+    flow: list[tuple[type[Event] | None, str, type[Event] | None]] = []
+    for s in steps:
+        for a in s.accepts:
+            subs = [e for e in produced if e is not a and issubclass(e, a) and e not in s.accepts]
+            if a in produced or not subs:
+                flow.append((a, s.name, None))
+            flow.extend((e, s.name, None) for e in subs)
+        flow.extend((None, s.name, e) for e in s.emits)
+    for ev in event_classes:
+        if issubclass(ev, InputRequiredEvent) or (
+            ev in produced and not takers(ev) and not issubclass(ev, StopEvent)
+        ):
+            flow.append((ev, EXTERNAL_ID, None))
+        drawn_as_input = any(src is ev and step != EXTERNAL_ID for src, step, _ in flow)
+        makers = [e for e in produced if issubclass(e, ev)]
+        if drawn_as_input and not makers and not issubclass(ev, StartEvent):
+            flow.append((None, EXTERNAL_ID, ev))
+
+    used = {e for src, _, dst in flow for e in (src, dst) if e is not None}
     nodes: dict[str, WorkflowGraphNode] = {}
-    edges: list[WorkflowGraphEdge] = []
     for s in steps:
         nodes[f"step:{s.name}"] = WorkflowStepNode(
             f"step:{s.name}", s.name, s.description, s.num_workers
         )
     for ev in event_classes:
-        nodes[ids[ev]] = WorkflowEventNode(
-            ids[ev],
-            ev.__name__,
-            ev.__name__,
-            f"{ev.__module__}.{ev.__qualname__}",
-            _event_lineage(ev),
-            _role(ev),
-            tuple(s.name for s in steps if ev in s.emits),
-            tuple(s.name for s in steps if ev in s.accepts),
-        )
-    for s in steps:
-        edges.extend(WorkflowGraphEdge(ids[ev], f"step:{s.name}") for ev in s.accepts)
-        edges.extend(WorkflowGraphEdge(f"step:{s.name}", ids[ev]) for ev in s.emits)
-
-    produced = {ev for s in steps for ev in s.emits}
-    accepted = {ev for s in steps for ev in s.accepts}
-    external: list[WorkflowGraphEdge] = []
-    for ev in event_classes:
-        if issubclass(ev, InputRequiredEvent) or (
-            ev in produced and ev not in accepted and not issubclass(ev, StopEvent)
-        ):
-            external.append(WorkflowGraphEdge(ids[ev], EXTERNAL_ID))
-        if ev in accepted and ev not in produced and not issubclass(ev, StartEvent):
-            external.append(WorkflowGraphEdge(EXTERNAL_ID, ids[ev]))
-    if external:
+        if ev in used:
+            nodes[ids[ev]] = WorkflowEventNode(
+                ids[ev],
+                ev.__name__,
+                ev.__name__,
+                f"{ev.__module__}.{ev.__qualname__}",
+                _event_lineage(ev),
+                _role(ev),
+                tuple(s.name for s in steps if ev in s.emits),
+                takers(ev),
+            )
+    if any(step == EXTERNAL_ID for _, step, _ in flow):
         nodes[EXTERNAL_ID] = WorkflowExternalNode(EXTERNAL_ID, "external")
-        edges.extend(external)
 
+    def node_id(step: str) -> str:
+        return step if step == EXTERNAL_ID else f"step:{step}"
+
+    edges: list[WorkflowGraphEdge] = []
+    for src, step, dst in flow:
+        if src is not None:
+            edges.append(WorkflowGraphEdge(ids[src], node_id(step)))
+        elif dst is not None:
+            edges.append(WorkflowGraphEdge(node_id(step), ids[dst]))
     _add_resources(steps, nodes, edges)
     return WorkflowGraph(name, tuple(nodes.values()), tuple(edges), description)
 

@@ -404,3 +404,50 @@ def test_context_parameter_is_not_a_resource():
 
     graph = get_workflow_representation(CtxFlow)
     assert {n.node_type for n in graph.nodes} == {"step", "event"}
+
+
+def test_events_reach_steps_that_accept_a_base_class():
+    """An emitted subclass flows to the step accepting its base class, as the engine routes it."""
+
+    class Base(Event):
+        pass
+
+    class Child(Base):
+        pass
+
+    class SubFlow(Workflow):
+        @step
+        async def make(self, ev: StartEvent) -> Child:
+            return Child()
+
+        @step
+        async def take(self, ev: Base) -> StopEvent:
+            return StopEvent()
+
+    graph = get_workflow_representation(SubFlow)
+    assert ("event:Child", "step:take") in edge_set(graph)
+    assert graph.event_node("Base") is None  # nothing but Child ever arrives as a Base
+    assert graph.event_node("Child").consumed_by == ("take",)
+    assert "external" not in {n.id for n in graph.nodes}
+
+
+def test_base_class_emitted_itself_keeps_its_own_node():
+    """When the base class is emitted too, both it and the subclass flow into the step."""
+
+    class Base(Event):
+        pass
+
+    class Child(Base):
+        pass
+
+    class BothFlow(Workflow):
+        @step
+        async def make(self, ev: StartEvent) -> Base | Child:
+            return Child()
+
+        @step
+        async def take(self, ev: Base) -> StopEvent:
+            return StopEvent()
+
+    edges = edge_set(get_workflow_representation(BothFlow))
+    assert {("event:Base", "step:take"), ("event:Child", "step:take")} <= edges
