@@ -264,7 +264,9 @@ def serve(
             )
             sys.stderr.flush()
 
-        run_server(app_, settings.host, settings.port, log_level="warning", on_ready=ready)
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a server is stopped
+            run_server(app_, settings.host, settings.port, log_level="warning", on_ready=ready)
+        err.print("batonflow server stopped")
 
 
 def _served_workflows(settings: Settings, extra: list[str], prebuilt: bool) -> dict[str, Any]:

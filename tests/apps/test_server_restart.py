@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -149,5 +150,32 @@ def test_durable_run_resumes_after_kill_from_its_last_step(tmp_path):
         answer = {"type": "HumanResponseEvent", "data": {"response": "ok"}}
         assert c.post(f"/runs/{waiting}/events", json=answer).status_code == 202
         assert wait_status(c, waiting, {"completed"})["result"] == "durable: ok"
+    finally:
+        second.kill()
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_cleanly_and_runs_resume(tmp_path):
+    """SIGINT stops `batonflow serve` with exit code 0; its run in progress resumes later."""
+    db = tmp_path / "runs.db"
+    log = tmp_path / "side-effects.log"
+    first = ServerProcess(db)
+    run_id = first.client.post("/workflows/twostep/runs", json={"value": 1, "log": str(log)})
+    run_id = run_id.json()["run_id"]
+    deadline = time.monotonic() + 10
+    while not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)
+    first.client.close()
+    first.proc.send_signal(signal.SIGINT)
+    assert first.proc.wait(20) == 0
+    assert first.proc.stderr is not None
+    assert "batonflow server stopped" in first.proc.stderr.read()
+    first.proc.stderr.close()
+
+    second = ServerProcess(db)
+    try:
+        assert wait_status(second.client, run_id, {"completed", "failed"})["result"] == 2
+        assert log.read_text() == "first\n"
     finally:
         second.kill()
