@@ -175,6 +175,8 @@ class QdrantStore:
     @property
     def dense_size(self) -> int | None:
         """The size of the collection's dense vectors (``None``: sparse only, or no collection)."""
+        if self._known:  # cached: no need to wait for a write holding the lock
+            return self._dense_size
         with self._lock:
             return self._dense_size if self._read_config() else None
 

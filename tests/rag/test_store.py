@@ -161,8 +161,8 @@ def test_locked_folder_held_by_another_process(tmp_path: Path) -> None:
             "-c",
             textwrap.dedent(f"""
             import sys
-            from batonflow.rag.store import QdrantStore
-            store = QdrantStore(path={str(folder)!r})
+            from qdrant_client import QdrantClient  # any client holding the folder, not just ours
+            client = QdrantClient(path={str(folder)!r})
             print("ready", flush=True)
             sys.stdin.read()
         """),
