@@ -264,12 +264,20 @@ def _ports(layout: Layout) -> dict[tuple[int, str], float]:
     """Horizontal offsets where each edge leaves or enters a node, spread to avoid overlap."""
     outgoing: dict[str, list[tuple[float, int]]] = {}
     incoming: dict[str, list[tuple[float, int]]] = {}
+    offsets: dict[tuple[int, str], float] = {}
+    loops: dict[tuple[str, str], list[tuple[float, int]]] = {}
     for i, e in enumerate(layout.edges):
         if e.back:
+            # Loop edges meeting at one node get their own slots, the widest curve outermost.
+            s, t = layout.nodes[e.source], layout.nodes[e.target]
+            loops.setdefault(("back_out", e.source), []).append((-abs(e.points[1][0] - s.x), i))
+            loops.setdefault(("back_in", e.target), []).append((-abs(e.points[-2][0] - t.x), i))
             continue
         outgoing.setdefault(e.source, []).append((e.points[1][0], i))
         incoming.setdefault(e.target, []).append((e.points[-2][0], i))
-    offsets: dict[tuple[int, str], float] = {}
+    for (key, _), items in loops.items():
+        for k, (_, i) in enumerate(sorted(items)):
+            offsets[(i, key)] = float(k)
     for side, table in (("out", outgoing), ("in", incoming)):
         for node_id, items in table.items():
             node = layout.nodes[node_id]
@@ -300,8 +308,10 @@ def _endpoints(
     end_side = abs(last - t.x) > t.width / 2 + 6
     # Otherwise use the top (bottom) a little off-centre, clear of the forward arrows there.
     s_dir, t_dir = (1.0 if first >= s.x else -1.0), (1.0 if last >= t.x else -1.0)
-    s_off = max(s.width / 2 - s.height / 2, 0.0) * 0.7 * s_dir
-    t_off = max(t.width / 2 - t.height / 2, 0.0) * 0.7 * t_dir
+    s_slot = max(0.7 - 0.25 * ports.get((index, "back_out"), 0.0), 0.1)
+    t_slot = max(0.7 - 0.25 * ports.get((index, "back_in"), 0.0), 0.1)
+    s_off = max(s.width / 2 - s.height / 2, 0.0) * s_slot * s_dir
+    t_off = max(t.width / 2 - t.height / 2, 0.0) * t_slot * t_dir
     start = (s.x + s_dir * s.width / 2, s.y) if start_side else (s.x + s_off, s.y - s.height / 2)
     end = (t.x + t_dir * t.width / 2, t.y) if end_side else (t.x + t_off, t.y + t.height / 2)
     return [start, *inner, end], start_side, end_side
