@@ -271,7 +271,10 @@ class JsonSerializer(BaseSerializer):
         cls = type(model)
         _KNOWN[qualified_name(cls)] = cls
         decorators = cls.__pydantic_decorators__
-        if decorators.model_serializers:
+        # A "plain" model_serializer replaces the model's shape: let pydantic write it. A
+        # "wrap" one (llama-index's BaseComponent adds class_name) only decorates the default
+        # dump, so the fields are walked as usual and nested models keep their classes.
+        if any(d.info.mode == "plain" for d in decorators.model_serializers.values()):
             try:
                 fields = model.model_dump(mode="json")
             except Exception as exc:

@@ -385,3 +385,25 @@ async def test_aliased_fields_round_trip() -> None:
 
     value = Aliased(userName="ada", otherValue=3)
     assert round_trip(value) == value
+
+
+async def test_wrap_model_serializer_keeps_nested_classes() -> None:
+    """A 'wrap' model_serializer (as llama-index's) does not lose nested subclasses."""
+
+    class Base(BaseModel):
+        x: int = 0
+
+    class Child(Base):
+        y: int = 0
+
+    class Holder(BaseModel):
+        item: Base
+
+        @model_serializer(mode="wrap")
+        def _ser(self, handler):
+            data = handler(self)
+            data["class_name"] = "Holder"
+            return data
+
+    back = round_trip(Holder(item=Child(x=1, y=2)))
+    assert type(back.item) is Child and back.item.y == 2
