@@ -53,8 +53,7 @@ class Graph:
     stop_event_classes: tuple[type[StopEvent], ...]
     state_type: type[BaseModel] | None
     _routes: dict[type, tuple[int, ...]] = field(default_factory=dict)
-    _validated: bool = False
-    _problem: WorkflowValidationError | None = None
+    _checked: dict[frozenset[str], WorkflowValidationError | None] = field(default_factory=dict)
 
     def targets(self, event_type: type) -> tuple[int, ...]:
         """Indexes (into :attr:`order`) of the steps that accept events of ``event_type``."""
@@ -82,29 +81,35 @@ class Graph:
         """Whether a step accepts or emits human-in-the-loop events."""
         return any(issubclass(ev, InputRequiredEvent | HumanResponseEvent) for ev in self.events)
 
-    def validate(self) -> None:
+    def validate(self, skip: frozenset[str] = frozenset()) -> None:
         """Raise the first problem found (cached: the checks run once per graph).
+
+        Args:
+            skip: Checks to leave out: ``"terminal_event"`` (an emitted event no step
+                accepts), ``"reachability"`` (an accepted event no step produces);
+                ``"dead_end"`` is accepted for compatibility.
 
         Raises:
             WorkflowValidationError: The message names the step and event and says the fix.
         """
-        if self._validated:
-            if self._problem is not None:
-                raise self._problem
+        if skip in self._checked:
+            problem = self._checked[skip]
+            if problem is not None:
+                raise problem
             return
-        self._validated = True
         try:
-            _check(self)
+            _check(self, skip)
         except WorkflowValidationError as exc:
-            self._problem = exc
+            self._checked[skip] = exc
             raise
+        self._checked[skip] = None
 
 
 def _names(types_: Iterable[type]) -> str:
     return ", ".join(t.__name__ for t in types_)
 
 
-def _check(graph: Graph) -> None:
+def _check(graph: Graph, skip: frozenset[str]) -> None:
     name = graph.name
     specs = graph.order
     if not specs:
@@ -136,6 +141,8 @@ def _check(graph: Graph) -> None:
         )
     accepted = {acc: s for s in specs for acc in s.accepted}
     for spec in specs:
+        if "terminal_event" in skip:
+            break
         for ev in spec.emitted:
             if issubclass(ev, CALLER_EVENTS):
                 continue
@@ -147,6 +154,8 @@ def _check(graph: Graph) -> None:
                 )
     emitted = {e for s in specs for e in s.emitted}
     for spec in specs:
+        if "reachability" in skip or "reachability" in spec.skip_graph_checks:
+            continue
         for acc in spec.accepted:
             if issubclass(acc, EXTERNAL_EVENTS):
                 continue

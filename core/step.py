@@ -18,7 +18,7 @@ import inspect
 import sys
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, overload
@@ -37,6 +37,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 STEP_ATTR = "__batonflow_step__"
 
+#: Names of the graph checks that ``skip_graph_checks`` may name (LlamaIndex's names).
+GRAPH_CHECKS = frozenset({"reachability", "terminal_event", "dead_end"})
+
 
 class ParamKind(Enum):
     """What the run loop passes to one parameter of a step."""
@@ -54,6 +57,7 @@ class StepOptions:
     retry_policy: RetryPolicy | None
     timeout: float | None
     localns: dict[str, Any] | None
+    skip_graph_checks: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +88,7 @@ class StepSpec:
         retry_policy: The policy consulted when an attempt raises, if any.
         timeout: Seconds one attempt may take, or ``None``.
         has_resources: Whether any parameter is a resource.
+        skip_graph_checks: Validation checks not applied to this step (``"reachability"``).
     """
 
     name: str
@@ -98,6 +103,7 @@ class StepSpec:
     retry_policy: RetryPolicy | None = None
     timeout: float | None = None
     has_resources: bool = False
+    skip_graph_checks: frozenset[str] = frozenset()
 
     @property
     def resources(self) -> tuple[tuple[str, Any], ...]:
@@ -124,6 +130,7 @@ def step(
     num_workers: int = 4,
     retry_policy: RetryPolicy | None = None,
     timeout: float | None = None,
+    skip_graph_checks: Iterable[str] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -135,6 +142,7 @@ def step(
     num_workers: int = 4,
     retry_policy: RetryPolicy | None = None,
     timeout: float | None = None,
+    skip_graph_checks: Iterable[str] | None = None,
 ) -> F | Callable[[F], F]:
     """Mark a function as a workflow step.
 
@@ -149,6 +157,8 @@ def step(
         retry_policy: A :class:`RetryPolicy` consulted when an attempt raises.
         timeout: Seconds one attempt may take; a longer attempt is cancelled and fails with
             :class:`StepTimeoutError` (retryable).
+        skip_graph_checks: Validation checks to skip for this step: ``"reachability"`` (the
+            step accepts an event no step produces, e.g. one sent from outside).
 
     Returns:
         The same function, marked as a step (or a decorator doing that).
@@ -171,12 +181,19 @@ def step(
             f"retry_policy {retry_policy!r} has no next(elapsed_time, attempts, error) method; "
             "pass a RetryPolicy such as ConstantDelayRetryPolicy(delay=1, maximum_attempts=3)."
         )
+    skips = frozenset(skip_graph_checks or ())
+    unknown = skips - GRAPH_CHECKS
+    if unknown:
+        raise WorkflowConfigurationError(
+            f"Unknown graph check(s) {sorted(unknown)}; skip_graph_checks takes "
+            f"{sorted(GRAPH_CHECKS)}."
+        )
     localns = _caller_namespace()
 
     def decorate(fn: F) -> F:
         if not callable(fn):
             raise WorkflowValidationError(f"@step decorates functions, got {fn!r}.")
-        setattr(fn, STEP_ATTR, StepOptions(num_workers, retry_policy, timeout, localns))
+        setattr(fn, STEP_ATTR, StepOptions(num_workers, retry_policy, timeout, localns, skips))
         _check_annotations_present(fn)
         # Resolve now when we can, so bad annotations fail at definition time; names defined
         # later in the module are resolved when the workflow is first used.
@@ -357,6 +374,7 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
         retry_policy=options.retry_policy,
         timeout=options.timeout,
         has_resources=any(p.kind is ParamKind.RESOURCE for p in params),
+        skip_graph_checks=options.skip_graph_checks,
     )
 
 

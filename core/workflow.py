@@ -13,7 +13,7 @@ import time
 import uuid
 import weakref
 from collections import deque
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
@@ -27,7 +27,7 @@ from .handler import WorkflowHandler
 from .hooks import StepBoundary, StepListener
 from .instrument import Instrument, InstrumentSet, PrintingInstrument, global_instruments
 from .resource import ResourceManager
-from .step import STEP_ATTR, StepSpec, build_spec, is_step
+from .step import GRAPH_CHECKS, STEP_ATTR, StepSpec, build_spec, is_step
 
 if TYPE_CHECKING:
     from ._snapshot import RunSnapshot
@@ -47,7 +47,11 @@ class Workflow:
         resource_manager: Where ``Resource`` factories' results are cached (one per workflow
             instance by default).
         num_concurrent_runs: Most runs of this instance executing at once; more wait their turn.
+        runtime: LlamaIndex's pluggable runtime; batonflow has its own run loop, so only
+            ``None`` is accepted.
         workflow_name: Name used in messages and traces (default: the class name).
+        skip_graph_checks: Validation checks to skip (``"reachability"``,
+            ``"terminal_event"``, ``"dead_end"``).
         serializer: Default serializer for ``ctx.to_dict()`` / ``Context.from_dict()``.
         instruments: Instruments watching this workflow's runs.
         clock: Monotonic clock used for retry timing (tests inject a fake one).
@@ -66,7 +70,9 @@ class Workflow:
         verbose: bool = False,
         resource_manager: ResourceManager | None = None,
         num_concurrent_runs: int | None = None,
+        runtime: Any = None,
         workflow_name: str | None = None,
+        skip_graph_checks: Iterable[str] | None = None,
         serializer: BaseSerializer | None = None,
         *,
         instruments: Sequence[Instrument] = (),
@@ -81,6 +87,18 @@ class Workflow:
             raise WorkflowConfigurationError(
                 f"num_concurrent_runs must be at least 1 or None, got {num_concurrent_runs!r}."
             )
+        if runtime is not None:
+            raise WorkflowConfigurationError(
+                f"runtime={runtime!r} is not supported: batonflow runs workflows on its own run "
+                "loop. Remove the runtime= argument (durable runs use WorkflowCheckpointer)."
+            )
+        skips = frozenset(skip_graph_checks or ())
+        if skips - GRAPH_CHECKS:
+            raise WorkflowConfigurationError(
+                f"Unknown graph check(s) {sorted(skips - GRAPH_CHECKS)}; skip_graph_checks takes "
+                f"{sorted(GRAPH_CHECKS)}."
+            )
+        self._skip_graph_checks = skips
         self._timeout = timeout
         self._disable_validation = disable_validation
         self._verbose = verbose
@@ -215,7 +233,7 @@ class Workflow:
             WorkflowValidationError: The message names the step and event, and the fix.
         """
         graph = self._graph()
-        graph.validate()
+        graph.validate(self._skip_graph_checks)
         return graph.uses_hitl
 
     # ------------------------------------------------------------------ listeners, instruments
@@ -278,7 +296,7 @@ class Workflow:
         """
         graph = self._graph()
         if not self._disable_validation:
-            graph.validate()
+            graph.validate(self._skip_graph_checks)
         try:
             asyncio.get_running_loop()
         except RuntimeError:

@@ -288,3 +288,29 @@ def test_run_outside_an_event_loop() -> None:
         WorkflowRuntimeError, match=r"needs a running event loop.*asyncio\.run\(main\(\)\)"
     ):
         W().run()
+
+
+async def test_skip_graph_checks() -> None:
+    """``skip_graph_checks`` on the workflow or a step lets intentional patterns validate."""
+
+    class Dangling(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> AEvent | StopEvent:
+            return StopEvent(result="ok")
+
+    assert await Dangling(skip_graph_checks={"terminal_event"}).run() == "ok"
+
+    class FromOutside(Workflow):
+        @step
+        async def first(self, ev: StartEvent) -> StopEvent:
+            return StopEvent(result="ok")
+
+        @step(skip_graph_checks=["reachability"])
+        async def external(self, ev: BEvent) -> StopEvent:
+            return StopEvent()
+
+    assert await FromOutside().run() == "ok"
+    with pytest.raises(WorkflowConfigurationError, match="Unknown graph check"):
+        Workflow(skip_graph_checks={"nope"})
+    with pytest.raises(WorkflowConfigurationError, match="runtime="):
+        Workflow(runtime=object())
