@@ -334,7 +334,9 @@ def restore_into(ctx: Context[Any], data: Any, serializer: BaseSerializer | None
         if state is not None:
             from .state import InMemoryStateStore
 
-            store = InMemoryStateStore.from_dict(state, ser, graph.state_type)
+            store = InMemoryStateStore.from_dict(
+                state, ser, graph.state_type, strict=workflow._strict_state
+            )
     except ContextSerdeError:
         raise
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -130,7 +130,16 @@ class Context(Generic[StateT]):
         if store is None:
             from .state import InMemoryStateStore
 
-            store = self._store = InMemoryStateStore(self._workflow._graph().state_type)
+            workflow = self._workflow
+            if workflow._strict_state:
+                store = InMemoryStateStore(
+                    workflow._graph().state_type,
+                    strict=True,
+                    serializer=self._serializer or workflow.serializer,
+                )
+            else:
+                store = InMemoryStateStore(workflow._graph().state_type)
+            self._store = store
         return store
 
     async def get(self, key: str, default: Any = _MISSING) -> Any:

@@ -54,6 +54,8 @@ class Workflow:
             ``"terminal_event"``, ``"dead_end"``).
         serializer: Default serializer for ``ctx.to_dict()`` / ``Context.from_dict()``.
         instruments: Instruments watching this workflow's runs.
+        strict_state: Encode every value on ``ctx.store.set`` (with the workflow's serializer)
+            so a value that could not be snapshotted fails at once, naming its key.
         clock: Monotonic clock used for retry timing (tests inject a fake one).
         sleep: Coroutine function used to wait between retries (tests inject a fake one).
 
@@ -76,6 +78,7 @@ class Workflow:
         serializer: BaseSerializer | None = None,
         *,
         instruments: Sequence[Instrument] = (),
+        strict_state: bool = False,
         clock: Callable[[], float] | None = None,
         sleep: Callable[[float], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
@@ -106,6 +109,7 @@ class Workflow:
         self._num_concurrent_runs = num_concurrent_runs
         self._workflow_name = workflow_name
         self._serializer = serializer
+        self._strict_state = strict_state
         own = list(instruments)
         if verbose:
             own.append(PrintingInstrument())

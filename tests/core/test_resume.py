@@ -258,3 +258,17 @@ async def test_seed_000_style_context_of_class_and_instance_from_dict(tmp_path: 
     await new_ctx.from_dict(json.loads(path.read_text()))
     assert await new_ctx.store.get("count") == 1
     assert await w.run(ctx=new_ctx) == 2
+
+
+async def test_strict_state_refuses_unencodable_values_at_set() -> None:
+    """``Workflow(strict_state=True)``: ``ctx.store.set`` of an unencodable value fails at once."""
+
+    class W(Workflow):
+        @step
+        async def only(self, ctx: Context, ev: StartEvent) -> StopEvent:
+            with pytest.raises(SerializationError, match="lock"):
+                await ctx.store.set("lock", threading.Lock())
+            await ctx.store.set("fine", {"a": [1, 2]})
+            return StopEvent(result=await ctx.store.get("fine"))
+
+    assert await W(strict_state=True).run() == {"a": [1, 2]}
