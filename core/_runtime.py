@@ -290,6 +290,8 @@ class Run:
         self._timeout_handle: asyncio.TimerHandle | None = None
         self._hold = 0
         self._resolved = False
+        #: Whether the run took one of its workflow's ``num_concurrent_runs`` slots.
+        self.counted = False
         #: (step name, input event class, output event classes) per completed execution.
         self.trace: list[tuple[str, type[Event], tuple[type[Event], ...]]] = []
         self._held_stop: StopEvent | None = None

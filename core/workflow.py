@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
 
-from ._runtime import Run, make_call
+from ._runtime import Run, RunStatus, make_call
 from .context import Context
 from .errors import WorkflowConfigurationError, WorkflowRuntimeError, WorkflowValidationError
 from .events import Event, StartEvent, StopEvent
@@ -343,6 +343,9 @@ class Workflow:
         self._last_run = run
 
         def begin() -> None:
+            if run.status is not RunStatus.RUNNING:
+                return  # cancelled while queued
+            run.counted = True
             self._active_runs += 1
             run.start(start, self._timeout, snapshot)
             if snapshot is not None:
@@ -357,6 +360,8 @@ class Workflow:
         return handler
 
     def _run_finished(self, run: Run) -> None:
+        if not run.counted:
+            return
         self._active_runs -= 1
         while self._queued_runs and (
             self._num_concurrent_runs is None or self._active_runs < self._num_concurrent_runs

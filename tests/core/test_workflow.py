@@ -471,3 +471,27 @@ async def test_postponed_annotations_and_optional_returns() -> None:
             return StopEvent(result=ev.joke)
 
     assert await Flow().run() == "a"
+
+
+async def test_cancelling_a_queued_run_frees_nothing_it_did_not_take() -> None:
+    """A run cancelled while waiting for a concurrency slot never starts; others proceed."""
+    gate = asyncio.Event()
+    started: list[int] = []
+
+    class Flow(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> StopEvent:
+            started.append(ev.i)
+            await gate.wait()
+            return StopEvent(result=ev.i)
+
+    w = Flow(num_concurrent_runs=1)
+    first = w.run(i=1)
+    queued = w.run(i=2)
+    third = w.run(i=3)
+    await asyncio.sleep(0)
+    await queued.cancel_run()
+    gate.set()
+    assert await first == 1
+    assert await third == 3
+    assert started == [1, 3]
