@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from html import escape
 
 from ._layout import Layout, LayoutNode, PlacedNode, Point, RoutedEdge, layered_layout
@@ -123,9 +123,14 @@ def render_page(
     labels = {n.id: truncate(n.label, max_label_length) for n in graph.nodes}
     sized = [LayoutNode(n.id, *_size(n, labels[n.id])) for n in graph.nodes]
     roots = [n.id for n in graph.events if n.role == "start"]
+    known = {n.id for n in graph.nodes}
+    graph = replace(
+        graph, edges=tuple(e for e in graph.edges if e.source in known and e.target in known)
+    )
     layout = layered_layout(sized, [(e.source, e.target) for e in graph.edges], roots)
     svg = _svg(graph, layout, labels, runs)
-    kinds = list(dict.fromkeys(["step", "event", "start", "stop", *map(kind_of, graph.nodes)]))
+    present = {kind_of(n) for n in graph.nodes}
+    kinds = [k for k in _LEGEND_NAMES if k in present]
     side = _legend(kinds, runs is not None) + (_run_list(runs) if runs is not None else "")
     heading = escape(graph.name)
     return (
@@ -345,6 +350,13 @@ def _side_loop(s: PlacedNode, t: PlacedNode, layout: Layout) -> tuple[str, Point
     right = (s.x + t.x) / 2 >= layout.width / 2
     sign = 1.0 if right else -1.0
     sx, tx = s.x + sign * s.width / 2, t.x + sign * t.width / 2
+    if s.id == t.id:  # a self-loop: a small ear on the node's side
+        ear, top, bottom = sx + sign * 40, s.y - s.height / 4, s.y + s.height / 4
+        d = (
+            f"M{sx:.1f},{top:.1f} C{ear:.1f},{s.y - s.height:.1f} {ear:.1f},{s.y + s.height:.1f} "
+            f"{sx + sign * 2:.1f},{bottom:.1f}"
+        )
+        return d, (sx + sign * 30, s.y), [(ear, s.y - s.height), (ear, s.y + s.height)]
     edge_x = max(sx, tx) if right else min(sx, tx)
     bulge = edge_x + sign * (36 + 8 * abs(s.layer - t.layer))
     d = (

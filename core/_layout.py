@@ -85,7 +85,8 @@ def layered_layout(
 
     Args:
         nodes: The nodes, in a stable order (it breaks ties).
-        edges: ``(source, target)`` pairs; unknown ids and self-loops are ignored.
+        edges: ``(source, target)`` pairs; edges naming unknown ids are left out. Self-loops
+            are kept as back edges with both points at the node's centre.
         roots: Nodes to start the search from (they end up in the top layer).
         layer_gap: Vertical space between two layers.
         node_gap: Minimum horizontal space between two nodes of a layer.
@@ -137,7 +138,13 @@ def layered_layout(
         for n in order
     }
     routed: list[RoutedEdge] = []
-    for s, t in clean:
+    for s, t in edges:
+        if s not in size or t not in size:
+            continue
+        if s == t:  # a self-loop: the renderer draws it beside the node
+            p = placed[s]
+            routed.append(RoutedEdge(s, t, ((p.x, p.y), (p.x, p.y)), True))
+            continue
         is_back = (s, t) in back
         chain = chains[(t, s)] if is_back else chains[(s, t)]
         middle = [(xs[d] + shift, ys[d]) for d in chain[1:-1]]

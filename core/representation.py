@@ -211,6 +211,40 @@ class WorkflowGraph:
                 return n
         return None
 
+    def filter_by_node_type(self, *node_types: str) -> WorkflowGraph:
+        """A simpler graph without the nodes of the given types, keeping connections.
+
+        An edge path through removed nodes becomes one edge: ``step -> JokeEvent -> step``
+        turns into ``step -> step`` when ``"event"`` is filtered out.
+
+        Args:
+            *node_types: Node types to remove (``"event"``, ``"resource"``, ``"external"``...).
+
+        Returns:
+            The filtered graph (edges labelled by the first hop's label).
+        """
+        gone = {n.id for n in self.nodes if n.node_type in node_types}
+        out: dict[str, list[WorkflowGraphEdge]] = {}
+        for e in self.edges:
+            out.setdefault(e.source, []).append(e)
+        edges: dict[tuple[str, str], WorkflowGraphEdge] = {}
+        for e in self.edges:
+            if e.source in gone:
+                continue
+            # Follow the edge through removed nodes to every kept node it reaches.
+            stack, seen = [e.target], {e.target}
+            while stack:
+                here = stack.pop()
+                if here not in gone:
+                    edges.setdefault((e.source, here), WorkflowGraphEdge(e.source, here, e.label))
+                    continue
+                for nxt in out.get(here, []):
+                    if nxt.target not in seen:
+                        seen.add(nxt.target)
+                        stack.append(nxt.target)
+        kept = tuple(n for n in self.nodes if n.id not in gone)
+        return WorkflowGraph(self.name, kept, tuple(edges.values()), self.description)
+
     def to_dict(self) -> dict[str, Any]:
         """The graph as JSON-ready data (lists and dicts of str, int, bool and None)."""
         return {

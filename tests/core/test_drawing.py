@@ -320,3 +320,11 @@ def test_a_recorded_trace_draws_without_the_workflow():
     assert 'event_StartEvent -->|"#1"| step_generate_joke' in text
     assert 'event_JokeEvent -->|"#2"| step_critique_joke' in text
     assert "step_critique_joke --> event_StopEvent" in text
+
+
+def test_filtered_graph_with_self_loop_draws(tmp_path):
+    """A steps-only graph (a loop becomes a self-loop) draws as HTML and Mermaid."""
+    graph = get_workflow_representation(RetryFlow).filter_by_node_type("event")
+    page = draw_all_possible_flows(graph, filename=None)
+    assert "attempt → attempt" in parse(page).titles
+    assert "step_attempt --> step_attempt" in draw_all_possible_flows_mermaid(graph)

@@ -108,4 +108,4 @@ def test_degenerate_graphs_still_lay_out(edges):
     """Empty, self-looping, dangling and two-node-cycle graphs place every node."""
     layout = layered_layout(nodes("a", "b"), edges)
     assert set(layout.nodes) == {"a", "b"}
-    assert len(layout.edges) == len([e for e in edges if e[0] != e[1] and "zz" not in e])
+    assert len(layout.edges) == len([e for e in edges if "zz" not in e])

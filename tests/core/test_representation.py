@@ -451,3 +451,30 @@ def test_base_class_emitted_itself_keeps_its_own_node():
 
     edges = edge_set(get_workflow_representation(BothFlow))
     assert {("event:Base", "step:take"), ("event:Child", "step:take")} <= edges
+
+
+def test_filter_by_node_type_connects_through_removed_nodes():
+    """Filtering events out leaves step -> step edges; filtering resources drops them."""
+
+    class LoopFlow(Workflow):
+        @step
+        async def attempt(
+            self, ev: StartEvent | RetryEvent, llm: Annotated[str, Resource(get_llm)]
+        ) -> RetryEvent | JokeEvent:
+            return JokeEvent(joke="x")
+
+        @step
+        async def finish(self, ev: JokeEvent) -> StopEvent:
+            return StopEvent()
+
+    graph = get_workflow_representation(LoopFlow)
+    steps_only = graph.filter_by_node_type("event", "resource")
+    assert {n.id for n in steps_only.nodes} == {"step:attempt", "step:finish"}
+    assert edge_set(steps_only) == {
+        ("step:attempt", "step:attempt"),
+        ("step:attempt", "step:finish"),
+    }
+    no_resources = graph.filter_by_node_type("resource")
+    assert edge_set(no_resources) == {
+        (e.source, e.target) for e in graph.edges if not e.source.startswith("resource:")
+    }
