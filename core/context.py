@@ -230,7 +230,8 @@ class Context(Generic[StateT]):
             return
         target = self._check_step(step)
         if threading.get_ident() != run.thread_id:
-            run.loop.call_soon_threadsafe(self._send, run, message, target)
+            ex = CURRENT_EXECUTION.get()
+            run.loop.call_soon_threadsafe(self._send, run, message, target, ex)
             return
         self._send(run, message, target)
 
@@ -247,7 +248,9 @@ class Context(Generic[StateT]):
             )
         return graph.order.index(spec)
 
-    def _send(self, run: Run, message: Event, target: int | None) -> None:
+    def _send(
+        self, run: Run, message: Event, target: int | None, ex: Execution | None = None
+    ) -> None:
         if run.status is not RunStatus.RUNNING:
             if isinstance(message, StopEvent) or run is not self._run:
                 return  # stepwise callers hand the final StopEvent back; nothing to do
@@ -255,7 +258,8 @@ class Context(Generic[StateT]):
                 f"The run {run.run_id} has ended ({run.status.value}); send_event() needs a "
                 "running workflow. Start a new run with workflow.run(ctx=ctx)."
             )
-        ex = CURRENT_EXECUTION.get()
+        if ex is None:
+            ex = CURRENT_EXECUTION.get()
         if ex is not None and ex.run is run:
             run.route(message, ex.id, target, emitter=ex)
         else:

@@ -131,6 +131,7 @@ def step(
     retry_policy: RetryPolicy | None = None,
     timeout: float | None = None,
     skip_graph_checks: Iterable[str] | None = None,
+    accept_event_subclasses: bool = True,
 ) -> Callable[[F], F]: ...
 
 
@@ -143,6 +144,7 @@ def step(
     retry_policy: RetryPolicy | None = None,
     timeout: float | None = None,
     skip_graph_checks: Iterable[str] | None = None,
+    accept_event_subclasses: bool = True,
 ) -> F | Callable[[F], F]:
     """Mark a function as a workflow step.
 
@@ -159,6 +161,8 @@ def step(
             :class:`StepTimeoutError` (retryable).
         skip_graph_checks: Validation checks to skip for this step: ``"reachability"`` (the
             step accepts an event no step produces, e.g. one sent from outside).
+        accept_event_subclasses: Accepted for LlamaIndex compatibility; batonflow always
+            routes an event to steps accepting one of its base classes.
 
     Returns:
         The same function, marked as a step (or a decorator doing that).
