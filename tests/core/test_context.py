@@ -334,3 +334,35 @@ async def test_running_steps_and_is_running() -> None:
     await handler
     assert not handler.ctx.is_running
     assert await handler.ctx.running_steps() == []
+
+
+async def test_stepwise_with_send_event_and_collect() -> None:
+    """Stepwise runs handle sent events and joins; run_step returns None once done."""
+
+    class MyWorkflow(Workflow):
+        @step
+        async def dispatch_step(self, ctx: Context, ev: StartEvent) -> MyEvent | GatherEvent:
+            ctx.send_event(MyEvent())
+            ctx.send_event(MyEvent())
+            return GatherEvent()
+
+        @step
+        async def handle_my_event(self, ev: MyEvent) -> MyEventResult:
+            return MyEventResult(result="r")
+
+        @step
+        async def gather(self, ctx: Context, ev: GatherEvent | MyEventResult) -> StopEvent | None:
+            events = ctx.collect_events(ev, [MyEventResult, MyEventResult])
+            if not events:
+                return None
+            return StopEvent(result=len(events))
+
+    handler = MyWorkflow().run(stepwise=True)
+    waves = 0
+    while produced := await handler.run_step():
+        waves += 1
+        for ev in produced:
+            handler.ctx.send_event(ev)
+    assert await handler == 2
+    assert waves >= 3
+    assert await handler.run_step() is None
