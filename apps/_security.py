@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 logger = logging.getLogger("batonflow.apps.server")
@@ -21,10 +21,7 @@ PUBLIC_PATHS = frozenset({"/health"})
 
 
 async def send_json(
-    send: Send,
-    status: int,
-    body: dict[str, Any],
-    headers: list[tuple[bytes, bytes]] = (),  # type: ignore[assignment]
+    send: Send, status: int, body: dict[str, Any], headers: Sequence[tuple[bytes, bytes]] = ()
 ) -> None:
     """Send a complete JSON response."""
     payload = json.dumps(body).encode()

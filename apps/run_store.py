@@ -16,6 +16,7 @@ All methods are synchronous and short; the server calls them from its event loop
 
 from __future__ import annotations
 
+import builtins
 import json
 import sqlite3
 import threading
@@ -191,11 +192,11 @@ class RunStore:
 
     def list(
         self, workflow: str | None = None, status: str | None = None, limit: int = 100
-    ) -> list[RunRow]:
+    ) -> builtins.list[RunRow]:
         """Runs, newest first, optionally filtered by workflow name and status."""
         query = "SELECT * FROM server_runs"
-        where: list[str] = []
-        args: list[Any] = []
+        where: builtins.list[str] = []
+        args: builtins.list[Any] = []
         if workflow is not None:
             where.append("workflow = ?")
             args.append(workflow)
@@ -210,7 +211,7 @@ class RunStore:
             rows = self._db.execute(query, args).fetchall()
         return [_row(r) for r in rows]
 
-    def unfinished(self) -> list[RunRow]:
+    def unfinished(self) -> builtins.list[RunRow]:
         """Runs that had not ended when the store was last written (oldest first)."""
         marks = ", ".join("?" for _ in FINISHED)
         with self._lock:
@@ -220,7 +221,7 @@ class RunStore:
             ).fetchall()
         return [_row(r) for r in rows]
 
-    def events(self, run_id: str, after: int = 0) -> list[StoredEvent]:
+    def events(self, run_id: str, after: int = 0) -> builtins.list[StoredEvent]:
         """The run's stored events with ``seq > after``, in order."""
         with self._lock:
             rows = self._db.execute(

@@ -101,7 +101,7 @@ def create_app(
     heartbeat: float = 15.0,
     checkpoints: Any = None,
     title: str = "batonflow",
-) -> Any:
+) -> FastAPI:
     """Build the FastAPI application that serves ``workflows``.
 
     Args:
