@@ -83,6 +83,15 @@ def run(
         "-a",
         help="Answer to give when the run asks for input (repeatable; then stdin is asked).",
     ),
+    durable: bool = typer.Option(
+        False,
+        "--durable",
+        help="Checkpoint every step into the run store, so 'batonflow runs resume ID' can "
+        "continue the run if this process dies.",
+    ),
+    db: Path | None = typer.Option(
+        None, "--db", help="Run store for --durable [env BATONFLOW_DB; .batonflow/runs.db]."
+    ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
     """Run a flow and print its result.
@@ -92,9 +101,14 @@ def run(
     """
     with cli_errors(debug):
         fields = parse_sets(sets)
-        settings = Settings.load()
+        settings = Settings.load(db_path=db)
         setup_tracing()
         workflow = load_workflow(flow, settings)
+        checkpoints = None
+        if durable:
+            from batonflow.core.checkpoints import SqliteCheckpointStore
+
+            checkpoints = SqliteCheckpointStore(settings.db_path)
         stdout = sys.stdout
         # With --json, stdout carries only JSON: whatever the steps print goes to stderr.
         redirect = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
@@ -107,8 +121,11 @@ def run(
                     as_json=as_json,
                     answers=list(answers),
                     stdout=stdout,
+                    checkpoints=checkpoints,
                 )
             )
+        if checkpoints is not None:
+            checkpoints.close()
         if as_json:
             print_json({"run_id": run_id, "flow": flow, "result": result}, stdout)
         else:
@@ -123,8 +140,11 @@ async def run_flow(
     as_json: bool = False,
     answers: list[str] | None = None,
     stdout: Any = None,
+    checkpoints: Any = None,
 ) -> tuple[Any, str]:
     """Run ``workflow`` with start fields, answering input requests; return (result, run id).
+
+    With ``checkpoints`` (a checkpoint store) the run records a checkpoint after every step.
 
     Raises:
         BadParameterError: A start field the workflow's typed start event rejects.
@@ -144,7 +164,16 @@ async def run_flow(
         raise BadParameterError(
             f"--set {name}: {first['msg']}; fix the value (or the field name) and run again."
         ) from None
-    handler = workflow.run(start_event=start)
+    if checkpoints is not None:
+        from batonflow.core.checkpoints import WorkflowCheckpointer
+
+        handler = WorkflowCheckpointer(workflow, store=checkpoints).run(start_event=start)
+        err.print(
+            f"run {handler.run_id} (if it stops: batonflow runs resume {handler.run_id})",
+            markup=False,
+        )
+    else:
+        handler = workflow.run(start_event=start)
     async for event in handler.stream_events():
         if stream and not isinstance(event, StopEvent):
             if as_json:

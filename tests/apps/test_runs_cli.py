@@ -121,3 +121,70 @@ def test_resume_a_checkpointed_run_skips_completed_steps(tmp_path):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["result"] == 2
     assert log.read_text() == "first\n"
+
+
+def test_durable_cli_run_killed_then_resumed(tmp_path):
+    """`run --durable` killed with SIGKILL mid-run is finished by `runs resume` in a new process;
+    the step that had completed does not run again."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    db = tmp_path / "runs.db"
+    log = tmp_path / "log.txt"
+    flows_file = str(Path(flows.__file__))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OTEL_"))}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "batonflow.apps",
+            "run",
+            f"{flows_file}:TwoStepFlow",
+            "--durable",
+            "--db",
+            str(db),
+            "--set",
+            "value=10",
+            "--set",
+            f"log={log}",
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    line = proc.stderr.readline()
+    assert line.startswith("run "), line
+    run_id = line.split()[1]
+    deadline = time.monotonic() + 20
+    while not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)
+    proc.kill()
+    proc.wait(10)
+    proc.stderr.close()
+    resumed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "batonflow.apps",
+            "runs",
+            "resume",
+            run_id,
+            "--db",
+            str(db),
+            "--flow",
+            f"{flows_file}:TwoStepFlow",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["result"] == 11
+    assert log.read_text() == "first\n"
