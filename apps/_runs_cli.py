@@ -29,7 +29,7 @@ runs_app = typer.Typer(
     add_completion=False,
 )
 
-_DB = typer.Option(None, "--db", help="Run store [env BATONFLOW_DB; .batonflow/runs.db].")
+_DB = typer.Option(None, "--db", help="Run store \\[env BATONFLOW_DB; .batonflow/runs.db].")
 _DEBUG = typer.Option(False, "--debug", help="Show tracebacks of errors.")
 
 

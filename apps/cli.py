@@ -81,6 +81,7 @@ def run(
         [],
         "--answer",
         "-a",
+        metavar="TEXT",
         help="Answer to give when the run asks for input (repeatable; then stdin is asked).",
     ),
     durable: bool = typer.Option(
@@ -90,7 +91,7 @@ def run(
         "continue the run if this process dies.",
     ),
     db: Path | None = typer.Option(
-        None, "--db", help="Run store for --durable [env BATONFLOW_DB; .batonflow/runs.db]."
+        None, "--db", help="Run store for --durable \\[env BATONFLOW_DB; .batonflow/runs.db]."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
@@ -235,15 +236,17 @@ def draw(
 @app.command()
 def serve(
     host: str | None = typer.Option(
-        None, help="Interface to bind [env BATONFLOW_HOST; 127.0.0.1]."
+        None, help="Interface to bind \\[env BATONFLOW_HOST; 127.0.0.1]."
     ),
     port: int | None = typer.Option(
-        None, help="TCP port, 0 = any free [env BATONFLOW_PORT; 8000]."
+        None, help="TCP port, 0 = any free \\[env BATONFLOW_PORT; 8000]."
     ),
     token: str | None = typer.Option(
-        None, help="Require 'Authorization: Bearer TOKEN' [env BATONFLOW_API_TOKEN]."
+        None, help="Require 'Authorization: Bearer TOKEN' \\[env BATONFLOW_API_TOKEN]."
     ),
-    db: Path | None = typer.Option(None, help="Run store [env BATONFLOW_DB; .batonflow/runs.db]."),
+    db: Path | None = typer.Option(
+        None, help="Run store \\[env BATONFLOW_DB; .batonflow/runs.db]."
+    ),
     workflows: list[str] = typer.Option(
         [],
         "--workflow",

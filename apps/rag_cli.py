@@ -20,15 +20,15 @@ rag_app = typer.Typer(
 )
 
 _COLLECTION = typer.Option(
-    None, "--collection", "-c", help="Qdrant collection [env BATONFLOW_COLLECTION; docs]."
+    None, "--collection", "-c", help="Qdrant collection \\[env BATONFLOW_COLLECTION; docs]."
 )
 _QDRANT_URL = typer.Option(
-    None, "--qdrant-url", help="Qdrant server URL [env BATONFLOW_QDRANT_URL; local folder]."
+    None, "--qdrant-url", help="Qdrant server URL \\[env BATONFLOW_QDRANT_URL; local folder]."
 )
 _QDRANT_PATH = typer.Option(
     None,
     "--qdrant-path",
-    help="Local Qdrant folder [env BATONFLOW_QDRANT_PATH; .batonflow/qdrant].",
+    help="Local Qdrant folder \\[env BATONFLOW_QDRANT_PATH; .batonflow/qdrant].",
 )
 _DEBUG = typer.Option(False, "--debug", help="Show tracebacks of errors.")
 
