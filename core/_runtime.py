@@ -27,6 +27,9 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from ._calls import call_in_scopes, run_sync
+from ._collect import CollectBuffer
+from ._waiters import Waiter, type_name
 from .errors import (
     StepTimeoutError,
     WorkflowCancelledByUser,
@@ -71,11 +74,6 @@ class RunStatus(Enum):
 
 #: The execution the current task (or sync step thread) is running.
 CURRENT_EXECUTION: ContextVar[Execution | None] = ContextVar("batonflow_execution", default=None)
-
-
-async def run_sync(fn: Callable[..., Any], *args: Any) -> Any:
-    """Run a sync callable in a worker thread (context variables propagate)."""
-    return await asyncio.to_thread(fn, *args)
 
 
 class Lane:
@@ -131,121 +129,6 @@ class Execution:
         self.first_started_wall = 0.0
         self.wait_count = 0
         self.started = False
-
-
-class Waiter:
-    """A step waiting in ``ctx.wait_for_event`` (or restored, waiting to be re-reached)."""
-
-    __slots__ = (
-        "event_type",
-        "execution_id",
-        "future",
-        "requirements",
-        "step",
-        "type_name",
-        "waiter_id",
-    )
-
-    def __init__(
-        self,
-        waiter_id: str,
-        type_name: str,
-        event_type: type[Event] | None,
-        requirements: dict[str, Any],
-        future: asyncio.Future[Event] | None,
-        step: str,
-        execution_id: int,
-    ) -> None:
-        self.waiter_id = waiter_id
-        self.type_name = type_name
-        self.event_type = event_type
-        self.requirements = requirements
-        self.future = future
-        self.step = step
-        self.execution_id = execution_id
-
-    def matches(self, event: Event) -> bool:
-        if self.event_type is not None:
-            if not isinstance(event, self.event_type):
-                return False
-        elif not any(type_name(c) == self.type_name for c in type(event).__mro__):
-            return False
-        return all(event.get(key, _MISSING) == value for key, value in self.requirements.items())
-
-
-def type_name(cls: type) -> str:
-    """``module.QualName`` of a class, as written in snapshots."""
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-class CollectBuffer:
-    """Events buffered by ``collect_events`` for one (step, buffer id); O(1) per event."""
-
-    __slots__ = ("expected", "first", "last", "need", "raw", "route", "satisfied", "size", "slots")
-
-    def __init__(self) -> None:
-        self.size = -1
-        self.first: Any = None
-        self.last: Any = None
-        self.expected: list[type[Event]] = []
-        self.need: dict[type, int] = {}
-        self.route: dict[type, type | None] = {}
-        self.slots: dict[type, deque[tuple[Event, tuple[int, ...]]]] = {}
-        self.satisfied = 0
-        self.raw: list[tuple[Event, tuple[int, ...]]] = []
-
-    def configure(self, expected: list[type[Event]]) -> None:
-        # Runs once per buffer (or when the expected list changes): the expected list may be
-        # long (a fan-in of thousands), so per-event work must not depend on its length.
-        held = self.raw + [item for dq in self.slots.values() for item in dq]
-        self.raw = []
-        self.size = len(expected)
-        self.first = expected[0] if expected else None
-        self.last = expected[-1] if expected else None
-        self.expected = list(expected)
-        need: dict[type, int] = {}
-        for t in expected:
-            need[t] = need.get(t, 0) + 1
-        self.need = need
-        self.route = {}
-        self.slots = {t: deque() for t in need}
-        self.satisfied = 0
-        for item in held:
-            self.add(item[0], item[1])
-
-    def add(self, event: Event, origins: tuple[int, ...]) -> bool:
-        cls = type(event)
-        target = self.route.get(cls, _MISSING)
-        if target is _MISSING:
-            target = (
-                cls
-                if cls in self.need
-                else next((t for t in self.need if issubclass(cls, t)), None)
-            )
-            self.route[cls] = target
-        if target is None:
-            return False
-        dq = self.slots[target]
-        dq.append((event, origins))
-        if len(dq) == self.need[target]:
-            self.satisfied += 1
-        return True
-
-    def release(self) -> tuple[list[Event], tuple[int, ...]] | None:
-        if self.satisfied < len(self.need):
-            return None
-        events: list[Event] = []
-        origins: list[int] = []
-        slots = self.slots
-        for t in self.expected:
-            event, origin = slots[t].popleft()
-            events.append(event)
-            origins.extend(origin)
-        self.satisfied = sum(1 for t, n in self.need.items() if len(slots[t]) >= n)
-        return events, tuple(origins)
-
-    def held(self) -> list[Event]:
-        return [e for e, _ in self.raw] + [e for dq in self.slots.values() for e, _ in dq]
 
 
 class Run:
@@ -636,7 +519,7 @@ class Run:
                         stack.enter_context(scope)
                     return await lane.call(self.ctx, ex.event, resources)
             return await lane.call(self.ctx, ex.event, resources)
-        return await run_sync(_call_in_scopes, lane.call, self.ctx, ex.event, resources, scopes)
+        return await run_sync(call_in_scopes, lane.call, self.ctx, ex.event, resources, scopes)
 
     async def _attempt_with_timeout(
         self, ex: Execution, record: StepStarted | None, seconds: float
@@ -902,49 +785,3 @@ class Run:
     def running_steps(self) -> list[str]:
         """Names of the steps with an execution in progress."""
         return sorted({ex.lane.spec.name for ex in self.running.values()})
-
-
-def _call_in_scopes(
-    call: Callable[..., Any],
-    ctx: Any,
-    event: Event,
-    resources: dict[str, Any] | None,
-    scopes: list[contextlib.AbstractContextManager[Any]] | None,
-) -> Any:
-    if not scopes:
-        return call(ctx, event, resources)
-    with contextlib.ExitStack() as stack:
-        for scope in scopes:
-            stack.enter_context(scope)
-        return call(ctx, event, resources)
-
-
-def make_call(spec: StepSpec, func: Callable[..., Any]) -> Callable[..., Any]:
-    """A ``call(ctx, event, resources)`` for ``func`` (already bound to its workflow)."""
-    kinds = tuple(p.kind for p in spec.params)
-    if all(p.positional for p in spec.params):
-        if kinds == (ParamKind.EVENT,):
-            return lambda ctx, ev, res: func(ev)
-        if kinds == (ParamKind.CONTEXT, ParamKind.EVENT):
-            return lambda ctx, ev, res: func(ctx, ev)
-        if kinds == (ParamKind.EVENT, ParamKind.CONTEXT):
-            return lambda ctx, ev, res: func(ev, ctx)
-    params = spec.params
-
-    def call(ctx: Any, ev: Event, res: dict[str, Any] | None) -> Any:
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
-        for p in params:
-            if p.kind is ParamKind.EVENT:
-                value: Any = ev
-            elif p.kind is ParamKind.CONTEXT:
-                value = ctx
-            else:
-                value = res[p.name] if res is not None else None
-            if p.positional:
-                args.append(value)
-            else:
-                kwargs[p.name] = value
-        return func(*args, **kwargs)
-
-    return call

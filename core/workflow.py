@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
 
-from ._runtime import Run, RunStatus, make_call
+from ._calls import make_call
+from ._runtime import Run, RunStatus
 from .context import Context
 from .errors import WorkflowConfigurationError, WorkflowRuntimeError, WorkflowValidationError
 from .events import Event, StartEvent, StopEvent
