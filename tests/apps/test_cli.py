@@ -191,6 +191,8 @@ def test_help_of_every_command():
         result = invoke(*args, "--help")
         assert result.exit_code == 0, (args, result.output)
         assert "Usage" in result.output
+    serve_help = invoke("serve", "--help").output
+    assert "BATONFLOW_PORT" in serve_help and "BATONFLOW_API_TOKEN" in serve_help
 
 
 def _python_m(*args: str, input: str | None = None, cwd: Path | None = None):
