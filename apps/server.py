@@ -256,7 +256,7 @@ def create_app(
                 ) from None
 
         async def body() -> AsyncIterator[bytes]:
-            yield b": batonflow event stream\n\n"
+            yield b": batonflow event stream\nretry: 1000\n\n"
             async for entry in manager.follow(run_id, start):
                 if entry is None:
                     yield b": keep-alive\n\n"
