@@ -32,8 +32,16 @@ from .errors import WorkflowValidationError as WorkflowValidationError
 from .events import Event as Event
 from .events import HumanResponseEvent as HumanResponseEvent
 from .events import InputRequiredEvent as InputRequiredEvent
+from .events import InternalDispatchEvent as InternalDispatchEvent
 from .events import StartEvent as StartEvent
+from .events import StepFailedEvent as StepFailedEvent
+from .events import StepState as StepState
+from .events import StepStateChanged as StepStateChanged
 from .events import StopEvent as StopEvent
+from .events import WorkflowCancelledEvent as WorkflowCancelledEvent
+from .events import WorkflowFailedEvent as WorkflowFailedEvent
+from .events import WorkflowIdleEvent as WorkflowIdleEvent
+from .events import WorkflowTimedOutEvent as WorkflowTimedOutEvent
 from .handler import WorkflowHandler as WorkflowHandler
 from .hooks import StepBoundary as StepBoundary
 from .instrument import Instrument as Instrument
@@ -52,6 +60,7 @@ from .serialization import JsonSerializer as JsonSerializer
 from .serialization import PickleSerializer as PickleSerializer
 from .state import DictState as DictState
 from .state import InMemoryStateStore as InMemoryStateStore
+from .step import catch_error as catch_error
 from .step import step as step
 from .workflow import Workflow as Workflow
 
@@ -73,6 +82,7 @@ __all__ = [
     "InMemoryStateStore",
     "InputRequiredEvent",
     "Instrument",
+    "InternalDispatchEvent",
     "JsonPickleSerializer",
     "JsonSerializer",
     "PickleSerializer",
@@ -90,18 +100,26 @@ __all__ = [
     "StateKeyError",
     "StateValidationError",
     "StepBoundary",
+    "StepFailedEvent",
+    "StepState",
+    "StepStateChanged",
     "StepTimeoutError",
     "StopEvent",
     "Workflow",
     "WorkflowCancelledByUser",
+    "WorkflowCancelledEvent",
     "WorkflowCheckpointer",
     "WorkflowConfigurationError",
     "WorkflowDone",
+    "WorkflowFailedEvent",
     "WorkflowHandler",
+    "WorkflowIdleEvent",
     "WorkflowRuntimeError",
     "WorkflowStepDoesNotExistError",
+    "WorkflowTimedOutEvent",
     "WorkflowTimeoutError",
     "WorkflowValidationError",
+    "catch_error",
     "draw_all_possible_flows",
     "draw_most_recent_execution",
     "retry_policy",

@@ -36,7 +36,15 @@ from .errors import (
     WorkflowRuntimeError,
     WorkflowTimeoutError,
 )
-from .events import Event, InputRequiredEvent, StopEvent
+from .events import (
+    Event,
+    InputRequiredEvent,
+    StepFailedEvent,
+    StopEvent,
+    WorkflowCancelledEvent,
+    WorkflowFailedEvent,
+    WorkflowTimedOutEvent,
+)
 from .hooks import StepBoundary
 from .instrument import (
     EventEmitted,
@@ -168,6 +176,8 @@ class Run:
         self.waiters: dict[str, Waiter] = {}
         self.waiter_results: dict[str, Event] = {}
         self.emitted_waiters: set[str] = set()
+        #: Recoveries used per (catch_error step, failed step).
+        self.recoveries: dict[tuple[str, str], int] = {}
         self.handler: WorkflowHandler | None = None
         self.started = time.perf_counter()
         self._timeout_handle: asyncio.TimerHandle | None = None
@@ -248,6 +258,9 @@ class Run:
 
     def _on_timeout(self, timeout: float) -> None:
         self._timeout_handle = None
+        if self.status is not RunStatus.RUNNING:
+            return
+        self.stream.put(WorkflowTimedOutEvent(timeout=timeout, active_steps=self.running_steps()))
         self.fail(
             WorkflowTimeoutError(
                 f"Operation timed out after {timeout} seconds: the run of "
@@ -259,14 +272,34 @@ class Run:
 
     def cancel(self) -> None:
         """End the run as cancelled by the user."""
+        if self.status is not RunStatus.RUNNING:
+            return
+        self.stream.put(WorkflowCancelledEvent())
         self.fail(
             WorkflowCancelledByUser(f"The run {self.run_id} was cancelled."), RunStatus.CANCELLED
         )
 
-    def fail(self, error: BaseException, status: RunStatus = RunStatus.FAILED) -> None:
-        """End the run with ``error``: cancel every other step, then resolve the handler."""
+    def fail(
+        self,
+        error: BaseException,
+        status: RunStatus = RunStatus.FAILED,
+        ex: Execution | None = None,
+    ) -> None:
+        """End the run with ``error``: cancel every other step, then resolve the handler.
+
+        A failure of execution ``ex`` is announced on the stream with a WorkflowFailedEvent.
+        """
         if self.status is not RunStatus.RUNNING:
             return
+        if status is RunStatus.FAILED:
+            self.stream.put(
+                WorkflowFailedEvent(
+                    step_name=ex.lane.spec.name if ex is not None else "",
+                    exception=error,
+                    attempts=ex.attempt if ex is not None else None,
+                    elapsed_seconds=self._clock() - ex.first_started if ex is not None else None,
+                )
+            )
         self.status = status
         self.error = error
         self._end()
@@ -427,8 +460,7 @@ class Run:
         lane = ex.lane
         spec = lane.spec
         try:
-            if spec.retry_policy is not None:
-                ex.first_started = self._clock()
+            ex.first_started = self._clock()
             if self.workflow._listeners:
                 ex.first_started_wall = time.time()
             while True:
@@ -463,11 +495,12 @@ class Run:
                             WorkflowRuntimeError(
                                 f"Step {spec.name} was cancelled from outside the run; use "
                                 "handler.cancel_run() to stop a run."
-                            ).with_traceback(cancelled.__traceback__)
+                            ).with_traceback(cancelled.__traceback__),
+                            ex=ex,
                         )
                     raise
                 except (KeyboardInterrupt, SystemExit) as error:
-                    self.fail(error)
+                    self.fail(error, ex=ex)
                     raise
                 except Exception as error:
                     if self.status is not RunStatus.RUNNING:
@@ -476,7 +509,8 @@ class Run:
                     if self._want_finished:
                         self._step_finished(ex, (), error, began, delay is not None)
                     if delay is None:
-                        self.fail(error)
+                        if not self._recover(ex, error):
+                            self.fail(error, ex=ex)
                         return
                     ex.retry_info = RetryInfo(
                         ex.attempt,
@@ -494,6 +528,31 @@ class Run:
                 return
         finally:
             self._release(ex)
+
+    def _recover(self, ex: Execution, error: Exception) -> bool:
+        """Hand a failed execution to its ``@catch_error`` step, if it has one left to give."""
+        spec = ex.lane.spec
+        if spec.error_handler:
+            return False  # a handler that raises fails the run
+        index = self.graph.error_handler_for(spec.name)
+        if index is None:
+            return False
+        handler = self.graph.order[index]
+        key = (handler.name, spec.name)
+        used = self.recoveries.get(key, 0)
+        if used >= handler.max_recoveries:
+            return False
+        self.recoveries[key] = used + 1
+        failed = StepFailedEvent(
+            step_name=spec.name,
+            input_event=ex.event,
+            exception=error,
+            attempts=ex.attempt,
+            elapsed_seconds=self._clock() - ex.first_started,
+            failed_at=datetime.now(UTC),
+        )
+        self.route(failed, ex.id, index, emitter=ex)
+        return True
 
     def _retry_delay(self, ex: Execution, error: Exception) -> float | None:
         policy = ex.lane.spec.retry_policy
@@ -594,7 +653,7 @@ class Run:
             )
             if self._want_finished:
                 self._step_finished(ex, (), error, began)
-            self.fail(error)
+            self.fail(error, ex=ex)
             return
         if self._want_finished:
             self._step_finished(ex, outputs, None, began)
@@ -631,7 +690,7 @@ class Run:
                 listener(boundary)
         except Exception as error:
             self._hold -= 1
-            self.fail(error)
+            self.fail(error, ex=ex)
             return
         self._hold -= 1
         stop, self._held_stop = self._held_stop, None

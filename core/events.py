@@ -9,6 +9,8 @@ keyword arguments given to ``Workflow.run(**kwargs)``.
 from __future__ import annotations
 
 from collections.abc import ItemsView, Iterator, KeysView, ValuesView
+from datetime import datetime
+from enum import Enum
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -147,10 +149,104 @@ class HumanResponseEvent(Event):
     response: Any = ""
 
 
+class WorkflowTimedOutEvent(StopEvent):
+    """Written to the stream when the run passes its timeout, before the error is raised.
+
+    Attributes:
+        timeout: The workflow's timeout in seconds.
+        active_steps: The steps that were still running.
+    """
+
+    timeout: float
+    active_steps: list[str]
+
+
+class WorkflowCancelledEvent(StopEvent):
+    """Written to the stream when the run is cancelled, before the error is raised."""
+
+
+class WorkflowFailedEvent(StopEvent):
+    """Written to the stream when a step failed for good, before the error is raised.
+
+    Attributes:
+        step_name: The step that failed.
+        exception: Its exception (the one ``await handler`` raises).
+        attempts: How many attempts were made, when a step attempt failed.
+        elapsed_seconds: Seconds from the first attempt to the final failure, if known.
+    """
+
+    step_name: str
+    exception: Any
+    attempts: int | None = None
+    elapsed_seconds: float | None = None
+
+
+class StepFailedEvent(Event):
+    """Delivered to a ``@catch_error`` step when a step gives up (after its retries).
+
+    Attributes:
+        step_name: The step that failed.
+        input_event: The event it failed on.
+        exception: Its last exception.
+        attempts: How many attempts were made.
+        elapsed_seconds: Seconds from the first attempt to the final failure.
+        failed_at: When it failed (timezone-aware UTC).
+    """
+
+    step_name: str
+    input_event: Any
+    exception: Any
+    attempts: int
+    elapsed_seconds: float
+    failed_at: datetime
+
+
+class InternalDispatchEvent(Event):
+    """Base class of the engine's own events, streamed with ``stream_events(expose_internal=True)``."""
+
+
+class StepState(Enum):
+    """Where one step execution stands (in :class:`StepStateChanged`)."""
+
+    PREPARING = "preparing"  # queued, waiting for a free worker
+    RUNNING = "running"  # executing now
+    NOT_RUNNING = "not_running"  # finished (or failed)
+
+
+class StepStateChanged(InternalDispatchEvent):
+    """A step execution changed state.
+
+    Attributes:
+        name: The step.
+        step_state: Its new state.
+        worker_id: The execution's id within the run (as a string).
+        input_event_name: Class name of the input event.
+        output_event_name: Class name of the event it returned, when it finished with one.
+    """
+
+    name: str
+    step_state: StepState
+    worker_id: str
+    input_event_name: str
+    output_event_name: str | None = None
+
+
+class WorkflowIdleEvent(InternalDispatchEvent):
+    """The run is idle: nothing queued, nothing running, and a step waits for outside input."""
+
+
 __all__ = [
     "Event",
     "HumanResponseEvent",
     "InputRequiredEvent",
+    "InternalDispatchEvent",
     "StartEvent",
+    "StepFailedEvent",
+    "StepState",
+    "StepStateChanged",
     "StopEvent",
+    "WorkflowCancelledEvent",
+    "WorkflowFailedEvent",
+    "WorkflowIdleEvent",
+    "WorkflowTimedOutEvent",
 ]

@@ -21,14 +21,21 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from .errors import WorkflowValidationError
-from .events import Event, HumanResponseEvent, InputRequiredEvent, StartEvent, StopEvent
+from .events import (
+    Event,
+    HumanResponseEvent,
+    InputRequiredEvent,
+    StartEvent,
+    StepFailedEvent,
+    StopEvent,
+)
 from .step import StepSpec
 
 if TYPE_CHECKING:
     from .workflow import Workflow
 
 #: Events that come from outside the workflow (a human, an API) and need no producing step.
-EXTERNAL_EVENTS: tuple[type[Event], ...] = (StartEvent, HumanResponseEvent)
+EXTERNAL_EVENTS: tuple[type[Event], ...] = (StartEvent, HumanResponseEvent, StepFailedEvent)
 #: Events meant for the caller (the stream) that need no accepting step.
 CALLER_EVENTS: tuple[type[Event], ...] = (StopEvent, InputRequiredEvent)
 
@@ -54,6 +61,18 @@ class Graph:
     state_type: type[BaseModel] | None
     _routes: dict[type, tuple[int, ...]] = field(default_factory=dict)
     _checked: dict[frozenset[str], WorkflowValidationError | None] = field(default_factory=dict)
+
+    def error_handler_for(self, step_name: str) -> int | None:
+        """Index of the ``@catch_error`` step handling failures of ``step_name``, if any."""
+        wildcard: int | None = None
+        for i, spec in enumerate(self.order):
+            if not spec.error_handler:
+                continue
+            if spec.for_steps is None:
+                wildcard = i
+            elif step_name in spec.for_steps:
+                return i
+        return wildcard
 
     def targets(self, event_type: type) -> tuple[int, ...]:
         """Indexes (into :attr:`order`) of the steps that accept events of ``event_type``."""
@@ -165,6 +184,7 @@ def _check(graph: Graph, skip: frozenset[str]) -> None:
                     f"{acc.__name__}. Add {acc.__name__} to the return annotation of the step "
                     "that returns or sends it (ctx.send_event events are declared there too)."
                 )
+    _check_error_handlers(graph)
     states = {s.state_type: s for s in specs if s.state_type is not None}
     if len(states) > 1:
         described = ", ".join(f"{s.name}: Context[{t.__name__}]" for t, s in states.items())
@@ -172,6 +192,36 @@ def _check(graph: Graph, skip: frozenset[str]) -> None:
             f"{name} declares different state types ({described}). All steps of a workflow "
             "share one state; annotate them with the same Context[Model]."
         )
+
+
+def _check_error_handlers(graph: Graph) -> None:
+    handlers = [s for s in graph.order if s.error_handler]
+    wildcards = [s.name for s in handlers if s.for_steps is None]
+    if len(wildcards) > 1:
+        raise WorkflowValidationError(
+            f"{graph.name} has several @catch_error steps without for_steps "
+            f"({', '.join(wildcards)}). Keep one catch-all handler and give the others "
+            "for_steps=[...]."
+        )
+    claimed: dict[str, str] = {}
+    for handler in handlers:
+        if not any(issubclass(StepFailedEvent, acc) for acc in handler.accepted):
+            raise WorkflowValidationError(
+                f"@catch_error step {handler.name} of {graph.name} does not accept "
+                "StepFailedEvent. Annotate its event parameter `ev: StepFailedEvent`."
+            )
+        for name in handler.for_steps or ():
+            if name not in graph.steps:
+                raise WorkflowValidationError(
+                    f"@catch_error step {handler.name} names step {name!r}, which {graph.name} "
+                    f"does not have; its steps are: {', '.join(graph.steps)}."
+                )
+            if name in claimed:
+                raise WorkflowValidationError(
+                    f"Step {name} of {graph.name} is handled by two @catch_error steps "
+                    f"({claimed[name]} and {handler.name}); name it in one for_steps only."
+                )
+            claimed[name] = handler.name
 
 
 def compile_graph(name: str, specs: Iterable[StepSpec]) -> Graph:

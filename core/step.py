@@ -58,6 +58,9 @@ class StepOptions:
     timeout: float | None
     localns: dict[str, Any] | None
     skip_graph_checks: frozenset[str] = frozenset()
+    error_handler: bool = False
+    for_steps: tuple[str, ...] | None = None
+    max_recoveries: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,9 @@ class StepSpec:
         timeout: Seconds one attempt may take, or ``None``.
         has_resources: Whether any parameter is a resource.
         skip_graph_checks: Validation checks not applied to this step (``"reachability"``).
+        error_handler: Whether this is a ``@catch_error`` step.
+        for_steps: The steps it handles (``None``: every step without a scoped handler).
+        max_recoveries: How many failures per failed step and run it may handle.
     """
 
     name: str
@@ -104,6 +110,9 @@ class StepSpec:
     timeout: float | None = None
     has_resources: bool = False
     skip_graph_checks: frozenset[str] = frozenset()
+    error_handler: bool = False
+    for_steps: tuple[str, ...] | None = None
+    max_recoveries: int = 1
 
     @property
     def resources(self) -> tuple[tuple[str, Any], ...]:
@@ -379,7 +388,82 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
         timeout=options.timeout,
         has_resources=any(p.kind is ParamKind.RESOURCE for p in params),
         skip_graph_checks=options.skip_graph_checks,
+        error_handler=options.error_handler,
+        for_steps=options.for_steps,
+        max_recoveries=options.max_recoveries,
     )
+
+
+@overload
+def catch_error(func: F, /) -> F: ...
+
+
+@overload
+def catch_error(
+    *, for_steps: Iterable[str] | None = None, max_recoveries: int = 1
+) -> Callable[[F], F]: ...
+
+
+def catch_error(
+    func: F | None = None,
+    /,
+    *,
+    for_steps: Iterable[str] | None = None,
+    max_recoveries: int = 1,
+) -> F | Callable[[F], F]:
+    """Mark a step as the error handler of other steps.
+
+    When a step gives up (its retry policy, if any, is exhausted), instead of failing the run
+    a :class:`StepFailedEvent` goes to its handler, which may return a ``StopEvent``, another
+    event to carry on, or raise (then the run fails with that error). A workflow has at most
+    one handler without ``for_steps`` (the wildcard); a step may be named by one scoped
+    handler only.
+
+    Args:
+        func: The handler, when used bare.
+        for_steps: The step names it handles (default: every step without a scoped handler).
+        max_recoveries: How many failures of each step it handles per run; the next failure
+            fails the run.
+
+    Returns:
+        The function, marked as a step accepting ``StepFailedEvent``.
+    """
+    if (
+        isinstance(max_recoveries, bool)
+        or not isinstance(max_recoveries, int)
+        or max_recoveries < 1
+    ):
+        raise WorkflowConfigurationError(
+            f"max_recoveries must be a positive int, got {max_recoveries!r}."
+        )
+    names = tuple(for_steps) if for_steps is not None else None
+    localns = _caller_namespace()
+
+    def decorate(fn: F) -> F:
+        setattr(
+            fn,
+            STEP_ATTR,
+            StepOptions(1, None, None, localns, frozenset(), True, names, max_recoveries),
+        )
+        _check_annotations_present(fn)
+        with contextlib.suppress(NameError):
+            spec = build_spec(fn, fn.__name__)
+            _check_handler(spec)
+        return fn
+
+    if func is not None:
+        return decorate(func)
+    return decorate
+
+
+def _check_handler(spec: StepSpec) -> None:
+    from .events import StepFailedEvent
+
+    if not any(issubclass(StepFailedEvent, acc) for acc in spec.accepted):
+        raise WorkflowValidationError(
+            f"@catch_error step {spec.name} does not accept StepFailedEvent. Annotate its event "
+            "parameter `ev: StepFailedEvent`."
+        )
 
 
 def is_step(obj: Any) -> bool:
@@ -387,4 +471,13 @@ def is_step(obj: Any) -> bool:
     return hasattr(obj, STEP_ATTR)
 
 
-__all__ = ["ParamKind", "StepOptions", "StepParam", "StepSpec", "build_spec", "is_step", "step"]
+__all__ = [
+    "ParamKind",
+    "StepOptions",
+    "StepParam",
+    "StepSpec",
+    "build_spec",
+    "catch_error",
+    "is_step",
+    "step",
+]

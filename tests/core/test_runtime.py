@@ -12,6 +12,9 @@ from batonflow.core import (
     StopEvent,
     Workflow,
     WorkflowCancelledByUser,
+    WorkflowCancelledEvent,
+    WorkflowFailedEvent,
+    WorkflowTimedOutEvent,
     WorkflowTimeoutError,
     step,
 )
@@ -72,10 +75,12 @@ async def test_step_exception_is_raised_as_is_and_others_cancelled() -> None:
 
 
 async def test_stream_ends_when_a_step_fails() -> None:
-    """``stream_events`` ends (no hang) when the run fails; the error comes from the handler."""
+    """The stream ends with a WorkflowFailedEvent (no hang); the error comes from the handler."""
     handler = ValueErrorFlow().run()
     events = [ev async for ev in handler.stream_events()]
-    assert events == []
+    assert [type(e) for e in events] == [WorkflowFailedEvent]
+    assert events[0].step_name == "boom" and events[0].attempts == 1
+    assert str(events[0].exception) == "original failure"
     with pytest.raises(ValueError):
         await handler
 
@@ -96,7 +101,8 @@ async def test_run_timeout() -> None:
     ) as info:
         await handler
     assert isinstance(info.value, TimeoutError)
-    assert streamed == []
+    assert [type(e) for e in streamed] == [WorkflowTimedOutEvent]
+    assert streamed[0].timeout == 0.05 and streamed[0].active_steps == ["only"]
     assert step_tasks() == []
 
 
@@ -130,7 +136,7 @@ async def test_cancel_run() -> None:
     with pytest.raises(WorkflowCancelledByUser):
         await handler
     assert step_tasks() == []
-    assert [ev async for ev in handler.stream_events()] == []
+    assert [type(ev) async for ev in handler.stream_events()] == [WorkflowCancelledEvent]
 
 
 async def test_cancelling_the_handler_future_cancels_the_run() -> None:
