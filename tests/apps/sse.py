@@ -51,3 +51,18 @@ def wait_status(
         if time.monotonic() > deadline:
             raise AssertionError(f"run {run_id} stayed {data['status']}, wanted {statuses}")
         time.sleep(0.02)
+
+
+def wait_checkpoint(db, run_id: str, step_name: str, timeout: float = 20.0) -> None:
+    """Poll the checkpoint store in ``db`` until run ``run_id`` has a checkpoint after ``step_name``."""
+    from batonflow.core.checkpoints import SqliteCheckpointStore
+
+    store = SqliteCheckpointStore(db)
+    try:
+        deadline = time.monotonic() + timeout
+        while not any(c.step_name == step_name for c in store.list(run_id)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no checkpoint after {step_name} for run {run_id}")
+            time.sleep(0.02)
+    finally:
+        store.close()

@@ -12,7 +12,7 @@ from batonflow.core.checkpoints import SqliteCheckpointStore, WorkflowCheckpoint
 from typer.testing import CliRunner
 
 from . import flows
-from .sse import wait_status
+from .sse import wait_checkpoint, wait_status
 
 runner = CliRunner()
 
@@ -129,7 +129,6 @@ def test_durable_cli_run_killed_then_resumed(tmp_path):
     import os
     import subprocess
     import sys
-    import time
     from pathlib import Path
 
     db = tmp_path / "runs.db"
@@ -159,10 +158,7 @@ def test_durable_cli_run_killed_then_resumed(tmp_path):
     line = proc.stderr.readline()
     assert line.startswith("run "), line
     run_id = line.split()[1]
-    deadline = time.monotonic() + 20
-    while not log.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    time.sleep(0.2)
+    wait_checkpoint(db, run_id, "first")
     proc.kill()
     proc.wait(10)
     proc.stderr.close()

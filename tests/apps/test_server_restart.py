@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .sse import read_sse, wait_status
+from .sse import read_sse, wait_checkpoint, wait_status
 
 FLOWS = str(Path(__file__).with_name("flows.py"))
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,10 +132,7 @@ def test_durable_run_resumes_after_kill_from_its_last_step(tmp_path):
         ]
         waiting = c.post("/workflows/approval/runs", json={"topic": "durable"}).json()["run_id"]
         wait_status(c, waiting, {"waiting"})
-        deadline = time.monotonic() + 10
-        while not log.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.2)  # the first step's checkpoint is written when it completes
+        wait_checkpoint(db, run_id, "first")
         assert c.get(f"/runs/{run_id}").json()["status"] == "running"
     finally:
         first.kill()
@@ -162,10 +159,7 @@ def test_ctrl_c_stops_cleanly_and_runs_resume(tmp_path):
     first = ServerProcess(db)
     run_id = first.client.post("/workflows/twostep/runs", json={"value": 1, "log": str(log)})
     run_id = run_id.json()["run_id"]
-    deadline = time.monotonic() + 10
-    while not log.exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    time.sleep(0.2)
+    wait_checkpoint(db, run_id, "first")
     first.client.close()
     first.proc.send_signal(signal.SIGINT)
     assert first.proc.wait(20) == 0
