@@ -40,9 +40,12 @@ from .events import (
     Event,
     InputRequiredEvent,
     StepFailedEvent,
+    StepState,
+    StepStateChanged,
     StopEvent,
     WorkflowCancelledEvent,
     WorkflowFailedEvent,
+    WorkflowIdleEvent,
     WorkflowTimedOutEvent,
 )
 from .hooks import StepBoundary
@@ -115,6 +118,7 @@ class Execution:
         "id",
         "lane",
         "origins",
+        "output_name",
         "retry_info",
         "run",
         "started",
@@ -137,6 +141,7 @@ class Execution:
         self.first_started_wall = 0.0
         self.wait_count = 0
         self.started = False
+        self.output_name: str | None = None
 
 
 class Run:
@@ -176,6 +181,9 @@ class Run:
         self.waiters: dict[str, Waiter] = {}
         self.waiter_results: dict[str, Event] = {}
         self.emitted_waiters: set[str] = set()
+        #: Whether internal events (StepStateChanged, WorkflowIdleEvent) are written.
+        self.internal = False
+        self.waiting = 0
         #: Recoveries used per (catch_error step, failed step).
         self.recoveries: dict[tuple[str, str], int] = {}
         self.handler: WorkflowHandler | None = None
@@ -418,6 +426,8 @@ class Run:
             lane.pending.append((event, origin, None))
             if not hold and lane.active < lane.limit:
                 self._start(lane)
+            elif self.internal:
+                self._state_changed(lane.spec.name, StepState.PREPARING, None, event)
 
     def _offer_waiters(self, event: Event) -> bool:
         for waiter in list(self.waiters.values()):
@@ -457,6 +467,8 @@ class Run:
     async def _execute(self, ex: Execution) -> None:
         ex.started = True
         CURRENT_EXECUTION.set(ex)
+        if self.internal:
+            self._state_changed(ex.lane.spec.name, StepState.RUNNING, ex.id, ex.event)
         lane = ex.lane
         spec = lane.spec
         try:
@@ -657,6 +669,12 @@ class Run:
             return
         if self._want_finished:
             self._step_finished(ex, outputs, None, began)
+        if self.internal:
+            # Reported here, before the outputs are routed (a StopEvent ends the stream).
+            ex.output_name = type(outputs[0]).__name__ if outputs else ""
+            self._state_changed(
+                ex.lane.spec.name, StepState.NOT_RUNNING, ex.id, ex.event, ex.output_name or None
+            )
         self.trace.append((ex.lane.spec.name, type(ex.event), kinds))
         if self.stepwise:
             for ev in outputs:
@@ -704,6 +722,10 @@ class Run:
         lane = ex.lane
         lane.active -= 1
         if self.status is RunStatus.RUNNING:
+            if self.internal:
+                if ex.output_name is None:  # not reported by _succeeded (it failed)
+                    self._state_changed(lane.spec.name, StepState.NOT_RUNNING, ex.id, ex.event)
+                self._maybe_idle()
             if self.stepwise:
                 if not self.running and self._wave is not None and not self._wave.done():
                     self._wave.set_result(None)
@@ -712,6 +734,34 @@ class Run:
                     self._start(lane)
         elif not self.running:
             self._resolve()
+
+    def _state_changed(
+        self,
+        name: str,
+        state: StepState,
+        eid: int | None,
+        event: Event,
+        output: str | None = None,
+    ) -> None:
+        self.stream.has_internal = True
+        self.stream.put(
+            StepStateChanged(
+                name=name,
+                step_state=state,
+                worker_id="" if eid is None else str(eid),
+                input_event_name=type(event).__name__,
+                output_event_name=output,
+            )
+        )
+
+    def _maybe_idle(self) -> None:
+        # Idle: every execution left is parked in wait_for_event and nothing is queued.
+        if not self.waiting or len(self.running) != self.waiting:
+            return
+        if any(lane is not None and lane.pending for lane in self.lanes):
+            return
+        self.stream.has_internal = True
+        self.stream.put(WorkflowIdleEvent())
 
     # ------------------------------------------------------------------ context services
 
@@ -776,6 +826,9 @@ class Run:
         if waiter_event is not None and waiter_id not in self.emitted_waiters:
             self.emitted_waiters.add(waiter_id)
             self.stream.put(waiter_event)
+        self.waiting += 1
+        if self.internal:
+            self._maybe_idle()
         # Time spent waiting for someone else is not charged to the step's own timeout.
         step_timer = ex.step_timeout
         remaining: float | None = None
@@ -790,6 +843,7 @@ class Run:
             async with asyncio.timeout(timeout):
                 return await future
         finally:
+            self.waiting -= 1
             waiter = self.waiters.get(waiter_id)
             if waiter is not None and waiter.future is future:
                 del self.waiters[waiter_id]

@@ -17,7 +17,7 @@ from typing import Any
 class EventStream:
     """A single-cursor event log with async consumption."""
 
-    __slots__ = ("_buffer", "_closed", "_loop", "_waiters", "position")
+    __slots__ = ("_buffer", "_closed", "_loop", "_waiters", "has_internal", "position")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -26,6 +26,8 @@ class EventStream:
         self._closed = False
         #: How many events consumers have taken so far.
         self.position = 0
+        #: Whether internal events were ever written (consumers then filter them).
+        self.has_internal = False
 
     @property
     def closed(self) -> bool:
@@ -55,13 +57,21 @@ class EventStream:
         """The events written but not consumed yet, oldest first."""
         return list(self._buffer)
 
-    async def consume(self) -> AsyncIterator[Any]:
-        """Yield events as they come until the stream is closed and drained."""
+    async def consume(self, internal: bool = False) -> AsyncIterator[Any]:
+        """Yield events as they come until the stream is closed and drained.
+
+        Args:
+            internal: Also yield the engine's internal events; other consumers skip them.
+        """
+        from .events import InternalDispatchEvent
+
         buffer = self._buffer
         while True:
             while buffer:
                 event = buffer.popleft()
                 self.position += 1
+                if self.has_internal and not internal and isinstance(event, InternalDispatchEvent):
+                    continue
                 yield event
             if self._closed:
                 return

@@ -196,6 +196,21 @@ class Context(Generic[StateT]):
         # Called by the run when it resolves; keeps the run for to_dict and stream inspection.
         pass
 
+    @staticmethod
+    def get_step_context() -> Context[Any]:
+        """The Context of the step executing now (for decorators wrapping step functions).
+
+        Raises:
+            ContextStateError: Called outside a step (also a ``WorkflowRuntimeError``).
+        """
+        ex = CURRENT_EXECUTION.get()
+        if ex is None:
+            raise ContextStateError(
+                "Context.get_step_context() can only be called while a step runs; take "
+                "`ctx: Context` as a step parameter or call it from code the step calls."
+            )
+        return ex.run.ctx
+
     async def running_steps(self) -> list[str]:
         """Names of the steps executing right now."""
         run = self._run

@@ -47,12 +47,16 @@ class WorkflowHandler(asyncio.Future[Any]):
         again, gets the events nobody has seen yet.
 
         Args:
-            expose_internal: Reserved for internal engine events; accepted for compatibility.
+            expose_internal: Also yield the engine's own events from now on:
+                ``StepStateChanged`` when an execution is queued, starts and finishes, and
+                ``WorkflowIdleEvent`` when every step waits for outside input.
 
         Yields:
             Events in the order they were written.
         """
-        async for event in self._run.stream.consume():
+        if expose_internal:
+            self._run.internal = True
+        async for event in self._run.stream.consume(expose_internal):
             yield event
 
     def is_done(self) -> bool:

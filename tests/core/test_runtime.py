@@ -7,13 +7,20 @@ import asyncio
 import pytest
 from batonflow.core import (
     Context,
+    ContextStateError,
     Event,
+    HumanResponseEvent,
+    InputRequiredEvent,
+    InternalDispatchEvent,
     StartEvent,
+    StepState,
+    StepStateChanged,
     StopEvent,
     Workflow,
     WorkflowCancelledByUser,
     WorkflowCancelledEvent,
     WorkflowFailedEvent,
+    WorkflowIdleEvent,
     WorkflowTimedOutEvent,
     WorkflowTimeoutError,
     step,
@@ -243,3 +250,58 @@ async def test_sync_step_failure_is_raised_as_is() -> None:
 
     with pytest.raises(KeyError, match="sync"):
         await Flow().run()
+
+
+async def test_expose_internal_streams_step_states() -> None:
+    """``stream_events(expose_internal=True)`` adds StepStateChanged; plain consumers skip them."""
+    handler = Streaming().run(count=1)
+    events = [ev async for ev in handler.stream_events(expose_internal=True)]
+    states = [(e.name, e.step_state) for e in events if isinstance(e, StepStateChanged)]
+    assert ("start", StepState.RUNNING) in states
+    assert ("finish", StepState.NOT_RUNNING) in states
+    finished = [e for e in events if isinstance(e, StepStateChanged) and e.name == "start"]
+    assert finished[-1].output_event_name == "Tick"
+    assert isinstance(events[-1], StopEvent)
+    assert await handler == "done"
+
+    plain = Streaming().run(count=1)
+    plain_events = [e async for e in plain.stream_events()]
+    assert not any(isinstance(e, InternalDispatchEvent) for e in plain_events)
+    await plain
+
+
+async def test_idle_event_when_every_step_waits() -> None:
+    """A run whose only step waits for outside input reports WorkflowIdleEvent."""
+
+    class Ask(Workflow):
+        @step
+        async def ask(self, ctx: Context, ev: StartEvent) -> StopEvent:
+            answer = await ctx.wait_for_event(
+                HumanResponseEvent, waiter_event=InputRequiredEvent(prefix="?")
+            )
+            return StopEvent(result=answer.response)
+
+    handler = Ask().run()
+    seen = []
+    async for ev in handler.stream_events(expose_internal=True):
+        seen.append(type(ev))
+        if isinstance(ev, WorkflowIdleEvent):
+            handler.ctx.send_event(HumanResponseEvent(response="here"))
+    assert WorkflowIdleEvent in seen and InputRequiredEvent in seen
+    assert await handler == "here"
+
+
+async def test_get_step_context() -> None:
+    """``Context.get_step_context()`` gives the running step's context, and fails outside."""
+
+    def helper() -> Context:
+        return Context.get_step_context()
+
+    class W(Workflow):
+        @step
+        async def only(self, ctx: Context, ev: StartEvent) -> StopEvent:
+            return StopEvent(result=helper() is ctx)
+
+    assert await W().run() is True
+    with pytest.raises(ContextStateError, match="only be called while a step runs"):
+        Context.get_step_context()
