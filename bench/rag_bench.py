@@ -80,96 +80,111 @@ def pct(values: list[float], q: float) -> float:
     return ordered[k]
 
 
-def bench_raw_ingest(folder: Path, texts: list[str], encoder: BM25SparseEncoder) -> float:
-    """Seconds for raw qdrant-client to create the collection and upsert prepared points."""
-    chunks = [Chunk(text=t, source=f"doc{i}", index=0) for i, t in enumerate(texts)]
-    points = []
-    for c, vec in zip(chunks, encoder.encode_documents(texts), strict=True):
-        points.append(
-            models.PointStruct(
-                id=c.id,
-                vector={SPARSE: models.SparseVector(indices=vec.indices, values=vec.values)},
-                payload={"text": c.text, "source": c.source, "chunk": 0, "metadata": {}},
-            )
+def _raw_points(texts: list[str], first: int, encoder: BM25SparseEncoder) -> list[Any]:
+    chunks = [Chunk(text=t, source=f"doc{first + i}", index=0) for i, t in enumerate(texts)]
+    return [
+        models.PointStruct(
+            id=c.id,
+            vector={SPARSE: models.SparseVector(indices=vec.indices, values=vec.values)},
+            payload={"text": c.text, "source": c.source, "chunk": 0, "metadata": {}},
         )
-    client = QdrantClient(path=str(folder))
-    try:
+        for c, vec in zip(chunks, encoder.encode_documents(texts), strict=True)
+    ]
+
+
+def _open(root: Path, name: str, memory: bool) -> dict[str, Any]:
+    return {"location": ":memory:"} if memory else {"path": str(root / name)}
+
+
+async def bench_ingest(
+    root: Path, texts: list[str], encoder: BM25SparseEncoder, memory: bool, slices: int = 10
+) -> tuple[dict[str, float], list[QdrantStore]]:
+    """Seconds per implementation to ingest ``texts``, interleaved slice by slice.
+
+    Each slice is ingested by raw qdrant-client, then QdrantStore, then IngestionWorkflow, each
+    into its own collection, so a change in machine load hits all three alike.
+    """
+    opts = _open(root, "raw", memory)
+    raw = QdrantClient(**opts) if memory else QdrantClient(path=opts["path"])
+    raw.create_collection(
+        "docs",
+        vectors_config={},
+        sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+    )
+    store = QdrantStore(**_open(root, "store", memory), batch_size=BATCH)
+    flow_store = QdrantStore(**_open(root, "flow", memory), batch_size=BATCH)
+    flow = IngestionWorkflow(
+        store=flow_store, splitter=SentenceSplitter(chunk_size=1024), embed_batch_size=BATCH
+    )
+    seconds = {"raw": 0.0, "store": 0.0, "workflow": 0.0}
+    size = -(-len(texts) // slices)
+    for first in range(0, len(texts), size):
+        part = texts[first : first + size]
+        points = _raw_points(
+            part, first, encoder
+        )  # prepared outside the timing: raw has no encoder
         start = time.perf_counter()
-        client.create_collection(
-            "docs",
-            vectors_config={},
-            sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-        )
         for i in range(0, len(points), BATCH):
-            client.upsert("docs", points=points[i : i + BATCH], wait=True)
-        return time.perf_counter() - start
-    finally:
-        client.close()
+            raw.upsert("docs", points=points[i : i + BATCH], wait=True)
+        seconds["raw"] += time.perf_counter() - start
 
-
-def bench_store_ingest(folder: Path, texts: list[str]) -> float:
-    """Seconds for QdrantStore.upsert of the same chunks (encoding included)."""
-    chunks = [Chunk(text=t, source=f"doc{i}", index=0) for i, t in enumerate(texts)]
-    with QdrantStore(path=folder, batch_size=BATCH) as store:
+        chunks = [Chunk(text=t, source=f"doc{first + i}", index=0) for i, t in enumerate(part)]
         start = time.perf_counter()
         store.upsert(chunks)
-        return time.perf_counter() - start
+        seconds["store"] += time.perf_counter() - start
 
-
-async def bench_workflow_ingest(folder: Path, texts: list[str]) -> tuple[float, int]:
-    """Seconds (and chunks stored) for IngestionWorkflow over the texts as documents."""
-    docs = [Document(text=t, metadata={"source": f"doc{i}"}) for i, t in enumerate(texts)]
-    with QdrantStore(path=folder, batch_size=BATCH) as store:
-        flow = IngestionWorkflow(
-            store=store, splitter=SentenceSplitter(chunk_size=1024), embed_batch_size=BATCH
-        )
+        docs = [
+            Document(text=t, metadata={"source": f"doc{first + i}"}) for i, t in enumerate(part)
+        ]
         start = time.perf_counter()
         report = await flow.run(documents=docs)
-        return time.perf_counter() - start, report.chunks
+        seconds["workflow"] += time.perf_counter() - start
+        if report.chunks != len(part):
+            raise SystemExit(f"workflow stored {report.chunks} chunks for {len(part)} texts")
+    counts = {raw.count("docs").count, store.count(), flow_store.count()}
+    if counts != {len(texts)}:
+        raise SystemExit(f"collections hold {counts} points, expected {len(texts)}")
+    raw.close()
+    flow_store.close()
+    return seconds, [store]
 
 
-def bench_queries(folder: Path, queries: list[str], encoder: BM25SparseEncoder) -> dict[str, Any]:
-    """Latencies (ms) of raw query_points and QdrantStore.query over the same collection."""
-    with QdrantStore(path=folder) as store:
-        client = store.client
-        prepared = [encoder.encode_query(q) for q in queries]
-        raw, ours = [], []
-        for q, vec in zip(queries, prepared, strict=True):
-            # Alternate the two so drift (caches, the machine) hits both alike.
-            start = time.perf_counter()
-            client.query_points(
-                "docs",
-                query=models.SparseVector(indices=vec.indices, values=vec.values),
-                using=SPARSE,
-                limit=5,
-                with_payload=True,
-            )
-            raw.append((time.perf_counter() - start) * 1000)
-            start = time.perf_counter()
-            hits = store.query(q, top_k=5)
-            ours.append((time.perf_counter() - start) * 1000)
-            if not hits:
-                raise SystemExit(f"query {q!r} found nothing: the benchmark corpus is broken")
-        rag = asyncio.run(_rag_latencies(store, queries))
-    return {"raw": raw, "store": ours, "rag": rag}
-
-
-async def _rag_latencies(store: QdrantStore, queries: list[str]) -> list[float]:
+async def bench_queries(
+    store: QdrantStore, queries: list[str], encoder: BM25SparseEncoder
+) -> dict[str, list[float]]:
+    """Latencies (ms) of raw query_points, QdrantStore.query and RAGWorkflow.run, interleaved."""
+    client = store.client
     flow = RAGWorkflow(store=store, top_k=5)
-    out = []
+    lat: dict[str, list[float]] = {"raw": [], "store": [], "rag": []}
     for q in queries:
+        vec = encoder.encode_query(q)
+        start = time.perf_counter()
+        client.query_points(
+            "docs",
+            query=models.SparseVector(indices=vec.indices, values=vec.values),
+            using=SPARSE,
+            limit=5,
+            with_payload=True,
+        )
+        lat["raw"].append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        hits = store.query(q, top_k=5)
+        lat["store"].append((time.perf_counter() - start) * 1000)
         start = time.perf_counter()
         response = await flow.run(query=q)
-        out.append((time.perf_counter() - start) * 1000)
-        if not response.sources:
-            raise SystemExit(f"RAG query {q!r} found nothing")
-    return out
+        lat["rag"].append((time.perf_counter() - start) * 1000)
+        if not hits or not response.sources:
+            raise SystemExit(f"query {q!r} found nothing: the benchmark corpus is broken")
+    return lat
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=10_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--memory", action="store_true", help="local in-memory Qdrant instead of a disk folder"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()
 
@@ -183,17 +198,16 @@ def main() -> None:
         "machine": platform.machine(),
     }
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        raw_s = bench_raw_ingest(root / "raw", texts, encoder)
-        store_s = bench_store_ingest(root / "store", texts)
-        flow_s, flow_chunks = asyncio.run(bench_workflow_ingest(root / "flow", texts))
-        lat = bench_queries(root / "store", queries, encoder)
+        seconds, (store,) = asyncio.run(bench_ingest(Path(tmp), texts, encoder, args.memory))
+        lat = asyncio.run(bench_queries(store, queries, encoder))
+        store.close()
+    raw_s, store_s, flow_s = seconds["raw"], seconds["store"], seconds["workflow"]
 
     n = args.chunks
     results["ingest_chunks_per_s"] = {
         "raw": n / raw_s,
         "store": n / store_s,
-        "workflow": flow_chunks / flow_s,
+        "workflow": args.chunks / flow_s,
     }
     results["ingest_ratio_vs_raw"] = {"store": store_s / raw_s, "workflow": flow_s / raw_s}
     results["query_ms"] = {
@@ -207,7 +221,9 @@ def main() -> None:
 
     ing = results["ingest_chunks_per_s"]
     ratio = results["ingest_ratio_vs_raw"]
-    print(f"RAG bench: {n:,} chunks, {args.queries} queries, local on-disk Qdrant")
+    where = "in-memory" if args.memory else "on-disk"
+    results["qdrant"] = f"local {where}"
+    print(f"RAG bench: {n:,} chunks, {args.queries} queries, local {where} Qdrant")
     print(f"{'ingest':<28}{'chunks/s':>12}{'time vs raw':>14}")
     print(f"{'  raw qdrant-client':<28}{ing['raw']:>12,.0f}{1.0:>14.2f}")
     print(f"{'  QdrantStore.upsert':<28}{ing['store']:>12,.0f}{ratio['store']:>14.2f}")

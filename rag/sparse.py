@@ -32,6 +32,7 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import Stemmer
 
@@ -121,7 +122,10 @@ class BM25SparseEncoder:
         stems = self.tokenize(text)
         if not stems:
             return SparseVector([], [])
-        counts = _count_ids(stems)
+        counts: dict[int, int] = {}
+        for stem, n in Counter(stems).items():
+            tid = _cached_term_id(stem)
+            counts[tid] = counts.get(tid, 0) + n  # two stems colliding on an id add up
         norm = self.k1 * (1.0 - self.b + self.b * len(stems) / self.avg_len)
         k1_plus_1 = self.k1 + 1.0
         indices = sorted(counts)
@@ -134,16 +138,12 @@ class BM25SparseEncoder:
 
     def encode_query(self, text: str) -> SparseVector:
         """The query vector: 1.0 for each distinct term (Qdrant weighs it by IDF)."""
-        indices = sorted({term_id(stem) for stem in self.tokenize(text)})
+        indices = sorted({_cached_term_id(stem) for stem in self.tokenize(text)})
         return SparseVector(indices, [1.0] * len(indices))
 
 
-def _count_ids(stems: list[str]) -> dict[int, int]:
-    # Two stems that collide on their 32-bit id add up, as one term would.
-    counts: Counter[int] = Counter()
-    for stem, n in Counter(stems).items():
-        counts[term_id(stem)] += n
-    return counts
+# Stems repeat across chunks (a corpus has far fewer distinct stems than words).
+_cached_term_id = lru_cache(maxsize=1 << 16)(term_id)
 
 
 __all__ = ["ENGLISH_STOPWORDS", "BM25SparseEncoder", "SparseVector", "term_id"]

@@ -198,24 +198,32 @@ class QdrantStore:
             raise StoreConfigError(
                 "Some chunks have dense vectors and some do not; embed all of them or none."
             )
-        first = chunks[0].dense
-        size = len(first) if first is not None else None
-        texts = [c.text for c in chunks]
-        sparse = self.encoder.encode_documents(texts)
+        sizes = {len(c.dense) for c in chunks if c.dense is not None}
+        if len(sizes) > 1:
+            raise StoreConfigError(
+                f"The chunks' dense vectors differ in size ({sorted(sizes)}); embed them all "
+                "with one model."
+            )
+        size = sizes.pop() if sizes else None
+        sparse = self.encoder.encode_documents([c.text for c in chunks])
+        # The points are built here from checked parts (ints, floats, JSON payloads), so they
+        # skip pydantic validation, which otherwise costs more than encoding the chunk.
+        point = models.PointStruct.model_construct
+        sparse_vector = models.SparseVector.model_construct
         points = []
         for chunk, vec in zip(chunks, sparse, strict=True):
             vectors: dict[str, Any] = {
-                SPARSE: models.SparseVector(indices=vec.indices, values=vec.values)
+                SPARSE: sparse_vector(indices=vec.indices, values=vec.values)
             }
             if chunk.dense is not None:
-                vectors[DENSE] = list(chunk.dense)
+                vectors[DENSE] = [float(x) for x in chunk.dense]
             payload = {
                 "text": chunk.text,
                 "source": chunk.source,
                 "chunk": chunk.index,
                 "metadata": chunk.metadata,
             }
-            points.append(models.PointStruct(id=chunk.id, vector=vectors, payload=payload))
+            points.append(point(id=chunk.id, vector=vectors, payload=payload))
         with self._lock:
             self._ensure_collection(size)
             for start in range(0, len(points), self.batch_size):
