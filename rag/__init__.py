@@ -14,6 +14,7 @@ from .embeddings import MiniLMEmbedding as MiniLMEmbedding
 from .errors import RAGError as RAGError
 from .errors import StoreConfigError as StoreConfigError
 from .errors import StoreLockedError as StoreLockedError
+from .errors import StoreUnavailableError as StoreUnavailableError
 from .events import AnswerDelta as AnswerDelta
 from .events import IngestProgress as IngestProgress
 from .events import QueryEvent as QueryEvent
@@ -57,5 +58,6 @@ __all__ = [
     "SourcesEvent",
     "StoreConfigError",
     "StoreLockedError",
+    "StoreUnavailableError",
     "sample_docs_dir",
 ]

@@ -3,7 +3,8 @@
 BatonflowError
 └── RAGError
     ├── StoreLockedError (RuntimeError)    a local Qdrant folder another client holds open
-    └── StoreConfigError (ValueError)      a store option or collection that cannot work
+    ├── StoreConfigError (ValueError)      a store option or collection that cannot work
+    └── StoreUnavailableError (ConnectionError)  a Qdrant server that cannot be reached
 """
 
 from __future__ import annotations
@@ -23,4 +24,8 @@ class StoreConfigError(RAGError, ValueError):
     """Store options, or an existing collection's vectors, that do not fit what was asked."""
 
 
-__all__ = ["RAGError", "StoreConfigError", "StoreLockedError"]
+class StoreUnavailableError(RAGError, ConnectionError):
+    """The Qdrant server at ``url=`` could not be reached."""
+
+
+__all__ = ["RAGError", "StoreConfigError", "StoreLockedError", "StoreUnavailableError"]

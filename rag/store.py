@@ -26,9 +26,10 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException
 
 from .chunks import Chunk, Hit, chunks_of, point_id
-from .errors import StoreConfigError, StoreLockedError
+from .errors import StoreConfigError, StoreLockedError, StoreUnavailableError
 from .sparse import BM25SparseEncoder
 
 SPARSE = "sparse"
@@ -56,10 +57,12 @@ class QdrantStore:
         client: an existing ``QdrantClient`` to use instead (the store will not close it).
         encoder: the sparse encoder; defaults to English BM25.
         batch_size: points per upsert request.
+        timeout: seconds to wait for a Qdrant server's answers (qdrant-client's default: 5).
 
     Raises:
         StoreConfigError: more than one place to store was given.
         StoreLockedError: the local folder is already open in another client.
+        StoreUnavailableError: (on first use) the server at ``url`` cannot be reached.
     """
 
     def __init__(
@@ -73,6 +76,7 @@ class QdrantStore:
         client: QdrantClient | None = None,
         encoder: BM25SparseEncoder | None = None,
         batch_size: int = 256,
+        timeout: int | None = None,
     ) -> None:
         given = [
             name
@@ -94,6 +98,7 @@ class QdrantStore:
         self.collection = collection
         self.encoder = encoder or BM25SparseEncoder()
         self.batch_size = batch_size
+        self.url = url
         self._owns_client = client is None
         self._lock = threading.Lock()
         self._dense_size: int | None = None
@@ -103,7 +108,7 @@ class QdrantStore:
             opts = client.init_options
             self.is_local = opts.get("location") == ":memory:" or opts.get("path") is not None
         elif url is not None:
-            self.client = QdrantClient(url=url, api_key=api_key)
+            self.client = QdrantClient(url=url, api_key=api_key, timeout=timeout)
             self.is_local = False
         else:
             where = location if location is not None else os.fspath(path or DEFAULT_PATH)
@@ -116,7 +121,14 @@ class QdrantStore:
         """Whether the collection exists; caches its dense vector size."""
         if self._known:
             return True
-        if not self.client.collection_exists(self.collection):
+        try:
+            exists = self.client.collection_exists(self.collection)
+        except ResponseHandlingException as exc:  # qdrant-client's "no response" error
+            raise StoreUnavailableError(
+                f"Could not reach Qdrant at {self.url} ({exc}); start the server, check url= "
+                "(and api_key=), or leave url= out to use local embedded Qdrant."
+            ) from exc
+        if not exists:
             return False
         params = self.client.get_collection(self.collection).config.params
         sparse = params.sparse_vectors or {}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from batonflow.core.errors import BatonflowError
-from batonflow.rag.errors import StoreConfigError, StoreLockedError
+from batonflow.rag.errors import StoreConfigError, StoreLockedError, StoreUnavailableError
 from batonflow.rag.store import Chunk, QdrantStore, chunks_of, point_id
 from qdrant_client import models
 from rag_helpers import CORPUS, ConceptEmbedding
@@ -275,3 +275,20 @@ def test_prune_many_removes_only_stale_points_of_named_sources(
     assert memory_store.count() == n_sources + 1
     assert memory_store.count("untouched") == 1
     assert memory_store.query("b") == []
+
+
+def test_unreachable_server_is_a_clear_error() -> None:
+    """A server URL nobody answers on gives StoreUnavailableError naming the URL and the fixes."""
+    import socket
+
+    with socket.socket() as sock:  # a free local port that nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    store = QdrantStore(url=f"http://127.0.0.1:{port}", timeout=2)
+    with pytest.raises(
+        StoreUnavailableError,
+        match=rf"Could not reach Qdrant at http://127.0.0.1:{port}.*start the server",
+    ):
+        store.count()
+    assert isinstance(StoreUnavailableError("x"), ConnectionError)
+    store.close()
