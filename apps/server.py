@@ -290,6 +290,12 @@ def create_app(
                 409, f"Run {run_id!r} belongs to workflow {row.workflow!r}, not served now."
             )
         accepted = external_events(workflow)
+        if row.status == "waiting":
+            # A run that asked for input takes the answer even when the asking step waits
+            # with ctx.wait_for_event, which no annotation declares.
+            from batonflow.core import HumanResponseEvent
+
+            accepted.setdefault(HumanResponseEvent.__name__, HumanResponseEvent)
         type_name = body.get("type")
         if not isinstance(type_name, str) or not type_name:
             return JSONResponse(

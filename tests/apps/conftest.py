@@ -23,6 +23,7 @@ def served_flows() -> dict[str, Any]:
         "fail": flows.FailFlow(timeout=10),
         "typed": flows.TypedFlow(timeout=10),
         "broken": flows.BrokenRunFlow(timeout=10),
+        "waiter": flows.WaitingFlow(timeout=None),
     }
 
 

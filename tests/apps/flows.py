@@ -144,3 +144,16 @@ class TwoStepFlow(Workflow):
     async def second(self, ev: Halfway) -> StopEvent:
         await asyncio.sleep(1.0)
         return StopEvent(result=ev.value + 1)
+
+
+class WaitingFlow(Workflow):
+    """Waits inside its step with ctx.wait_for_event (nothing declared in annotations)."""
+
+    @step
+    async def only(self, ctx: Context, ev: StartEvent) -> StopEvent:
+        answer = await ctx.wait_for_event(
+            HumanResponseEvent,
+            waiter_event=InputRequiredEvent(prefix="name?"),
+            timeout=None,
+        )
+        return StopEvent(result=f"hello {answer.response}")

@@ -315,3 +315,13 @@ def test_idle_stream_sends_keep_alive_comments(start_server):
                     break
     assert comments == 2
     client.post(f"/runs/{run_id}/cancel")
+
+
+def test_wait_for_event_inside_a_step_is_answerable(client):
+    """A step waiting with ctx.wait_for_event takes a HumanResponseEvent while the run waits."""
+    run_id = client.post("/workflows/waiter/runs").json()["run_id"]
+    wait_status(client, run_id, {"waiting"})
+    answer = {"type": "HumanResponseEvent", "data": {"response": "Ada"}}
+    sent = client.post(f"/runs/{run_id}/events", json=answer)
+    assert sent.status_code == 202, sent.json()
+    assert wait_status(client, run_id, {"completed"})["result"] == "hello Ada"
