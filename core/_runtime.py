@@ -657,10 +657,13 @@ class Run:
         elif isinstance(result, Event):
             outputs = (result,)
             kinds = (type(result),)
+        elif isinstance(result, list) and all(isinstance(item, Event) for item in result):
+            outputs = tuple(result)
+            kinds = tuple(type(item) for item in outputs)
         else:
             error = WorkflowRuntimeError(
                 f"Step {ex.lane.spec.name} returned {type(result).__name__} {result!r:.80}; a "
-                "step must return an Event or None. Wrap the value in an event, e.g. "
+                "step must return an Event, a list of events, or None. Wrap the value in an event, e.g. "
                 "StopEvent(result=value)."
             )
             if self._want_finished:

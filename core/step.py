@@ -367,6 +367,13 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
     emitted: tuple[type[Event], ...] = ()
     if ret is not None and ret is not type(None):
         events, others, _ = _event_types(ret)
+        # `-> list[E]` (or a union containing it) fans out: each element is emitted.
+        for other in list(others):
+            if get_origin(other) is list and get_args(other):
+                inner, bad, _ = _event_types(get_args(other)[0])
+                if inner and not bad:
+                    events.extend(inner)
+                    others.remove(other)
         if others:
             raise WorkflowValidationError(
                 f"Step {name} return annotation {_type_name(ret)} names "

@@ -224,7 +224,7 @@ async def test_step_returning_non_event_fails_the_run() -> None:
 
     with pytest.raises(
         WorkflowRuntimeError,
-        match=r"Step only returned str 'oops'; a step must return an Event or None",
+        match=r"Step only returned str .oops.; a step must return an Event, a list of events, or None",
     ):
         await W().run()
 

@@ -495,3 +495,24 @@ async def test_cancelling_a_queued_run_frees_nothing_it_did_not_take() -> None:
     assert await first == 1
     assert await third == 3
     assert started == [1, 3]
+
+
+async def test_returning_a_list_fans_out() -> None:
+    """A step annotated ``-> list[E]`` emits every event of the list it returns."""
+
+    class Part(Event):
+        n: int
+
+    class Fan(Workflow):
+        @step
+        async def split(self, ev: StartEvent) -> list[Part]:
+            return [Part(n=i) for i in range(5)]
+
+        @step
+        async def join(self, ctx: Context, ev: Part) -> StopEvent | None:
+            parts = ctx.collect_events(ev, [Part] * 5)
+            if parts is None:
+                return None
+            return StopEvent(result=sorted(p.n for p in parts))
+
+    assert await Fan().run() == [0, 1, 2, 3, 4]
