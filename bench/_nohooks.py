@@ -4,8 +4,8 @@ The tracing target compares batonflow with tracing off (nothing configured, the 
 same engine with no instrument hook call sites at all. That second engine does not exist, so
 this module makes it: it parses ``batonflow.core._runtime``, removes every ``if`` whose test
 reads an instrument flag (``self._want_*``, ``instruments.wants(...)``), replaces such
-conditional expressions by their ``else`` value, drops the assignments of the ``_want_*``
-flags, and compiles the methods of ``Run`` again, in the module's own globals. Swapping them in
+conditional expressions by their ``else`` value, sets the ``_want_*`` flags to the constant
+``False`` (no ``wants()`` lookups), and compiles the methods of ``Run`` again, in the module's own globals. Swapping them in
 and out of ``Run`` lets one process time both engines alternately.
 """
 
@@ -46,9 +46,12 @@ class _Strip(ast.NodeTransformer):
 
     def visit_Assign(self, node: ast.Assign) -> Any:
         self.generic_visit(node)
-        if any(isinstance(t, ast.Attribute) and t.attr.startswith("_want_") for t in node.targets):
+        if any(
+            isinstance(t, ast.Attribute) and t.attr.startswith("_want_") for t in node.targets
+        ):
+            # The flags stay (other code may pass them on) but are constants: no hook lookups.
             self.removed += 1
-            return ast.Pass()
+            node.value = ast.Constant(False)
         return node
 
 

@@ -1,16 +1,19 @@
 """Run one workload on one engine in this (fresh) process and print its figures.
 
-Usage (run.py does this): ``python bench/_worker.py IMPL WORKLOAD N WARM_N REPEATS BUDGET_S``.
+Usage (run.py does this): ``python bench/_worker.py IMPL WORKLOAD N WARM_N REPEATS BUDGET_S
+[nogc]``.
 
 Warm-up at size ``WARM_N``, then up to ``REPEATS`` timed repeats at size ``N`` (stopping early
 once ``BUDGET_S`` seconds of repeats are spent, after at least one), then the median of each
-figure. The last stdout line is ``@@RESULT {json}``: ``{"ok": {...}}``, ``{"na": reason}`` or
+figure. With ``nogc`` the cyclic garbage collector is off during the timed repeats. The last
+stdout line is ``@@RESULT {json}``: ``{"ok": {...}}``, ``{"na": reason}`` or
 ``{"fail": reason}`` (exit status 0, 0, 1).
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import statistics
 import sys
@@ -40,7 +43,7 @@ def build(impl: str, workload: str) -> Any:
 
 
 async def measure(
-    impl: str, workload: str, n: int, warm_n: int, repeats: int, budget: float
+    impl: str, workload: str, n: int, warm_n: int, repeats: int, budget: float, nogc: bool = False
 ) -> dict[str, Any]:
     once = build(impl, workload)
     if warm_n:
@@ -48,8 +51,14 @@ async def measure(
     samples: list[dict[str, float]] = []
     spent = 0.0
     for _ in range(repeats):
+        gc.collect()
+        if nogc:
+            gc.disable()
         t0 = time.perf_counter()
-        samples.append(await once(n))
+        try:
+            samples.append(await once(n))
+        finally:
+            gc.enable()
         spent += time.perf_counter() - t0
         if spent >= budget:
             break
@@ -61,8 +70,9 @@ def main(argv: list[str]) -> int:
     impl, workload = argv[0], argv[1]
     n, warm_n, repeats = int(argv[2]), int(argv[3]), int(argv[4])
     budget = float(argv[5])
+    nogc = argv[6:7] == ["nogc"]
     try:
-        result = asyncio.run(measure(impl, workload, n, warm_n, repeats, budget))
+        result = asyncio.run(measure(impl, workload, n, warm_n, repeats, budget, nogc))
     except Unsupported as exc:
         print(MARK + json.dumps({"na": str(exc)}), flush=True)
         return 0
