@@ -75,6 +75,14 @@ def print_result(result: Any) -> None:
         out.print_json(json.dumps(jsonable(result), ensure_ascii=False))
 
 
+def _user_named_service() -> bool:
+    """Whether OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES names the service."""
+    if os.environ.get("OTEL_SERVICE_NAME", "").strip():
+        return True
+    attributes = os.environ.get("OTEL_RESOURCE_ATTRIBUTES", "")
+    return any(item.partition("=")[0].strip() == "service.name" for item in attributes.split(","))
+
+
 def setup_tracing(service_name: str = "batonflow") -> str:
     """Configure tracing from ``OTEL_*`` when asked for; return where the traces go."""
     from .config import Settings
@@ -87,7 +95,8 @@ def setup_tracing(service_name: str = "batonflow") -> str:
         )
     from batonflow.observability import configure_tracing
 
-    handle = configure_tracing(service_name=service_name)
+    # Our name is only a default: a name the user gave through OTEL_* wins.
+    handle = configure_tracing(service_name=None if _user_named_service() else service_name)
     if not handle.enabled:
         return "not exported (OTEL_TRACES_EXPORTER=none)"
     where = ", ".join(handle.exporters)

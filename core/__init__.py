@@ -33,6 +33,7 @@ from .events import Event as Event
 from .events import HumanResponseEvent as HumanResponseEvent
 from .events import InputRequiredEvent as InputRequiredEvent
 from .events import InternalDispatchEvent as InternalDispatchEvent
+from .events import JoinedEvents as JoinedEvents
 from .events import StartEvent as StartEvent
 from .events import StepFailedEvent as StepFailedEvent
 from .events import StepState as StepState
@@ -83,6 +84,7 @@ __all__ = [
     "InputRequiredEvent",
     "Instrument",
     "InternalDispatchEvent",
+    "JoinedEvents",
     "JsonPickleSerializer",
     "JsonSerializer",
     "PickleSerializer",

@@ -42,13 +42,14 @@ def make_call(spec: StepSpec, func: Callable[..., Any]) -> Callable[..., Any]:
         if kinds == (ParamKind.EVENT, ParamKind.CONTEXT):
             return lambda ctx, ev, res: func(ev, ctx)
     params = spec.params
+    join = bool(spec.join)
 
     def call(ctx: Any, ev: Event, res: dict[str, Any] | None) -> Any:
         args: list[Any] = []
         kwargs: dict[str, Any] = {}
         for p in params:
             if p.kind is ParamKind.EVENT:
-                value: Any = ev
+                value: Any = ev.events[p.name] if join else ev  # type: ignore[attr-defined]
             elif p.kind is ParamKind.CONTEXT:
                 value = ctx
             else:

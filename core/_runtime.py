@@ -39,6 +39,7 @@ from .errors import (
 from .events import (
     Event,
     InputRequiredEvent,
+    JoinedEvents,
     StepFailedEvent,
     StepState,
     StepStateChanged,
@@ -87,10 +88,14 @@ class RunStatus(Enum):
 CURRENT_EXECUTION: ContextVar[Execution | None] = ContextVar("batonflow_execution", default=None)
 
 
+#: Where an event came from: the execution that emitted it, several (a join), or outside.
+Origin = int | tuple[int, ...] | None
+
+
 class Lane:
     """The pending events and active executions of one step within one run."""
 
-    __slots__ = ("active", "call", "direct", "index", "limit", "pending", "spec")
+    __slots__ = ("active", "call", "direct", "index", "joins", "limit", "pending", "spec")
 
     def __init__(self, index: int, spec: StepSpec, call: Callable[..., Any], scoped: bool) -> None:
         self.index = index
@@ -103,8 +108,36 @@ class Lane:
         self.direct = (
             spec.is_async and not spec.has_resources and spec.timeout is None and not scoped
         )
-        # (event, origin execution id or None, execution id to reuse or None)
-        self.pending: deque[tuple[Event, int | None, int | None]] = deque()
+        # (event, origin, execution id to reuse or None)
+        self.pending: deque[tuple[Event, Origin, int | None]] = deque()
+        # Steps with several event parameters: the events waiting for their set, per parameter.
+        self.joins: dict[str, deque[tuple[Event, Origin]]] | None = (
+            {name: deque() for name in spec.join} if spec.join else None
+        )
+
+    def join(self, event: Event, origin: Origin) -> tuple[JoinedEvents, Origin] | None:
+        """File ``event`` under its parameter; return a full set once there is one."""
+        joins = self.joins
+        assert joins is not None
+        fitting = [
+            p.name for p in self.spec.params if p.name in joins and isinstance(event, p.event_types)
+        ]
+        if not fitting:
+            return None
+        slot = min(fitting, key=lambda name: len(joins[name]))
+        joins[slot].append((event, origin))
+        if not all(joins.values()):
+            return None
+        events: dict[str, Event] = {}
+        origins: list[int] = []
+        for name, queue in joins.items():
+            ev, org = queue.popleft()
+            events[name] = ev
+            if isinstance(org, int):
+                origins.append(org)
+            elif org:
+                origins.extend(org)
+        return JoinedEvents(events=events), tuple(origins)
 
 
 class Execution:
@@ -127,12 +160,17 @@ class Execution:
         "wait_count",
     )
 
-    def __init__(self, run: Run, eid: int, lane: Lane, event: Event, origin: int | None) -> None:
+    def __init__(self, run: Run, eid: int, lane: Lane, event: Event, origin: Origin) -> None:
         self.run = run
         self.id = eid
         self.lane = lane
         self.event = event
-        self.origins: tuple[int, ...] = () if origin is None else (origin,)
+        if origin is None:
+            self.origins: tuple[int, ...] = ()
+        elif isinstance(origin, int):
+            self.origins = (origin,)
+        else:
+            self.origins = tuple(origin)
         self.attempt = 0
         self.retry_info: RetryInfo | None = None
         self.step_timeout: asyncio.Timeout | None = None
@@ -250,6 +288,10 @@ class Run:
         if isinstance(snap.stop_event, StopEvent):
             self.complete(snap.stop_event)
             return
+        for step_name, param, events in snap.joins:
+            lane = self._lane(self.graph.order.index(self.graph.steps[step_name]))
+            if lane.joins is not None and param in lane.joins:
+                lane.joins[param].extend((e, None) for e in events)
         # In-progress executions re-run first (with their ids, so default waiter ids match),
         # then the queued events in their original order.
         self._hold += 1
@@ -389,7 +431,7 @@ class Run:
     def route(
         self,
         event: Event,
-        origin: int | None,
+        origin: Origin,
         target: int | None,
         *,
         external: bool = False,
@@ -423,11 +465,18 @@ class Run:
         hold = self._hold or self.stepwise
         for index in targets:
             lane = self.lanes[index] or self._lane(index)
-            lane.pending.append((event, origin, None))
+            item: Event = event
+            item_origin: Origin = origin
+            if lane.joins is not None:
+                joined = lane.join(event, origin)
+                if joined is None:
+                    continue
+                item, item_origin = joined
+            lane.pending.append((item, item_origin, None))
             if not hold and lane.active < lane.limit:
                 self._start(lane)
             elif self.internal:
-                self._state_changed(lane.spec.name, StepState.PREPARING, None, event)
+                self._state_changed(lane.spec.name, StepState.PREPARING, None, item)
 
     def _offer_waiters(self, event: Event) -> bool:
         for waiter in list(self.waiters.values()):
@@ -883,21 +932,37 @@ class Run:
     def snapshot_parts(
         self,
     ) -> tuple[
-        list[tuple[str, Event, int | None, int | None]],
-        list[tuple[str, Event, int | None, int]],
+        list[tuple[str, Event, Origin, int | None]],
+        list[tuple[str, Event, Origin, int]],
     ]:
         """``(queued, in_progress)`` as ``(step, event, origin, execution id)`` tuples."""
-        queued: list[tuple[str, Event, int | None, int | None]] = []
+        queued: list[tuple[str, Event, Origin, int | None]] = []
         for lane in self.lanes:
             if lane is not None:
                 for event, origin, eid in lane.pending:
                     queued.append((lane.spec.name, event, origin, eid))
-        in_progress = [
-            (ex.lane.spec.name, ex.event, ex.origins[0] if ex.origins else None, ex.id)
+        in_progress: list[tuple[str, Event, Origin, int]] = [
+            (ex.lane.spec.name, ex.event, _origin_of(ex.origins), ex.id)
             for ex in sorted(self.running.values(), key=lambda e: e.id)
         ]
         return queued, in_progress
 
+    def join_parts(self) -> list[tuple[str, str, list[Event]]]:
+        """Events waiting for their set in steps with several event parameters."""
+        return [
+            (lane.spec.name, name, [event for event, _ in queue])
+            for lane in self.lanes
+            if lane is not None and lane.joins is not None
+            for name, queue in lane.joins.items()
+            if queue
+        ]
+
     def running_steps(self) -> list[str]:
         """Names of the steps with an execution in progress."""
         return sorted({ex.lane.spec.name for ex in self.running.values()})
+
+
+def _origin_of(origins: tuple[int, ...]) -> Origin:
+    if not origins:
+        return None
+    return origins[0] if len(origins) == 1 else origins

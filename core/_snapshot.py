@@ -28,7 +28,7 @@ class QueuedItem:
 
     step: str
     event: Event
-    origin: int | None
+    origin: Any
     execution_id: int | None
 
 
@@ -60,6 +60,8 @@ class RunSnapshot:
     next_execution_id: int = 1
     #: Events sent with ``ctx.send_event`` after restoring, before ``run(ctx=...)``.
     external: list[tuple[Event, str | None]] = field(default_factory=list)
+    #: Events waiting for their set in steps with several event parameters.
+    joins: list[tuple[str, str, list[Event]]] = field(default_factory=list)
     #: The StopEvent a step just returned when the snapshot was taken at its boundary.
     stop_event: Event | None = None
 
@@ -162,6 +164,10 @@ def dump(
             else [],
         }
         data["next_execution_id"] = run.next_id
+        data["joins"] = [
+            {"step": st, "param": pa, "events": [enc(e, f"join of {st}") for e in evs]}
+            for st, pa, evs in run.join_parts()
+        ]
         held = run.held_stop
         data["stop_event"] = enc(held, "the final StopEvent") if held is not None else None
     elif snap is not None:
@@ -217,6 +223,10 @@ def dump(
         data["stop_event"] = (
             enc(snap.stop_event, "the final StopEvent") if snap.stop_event is not None else None
         )
+        data["joins"] = [
+            {"step": st, "param": pa, "events": [enc(e, "join") for e in evs]}
+            for st, pa, evs in snap.joins
+        ]
     else:
         data.update(
             is_running=False,
@@ -229,6 +239,7 @@ def dump(
             stream={"position": 0, "pending": []},
             next_execution_id=1,
             stop_event=None,
+            joins=[],
         )
     return data
 
@@ -326,6 +337,11 @@ def restore_into(ctx: Context[Any], data: Any, serializer: BaseSerializer | None
         snap.stream_position = int(stream["position"])
         snap.stream_pending = [dec(e, "a stream event") for e in stream["pending"]]
         snap.next_execution_id = int(data["next_execution_id"])
+        for item in data.get("joins") or []:
+            name = step_of(item, "a join buffer")
+            snap.joins.append(
+                (name, str(item["param"]), [dec(e, "a joined event") for e in item["events"]])
+            )
         if data.get("stop_event") is not None:
             snap.stop_event = dec(data["stop_event"], "the final StopEvent")
         meta = {str(k): str(v) for k, v in dict(data.get("meta") or {}).items()}

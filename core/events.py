@@ -201,6 +201,19 @@ class StepFailedEvent(Event):
     failed_at: datetime
 
 
+class JoinedEvents(Event):
+    """The input of a step with several event parameters: one event for each parameter.
+
+    A step ``async def both(self, a: AEvent, b: BEvent)`` runs once per full set; instruments
+    and snapshots see this event as its input.
+
+    Attributes:
+        events: The joined events by parameter name.
+    """
+
+    events: dict[str, Any]
+
+
 class InternalDispatchEvent(Event):
     """Base class of the engine's own events, streamed with ``stream_events(expose_internal=True)``."""
 
@@ -240,6 +253,7 @@ __all__ = [
     "HumanResponseEvent",
     "InputRequiredEvent",
     "InternalDispatchEvent",
+    "JoinedEvents",
     "StartEvent",
     "StepFailedEvent",
     "StepState",

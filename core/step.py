@@ -72,6 +72,7 @@ class StepParam:
     resource: Any = None  # the Resource/ResourceConfig descriptor for RESOURCE params
     positional: bool = True
     annotation: Any = None  # the T of Annotated[T, Resource(...)]
+    event_types: tuple[type[Event], ...] = ()  # what an EVENT parameter accepts
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,8 @@ class StepSpec:
         error_handler: Whether this is a ``@catch_error`` step.
         for_steps: The steps it handles (``None``: every step without a scoped handler).
         max_recoveries: How many failures per failed step and run it may handle.
+        join: The event parameters, when there are several: the step then runs once per full
+            set (one event for each), receiving a :class:`JoinedEvents` as its input event.
     """
 
     name: str
@@ -113,6 +116,7 @@ class StepSpec:
     error_handler: bool = False
     for_steps: tuple[str, ...] | None = None
     max_recoveries: int = 1
+    join: tuple[str, ...] = ()
 
     @property
     def resources(self) -> tuple[tuple[str, Any], ...]:
@@ -314,7 +318,7 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
     sig = inspect.signature(fn)
     params: list[StepParam] = []
     accepted: tuple[type[Event], ...] = ()
-    event_param: str | None = None
+    event_params: list[str] = []
     state_type: type[BaseModel] | None = None
     has_self = False
     for index, param in enumerate(sig.parameters.values()):
@@ -349,16 +353,12 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
                 "not an Event. Annotate it with an Event subclass (or a union of them), "
                 "`Context`, or `Annotated[T, Resource(factory)]`."
             )
-        if event_param is not None:
-            raise WorkflowValidationError(
-                f"Step {name} has two event parameters ('{event_param}' and '{param.name}'). "
-                "Take one parameter annotated with a union of the events and join them with "
-                "ctx.collect_events(ev, [A, B])."
-            )
-        event_param = param.name
-        accepted = tuple(dict.fromkeys(events))
-        params.append(StepParam(param.name, ParamKind.EVENT, None, positional))
-    if event_param is None:
+        event_params.append(param.name)
+        accepted = tuple(dict.fromkeys((*accepted, *events)))
+        params.append(
+            StepParam(param.name, ParamKind.EVENT, None, positional, event_types=tuple(events))
+        )
+    if not event_params:
         raise WorkflowValidationError(
             f"Step {name} has no event parameter. Add one annotated with the event it "
             "accepts, e.g. `ev: StartEvent`."
@@ -398,6 +398,7 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
         error_handler=options.error_handler,
         for_steps=options.for_steps,
         max_recoveries=options.max_recoveries,
+        join=tuple(event_params) if len(event_params) > 1 else (),
     )
 
 

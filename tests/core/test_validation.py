@@ -254,16 +254,6 @@ async def test_bad_options() -> None:
         step(retry_policy=object())  # type: ignore[arg-type]
 
 
-async def test_two_event_parameters_rejected() -> None:
-    """Two event parameters on one step point at collect_events."""
-    with pytest.raises(WorkflowValidationError, match=r"two event parameters .*collect_events"):
-
-        class W(Workflow):
-            @step
-            async def bad(self, a: AEvent, b: BEvent) -> StopEvent:
-                return StopEvent()
-
-
 async def test_start_event_of_wrong_type() -> None:
     """``start_event=`` must be a StartEvent."""
 
