@@ -20,11 +20,14 @@ from ._runtime import CURRENT_EXECUTION, RunStatus
 from .errors import ContextStateError, WorkflowStepDoesNotExistError
 from .events import Event, StopEvent
 from .retry import RetryInfo
+from .serialization import BaseSerializer as BaseSerializer
+from .serialization import JsonPickleSerializer as JsonPickleSerializer
+from .serialization import JsonSerializer as JsonSerializer
+from .serialization import PickleSerializer as PickleSerializer
 
 if TYPE_CHECKING:
     from ._runtime import Execution, Run
     from ._snapshot import RunSnapshot
-    from .serialization import BaseSerializer
     from .state import InMemoryStateStore
     from .workflow import Workflow
 
@@ -388,4 +391,11 @@ def _in_loop(run: Run, fn: Any, *args: Any) -> Any:
     return done.result()
 
 
-__all__ = ["Context", "SnapshotDict"]
+__all__ = [
+    "BaseSerializer",
+    "Context",
+    "JsonPickleSerializer",
+    "JsonSerializer",
+    "PickleSerializer",
+    "SnapshotDict",
+]
