@@ -98,7 +98,7 @@ class QdrantStore:
         self.collection = collection
         self.encoder = encoder or BM25SparseEncoder()
         self.batch_size = batch_size
-        self.url = url
+        self.url = url if client is None else client.init_options.get("url")
         self._owns_client = client is None
         self._lock = threading.Lock()
         self._dense_size: int | None = None

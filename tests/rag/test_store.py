@@ -12,7 +12,7 @@ import pytest
 from batonflow.core.errors import BatonflowError
 from batonflow.rag.errors import StoreConfigError, StoreLockedError, StoreUnavailableError
 from batonflow.rag.store import Chunk, QdrantStore, chunks_of, point_id
-from qdrant_client import models
+from qdrant_client import QdrantClient, models
 from rag_helpers import CORPUS, ConceptEmbedding
 
 
@@ -284,11 +284,13 @@ def test_unreachable_server_is_a_clear_error() -> None:
     with socket.socket() as sock:  # a free local port that nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    store = QdrantStore(url=f"http://127.0.0.1:{port}", timeout=2)
+    # (check_compatibility=False: qdrant-client would warn about it from a background thread)
+    client = QdrantClient(url=f"http://127.0.0.1:{port}", timeout=2, check_compatibility=False)
+    store = QdrantStore(client=client)
     with pytest.raises(
         StoreUnavailableError,
         match=rf"Could not reach Qdrant at http://127.0.0.1:{port}.*start the server",
     ):
         store.count()
     assert isinstance(StoreUnavailableError("x"), ConnectionError)
-    store.close()
+    client.close()
