@@ -272,3 +272,31 @@ async def test_strict_state_refuses_unencodable_values_at_set() -> None:
             return StopEvent(result=await ctx.store.get("fine"))
 
     assert await W(strict_state=True).run() == {"a": [1, 2]}
+
+
+async def test_restored_context_round_trips_before_resuming() -> None:
+    """A restored, not yet resumed context writes the same snapshot again (plus sent events)."""
+    from batonflow.core import HumanResponseEvent, InputRequiredEvent
+
+    class Ask(Workflow):
+        @step
+        async def ask(self, ctx: Context, ev: StartEvent) -> StopEvent:
+            answer = await ctx.wait_for_event(
+                HumanResponseEvent, waiter_event=InputRequiredEvent(prefix="?")
+            )
+            return StopEvent(result=answer.response)
+
+    handler = Ask().run()
+    await asyncio.sleep(0.01)
+    first = json.loads(json.dumps(handler.ctx.to_dict()))
+    await handler.cancel_run()
+    restored = Context.from_dict(Ask(), first)
+    again = json.loads(json.dumps(restored.to_dict()))
+    assert again["in_progress"] == first["in_progress"]
+    assert again["waiters"] == first["waiters"]
+    restored.send_event(HumanResponseEvent(response="queued"))
+    third = restored.to_dict()
+    assert third["queue"][-1]["external"] is True
+    w = Ask()
+    final = Context.from_dict(w, json.loads(json.dumps(third)))
+    assert await w.run(ctx=final) == "queued"

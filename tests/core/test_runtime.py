@@ -305,3 +305,25 @@ async def test_get_step_context() -> None:
     assert await W().run() is True
     with pytest.raises(ContextStateError, match="only be called while a step runs"):
         Context.get_step_context()
+
+
+async def test_handler_helpers() -> None:
+    """``send_event``, ``stop_event_result``, ``run_step`` misuse and repr on the handler."""
+
+    class W(Workflow):
+        @step
+        async def start(self, ev: StartEvent) -> StopEvent | None:
+            return None
+
+        @step
+        async def answer(self, ev: HumanResponseEvent) -> StopEvent:
+            return StopEvent(result=ev.response)
+
+    handler = W().run()
+    assert "status=running" in repr(handler)
+    with pytest.raises(ContextStateError, match=r"stepwise=True"):
+        await handler.run_step()
+    await handler.send_event(HumanResponseEvent(response="hi"))
+    stop = await handler.stop_event_result()
+    assert stop.result == "hi"
+    assert handler.get_stop_event() is stop
