@@ -39,6 +39,7 @@ from .events import StepFailedEvent as StepFailedEvent
 from .events import StepState as StepState
 from .events import StepStateChanged as StepStateChanged
 from .events import StopEvent as StopEvent
+from .events import UnhandledEvent as UnhandledEvent
 from .events import WorkflowCancelledEvent as WorkflowCancelledEvent
 from .events import WorkflowFailedEvent as WorkflowFailedEvent
 from .events import WorkflowIdleEvent as WorkflowIdleEvent
@@ -107,6 +108,7 @@ __all__ = [
     "StepStateChanged",
     "StepTimeoutError",
     "StopEvent",
+    "UnhandledEvent",
     "Workflow",
     "WorkflowCancelledByUser",
     "WorkflowCancelledEvent",

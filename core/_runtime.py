@@ -44,6 +44,7 @@ from .events import (
     StepState,
     StepStateChanged,
     StopEvent,
+    UnhandledEvent,
     WorkflowCancelledEvent,
     WorkflowFailedEvent,
     WorkflowIdleEvent,
@@ -462,6 +463,8 @@ class Run:
         if not external and isinstance(event, InputRequiredEvent):
             self.stream.put(event)
         targets = self.graph.targets(type(event)) if target is None else (target,)
+        if not targets and self.internal:
+            self._unhandled(event)
         hold = self._hold or self.stepwise
         for index in targets:
             lane = self.lanes[index] or self._lane(index)
@@ -803,6 +806,17 @@ class Run:
                 worker_id="" if eid is None else str(eid),
                 input_event_name=type(event).__name__,
                 output_event_name=output,
+            )
+        )
+
+    def _unhandled(self, event: Event) -> None:
+        self.stream.has_internal = True
+        idle = bool(self.waiting) and len(self.running) == self.waiting
+        self.stream.put(
+            UnhandledEvent(
+                event_type=type(event).__name__,
+                qualified_name=type_name(type(event)),
+                idle=idle and not any(lane is not None and lane.pending for lane in self.lanes),
             )
         )
 

@@ -244,6 +244,22 @@ class StepStateChanged(InternalDispatchEvent):
     output_event_name: str | None = None
 
 
+class UnhandledEvent(InternalDispatchEvent):
+    """An event reached no step and no waiter (it was dropped).
+
+    Attributes:
+        event_type: Class name of the event.
+        qualified_name: ``module.QualName`` of the event class.
+        step_name: The step it was sent to with ``send_event(step=...)``, if any.
+        idle: Whether the run is idle afterwards.
+    """
+
+    event_type: str
+    qualified_name: str
+    step_name: str | None = None
+    idle: bool = False
+
+
 class WorkflowIdleEvent(InternalDispatchEvent):
     """The run is idle: nothing queued, nothing running, and a step waits for outside input."""
 
@@ -259,6 +275,7 @@ __all__ = [
     "StepState",
     "StepStateChanged",
     "StopEvent",
+    "UnhandledEvent",
     "WorkflowCancelledEvent",
     "WorkflowFailedEvent",
     "WorkflowIdleEvent",

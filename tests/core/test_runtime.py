@@ -16,6 +16,7 @@ from batonflow.core import (
     StepState,
     StepStateChanged,
     StopEvent,
+    UnhandledEvent,
     Workflow,
     WorkflowCancelledByUser,
     WorkflowCancelledEvent,
@@ -327,3 +328,26 @@ async def test_handler_helpers() -> None:
     stop = await handler.stop_event_result()
     assert stop.result == "hi"
     assert handler.get_stop_event() is stop
+
+
+async def test_unhandled_event_is_reported_internally() -> None:
+    """An event no step accepts shows up as UnhandledEvent on an internal stream."""
+
+    class Stray(Event):
+        pass
+
+    class W(Workflow):
+        @step
+        async def only(self, ctx: Context, ev: StartEvent) -> StopEvent:
+            await asyncio.sleep(0.01)
+            return StopEvent(result="ok")
+
+    handler = W().run()
+    seen = []
+    async for ev in handler.stream_events(expose_internal=True):
+        seen.append(ev)
+        if isinstance(ev, StepStateChanged) and ev.step_state is StepState.RUNNING:
+            handler.ctx.send_event(Stray())
+    assert await handler == "ok"
+    (unhandled,) = [e for e in seen if isinstance(e, UnhandledEvent)]
+    assert unhandled.event_type == "Stray"
