@@ -16,7 +16,6 @@ Progress is streamed as :class:`IngestProgress` events.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 from typing import Any
 
@@ -110,12 +109,13 @@ class IngestionWorkflow(Workflow):
     @step(num_workers=4)
     async def embed_and_store(self, ev: EmbedBatchEvent) -> BatchStoredEvent:
         """Embed one batch (when a model is set) and upsert it."""
-        chunks = [p.chunk for p in ev.chunks]
         if self.embed_model is not None:
             vectors = await self.embed_model.aget_text_embedding_batch(
                 [p.embed_text for p in ev.chunks]
             )
-            chunks = [dataclasses.replace(c, dense=v) for c, v in zip(chunks, vectors, strict=True)]
+            chunks = [p.to_chunk(v) for p, v in zip(ev.chunks, vectors, strict=True)]
+        else:
+            chunks = [p.to_chunk() for p in ev.chunks]
         await self.store.aupsert(chunks)
         ids: dict[str, list[str]] = {}
         for c in chunks:

@@ -12,13 +12,13 @@ import importlib.util
 import logging
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from llama_index.core import Document, SimpleDirectoryReader
 from llama_index.core.node_parser import NodeParser, SentenceSplitter
 from llama_index.core.schema import MetadataMode
+from pydantic import BaseModel, ConfigDict, Field
 
 from .store import Chunk
 
@@ -49,12 +49,30 @@ class _Skip(Exception):
     """Internal: this file cannot be ingested, for the reason given."""
 
 
-@dataclass(frozen=True, slots=True)
-class PendingChunk:
-    """A chunk before embedding: what to store and the text to embed (with metadata)."""
+class PendingChunk(BaseModel):
+    """A chunk before embedding: what to store, and the text to embed (with metadata).
 
-    chunk: Chunk
+    A pydantic model (not a dataclass like :class:`Chunk`) because it travels inside workflow
+    events, which checkpoints serialize.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    source: str
+    index: int
+    metadata: dict[str, Any] = Field(default_factory=dict)
     embed_text: str
+
+    def to_chunk(self, dense: Sequence[float] | None = None) -> Chunk:
+        """The :class:`Chunk` to store, with its dense vector when there is one."""
+        return Chunk(
+            text=self.text,
+            source=self.source,
+            index=self.index,
+            metadata=dict(self.metadata),
+            dense=dense,
+        )
 
 
 def discover(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[SkippedFile]]:
@@ -182,7 +200,10 @@ def split_documents(
             metadata: dict[str, Any] = {k: _jsonable(v) for k, v in node.metadata.items()}
             pending.append(
                 PendingChunk(
-                    chunk=Chunk(text=text, source=source, index=index, metadata=metadata),
+                    text=text,
+                    source=source,
+                    index=index,
+                    metadata=metadata,
                     embed_text=node.get_content(metadata_mode=MetadataMode.EMBED),
                 )
             )

@@ -221,3 +221,23 @@ async def test_hybrid_ingestion_stores_dense_vectors(
     q = "automobile upkeep"
     hits = memory_store.query(q, dense=embed.get_query_embedding(q))
     assert Path(hits[0].source).name == "cars.md"
+
+
+async def test_ingestion_resumes_from_a_checkpoint(memory_store: QdrantStore, corpus: Path) -> None:
+    """Ingestion events serialize: a run continued from its checkpoint after 'load' finishes the job."""
+    from batonflow.core import JsonSerializer, WorkflowCheckpointer
+
+    cptr = WorkflowCheckpointer(
+        workflow=IngestionWorkflow(
+            store=memory_store, embed_batch_size=2, serializer=JsonSerializer()
+        )
+    )
+    handler = cptr.run(paths=[corpus])
+    first = await handler
+    after_load = next(
+        c for c in cptr.checkpoints[handler.run_id] if c.last_completed_step == "load"
+    )
+    memory_store.drop()  # lose everything stored after the checkpoint
+    again = await cptr.run_from(checkpoint=after_load)
+    assert (again.files, again.chunks, again.skipped) == (first.files, first.chunks, first.skipped)
+    assert memory_store.count() == len(CORPUS)
