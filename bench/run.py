@@ -2,15 +2,17 @@
 
 Usage::
 
-    make bench                                  # the full run (a few minutes)
-    .venv/bin/python bench/run.py --quick       # fewer rounds and repeats (about a minute)
+    make bench                                  # the full run (about 8 minutes with RAG)
+    .venv/bin/python bench/run.py --quick       # fewer rounds, repeats and chunks (~2 minutes)
     .venv/bin/python bench/run.py --only chain,fanout --json out.json --markdown table.md
 
 Every measurement runs in a fresh subprocess (``_worker.py``): warm-up, then the median of a few
 repeats. Implementations alternate round by round (the order rotates), and each figure is the
 median over rounds. Every workload checks its own result; a wrong result or a crash is
 reported as FAIL (and the script exits 1 after printing the whole table). A feature batonflow
-does not have yet is reported as n/a with the reason.
+does not have yet is reported as n/a with the reason. The ``rag`` group runs
+``bench/rag_bench.py`` (the RAG engineer's: local Qdrant ingest and query next to raw
+qdrant-client) and prints its table after ours.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -185,6 +188,35 @@ def measure(
                     f"  [{group} r{rnd + 1}/{rounds}] {job.name:<16} {impl:<9} {took:5.1f}s  {status}"
                 )
     return cells
+
+
+def run_rag(quick: bool, timeout: float) -> dict[str, Any]:
+    """Run the RAG storage benchmark (``bench/rag_bench.py``) in its own process.
+
+    Returns ``{"text": its table, "figures": its JSON}``, or ``{"na": ...}`` / ``{"fail": ...}``.
+    """
+    script = HERE / "rag_bench.py"
+    if not script.exists():
+        return {"na": "bench/rag_bench.py is not there yet"}
+    fd, name = tempfile.mkstemp(prefix="rag_bench-", suffix=".json")
+    os.close(fd)
+    out = Path(name)
+    cmd = [sys.executable, str(script), "--json", str(out)]
+    if quick:
+        cmd += ["--chunks", "2000", "--queries", "50"]
+    print("  [rag] bench/rag_bench.py " + " ".join(cmd[2:]), file=sys.stderr, flush=True)
+    try:
+        proc = subprocess.run(cmd, cwd=HERE.parent, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        out.unlink(missing_ok=True)
+        return {"fail": f"bench/rag_bench.py timed out after {timeout:.0f} s"}
+    if proc.returncode != 0:
+        out.unlink(missing_ok=True)
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+        return {"fail": f"bench/rag_bench.py exited {proc.returncode}: {tail[0]}"}
+    figures = json.loads(out.read_text()) if out.stat().st_size else None
+    out.unlink(missing_ok=True)
+    return {"text": proc.stdout.strip(), "figures": figures}
 
 
 def cost(value: float, higher_better: bool) -> float:
@@ -421,17 +453,20 @@ def machine() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 round, fewer repeats")
-    parser.add_argument("--only", default="", help=f"comma list of: {', '.join(GROUPS)}")
+    parser.add_argument("--only", default="", help=f"comma list of: {', '.join([*GROUPS, 'rag'])}")
     parser.add_argument("--rounds", type=int, default=None, help="rounds (default 3; quick 1)")
     parser.add_argument("--json", type=Path, default=None, help="write all figures here")
     parser.add_argument("--markdown", type=Path, default=None, help="write the table here")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per measurement")
     args = parser.parse_args(argv)
 
-    groups = [g.strip() for g in args.only.split(",") if g.strip()] or list(GROUPS)
-    unknown = [g for g in groups if g not in GROUPS]
+    choices = [*GROUPS, "rag"]
+    groups = [g.strip() for g in args.only.split(",") if g.strip()] or choices
+    unknown = [g for g in groups if g not in choices]
     if unknown:
-        parser.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(GROUPS)}")
+        parser.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(choices)}")
+    with_rag = "rag" in groups
+    groups = [g for g in groups if g != "rag"]
     rounds = args.rounds or (1 if args.quick else 3)
     repeats, budget = (2, 0.5) if args.quick else (5, 2.0)
 
@@ -456,9 +491,17 @@ def main(argv: list[str] | None = None) -> int:
     print(render_text(rows))
     for note in notes:
         print(f"  note: {note}")
+    rag: dict[str, Any] | None = None
+    if with_rag:
+        rag = run_rag(args.quick, args.timeout * 4)
+        print()
+        print(rag.get("text") or f"RAG bench: {rag.get('na') or rag.get('fail')}")
     print(f"\n{time.perf_counter() - t0:.0f} s; all targets met: {'yes' if all_met else 'no'}")
     if args.markdown:
-        args.markdown.write_text(render_markdown(rows) + "\n")
+        text = render_markdown(rows) + "\n"
+        if rag is not None and rag.get("text"):
+            text += "\n```text\n" + rag["text"] + "\n```\n"
+        args.markdown.write_text(text)
     if args.json:
         data = {
             "machine": info,
@@ -472,9 +515,11 @@ def main(argv: list[str] | None = None) -> int:
             },
             "table": rows,
             "notes": notes,
+            "rag": rag,
         }
         args.json.write_text(json.dumps(data, indent=2) + "\n")
     failed = any(c.fail for by in cells.values() for c in by.values())
+    failed = failed or (rag is not None and "fail" in rag)
     return 1 if failed else 0
 
 
