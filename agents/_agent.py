@@ -15,7 +15,7 @@ State keys (in ``ctx.store``; plain data, so the context serializes):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from batonflow.core import Context, StartEvent, StopEvent, Workflow
@@ -27,7 +27,15 @@ from llama_index.core.tools.types import AsyncBaseTool
 from opentelemetry.trace import Status, StatusCode
 
 from .errors import AgentConfigurationError, AgentInputError, MaxIterationsError
-from .events import AgentInput, AgentStream, ToolCall, ToolCallResult, ToolResultEvent
+from .events import (
+    AgentInput,
+    AgentOutput,
+    AgentStream,
+    RunToolEvent,
+    ToolCall,
+    ToolCallResult,
+    ToolResultEvent,
+)
 from .llm import DeltaCallback, check_llm, default_llm
 from .memory import coerce_history, message_to_dict
 from .results import AgentResult, ToolCallRecord
@@ -273,19 +281,28 @@ class ToolAgentBase(Workflow):
         await ctx.store.set(PENDING, 0)
         return results
 
-    async def dispatch_tools(
-        self, ctx: Context, calls: list[Any], make: Callable[[int, Any], Any]
-    ) -> None:
-        """Send one event per tool call so the calls run concurrently.
+    async def dispatch_tools(self, ctx: Context, text: str, calls: list[RunToolEvent]) -> None:
+        """Announce this turn's tool calls on the stream, then send one event per call.
+
+        The calls run concurrently in ``run_tool``; ``gather_tool_results`` joins them.
 
         Args:
             ctx: The run's context.
+            text: What the LLM said along with the calls (streamed in :class:`AgentOutput`).
             calls: The calls of this turn.
-            make: Builds the event for call ``i``.
         """
+        ctx.write_event_to_stream(
+            AgentOutput(
+                response=text,
+                tool_calls=[
+                    ToolCall(tool_name=c.tool_name, tool_kwargs=c.tool_kwargs, tool_id=c.tool_id)
+                    for c in calls
+                ],
+                current_agent_name=self.agent_name,
+            )
+        )
         await ctx.store.set(PENDING, len(calls))
-        for i, call in enumerate(calls):
-            ctx.send_event(make(i, call))
-
+        for call in calls:
+            ctx.send_event(call)
 
 __all__ = ["ToolAgentBase"]

@@ -30,7 +30,6 @@ from .events import (
     LLMInputEvent,
     PrepareEvent,
     RunToolEvent,
-    ToolCall,
     ToolResultEvent,
 )
 from .llm import chat
@@ -175,17 +174,7 @@ class ReActAgent(ToolAgentBase):
             )
             for i, action in enumerate(parsed.actions)
         ]
-        ctx.write_event_to_stream(
-            AgentOutput(
-                response=text,
-                tool_calls=[
-                    ToolCall(tool_name=c.tool_name, tool_kwargs=c.tool_kwargs, tool_id=c.tool_id)
-                    for c in calls
-                ],
-                current_agent_name=self.agent_name,
-            )
-        )
-        await self.dispatch_tools(ctx, calls, lambda _i, call: call)
+        await self.dispatch_tools(ctx, text, calls)
         return None
 
     @step(num_workers=8)
