@@ -9,6 +9,9 @@ from .checkpoints import CheckpointStore as CheckpointStore
 from .checkpoints import InMemoryCheckpointStore as InMemoryCheckpointStore
 from .checkpoints import SqliteCheckpointStore as SqliteCheckpointStore
 from .checkpoints import WorkflowCheckpointer as WorkflowCheckpointer
+from .collect import All as All
+from .collect import Collect as Collect
+from .collect import Take as Take
 from .context import Context as Context
 from .drawing import draw_all_possible_flows as draw_all_possible_flows
 from .drawing import draw_most_recent_execution as draw_most_recent_execution
@@ -29,6 +32,7 @@ from .errors import WorkflowRuntimeError as WorkflowRuntimeError
 from .errors import WorkflowStepDoesNotExistError as WorkflowStepDoesNotExistError
 from .errors import WorkflowTimeoutError as WorkflowTimeoutError
 from .errors import WorkflowValidationError as WorkflowValidationError
+from .events import CollectedEvents as CollectedEvents
 from .events import Event as Event
 from .events import HumanResponseEvent as HumanResponseEvent
 from .events import InputRequiredEvent as InputRequiredEvent
@@ -67,11 +71,14 @@ from .step import step as step
 from .workflow import Workflow as Workflow
 
 __all__ = [
+    "All",
     "BaseSerializer",
     "BatonflowError",
     "Checkpoint",
     "CheckpointError",
     "CheckpointStore",
+    "Collect",
+    "CollectedEvents",
     "ConstantDelayRetryPolicy",
     "Context",
     "ContextSerdeError",
@@ -108,6 +115,7 @@ __all__ = [
     "StepStateChanged",
     "StepTimeoutError",
     "StopEvent",
+    "Take",
     "UnhandledEvent",
     "Workflow",
     "WorkflowCancelledByUser",

@@ -52,6 +52,8 @@ def make_call(spec: StepSpec, func: Callable[..., Any]) -> Callable[..., Any]:
                 value: Any = ev.events[p.name] if join else ev  # type: ignore[attr-defined]
             elif p.kind is ParamKind.CONTEXT:
                 value = ctx
+            elif p.kind is ParamKind.COLLECTION:
+                value = list(ev.events)  # type: ignore[attr-defined]
             else:
                 value = res[p.name] if res is not None else None
             if p.positional:

@@ -78,3 +78,25 @@ class CollectBuffer:
 
     def held(self) -> list[Event]:
         return [e for e, _ in self.raw] + [e for dq in self.slots.values() for e, _ in dq]
+
+
+class CollectionStream:
+    """One fan-out of a ``list[E]``-returning step: its branches and what collectors got.
+
+    ``live[i]`` counts the queued and running executions of branch ``i``; the stream closes when
+    every branch reaches zero.
+    """
+
+    __slots__ = ("collectors", "fired", "items", "live", "size")
+
+    def __init__(self, size: int, collectors: tuple[int, ...]) -> None:
+        self.size = size
+        self.live = [0] * size
+        self.collectors = list(collectors)
+        #: Per collector step index: (branch, event) in arrival order.
+        self.items: dict[int, list[tuple[int, Event]]] = {}
+        self.fired: set[int] = set()
+
+    def closed(self) -> bool:
+        """Whether every branch has finished."""
+        return not any(self.live)

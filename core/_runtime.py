@@ -28,7 +28,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from ._calls import call_in_scopes, run_sync
-from ._collect import CollectBuffer
+from ._collect import CollectBuffer, CollectionStream
 from ._waiters import Waiter, type_name
 from .errors import (
     StepTimeoutError,
@@ -37,6 +37,7 @@ from .errors import (
     WorkflowTimeoutError,
 )
 from .events import (
+    CollectedEvents,
     Event,
     InputRequiredEvent,
     JoinedEvents,
@@ -91,6 +92,8 @@ CURRENT_EXECUTION: ContextVar[Execution | None] = ContextVar("batonflow_executio
 
 #: Where an event came from: the execution that emitted it, several (a join), or outside.
 Origin = int | tuple[int, ...] | None
+#: The collection-stream branch an event belongs to: (stream id, branch index), or None.
+Tag = tuple[int, int] | None
 
 
 class Lane:
@@ -109,8 +112,8 @@ class Lane:
         self.direct = (
             spec.is_async and not spec.has_resources and spec.timeout is None and not scoped
         )
-        # (event, origin, execution id to reuse or None)
-        self.pending: deque[tuple[Event, Origin, int | None]] = deque()
+        # (event, origin, execution id to reuse or None, collection-stream branch)
+        self.pending: deque[tuple[Event, Origin, int | None, Tag]] = deque()
         # Steps with several event parameters: the events waiting for their set, per parameter.
         self.joins: dict[str, deque[tuple[Event, Origin]]] | None = (
             {name: deque() for name in spec.join} if spec.join else None
@@ -157,6 +160,7 @@ class Execution:
         "run",
         "started",
         "step_timeout",
+        "tag",
         "task",
         "wait_count",
     )
@@ -181,6 +185,7 @@ class Execution:
         self.wait_count = 0
         self.started = False
         self.output_name: str | None = None
+        self.tag: Tag = None
 
 
 class Run:
@@ -223,6 +228,9 @@ class Run:
         #: Whether internal events (StepStateChanged, WorkflowIdleEvent) are written.
         self.internal = False
         self.waiting = 0
+        #: Open collection streams (fan-outs of list-returning steps) by id.
+        self.streams: dict[int, CollectionStream] = {}
+        self.next_stream = 1
         #: Recoveries used per (catch_error step, failed step).
         self.recoveries: dict[tuple[str, str], int] = {}
         self.handler: WorkflowHandler | None = None
@@ -289,6 +297,15 @@ class Run:
         if isinstance(snap.stop_event, StopEvent):
             self.complete(snap.stop_event)
             return
+        self.next_stream = snap.next_stream
+        index_of = {spec.name: i for i, spec in enumerate(self.graph.order)}
+        for saved in snap.streams:
+            stream = CollectionStream(
+                saved["size"], tuple(index_of[n] for n in saved["collectors"])
+            )
+            stream.fired = {index_of[n] for n in saved["fired"]}
+            stream.items = {index_of[n]: list(items) for n, items in saved["items"].items()}
+            self.streams[saved["id"]] = stream
         for step_name, param, events in snap.joins:
             lane = self._lane(self.graph.order.index(self.graph.steps[step_name]))
             if lane.joins is not None and param in lane.joins:
@@ -298,8 +315,13 @@ class Run:
         self._hold += 1
         for item in (*snap.in_progress, *snap.queued):
             lane = self._lane(self.graph.order.index(self.graph.steps[item.step]))
-            lane.pending.append((item.event, item.origin, item.execution_id))
+            tag = item.tag
+            lane.pending.append((item.event, item.origin, item.execution_id, tag))
+            if tag is not None and tag[0] in self.streams:
+                self.streams[tag[0]].live[tag[1]] += 1
         self._hold -= 1
+        for sid in list(self.streams):
+            self._check_stream(sid)
         self._kick_all()
 
     @property
@@ -437,6 +459,7 @@ class Run:
         *,
         external: bool = False,
         emitter: Execution | None = None,
+        tag: Tag = None,
     ) -> None:
         """Deliver ``event`` to the steps that accept it (or to step ``target`` only)."""
         if self.status is not RunStatus.RUNNING:
@@ -468,14 +491,24 @@ class Run:
         hold = self._hold or self.stepwise
         for index in targets:
             lane = self.lanes[index] or self._lane(index)
+            if lane.spec.collects:
+                if tag is not None:
+                    self._collect_member(lane, event, tag)
+                elif self.internal:
+                    self._unhandled(event)
+                continue
             item: Event = event
             item_origin: Origin = origin
+            item_tag = tag
             if lane.joins is not None:
                 joined = lane.join(event, origin)
                 if joined is None:
                     continue
                 item, item_origin = joined
-            lane.pending.append((item, item_origin, None))
+                item_tag = None
+            lane.pending.append((item, item_origin, None, item_tag))
+            if item_tag is not None:
+                self.streams[item_tag[0]].live[item_tag[1]] += 1
             if not hold and lane.active < lane.limit:
                 self._start(lane)
             elif self.internal:
@@ -505,11 +538,12 @@ class Run:
                     self._start(lane)
 
     def _start(self, lane: Lane) -> None:
-        event, origin, eid = lane.pending.popleft()
+        event, origin, eid, tag = lane.pending.popleft()
         if eid is None:
             eid = self.next_id
             self.next_id += 1
         ex = Execution(self, eid, lane, event, origin)
+        ex.tag = tag
         lane.active += 1
         self.running[eid] = ex
         ex.task = self.loop.create_task(self._execute(ex))
@@ -703,6 +737,7 @@ class Run:
     def _succeeded(self, ex: Execution, result: Any, began: float) -> None:
         # The execution is over: it is no longer in progress for snapshots.
         del self.running[ex.id]
+        fan_out = False
         if result is None:
             outputs: tuple[Event, ...] = ()
             kinds: tuple[type[Event], ...] = ()
@@ -710,6 +745,7 @@ class Run:
             outputs = (result,)
             kinds = (type(result),)
         elif isinstance(result, list) and all(isinstance(item, Event) for item in result):
+            fan_out = True
             outputs = tuple(result)
             kinds = tuple(type(item) for item in outputs)
         else:
@@ -739,15 +775,13 @@ class Run:
             return
         listeners = self.workflow._listeners
         if not listeners:
-            for ev in outputs:
-                self.route(ev, ex.id, None, emitter=ex)
+            self._route_outputs(ex, outputs, fan_out)
             return
         # Queue the outputs without starting anything, let the listeners look at a quiet run,
         # then dispatch.
         self._hold += 1
         try:
-            for ev in outputs:
-                self.route(ev, ex.id, None, emitter=ex)
+            self._route_outputs(ex, outputs, fan_out)
             boundary = StepBoundary(
                 self.run_id,
                 ex.lane.spec.name,
@@ -772,10 +806,88 @@ class Run:
         else:
             self._kick_all()
 
+    def _route_outputs(self, ex: Execution, outputs: tuple[Event, ...], fan_out: bool) -> None:
+        if fan_out:
+            declared = tuple(e for e in ex.lane.spec.emitted if not issubclass(e, StopEvent))
+            collectors = self.graph.collectors_from(declared)
+            if collectors:
+                # A list feeding a list[E] join opens a collection stream: one branch per item.
+                sid = self.next_stream
+                self.next_stream += 1
+                self.streams[sid] = CollectionStream(len(outputs), collectors)
+                for i, ev in enumerate(outputs):
+                    self.route(ev, ex.id, None, emitter=ex, tag=(sid, i))
+                self._check_stream(sid)
+                return
+        tag = ex.tag
+        for ev in outputs:
+            self.route(ev, ex.id, None, emitter=ex, tag=tag)
+
+    def _branch_done(self, tag: tuple[int, int]) -> None:
+        stream = self.streams.get(tag[0])
+        if stream is None:
+            return
+        stream.live[tag[1]] -= 1
+        if stream.live[tag[1]] == 0:
+            self._check_stream(tag[0])
+
+    def _check_stream(self, sid: int) -> None:
+        stream = self.streams.get(sid)
+        if stream is None or not stream.closed():
+            return
+        del self.streams[sid]
+        for index in stream.collectors:
+            if index not in stream.fired:
+                self._fire(index, stream)
+
+    def _collect_member(self, lane: Lane, event: Event, tag: tuple[int, int]) -> None:
+        stream = self.streams.get(tag[0])
+        if stream is None or lane.index in stream.fired:
+            return
+        if lane.index not in stream.collectors:
+            stream.collectors.append(lane.index)
+        items = stream.items.setdefault(lane.index, [])
+        items.append((tag[1], event))
+        take = lane.spec.collect_take
+        if take is not None and len(items) >= take:
+            self._fire(lane.index, stream)
+
+    def _fire(self, index: int, stream: CollectionStream) -> None:
+        stream.fired.add(index)
+        items = stream.items.pop(index, [])
+        lane = self._lane(index)
+        take = lane.spec.collect_take
+        if take is not None:
+            events = [e for _, e in items[:take]]
+        else:
+            events = [e for _, e in sorted(items, key=lambda item: item[0])]
+        lane.pending.append((CollectedEvents(events=events), None, None, None))
+        if not (self._hold or self.stepwise) and lane.active < lane.limit:
+            self._start(lane)
+
+    def stream_parts(self) -> list[dict[str, Any]]:
+        """The open collection streams, by step names (for snapshots)."""
+        names = [spec.name for spec in self.graph.order]
+        return [
+            {
+                "id": sid,
+                "size": stream.size,
+                "collectors": [names[i] for i in stream.collectors],
+                "fired": [names[i] for i in stream.fired],
+                "items": {
+                    names[i]: [(branch, ev) for branch, ev in items]
+                    for i, items in stream.items.items()
+                },
+            }
+            for sid, stream in self.streams.items()
+        ]
+
     def _release(self, ex: Execution) -> None:
         self.running.pop(ex.id, None)
         lane = ex.lane
         lane.active -= 1
+        if ex.tag is not None and self.status is RunStatus.RUNNING:
+            self._branch_done(ex.tag)
         if self.status is RunStatus.RUNNING:
             if self.internal:
                 if ex.output_name is None:  # not reported by _succeeded (it failed)
@@ -946,17 +1058,17 @@ class Run:
     def snapshot_parts(
         self,
     ) -> tuple[
-        list[tuple[str, Event, Origin, int | None]],
-        list[tuple[str, Event, Origin, int]],
+        list[tuple[str, Event, Origin, int | None, Tag]],
+        list[tuple[str, Event, Origin, int, Tag]],
     ]:
-        """``(queued, in_progress)`` as ``(step, event, origin, execution id)`` tuples."""
-        queued: list[tuple[str, Event, Origin, int | None]] = []
+        """``(queued, in_progress)`` as ``(step, event, origin, execution id, tag)`` tuples."""
+        queued: list[tuple[str, Event, Origin, int | None, Tag]] = []
         for lane in self.lanes:
             if lane is not None:
-                for event, origin, eid in lane.pending:
-                    queued.append((lane.spec.name, event, origin, eid))
-        in_progress: list[tuple[str, Event, Origin, int]] = [
-            (ex.lane.spec.name, ex.event, _origin_of(ex.origins), ex.id)
+                for event, origin, eid, tag in lane.pending:
+                    queued.append((lane.spec.name, event, origin, eid, tag))
+        in_progress: list[tuple[str, Event, Origin, int, Tag]] = [
+            (ex.lane.spec.name, ex.event, _origin_of(ex.origins), ex.id, ex.tag)
             for ex in sorted(self.running.values(), key=lambda e: e.id)
         ]
         return queued, in_progress

@@ -30,6 +30,7 @@ class QueuedItem:
     event: Event
     origin: Any
     execution_id: int | None
+    tag: tuple[int, int] | None = None
 
 
 @dataclass(slots=True)
@@ -62,6 +63,9 @@ class RunSnapshot:
     external: list[tuple[Event, str | None]] = field(default_factory=list)
     #: Events waiting for their set in steps with several event parameters.
     joins: list[tuple[str, str, list[Event]]] = field(default_factory=list)
+    #: Open collection streams (``list[E]`` fan-outs): id, size, collectors, fired, items.
+    streams: list[dict[str, Any]] = field(default_factory=list)
+    next_stream: int = 1
     #: The StopEvent a step just returned when the snapshot was taken at its boundary.
     stop_event: Event | None = None
 
@@ -122,8 +126,14 @@ def dump(
         queued, in_progress = run.snapshot_parts()
         data["is_running"] = run.status is RunStatus.RUNNING
         data["queue"] = [
-            {"step": s, "event": enc(e, f"queued event for {s}"), "origin": o, "execution_id": i}
-            for s, e, o, i in queued
+            {
+                "step": s,
+                "event": enc(e, f"queued event for {s}"),
+                "origin": o,
+                "execution_id": i,
+                "tag": t,
+            }
+            for s, e, o, i, t in queued
         ]
         data["in_progress"] = [
             {
@@ -131,9 +141,21 @@ def dump(
                 "event": enc(e, f"input of running step {s}"),
                 "origin": o,
                 "execution_id": i,
+                "tag": t,
             }
-            for s, e, o, i in in_progress
+            for s, e, o, i, t in in_progress
         ]
+        data["streams"] = [
+            {
+                **st,
+                "items": {
+                    name: [[b, enc(e, f"collected event of {name}")] for b, e in items]
+                    for name, items in st["items"].items()
+                },
+            }
+            for st in run.stream_parts()
+        ]
+        data["next_stream"] = run.next_stream
         data["buffers"] = [
             {
                 "step": k[0],
@@ -178,6 +200,7 @@ def dump(
                 "event": enc(q.event, "queued event"),
                 "origin": q.origin,
                 "execution_id": q.execution_id,
+                "tag": q.tag,
             }
             for q in snap.queued
         ] + [
@@ -196,6 +219,7 @@ def dump(
                 "event": enc(q.event, "in-progress event"),
                 "origin": q.origin,
                 "execution_id": q.execution_id,
+                "tag": q.tag,
             }
             for q in snap.in_progress
         ]
@@ -227,6 +251,17 @@ def dump(
             {"step": st, "param": pa, "events": [enc(e, "join") for e in evs]}
             for st, pa, evs in snap.joins
         ]
+        data["streams"] = [
+            {
+                **st,
+                "items": {
+                    name: [[b, enc(e, "collected event")] for b, e in items]
+                    for name, items in st["items"].items()
+                },
+            }
+            for st in snap.streams
+        ]
+        data["next_stream"] = snap.next_stream
     else:
         data.update(
             is_running=False,
@@ -240,8 +275,17 @@ def dump(
             next_execution_id=1,
             stop_event=None,
             joins=[],
+            streams=[],
+            next_stream=1,
         )
     return data
+
+
+def _tag(value: Any) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    sid, branch = value
+    return (int(sid), int(branch))
 
 
 def _bad(message: str) -> ContextSerdeError:
@@ -300,6 +344,7 @@ def restore_into(ctx: Context[Any], data: Any, serializer: BaseSerializer | None
                     dec(item["event"], "a queued event"),
                     item["origin"],
                     item["execution_id"],
+                    _tag(item.get("tag")),
                 )
             )
         for item in data["in_progress"]:
@@ -309,6 +354,7 @@ def restore_into(ctx: Context[Any], data: Any, serializer: BaseSerializer | None
                     dec(item["event"], "an in-progress event"),
                     item["origin"],
                     int(item["execution_id"]),
+                    _tag(item.get("tag")),
                 )
             )
         for item in data["buffers"]:
@@ -337,6 +383,22 @@ def restore_into(ctx: Context[Any], data: Any, serializer: BaseSerializer | None
         snap.stream_position = int(stream["position"])
         snap.stream_pending = [dec(e, "a stream event") for e in stream["pending"]]
         snap.next_execution_id = int(data["next_execution_id"])
+        for item in data.get("streams") or []:
+            for name in (*item["collectors"], *item["fired"], *item["items"]):
+                step_of({"step": name}, "a collection stream")
+            snap.streams.append(
+                {
+                    "id": int(item["id"]),
+                    "size": int(item["size"]),
+                    "collectors": list(item["collectors"]),
+                    "fired": list(item["fired"]),
+                    "items": {
+                        name: [(int(b), dec(e, "a collected event")) for b, e in pairs]
+                        for name, pairs in item["items"].items()
+                    },
+                }
+            )
+        snap.next_stream = int(data.get("next_stream", 1))
         for item in data.get("joins") or []:
             name = step_of(item, "a join buffer")
             snap.joins.append(

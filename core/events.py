@@ -214,6 +214,16 @@ class JoinedEvents(Event):
     events: dict[str, Any]
 
 
+class CollectedEvents(Event):
+    """The input of a step with a ``list[E]`` collection parameter: the collected events.
+
+    Attributes:
+        events: The events, in branch order.
+    """
+
+    events: list[Any]
+
+
 class InternalDispatchEvent(Event):
     """Base class of the engine's own events, streamed with ``stream_events(expose_internal=True)``."""
 
@@ -265,6 +275,7 @@ class WorkflowIdleEvent(InternalDispatchEvent):
 
 
 __all__ = [
+    "CollectedEvents",
     "Event",
     "HumanResponseEvent",
     "InputRequiredEvent",

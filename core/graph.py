@@ -60,6 +60,7 @@ class Graph:
     stop_event_classes: tuple[type[StopEvent], ...]
     state_type: type[BaseModel] | None
     _routes: dict[type, tuple[int, ...]] = field(default_factory=dict)
+    _collectors: dict[tuple[type, ...], tuple[int, ...]] = field(default_factory=dict)
     _checked: dict[frozenset[str], WorkflowValidationError | None] = field(default_factory=dict)
 
     def error_handler_for(self, step_name: str) -> int | None:
@@ -73,6 +74,28 @@ class Graph:
             elif step_name in spec.for_steps:
                 return i
         return wildcard
+
+    def collectors_from(self, event_types: tuple[type, ...]) -> tuple[int, ...]:
+        """Indexes of the ``list[E]`` collector steps downstream of ``event_types``."""
+        found = self._collectors.get(event_types)
+        if found is None:
+            seen: set[type] = set()
+            frontier = list(event_types)
+            hits: dict[int, None] = {}
+            while frontier:
+                current = frontier.pop()
+                if current in seen:
+                    continue
+                seen.add(current)
+                for i in self.targets(current):
+                    spec = self.order[i]
+                    if spec.collects:
+                        hits[i] = None
+                    else:
+                        frontier.extend(e for e in spec.emitted if not issubclass(e, StopEvent))
+            found = tuple(hits)
+            self._collectors[event_types] = found
+        return found
 
     def targets(self, event_type: type) -> tuple[int, ...]:
         """Indexes (into :attr:`order`) of the steps that accept events of ``event_type``."""

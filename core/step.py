@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, ove
 
 from pydantic import BaseModel
 
+from .collect import All, Collect, Take
 from .errors import WorkflowConfigurationError, WorkflowValidationError
 from .events import Event
 from .resource import Resource, ResourceConfig
@@ -46,6 +47,7 @@ class ParamKind(Enum):
 
     CONTEXT = "context"  # the run's Context
     EVENT = "event"  # the triggering event
+    COLLECTION = "collection"  # list[E]: the events of a collection stream
     RESOURCE = "resource"  # a resource resolved by the workflow's ResourceManager
 
 
@@ -98,6 +100,8 @@ class StepSpec:
         max_recoveries: How many failures per failed step and run it may handle.
         join: The event parameters, when there are several: the step then runs once per full
             set (one event for each), receiving a :class:`JoinedEvents` as its input event.
+        collects: Whether the step takes a ``list[E]`` collection parameter.
+        collect_take: ``n`` of ``Collect(Take(n))``; ``None`` for ``All()``.
     """
 
     name: str
@@ -117,6 +121,8 @@ class StepSpec:
     for_steps: tuple[str, ...] | None = None
     max_recoveries: int = 1
     join: tuple[str, ...] = ()
+    collect_take: int | None = None
+    collects: bool = False
 
     @property
     def resources(self) -> tuple[tuple[str, Any], ...]:
@@ -319,6 +325,8 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
     params: list[StepParam] = []
     accepted: tuple[type[Event], ...] = ()
     event_params: list[str] = []
+    collect_param: str | None = None
+    collect_take: int | None = None
     state_type: type[BaseModel] | None = None
     has_self = False
     for index, param in enumerate(sig.parameters.values()):
@@ -333,8 +341,32 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
                 StepParam(param.name, ParamKind.RESOURCE, marker, positional, get_args(ann)[0])
             )
             continue
+        collect_marker = None
         if get_origin(ann) is typing.Annotated:
+            collect_marker = next((m for m in ann.__metadata__ if isinstance(m, Collect)), None)
             ann = get_args(ann)[0]
+        if get_origin(ann) is list:
+            inner, bad, _ = _event_types(get_args(ann)[0]) if get_args(ann) else ([], [1], False)
+            if bad or not inner:
+                raise WorkflowValidationError(
+                    f"Step {name} parameter '{param.name}' is annotated {_type_name(ann)}; a "
+                    "collection parameter is list[E] with E an Event subclass."
+                )
+            if collect_param is not None or event_params:
+                raise WorkflowValidationError(
+                    f"Step {name} mixes a list[...] collection parameter with other event "
+                    "parameters. Give the collection join a step of its own."
+                )
+            collect_param = param.name
+            card = collect_marker.cardinality if collect_marker is not None else All()
+            collect_take = card.n if isinstance(card, Take) else None
+            accepted = tuple(dict.fromkeys(inner))
+            params.append(
+                StepParam(
+                    param.name, ParamKind.COLLECTION, None, positional, event_types=tuple(inner)
+                )
+            )
+            continue
         if ann is Context or get_origin(ann) is Context:
             args = get_args(ann)
             if args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
@@ -353,12 +385,17 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
                 "not an Event. Annotate it with an Event subclass (or a union of them), "
                 "`Context`, or `Annotated[T, Resource(factory)]`."
             )
+        if collect_param is not None:
+            raise WorkflowValidationError(
+                f"Step {name} mixes a list[...] collection parameter with other event "
+                "parameters. Give the collection join a step of its own."
+            )
         event_params.append(param.name)
         accepted = tuple(dict.fromkeys((*accepted, *events)))
         params.append(
             StepParam(param.name, ParamKind.EVENT, None, positional, event_types=tuple(events))
         )
-    if not event_params:
+    if not event_params and collect_param is None:
         raise WorkflowValidationError(
             f"Step {name} has no event parameter. Add one annotated with the event it "
             "accepts, e.g. `ev: StartEvent`."
@@ -399,6 +436,8 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
         for_steps=options.for_steps,
         max_recoveries=options.max_recoveries,
         join=tuple(event_params) if len(event_params) > 1 else (),
+        collects=collect_param is not None,
+        collect_take=collect_take,
     )
 
 

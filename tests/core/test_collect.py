@@ -1,0 +1,162 @@
+"""Collection joins: ``-> list[E]`` fan-outs gathered by a ``list[R]`` parameter."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+
+import pytest
+from batonflow.core import (
+    CollectedEvents,
+    Context,
+    Event,
+    StartEvent,
+    StepBoundary,
+    StopEvent,
+    Workflow,
+    WorkflowValidationError,
+    step,
+)
+from batonflow.core.collect import All, Collect, Take
+
+
+class Part(Event):
+    n: int
+
+
+class Result(Event):
+    n: int
+    square: int
+
+
+class Squares(Workflow):
+    @step
+    async def split(self, ev: StartEvent) -> list[Part]:
+        return [Part(n=i) for i in range(ev.count)]
+
+    @step(num_workers=4)
+    async def square(self, ev: Part) -> Result | None:
+        await asyncio.sleep(0.001 * ((5 - ev.n) % 3))
+        if ev.n == 3:
+            return None  # a branch may end without a result
+        return Result(n=ev.n, square=ev.n * ev.n)
+
+    @step
+    async def gather(self, results: list[Result]) -> StopEvent:
+        return StopEvent(result=[r.square for r in results])
+
+
+async def test_all_waits_for_every_branch_in_branch_order() -> None:
+    """``list[R]`` fires once when every branch finished, in branch order, skipping dead ones."""
+    assert await Squares().run(count=5) == [0, 1, 4, 16]
+
+
+async def test_empty_fan_out_fires_with_empty_list() -> None:
+    """A producer returning ``[]`` makes the join fire at once with ``[]``."""
+    assert await Squares().run(count=0) == []
+
+
+async def test_take_fires_on_the_nth_arrival() -> None:
+    """``Collect(Take(2))`` fires with the first two results to arrive."""
+
+    class Fastest(Workflow):
+        @step
+        async def split(self, ev: StartEvent) -> list[Part]:
+            return [Part(n=i) for i in range(4)]
+
+        @step(num_workers=4)
+        async def square(self, ev: Part) -> Result:
+            await asyncio.sleep(0.01 * (4 - ev.n))
+            return Result(n=ev.n, square=ev.n * ev.n)
+
+        @step
+        async def first_two(self, results: Annotated[list[Result], Collect(Take(2))]) -> StopEvent:
+            return StopEvent(result=sorted(r.n for r in results))
+
+    assert await Fastest().run() == [2, 3]
+
+
+async def test_explicit_all_and_direct_collection() -> None:
+    """``Collect(All())`` also collects the list items themselves when they are the type."""
+
+    class Direct(Workflow):
+        @step
+        async def split(self, ev: StartEvent) -> list[Part]:
+            return [Part(n=i) for i in range(3)]
+
+        @step
+        async def gather(
+            self, ctx: Context, parts: Annotated[list[Part], Collect(All())]
+        ) -> StopEvent:
+            return StopEvent(result=[p.n for p in parts])
+
+    assert await Direct().run() == [0, 1, 2]
+
+
+async def test_sent_events_do_not_join_a_stream() -> None:
+    """Events sent with ctx.send_event are not members of the collection stream."""
+
+    class Mixed(Workflow):
+        @step
+        async def split(self, ctx: Context, ev: StartEvent) -> list[Part]:
+            ctx.send_event(Part(n=99))
+            return [Part(n=1), Part(n=2)]
+
+        @step
+        async def square(self, ev: Part) -> Result:
+            return Result(n=ev.n, square=ev.n * ev.n)
+
+        @step
+        async def gather(self, results: list[Result]) -> StopEvent:
+            return StopEvent(result=[r.n for r in results])
+
+    assert await Mixed().run() == [1, 2]
+
+
+async def test_collection_stream_survives_snapshots() -> None:
+    """Snapshots at every boundary restore and finish with the same collected result."""
+    w = Squares()
+    snaps: list[dict[str, Any]] = []
+    w.add_step_listener(lambda b: snaps.append(json.loads(json.dumps(b.ctx.to_dict()))))
+    assert await w.run(count=5) == [0, 1, 4, 16]
+    assert any(s["streams"] for s in snaps)
+    for data in snaps:
+        if data["is_running"]:
+            fresh = Squares()
+            assert await fresh.run(ctx=Context.from_dict(fresh, data)) == [0, 1, 4, 16]
+
+
+async def test_collect_input_is_collected_events() -> None:
+    """Listeners see a CollectedEvents input for the join step."""
+    w = Squares()
+    inputs: list[Any] = []
+
+    def listener(boundary: StepBoundary) -> None:
+        if boundary.step_name == "gather":
+            inputs.append(boundary.input_event)
+
+    w.add_step_listener(listener)
+    await w.run(count=2)
+    (collected,) = inputs
+    assert isinstance(collected, CollectedEvents) and len(collected.events) == 2
+
+
+async def test_bad_collection_parameters() -> None:
+    """A list of non-events, or mixing a collection with other event parameters, is rejected."""
+    with pytest.raises(WorkflowValidationError, match="collection parameter is list\\[E\\]"):
+
+        class Bad(Workflow):
+            @step
+            async def gather(self, items: list[int]) -> StopEvent:
+                return StopEvent()
+
+    with pytest.raises(WorkflowValidationError, match="mixes a list"):
+
+        class Mixed(Workflow):
+            @step
+            async def gather(self, results: list[Result], part: Part) -> StopEvent:
+                return StopEvent()
+
+    with pytest.raises(ValueError, match="Take\\(n\\) needs an integer"):
+        Take(0)
