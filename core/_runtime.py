@@ -212,6 +212,7 @@ class Run:
         self.run_id = run_id
         self.meta: dict[str, str] = ctx.meta
         self.stepwise = stepwise
+        instruments = instruments.for_run(run_id, workflow.workflow_name)
         self.instruments = instruments
         self.calls = calls
         self.lanes: list[Lane | None] = [None] * len(graph.order)

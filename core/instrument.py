@@ -111,6 +111,14 @@ class EventsJoined:
 class Instrument:
     """Base class for instruments: override the hooks you need; the rest do nothing."""
 
+    def wants_run(self, run_id: str, workflow_name: str) -> bool:
+        """Whether to watch this run at all; asked once when a run is created.
+
+        Returning ``False`` (e.g. tracing with no SDK configured) removes the instrument from
+        the run, so its hooks cost nothing there. The default watches every run.
+        """
+        return True
+
     def run_started(self, record: RunStarted) -> None:
         """Called when a run begins or resumes, before its first step."""
 
@@ -155,7 +163,7 @@ class InstrumentSet:
     instruments that are not there cost a boolean test.
     """
 
-    __slots__ = ("_hooks", "instruments")
+    __slots__ = ("_filtering", "_hooks", "_subsets", "instruments")
 
     _disabled: ClassVar[set[tuple[int, str]]] = set()
 
@@ -167,6 +175,31 @@ class InstrumentSet:
             self._hooks[hook] = tuple(
                 inst for inst in self.instruments if getattr(type(inst), hook) is not base
             )
+        self._filtering = tuple(
+            inst for inst in self.instruments if type(inst).wants_run is not Instrument.wants_run
+        )
+        self._subsets: dict[tuple[int, ...], InstrumentSet] = {}
+
+    def for_run(self, run_id: str, workflow_name: str) -> InstrumentSet:
+        """The instruments that want to watch this run (``Instrument.wants_run``)."""
+        if not self._filtering:
+            return self
+        kept: list[Instrument] = []
+        for inst in self.instruments:
+            if inst in self._filtering:
+                try:
+                    if not inst.wants_run(run_id, workflow_name):
+                        continue
+                except Exception:
+                    logger.exception("Instrument %r raised in wants_run; watching the run.", inst)
+            kept.append(inst)
+        if len(kept) == len(self.instruments):
+            return self
+        key = tuple(id(inst) for inst in kept)
+        subset = self._subsets.get(key)
+        if subset is None:
+            subset = self._subsets[key] = InstrumentSet(kept)
+        return subset
 
     def wants(self, hook: str) -> bool:
         """Whether any instrument overrides ``hook``."""

@@ -246,3 +246,23 @@ async def test_meta_is_saved_and_restored_and_resume_is_flagged() -> None:
     assert await resumed == "yes"
     (started,) = rec2.of(RunStarted)
     assert started.resumed and started.run_id == handler.run_id
+
+
+async def test_wants_run_removes_an_instrument_from_a_run() -> None:
+    """An instrument whose ``wants_run`` says no sees nothing of that run."""
+
+    class Picky(Recorder):
+        def wants_run(self, run_id: str, workflow_name: str) -> bool:
+            return run_id.startswith("watch")
+
+    class One(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> StopEvent:
+            return StopEvent(result=1)
+
+    picky = Picky()
+    w = One(instruments=[picky])
+    await w.run(run_id="ignore-me")
+    assert picky.records == []
+    await w.run(run_id="watch-me")
+    assert [r.run_id for r in picky.of(RunStarted)] == ["watch-me"]
