@@ -3,8 +3,10 @@
 ``load_workflow("guess-number")`` builds a prebuilt flow; ``load_workflow("pkg.mod:MyFlow")``
 imports ``pkg.mod`` and instantiates ``MyFlow`` (a :class:`~batonflow.core.Workflow` subclass
 with a constructor that needs no argument), or takes ``pkg.mod:flow`` when ``flow`` already is a
-workflow instance, or calls it when it is a factory function. ``path/to/file.py:MyFlow`` loads a
-file that is not on the import path. Every failure is a :class:`FlowNotFoundError` whose message
+workflow instance, or calls it when it is a factory function; the current folder is importable
+(as with ``python -m``). ``path/to/file.py:MyFlow`` loads a file that is not on the import path;
+its folder is put on ``sys.path`` (as with ``python path/to/file.py``), so it can import the
+modules next to it. Every failure is a :class:`FlowNotFoundError` whose message
 names what was looked for and how to fix it.
 """
 
@@ -15,6 +17,7 @@ import importlib
 import importlib.util
 import inspect
 import json
+import os
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -247,6 +250,11 @@ def _import(module_name: str, spec: str) -> Any:
         name = f"_batonflow_file_{path.stem}_{digest}"
         if name in sys.modules:
             return sys.modules[name]
+        # Like `python path/to/file.py`: the file's folder is importable, so the file can
+        # import its sibling modules (also later, from inside its steps).
+        folder = str(path.resolve().parent)
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
         loader_spec = importlib.util.spec_from_file_location(name, path)
         if loader_spec is None or loader_spec.loader is None:
             raise FlowNotFoundError(f"File {str(path)!r} cannot be imported as Python.")
@@ -254,6 +262,7 @@ def _import(module_name: str, spec: str) -> Any:
         sys.modules[name] = module
         loader_spec.loader.exec_module(module)
         return module
+    _current_folder_importable()
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -263,6 +272,18 @@ def _import(module_name: str, spec: str) -> Any:
                 f"{spec!r} and that it is importable (PYTHONPATH, current folder)."
             ) from exc
         raise
+
+
+def _current_folder_importable() -> None:
+    """Put the current folder on ``sys.path``, as ``python -m`` does (a console script does not).
+
+    ``batonflow run mypkg.flows:MyFlow`` then finds ``mypkg`` in the folder it is run from.
+    """
+    cwd = os.getcwd()
+    entries = {os.path.abspath(entry or os.curdir) for entry in sys.path}
+    if cwd not in entries:
+        sys.path.insert(0, cwd)
+        importlib.invalidate_caches()
 
 
 def _as_workflow(target: Any, spec: str) -> Any:
