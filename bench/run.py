@@ -324,7 +324,7 @@ def derived_rows(cells: dict[str, dict[str, Cell]]) -> tuple[list[list[str]], bo
 
     for small_job, big_job, label, judged in (
         ("fanout", "fanout10k", "fanout cost 10,000 / 1,000 (best runs)", True),
-        ("fanout_nogc", "fanout10k_nogc", "  same, cyclic GC off", False),
+        ("fanout_nogc", "fanout10k_nogc", "fanout cost 10,000 / 1,000, GC off", False),
     ):
         if small_job not in cells or big_job not in cells:
             continue
