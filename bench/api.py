@@ -41,8 +41,14 @@ class Api:
 def load_api(impl: str) -> Api:
     """Import the engine ``impl`` ("batonflow" or "llama") and return its names."""
     if impl == "llama":
-        import workflows
-        from workflows import events
+        try:
+            import workflows
+            from workflows import events
+        except ImportError as exc:
+            raise Unsupported(
+                f"llama-index-workflows is not installed ({exc}); "
+                "run .venv/bin/pip install -r bench/requirements.txt"
+            ) from exc
 
         return Api(
             impl=impl,
