@@ -23,7 +23,7 @@ typecheck: install
 	$(VENV)/bin/mypy
 
 pytest: install
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --cov=batonflow.core --cov-branch --cov-report=term:skip-covered
 
 test: lint typecheck pytest
 
