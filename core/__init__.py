@@ -7,6 +7,7 @@ listed in ``__all__``.
 from .checkpoints import Checkpoint as Checkpoint
 from .checkpoints import CheckpointStore as CheckpointStore
 from .checkpoints import InMemoryCheckpointStore as InMemoryCheckpointStore
+from .checkpoints import RunRecord as RunRecord
 from .checkpoints import SqliteCheckpointStore as SqliteCheckpointStore
 from .checkpoints import WorkflowCheckpointer as WorkflowCheckpointer
 from .collect import All as All
@@ -14,13 +15,16 @@ from .collect import Collect as Collect
 from .collect import Take as Take
 from .context import Context as Context
 from .drawing import draw_all_possible_flows as draw_all_possible_flows
+from .drawing import draw_all_possible_flows_mermaid as draw_all_possible_flows_mermaid
 from .drawing import draw_most_recent_execution as draw_most_recent_execution
+from .drawing import draw_most_recent_execution_mermaid as draw_most_recent_execution_mermaid
 from .errors import BatonflowError as BatonflowError
 from .errors import CheckpointError as CheckpointError
 from .errors import ContextSerdeError as ContextSerdeError
 from .errors import ContextStateError as ContextStateError
 from .errors import ResourceError as ResourceError
 from .errors import SerializationError as SerializationError
+from .errors import StartEventError as StartEventError
 from .errors import StateError as StateError
 from .errors import StateKeyError as StateKeyError
 from .errors import StateValidationError as StateValidationError
@@ -52,6 +56,16 @@ from .handler import WorkflowHandler as WorkflowHandler
 from .hooks import StepBoundary as StepBoundary
 from .instrument import Instrument as Instrument
 from .instrument import PrintingInstrument as PrintingInstrument
+from .representation import WorkflowEventNode as WorkflowEventNode
+from .representation import WorkflowExternalNode as WorkflowExternalNode
+from .representation import WorkflowGenericNode as WorkflowGenericNode
+from .representation import WorkflowGraph as WorkflowGraph
+from .representation import WorkflowGraphEdge as WorkflowGraphEdge
+from .representation import WorkflowGraphNode as WorkflowGraphNode
+from .representation import WorkflowResourceConfigNode as WorkflowResourceConfigNode
+from .representation import WorkflowResourceNode as WorkflowResourceNode
+from .representation import WorkflowStepNode as WorkflowStepNode
+from .representation import get_workflow_representation as get_workflow_representation
 from .resource import Resource as Resource
 from .resource import ResourceConfig as ResourceConfig
 from .resource import ResourceManager as ResourceManager
@@ -66,6 +80,7 @@ from .serialization import JsonSerializer as JsonSerializer
 from .serialization import PickleSerializer as PickleSerializer
 from .state import DictState as DictState
 from .state import InMemoryStateStore as InMemoryStateStore
+from .state import StateStore as StateStore
 from .step import catch_error as catch_error
 from .step import step as step
 from .workflow import Workflow as Workflow
@@ -103,11 +118,14 @@ __all__ = [
     "ResourceManager",
     "RetryInfo",
     "RetryPolicy",
+    "RunRecord",
     "SerializationError",
     "SqliteCheckpointStore",
     "StartEvent",
+    "StartEventError",
     "StateError",
     "StateKeyError",
+    "StateStore",
     "StateValidationError",
     "StepBoundary",
     "StepFailedEvent",
@@ -123,17 +141,29 @@ __all__ = [
     "WorkflowCheckpointer",
     "WorkflowConfigurationError",
     "WorkflowDone",
+    "WorkflowEventNode",
+    "WorkflowExternalNode",
     "WorkflowFailedEvent",
+    "WorkflowGenericNode",
+    "WorkflowGraph",
+    "WorkflowGraphEdge",
+    "WorkflowGraphNode",
     "WorkflowHandler",
     "WorkflowIdleEvent",
+    "WorkflowResourceConfigNode",
+    "WorkflowResourceNode",
     "WorkflowRuntimeError",
     "WorkflowStepDoesNotExistError",
+    "WorkflowStepNode",
     "WorkflowTimedOutEvent",
     "WorkflowTimeoutError",
     "WorkflowValidationError",
     "catch_error",
     "draw_all_possible_flows",
+    "draw_all_possible_flows_mermaid",
     "draw_most_recent_execution",
+    "draw_most_recent_execution_mermaid",
+    "get_workflow_representation",
     "retry_policy",
     "step",
 ]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import threading
 import time
 from collections import deque
@@ -51,6 +52,7 @@ from .events import (
     WorkflowIdleEvent,
     WorkflowTimedOutEvent,
 )
+from .graph import CALLER_EVENTS
 from .hooks import StepBoundary
 from .instrument import (
     EventEmitted,
@@ -255,6 +257,10 @@ class Run:
         self._want_record = self._want_started or self._want_finished or self._want_scope
         self._want_emitted = ins.wants("event_emitted")
         self._want_joined = ins.wants("events_joined")
+        #: Whether a step returning an event nobody takes fails the run (unless opted out).
+        self._check_outputs = not (
+            workflow._disable_validation or "terminal_event" in workflow._skip_graph_checks
+        )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -334,15 +340,38 @@ class Run:
         self._timeout_handle = None
         if self.status is not RunStatus.RUNNING:
             return
-        self.stream.put(WorkflowTimedOutEvent(timeout=timeout, active_steps=self.running_steps()))
+        active = self.running_steps()
+        self.stream.put(WorkflowTimedOutEvent(timeout=timeout, active_steps=active))
         self.fail(
             WorkflowTimeoutError(
                 f"Operation timed out after {timeout} seconds: the run of "
-                f"{self.workflow.workflow_name} did not finish. Raise Workflow(timeout=...) or "
-                "pass timeout=None for no limit."
+                f"{self.workflow.workflow_name} did not finish ({self._activity(active)}). "
+                "Raise Workflow(timeout=...) or pass timeout=None for no limit."
             ),
             RunStatus.TIMED_OUT,
         )
+
+    def _activity(self, active: list[str]) -> str:
+        """What the run was doing, for the timeout message."""
+        waiting = sorted(
+            {f"{w.step} for {w.type_name.rsplit('.', 1)[-1]}" for w in self.waiters.values()}
+        )
+        queued = sorted(
+            {lane.spec.name for lane in self.lanes if lane is not None and lane.pending}
+        )
+        parts = []
+        if active:
+            parts.append(f"currently active steps: {', '.join(active)}")
+        if waiting:
+            parts.append(f"waiting for an event: {', '.join(waiting)}")
+        if queued:
+            parts.append(f"queued: {', '.join(queued)}")
+        if not parts:
+            return (
+                "no step was running or waiting: the run was idle, waiting for an event sent "
+                "from outside with handler.ctx.send_event()"
+            )
+        return "; ".join(parts)
 
     def cancel(self) -> None:
         """End the run as cancelled by the user."""
@@ -604,7 +633,13 @@ class Run:
                 except Exception as error:
                     if self.status is not RunStatus.RUNNING:
                         return
-                    delay = self._retry_delay(ex, error)
+                    try:
+                        delay = self._retry_delay(ex, error)
+                    except WorkflowRuntimeError as broken:
+                        if self._want_finished:
+                            self._step_finished(ex, (), error, began)
+                        self.fail(broken, ex=ex)
+                        return
                     if self._want_finished:
                         self._step_finished(ex, (), error, began, delay is not None)
                     if delay is None:
@@ -654,16 +689,39 @@ class Run:
         return True
 
     def _retry_delay(self, ex: Execution, error: Exception) -> float | None:
+        """Seconds before the next attempt, or None to give up.
+
+        Raises:
+            WorkflowRuntimeError: The policy raised, or returned something that is not a
+                number of seconds (``>= 0``) or ``None``.
+        """
         policy = ex.lane.spec.retry_policy
         if policy is None:
             return None
+        name = ex.lane.spec.name
         try:
-            return policy.next(self._clock() - ex.first_started, ex.attempt, error)
-        except Exception:
-            logger.exception(
-                "Retry policy %r raised; giving up on step %s.", policy, ex.lane.spec.name
-            )
+            delay = policy.next(self._clock() - ex.first_started, ex.attempt, error)
+        except Exception as bug:
+            raise WorkflowRuntimeError(
+                f"Retry policy {type(policy).__name__}.next() raised {type(bug).__name__}: "
+                f"{bug} while deciding whether to retry step {name} after its "
+                f"{type(error).__name__}: {error}. Fix the policy; it must return seconds to "
+                "wait, or None to stop retrying."
+            ) from bug
+        if delay is None:
             return None
+        if (
+            isinstance(delay, bool)
+            or not isinstance(delay, int | float)
+            or math.isnan(delay)
+            or delay < 0
+        ):
+            raise WorkflowRuntimeError(
+                f"Retry policy {type(policy).__name__}.next() returned {delay!r} for step "
+                f"{name}; it must return seconds to wait (a number >= 0), or None to stop "
+                "retrying."
+            ) from error
+        return float(delay)
 
     async def _attempt(self, ex: Execution, record: StepStarted | None) -> Any:
         lane = ex.lane
@@ -759,6 +817,15 @@ class Run:
                 self._step_finished(ex, (), error, began)
             self.fail(error, ex=ex)
             return
+        if self._check_outputs and not self.stepwise:
+            emitted = ex.lane.spec.emitted
+            for ev in outputs:
+                if type(ev) not in emitted and self._undeliverable(ev):
+                    error = self._undelivered_error(ex, ev)
+                    if self._want_finished:
+                        self._step_finished(ex, (), error, began)
+                    self.fail(error, ex=ex)
+                    return
         if self._want_finished:
             self._step_finished(ex, outputs, None, began)
         if self.internal:
@@ -806,6 +873,22 @@ class Run:
             self.complete(stop)
         else:
             self._kick_all()
+
+    def _undeliverable(self, event: Event) -> bool:
+        if isinstance(event, CALLER_EVENTS) or self.graph.targets(type(event)):
+            return False
+        return not any(w.wants_type(event) for w in self.waiters.values())
+
+    def _undelivered_error(self, ex: Execution, event: Event) -> WorkflowRuntimeError:
+        spec = ex.lane.spec
+        kind = type(event).__name__
+        declared = ", ".join(e.__name__ for e in spec.emitted) or "None"
+        return WorkflowRuntimeError(
+            f"Step {spec.name} returned {kind}, but no step accepts {kind} and no step is "
+            f"waiting for it, so the run could never go on (its return annotation says: "
+            f"{declared}). Return one of the annotated events, or add a step that takes "
+            f"`ev: {kind}`."
+        )
 
     def _route_outputs(self, ex: Execution, outputs: tuple[Event, ...], fan_out: bool) -> None:
         if fan_out:
@@ -1019,8 +1102,19 @@ class Run:
         try:
             if timeout is None:
                 return await future
-            async with asyncio.timeout(timeout):
-                return await future
+            timer = asyncio.timeout(timeout)
+            try:
+                async with timer:
+                    return await future
+            except TimeoutError:
+                if not timer.expired():
+                    raise
+                raise TimeoutError(
+                    f"Step {ex.lane.spec.name} waited {timeout} seconds for "
+                    f"{event_type.__name__} (waiter_id {waiter_id!r}) and none arrived. Send it "
+                    "with handler.ctx.send_event(...), or pass a larger timeout= to "
+                    "ctx.wait_for_event (None waits forever)."
+                ) from None
         finally:
             self.waiting -= 1
             waiter = self.waiters.get(waiter_id)

@@ -42,12 +42,16 @@ class Waiter:
         self.execution_id = execution_id
 
     def matches(self, event: Event) -> bool:
-        if self.event_type is not None:
-            if not isinstance(event, self.event_type):
-                return False
-        elif not any(type_name(c) == self.type_name for c in type(event).__mro__):
+        """Whether ``event`` answers this waiter (its type and its ``requirements``)."""
+        if not self.wants_type(event):
             return False
         return all(event.get(key, _MISSING) == value for key, value in self.requirements.items())
+
+    def wants_type(self, event: Event) -> bool:
+        """Whether ``event`` is of the awaited type (requirements aside)."""
+        if self.event_type is not None:
+            return isinstance(event, self.event_type)
+        return any(type_name(c) == self.type_name for c in type(event).__mro__)
 
 
 def type_name(cls: type) -> str:

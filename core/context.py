@@ -17,8 +17,10 @@ import warnings
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ._runtime import CURRENT_EXECUTION, RunStatus
-from .errors import ContextStateError, WorkflowStepDoesNotExistError
+from ._waiters import type_name
+from .errors import ContextStateError, WorkflowRuntimeError, WorkflowStepDoesNotExistError
 from .events import Event, StopEvent
+from .graph import CALLER_EVENTS
 from .retry import RetryInfo
 from .serialization import BaseSerializer as BaseSerializer
 from .serialization import JsonPickleSerializer as JsonPickleSerializer
@@ -174,6 +176,11 @@ class Context(Generic[StateT]):
         return run is not None and run.status is RunStatus.RUNNING
 
     @property
+    def workflow(self) -> Workflow:
+        """The workflow this context belongs to."""
+        return self._workflow
+
+    @property
     def run_id(self) -> str | None:
         """The id of the context's current (or last, or restored) run."""
         return self._run_id
@@ -241,28 +248,90 @@ class Context(Generic[StateT]):
         if run is None:
             snap = self._snapshot
             if snap is not None and snap.is_running:
-                self._check_step(step)
+                waiting: list[tuple[str, Any]] = [(w.step, w.type_name) for w in snap.waiters]
+                self._check_target(message, step, waiting, external=True)
                 snap.external.append((message, step))
                 return
             self._live_run("send_event")
             return
-        target = self._check_step(step)
+        ex = CURRENT_EXECUTION.get()
+        if run.status is not RunStatus.RUNNING:
+            self._send(run, message, None, ex)  # raises unless there is nothing to do
+            return
+        if step is None and run.graph.targets(type(message)):
+            target = None  # the common case: some step takes it
+        else:
+            internal = ex is not None and ex.run is run
+            waiting = [(w.step, w) for w in run.waiters.values()] if run.waiters else []
+            target = self._check_target(message, step, waiting, external=not internal)
         if threading.get_ident() != run.thread_id:
-            ex = CURRENT_EXECUTION.get()
             run.loop.call_soon_threadsafe(self._send, run, message, target, ex)
             return
-        self._send(run, message, target)
+        self._send(run, message, target, ex)
 
-    def _check_step(self, step: str | None) -> int | None:
-        if step is None:
-            return None
+    def _check_target(
+        self,
+        message: Event,
+        step: str | None,
+        waiting: list[tuple[str, Any]],
+        *,
+        external: bool,
+    ) -> int | None:
+        """The index of ``step`` (or None), after checking someone will take ``message``.
+
+        ``waiting`` holds ``(step name, Waiter or awaited type name)`` of the waiting steps.
+        """
         graph = self._workflow._graph()
+
+        def awaited_by(name: str | None) -> bool:
+            for waiter_step, waiter in waiting:
+                if name is not None and waiter_step != name:
+                    continue
+                if isinstance(waiter, str):
+                    if any(type_name(c) == waiter for c in type(message).__mro__):
+                        return True
+                elif waiter.wants_type(message):
+                    return True
+            return False
+
+        kind = type(message).__name__
+        if step is None:
+            if isinstance(message, CALLER_EVENTS) or graph.targets(type(message)):
+                return None
+            if awaited_by(None):
+                return None
+            workflow = self._workflow
+            if not external and (
+                workflow._disable_validation or "terminal_event" in workflow._skip_graph_checks
+            ):
+                return None  # the workflow opted out of the checks: unhandled events drop
+            takes = ", ".join(
+                dict.fromkeys(acc.__name__ for spec in graph.order for acc in spec.accepted)
+            )
+            raise WorkflowRuntimeError(
+                f"No step of {graph.name} accepts {kind} and no step is waiting for it, so it "
+                f"would never be delivered. The steps accept: {takes}. Send an event of one of "
+                "those types, or add a step that takes "
+                f"`ev: {kind}`."
+            )
         spec = graph.steps.get(step)
         if spec is None:
             known = ", ".join(graph.steps)
             raise WorkflowStepDoesNotExistError(
                 f"Step '{step}' does not exist in {graph.name}; the steps are: {known}. "
                 "Pass one of those names as step=."
+            )
+        if not isinstance(message, spec.accepted) and not awaited_by(step):
+            takers = [s.name for s in graph.order if isinstance(message, s.accepted)]
+            alternative = (
+                f"send it to a step that accepts {kind} ({', '.join(takers)}) or without step="
+                if takers
+                else f"no step accepts {kind}"
+            )
+            raise WorkflowRuntimeError(
+                f"Step {step} does not accept event of type {kind}: it accepts "
+                f"{', '.join(a.__name__ for a in spec.accepted)}. Send it an event of those "
+                f"types, or {alternative}."
             )
         return graph.order.index(spec)
 

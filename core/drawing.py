@@ -299,7 +299,7 @@ def recent_execution(workflow_or_handler: Any) -> tuple[WorkflowGraph, list[Step
         workflow: Workflow = workflow_or_handler
         trace = workflow.execution_trace()
     elif isinstance(workflow_or_handler, WorkflowHandler):
-        workflow = workflow_or_handler.ctx._workflow
+        workflow = workflow_or_handler.workflow
         trace = workflow_or_handler.execution_trace()
     else:
         raise TypeError(

@@ -13,6 +13,7 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
     │   ├── WorkflowCancelledByUser               the run was cancelled
     │   ├── WorkflowStepDoesNotExistError         ``send_event(step=...)`` names no step
     │   ├── ContextStateError                     a Context method used in the wrong phase
+    │   ├── StartEventError (ValueError)          run() fields that do not fit the StartEvent
     │   └── ResourceError                         a resource factory failed
     ├── WorkflowDone                        internal: the run already finished
     ├── StateError
@@ -62,6 +63,21 @@ class ContextStateError(WorkflowRuntimeError):
     """A Context method was called in a phase where it cannot work (e.g. before a run)."""
 
 
+class StartEventError(WorkflowRuntimeError, ValueError):
+    """``run()`` got a start event, or start fields, that the workflow's StartEvent rejects.
+
+    Also a ``ValueError`` (as pydantic's ``ValidationError`` is). When pydantic rejected the
+    fields, :meth:`errors` returns its error list and ``__cause__`` is its ``ValidationError``.
+    """
+
+    def errors(self) -> list[dict[str, object]]:
+        """Pydantic's error list for the rejected fields (empty when pydantic was not asked)."""
+        cause = self.__cause__
+        if cause is not None and hasattr(cause, "errors"):
+            return list(cause.errors())
+        return []
+
+
 class ResourceError(WorkflowRuntimeError):
     """A resource factory raised; the message names the resource and the step."""
 
@@ -105,6 +121,7 @@ __all__ = [
     "ContextStateError",
     "ResourceError",
     "SerializationError",
+    "StartEventError",
     "StateError",
     "StateKeyError",
     "StateValidationError",

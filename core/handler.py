@@ -13,6 +13,7 @@ from .events import Event, StopEvent
 if TYPE_CHECKING:
     from ._runtime import Run
     from .context import Context
+    from .workflow import Workflow
 
 
 class WorkflowHandler(asyncio.Future[Any]):
@@ -33,6 +34,11 @@ class WorkflowHandler(asyncio.Future[Any]):
         self._run = run
         self.ctx = ctx
         self.run_id: str = run.run_id
+
+    @property
+    def workflow(self) -> Workflow:
+        """The workflow this run belongs to."""
+        return self._run.workflow
 
     def __repr__(self) -> str:
         return f"<WorkflowHandler run_id={self.run_id!r} status={self._run.status.value}>"

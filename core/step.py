@@ -199,6 +199,11 @@ def step(
         raise WorkflowConfigurationError(
             f"timeout must be a positive number of seconds or None, got {timeout!r}."
         )
+    if isinstance(retry_policy, type):
+        raise WorkflowConfigurationError(
+            f"retry_policy={retry_policy.__name__} is a class; pass an instance: "
+            f"retry_policy={retry_policy.__name__}(...)."
+        )
     if retry_policy is not None and not callable(getattr(retry_policy, "next", None)):
         raise WorkflowConfigurationError(
             f"retry_policy {retry_policy!r} has no next(elapsed_time, attempts, error) method; "

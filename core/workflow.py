@@ -21,7 +21,12 @@ from pydantic import ValidationError
 from ._calls import make_call
 from ._runtime import Run, RunStatus
 from .context import Context
-from .errors import WorkflowConfigurationError, WorkflowRuntimeError, WorkflowValidationError
+from .errors import (
+    StartEventError,
+    WorkflowConfigurationError,
+    WorkflowRuntimeError,
+    WorkflowValidationError,
+)
 from .events import Event, StartEvent, StopEvent
 from .graph import Graph, compile_graph
 from .handler import WorkflowHandler
@@ -297,7 +302,8 @@ class Workflow:
 
         Raises:
             WorkflowValidationError: The workflow's steps do not fit together.
-            pydantic.ValidationError: ``kwargs`` do not fit the workflow's typed StartEvent.
+            StartEventError: ``kwargs`` (or ``start_event``) do not fit the workflow's
+                StartEvent; the message names the class and its fields.
         """
         graph = self._graph()
         if not self._disable_validation:
@@ -376,27 +382,55 @@ class Workflow:
         cls = graph.start_event_class
         if start_event is not None:
             if not isinstance(start_event, StartEvent):
-                raise WorkflowRuntimeError(
+                raise StartEventError(
                     f"start_event must be a StartEvent, got {type(start_event).__name__}; pass "
                     f"an instance of {cls.__name__}."
                 )
+            if not isinstance(start_event, cls):
+                raise StartEventError(
+                    f"{graph.name} starts with {cls.__name__}, but run() got a "
+                    f"{type(start_event).__name__}, which no step accepts. Pass "
+                    f"start_event={cls.__name__}(...) or its fields as keywords: "
+                    f"run({_field_list(cls)})."
+                )
             if kwargs:
-                raise WorkflowRuntimeError(
+                raise StartEventError(
                     f"run() got start_event and keyword fields ({', '.join(kwargs)}); put the "
                     "fields into the start event instead."
                 )
             return start_event
-        if cls is not StartEvent and set(cls.model_fields) - set(StartEvent.model_fields):
-            unknown = [k for k in kwargs if k not in cls.model_fields]
-            if unknown:
-                raise ValidationError.from_exception_data(
-                    cls.__name__,
-                    [
-                        {"type": "extra_forbidden", "loc": (key,), "input": kwargs[key]}
-                        for key in unknown
-                    ],
-                )
-        return cls(**kwargs)
+        typed = cls is not StartEvent and bool(set(cls.model_fields) - set(StartEvent.model_fields))
+        try:
+            if typed:
+                unknown = [k for k in kwargs if k not in cls.model_fields]
+                if unknown:
+                    raise ValidationError.from_exception_data(
+                        cls.__name__,
+                        [
+                            {"type": "extra_forbidden", "loc": (key,), "input": kwargs[key]}
+                            for key in unknown
+                        ],
+                    )
+            return cls(**kwargs)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '(event)'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise StartEventError(
+                f"{cls.__name__} rejected the fields given to {graph.name}.run(): {problems}. "
+                f"Its fields are: {_field_list(cls) or '(none)'}; fix the keyword arguments."
+            ) from exc
+
+
+def _field_list(cls: type[StartEvent]) -> str:
+    """``name=..., other=... (optional)`` for a StartEvent class's own fields."""
+    parts = []
+    for name, info in cls.model_fields.items():
+        if name in StartEvent.model_fields:
+            continue
+        parts.append(f"{name}=..." if info.is_required() else f"{name}=... (optional)")
+    return ", ".join(parts)
 
 
 def _specs(owner: str, steps: dict[str, Callable[..., Any]]) -> list[StepSpec]:

@@ -98,7 +98,12 @@ async def test_wait_for_event_timeout() -> None:
             await ctx.wait_for_event(HumanResponseEvent, timeout=0.01)
             return StopEvent()
 
-    with pytest.raises(TimeoutError):
+    with pytest.raises(
+        TimeoutError,
+        match=r"^Step ask waited 0\.01 seconds for HumanResponseEvent \(waiter_id 'ask:1:0'\) and "
+        r"none arrived\. Send it with handler\.ctx\.send_event\(\.\.\.\), or pass a larger "
+        r"timeout= to ctx\.wait_for_event \(None waits forever\)\.$",
+    ):
         await Impatient().run()
 
 

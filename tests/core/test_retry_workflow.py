@@ -14,7 +14,11 @@ from batonflow.core import (
     Workflow,
     step,
 )
-from batonflow.core.errors import StepTimeoutError
+from batonflow.core.errors import (
+    StepTimeoutError,
+    WorkflowConfigurationError,
+    WorkflowRuntimeError,
+)
 from batonflow.core.retry import (
     RetryInfo,
     retry_if_exception_type,
@@ -185,3 +189,73 @@ async def test_sync_step_is_retried() -> None:
             return StopEvent(result=len(calls))
 
     assert await SyncFlaky(clock=fake.clock, sleep=fake.sleep).run() == 3
+
+
+class _NotANumberPolicy:
+    def next(self, elapsed_time: float, attempts: int, error: Exception) -> object:
+        return "soon"
+
+
+class _NegativePolicy:
+    def next(self, elapsed_time: float, attempts: int, error: Exception) -> float:
+        return -1.0
+
+
+class _BuggyPolicy:
+    def next(self, elapsed_time: float, attempts: int, error: Exception) -> float:
+        raise KeyError("policy bug")
+
+
+class _InstanceOnlyPolicy:
+    def next(self, elapsed_time: float, attempts: int, error: Exception) -> float | None:
+        return None
+
+
+def _always_failing(policy: object) -> Workflow:
+    class Failing(Workflow):
+        @step(retry_policy=policy)  # type: ignore[arg-type]
+        async def work(self, ev: StartEvent) -> StopEvent:
+            raise RuntimeError("step broke")
+
+    return Failing(timeout=5)
+
+
+async def test_policy_returning_a_non_number_fails_the_run_at_once() -> None:
+    """A policy returning something that is not seconds fails the run, chained to the step's
+    error (it used to kill an engine task and stall the run until its timeout)."""
+    with pytest.raises(
+        WorkflowRuntimeError,
+        match=r"^Retry policy _NotANumberPolicy\.next\(\) returned 'soon' for step work; it must "
+        r"return seconds to wait \(a number >= 0\), or None to stop retrying\.$",
+    ) as caught:
+        await _always_failing(_NotANumberPolicy()).run()
+    assert isinstance(caught.value.__cause__, RuntimeError)
+    assert str(caught.value.__cause__) == "step broke"
+
+
+async def test_policy_returning_a_negative_delay_fails_the_run() -> None:
+    """A negative delay is a policy bug too."""
+    with pytest.raises(WorkflowRuntimeError, match=r"returned -1\.0 for step work"):
+        await _always_failing(_NegativePolicy()).run()
+
+
+async def test_policy_that_raises_fails_the_run_naming_the_policy() -> None:
+    """A policy whose next() raises is reported (it was logged and ignored before)."""
+    with pytest.raises(
+        WorkflowRuntimeError,
+        match=r"^Retry policy _BuggyPolicy\.next\(\) raised KeyError: 'policy bug' while "
+        r"deciding whether to retry step work after its RuntimeError: step broke\. Fix the "
+        r"policy; it must return seconds to wait, or None to stop retrying\.$",
+    ) as caught:
+        await _always_failing(_BuggyPolicy()).run()
+    assert isinstance(caught.value.__cause__, KeyError)
+
+
+async def test_policy_passed_as_a_class_is_rejected_at_decoration() -> None:
+    """``@step(retry_policy=SomePolicy)`` (the class) says to pass an instance."""
+    with pytest.raises(
+        WorkflowConfigurationError,
+        match=r"^retry_policy=_InstanceOnlyPolicy is a class; pass an instance: "
+        r"retry_policy=_InstanceOnlyPolicy\(\.\.\.\)\.$",
+    ):
+        _always_failing(_InstanceOnlyPolicy)

@@ -10,6 +10,7 @@ from batonflow.core import (
     HumanResponseEvent,
     InputRequiredEvent,
     StartEvent,
+    StartEventError,
     StopEvent,
     Workflow,
     WorkflowConfigurationError,
@@ -206,11 +207,19 @@ async def test_unknown_field_on_typed_start_event() -> None:
             return StopEvent(result=ev.topic)
 
     with pytest.raises(
-        pydantic.ValidationError, match=r"(?s)tpoic.*Extra inputs are not permitted"
-    ):
+        StartEventError,
+        match=r"MyStart rejected the fields given to W\.run\(\): tpoic: Extra inputs are not "
+        r"permitted\. Its fields are: topic=\.\.\.; fix the keyword arguments\.",
+    ) as caught:
         W().run(tpoic="typo")
-    with pytest.raises(pydantic.ValidationError, match=r"(?s)topic.*Field required"):
+    # Still a ValueError, with pydantic's error chained and its error list at hand.
+    assert isinstance(caught.value, ValueError)
+    assert isinstance(caught.value.__cause__, pydantic.ValidationError)
+    assert caught.value.errors()[0]["loc"] == ("tpoic",)
+    with pytest.raises(StartEventError, match=r"topic: Field required"):
         W().run()
+    with pytest.raises(StartEventError, match=r"topic: Input should be a valid string"):
+        W().run(topic=3)
     assert await W().run(topic="ok") == "ok"
 
 
