@@ -35,6 +35,7 @@ from .errors import LLMConfigurationError as LLMConfigurationError
 from .errors import MaxIterationsError as MaxIterationsError
 from .events import AgentInput as AgentInput
 from .events import AgentOutput as AgentOutput
+from .events import AgentStart as AgentStart
 from .events import AgentStream as AgentStream
 from .events import LLMInputEvent as LLMInputEvent
 from .events import PrepareEvent as PrepareEvent
@@ -46,25 +47,33 @@ from .results import AgentResult as AgentResult
 from .results import ToolCallRecord as ToolCallRecord
 
 if TYPE_CHECKING:
+    from .accumulate import AccumulateStart as AccumulateStart
     from .accumulate import AccumulateWorkflow as AccumulateWorkflow
+    from .accumulate import NumberAdded as NumberAdded
     from .accumulate import NumberEvent as NumberEvent
     from .function_calling import FunctionCallingAgent as FunctionCallingAgent
     from .guess_number import GuessEvent as GuessEvent
+    from .guess_number import GuessNumberStart as GuessNumberStart
     from .guess_number import GuessNumberWorkflow as GuessNumberWorkflow
     from .joke import JokeEvent as JokeEvent
     from .joke import JokeFlow as JokeFlow
+    from .joke import JokeStart as JokeStart
     from .react import ReActAgent as ReActAgent
 
 # The flows load on first use: `import batonflow.agents` stays cheap, and the flows' modules
 # import the engine only when a flow is asked for.
 _FLOWS = {
+    "AccumulateStart": "accumulate",
     "AccumulateWorkflow": "accumulate",
+    "NumberAdded": "accumulate",
     "NumberEvent": "accumulate",
     "FunctionCallingAgent": "function_calling",
     "GuessEvent": "guess_number",
+    "GuessNumberStart": "guess_number",
     "GuessNumberWorkflow": "guess_number",
     "JokeEvent": "joke",
     "JokeFlow": "joke",
+    "JokeStart": "joke",
     "ReActAgent": "react",
 }
 
@@ -81,6 +90,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AccumulateStart",
     "AccumulateWorkflow",
     "AgentConfigurationError",
     "AgentError",
@@ -88,16 +98,20 @@ __all__ = [
     "AgentInputError",
     "AgentOutput",
     "AgentResult",
+    "AgentStart",
     "AgentStream",
     "FunctionCallingAgent",
     "GuessEvent",
+    "GuessNumberStart",
     "GuessNumberWorkflow",
     "JokeEvent",
     "JokeFlow",
+    "JokeStart",
     "LLMCallError",
     "LLMConfigurationError",
     "LLMInputEvent",
     "MaxIterationsError",
+    "NumberAdded",
     "NumberEvent",
     "PrepareEvent",
     "ReActAgent",

@@ -17,10 +17,11 @@ that reads them ports unchanged.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from batonflow.core import Event
-from pydantic import Field
+from batonflow.core import Event, StartEvent
+from llama_index.core.base.llms.types import ChatMessage
+from pydantic import Field, WithJsonSchema
 
 
 class AgentInput(Event):
@@ -33,6 +34,47 @@ class AgentInput(Event):
 
     input: str
     current_agent_name: str = "agent"
+
+
+_MESSAGE_SCHEMA = WithJsonSchema(
+    {
+        "anyOf": [
+            {"type": "string"},
+            {"type": "object", "description": "a ChatMessage: {'role': ..., 'content': ...}"},
+            {"type": "null"},
+        ],
+        "default": None,
+    }
+)
+
+
+class AgentStart(StartEvent):
+    """The start of an agent run (``agent.run(input="...")``).
+
+    Attributes:
+        input: The user's message (text or a ``ChatMessage``).
+        user_msg: Another name for ``input`` (LlamaIndex's), used when ``input`` is not given.
+        chat_history: The conversation so far (``ChatMessage`` objects or role/content dicts);
+            replaces what the agent remembers.
+        max_iterations: This run's bound on LLM calls, instead of the agent's.
+    """
+
+    input: Annotated[str | ChatMessage | None, _MESSAGE_SCHEMA] = None
+    user_msg: Annotated[str | ChatMessage | None, _MESSAGE_SCHEMA] = None
+    chat_history: Annotated[
+        list[Any] | None,
+        WithJsonSchema(
+            {
+                "anyOf": [
+                    {"type": "array", "items": {"type": "object"}},
+                    {"type": "null"},
+                ],
+                "default": None,
+                "description": "messages as {'role': ..., 'content': ...}",
+            }
+        ),
+    ] = None
+    max_iterations: int | None = Field(None, description="this run's bound on LLM calls")
 
 
 class AgentStream(Event):
@@ -150,6 +192,7 @@ class ToolResultEvent(Event):
 __all__ = [
     "AgentInput",
     "AgentOutput",
+    "AgentStart",
     "AgentStream",
     "LLMInputEvent",
     "PrepareEvent",

@@ -2,7 +2,7 @@
 
 The loop is five workflow steps::
 
-    StartEvent ──receive_input──▶ PrepareEvent ──prepare_prompt──▶ LLMInputEvent
+    AgentStart ──receive_input──▶ PrepareEvent ──prepare_prompt──▶ LLMInputEvent
         ──call_llm (achat_with_tools)──▶ StopEvent (no tool call: the answer)
                    └─▶ RunToolEvent × N (send_event) ──run_tool──▶ ToolResultEvent × N
                            ──gather_tool_results (collect_events)──▶ PrepareEvent
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from batonflow.core import Context, StartEvent, StopEvent, step
+from batonflow.core import Context, StopEvent, step
 from batonflow.core.retry import RetryPolicy
 from llama_index.core.base.llms.types import MessageRole
 from llama_index.core.llms import LLM
@@ -26,6 +26,7 @@ from llama_index.core.llms.function_calling import FunctionCallingLLM
 from ._agent import HISTORY, ToolAgentBase
 from .events import (
     AgentOutput,
+    AgentStart,
     LLMInputEvent,
     PrepareEvent,
     RunToolEvent,
@@ -101,7 +102,7 @@ class FunctionCallingAgent(ToolAgentBase):
         return check_function_calling(self.get_llm(), type(self).__name__)
 
     @step
-    async def receive_input(self, ctx: Context, ev: StartEvent) -> PrepareEvent:
+    async def receive_input(self, ctx: Context, ev: AgentStart) -> PrepareEvent:
         """Add the user's message to the chat history."""
         await self.start_run(ctx, ev)
         return PrepareEvent()

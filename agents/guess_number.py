@@ -3,10 +3,10 @@
 A step that returns its own input type loops; the search interval and the attempt count live in
 ``ctx.store`` (events move the work, state keeps the record)::
 
-    StartEvent ──init──▶ GuessEvent ──accumulate──▶ GuessEvent (again) ... ──▶ StopEvent
+    GuessNumberStart ──init──▶ GuessEvent ──accumulate──▶ GuessEvent (again) ... ──▶ StopEvent
 
 Run it with ``await GuessNumberWorkflow().run(target=42)`` (``target`` defaults to a random
-number, ``first_guess`` to the middle of the interval). It gives up after 10 attempts.
+number in 1..100, ``first_guess`` to the middle of the interval). It gives up after 10 attempts.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ import random
 from typing import Any
 
 from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
-
-from .errors import AgentInputError
+from pydantic import Field
 
 #: The most guesses before the workflow gives up.
 MAX_ATTEMPTS = 10
+#: The interval the number is in.
+LOW, HIGH = 1, 100
 
 
 class GuessEvent(Event):
@@ -34,37 +35,50 @@ class GuessEvent(Event):
     feedback: str = ""
 
 
-def _int_arg(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    raise AgentInputError(
-        f"GuessNumberWorkflow.run({name}=...) must be a whole number, got {value!r}; "
-        f"e.g. run({name}=42)."
+class GuessNumberStart(StartEvent):
+    """The start of a :class:`GuessNumberWorkflow` run.
+
+    Attributes:
+        target: The number to find, 1..100 (random when omitted).
+        first_guess: The first number to try, 1..100 (the middle of the interval when
+            omitted).
+    """
+
+    target: int | None = Field(None, ge=LOW, le=HIGH, description="the number to find, 1..100")
+    first_guess: int | None = Field(
+        None, ge=LOW, le=HIGH, description="the first number to try, 1..100"
     )
 
 
 class GuessNumberWorkflow(Workflow):
     """Guess a number between 1 and 100 by binary search, in at most 10 attempts.
 
-    Start arguments: ``target`` (the number to find; random when omitted) and ``first_guess``
-    (default: the middle of the interval). The result is ``"猜对了!用了 N 次"`` (found in N
-    attempts) or ``"超时失败,目标数字是 T"`` (gave up; the target was T). State keys:
-    ``target``, ``low``, ``high``, ``attempts``. Each guess is also written to the event
-    stream as a :class:`GuessEvent`.
+    Start arguments (:class:`GuessNumberStart`): ``target`` (the number to find, 1..100;
+    random when omitted) and ``first_guess`` (default: the middle of the interval). A target
+    outside 1..100 or an unknown field is refused by ``run()``. The result is
+    ``"猜对了!用了 N 次"`` (found in N attempts) or ``"超时失败,目标数字是 T"`` (gave up;
+    the target was T). State keys: ``target``, ``low``, ``high``, ``attempts``.
+
+    Progress: each guess is written to the event stream as a :class:`GuessEvent`, and (as in
+    the tutorial) printed as a line ``第 N 次猜 …``. ``batonflow serve`` turns the printing off
+    (``print_progress=False``) so concurrent runs do not fill the server log.
+
+    Args:
+        print_progress: Print a line per wrong guess (default True).
+        **workflow_kwargs: Passed to :class:`~batonflow.core.Workflow` (``timeout=`` ...).
     """
 
+    def __init__(self, *, print_progress: bool = True, **workflow_kwargs: Any) -> None:
+        super().__init__(**workflow_kwargs)
+        self.print_progress = print_progress
+
     @step
-    async def init(self, ctx: Context, ev: StartEvent) -> GuessEvent:
+    async def init(self, ctx: Context, ev: GuessNumberStart) -> GuessEvent:
         """Store the target and the search interval; make the first guess."""
-        target = _int_arg(ev.get("target"), "target") or random.randint(1, 100)
-        low, high = 1, 100
-        first_guess = _int_arg(ev.get("first_guess"), "first_guess")
-        if first_guess is None:
-            first_guess = (low + high) // 2
+        target = ev.target or random.randint(LOW, HIGH)
+        low, high = LOW, HIGH
+        # The user's first guess, else the middle of the interval.
+        first_guess = ev.first_guess if ev.first_guess is not None else (low + high) // 2
         await ctx.store.set("target", target)
         await ctx.store.set("low", low)
         await ctx.store.set("high", high)
@@ -97,7 +111,10 @@ class GuessNumberWorkflow(Workflow):
             return StopEvent(result=f"超时失败,目标数字是 {target}")
 
         next_guess = (low + high) // 2  # binary search
-        print(f"第 {attempts} 次猜 {ev.guess},{feedback},区间 [{low}, {high}],下次猜 {next_guess}")
+        if self.print_progress:
+            print(
+                f"第 {attempts} 次猜 {ev.guess},{feedback},区间 [{low}, {high}],下次猜 {next_guess}"
+            )
         await ctx.store.set("low", low)
         await ctx.store.set("high", high)
         guess = GuessEvent(guess=next_guess, feedback=feedback)
@@ -105,4 +122,4 @@ class GuessNumberWorkflow(Workflow):
         return guess
 
 
-__all__ = ["MAX_ATTEMPTS", "GuessEvent", "GuessNumberWorkflow"]
+__all__ = ["MAX_ATTEMPTS", "GuessEvent", "GuessNumberStart", "GuessNumberWorkflow"]

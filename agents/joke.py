@@ -2,7 +2,7 @@
 
 ::
 
-    StartEvent(topic) ──generate_joke──▶ JokeEvent ──critique_joke──▶ StopEvent(critique)
+    JokeStart(topic) ──generate_joke──▶ JokeEvent ──critique_joke──▶ StopEvent(critique)
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 
 from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
 from llama_index.core.llms import LLM
+from pydantic import Field
 
 from .errors import AgentInputError
 from .llm import check_llm, complete, default_llm
@@ -25,6 +26,16 @@ class JokeEvent(Event):
     """
 
     joke: str
+
+
+class JokeStart(StartEvent):
+    """The start of a :class:`JokeFlow` run.
+
+    Attributes:
+        topic: What the joke is about.
+    """
+
+    topic: str | None = Field(None, description="what the joke is about, e.g. pirates")
 
 
 class JokeFlow(Workflow):
@@ -69,9 +80,9 @@ class JokeFlow(Workflow):
         return self._llm
 
     @step
-    async def generate_joke(self, ctx: Context, ev: StartEvent) -> JokeEvent:
+    async def generate_joke(self, ctx: Context, ev: JokeStart) -> JokeEvent:
         """Ask the LLM for a joke about ``ev.topic``."""
-        topic = ev.get("topic")
+        topic = ev.topic
         if topic is None or not str(topic).strip():
             raise AgentInputError("JokeFlow.run() needs a topic: call flow.run(topic='pirates').")
         joke = JokeEvent(joke=await complete(self.get_llm(), self.joke_prompt.format(topic=topic)))
@@ -85,4 +96,4 @@ class JokeFlow(Workflow):
         return StopEvent(result=critique)
 
 
-__all__ = ["JokeEvent", "JokeFlow"]
+__all__ = ["JokeEvent", "JokeFlow", "JokeStart"]

@@ -2,7 +2,7 @@
 
 The loop is five workflow steps::
 
-    StartEvent ──receive_input──▶ PrepareEvent ──prepare_prompt──▶ LLMInputEvent
+    AgentStart ──receive_input──▶ PrepareEvent ──prepare_prompt──▶ LLMInputEvent
         ──call_llm──▶ StopEvent (answer)
                    ├─▶ PrepareEvent (output could not be parsed: the LLM is told why)
                    └─▶ RunToolEvent × N (send_event) ──run_tool──▶ ToolResultEvent × N
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from batonflow.core import Context, StartEvent, StopEvent, step
+from batonflow.core import Context, StopEvent, step
 from batonflow.core.retry import RetryPolicy
 from llama_index.core.base.llms.types import MessageRole
 from llama_index.core.llms import LLM
@@ -27,6 +27,7 @@ from llama_index.core.llms import LLM
 from ._agent import HISTORY, ToolAgentBase
 from .events import (
     AgentOutput,
+    AgentStart,
     LLMInputEvent,
     PrepareEvent,
     RunToolEvent,
@@ -104,7 +105,7 @@ class ReActAgent(ToolAgentBase):
         self.react_prompt = react_prompt
 
     @step
-    async def receive_input(self, ctx: Context, ev: StartEvent) -> PrepareEvent:
+    async def receive_input(self, ctx: Context, ev: AgentStart) -> PrepareEvent:
         """Add the user's message to the chat history and start a fresh transcript."""
         await self.start_run(ctx, ev)
         await ctx.store.set(SCRATCHPAD, [])

@@ -25,6 +25,72 @@ def start_event_class(workflow: Any) -> Any:
     return StartEvent
 
 
+class StartFieldsError(ValueError):
+    """Start fields that do not fit the workflow's start event.
+
+    Attributes:
+        errors: One ``{"loc": [field], "msg", "type"}`` per problem (pydantic's shape).
+        field: The first bad field's name.
+        reason: What is wrong with it, one sentence.
+    """
+
+    def __init__(self, errors: list[dict[str, Any]], field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.errors = errors
+        self.field = field
+        self.reason = reason
+
+
+def _own_fields(cls: Any) -> list[str]:
+    from batonflow.core import StartEvent
+
+    return [name for name in cls.model_fields if name not in StartEvent.model_fields]
+
+
+def build_start_event(workflow: Any, fields: dict[str, Any]) -> Any:
+    """The workflow's start event made from ``fields``, checked the way ``run(**fields)`` is.
+
+    A start event class that declares fields takes only those (like the engine's ``run()``);
+    the plain ``StartEvent`` takes anything.
+
+    Raises:
+        StartFieldsError: An unknown field, or a value its field refuses.
+    """
+    from pydantic import ValidationError
+
+    cls = start_event_class(workflow)
+    known = _own_fields(cls)
+    if known:
+        unknown = [key for key in fields if key not in cls.model_fields]
+        if unknown:
+            errors = [
+                {"loc": [key], "msg": "Extra inputs are not permitted", "type": "extra_forbidden"}
+                for key in unknown
+            ]
+            raise StartFieldsError(
+                errors,
+                unknown[0],
+                f"{cls.__name__} has no field {unknown[0]!r}; its fields are "
+                f"{', '.join(known)}",
+            )
+    try:
+        return cls.model_validate(fields)
+    except ValidationError as exc:
+        errors = [
+            {"loc": [str(part) for part in e["loc"]], "msg": e["msg"], "type": e["type"]}
+            for e in exc.errors(include_url=False, include_context=False, include_input=False)
+        ]
+        first = errors[0]
+        name = ".".join(first["loc"]) or "?"
+        msg = first["msg"]
+        if first["type"] == "value_error":
+            msg = msg.removeprefix("Value error, ")
+        given = fields.get(first["loc"][0]) if first["loc"] else None
+        if first["type"] != "missing" and first["type"] != "value_error":
+            msg = f"{msg}, got {given!r:.60}"
+        raise StartFieldsError(errors, name, msg.rstrip(".")) from None
+
+
 def start_schema(workflow: Any) -> dict[str, Any]:
     """The JSON schema of the start event's fields (``{"type": "object"}`` when free-form)."""
     from batonflow.core import StartEvent
@@ -36,7 +102,8 @@ def start_schema(workflow: Any) -> dict[str, Any]:
         schema = {"type": "object", "title": cls.__name__}
     if cls is StartEvent:
         schema.pop("description", None)  # the base class's docstring says nothing of this flow
-    schema.setdefault("additionalProperties", True)
+    # A class with declared fields takes only those (see build_start_event).
+    schema["additionalProperties"] = not _own_fields(cls)
     return schema
 
 

@@ -151,20 +151,20 @@ async def run_flow(
         BadParameterError: A start field the workflow's typed start event rejects.
     """
     from batonflow.core import HumanResponseEvent, InputRequiredEvent, StopEvent
-    from pydantic import ValidationError
 
-    from ._introspect import start_event_class
+    from ._introspect import StartFieldsError, build_start_event
     from ._wire import event_envelope
 
     pending = list(answers or [])
     try:
-        start = start_event_class(workflow).model_validate(fields)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        name = ".".join(str(p) for p in first["loc"]) or "?"
-        raise BadParameterError(
-            f"--set {name}: {first['msg']}; fix the value (or the field name) and run again."
-        ) from None
+        start = build_start_event(workflow, fields)
+    except StartFieldsError as exc:
+        kind = exc.errors[0]["type"] if exc.errors else ""
+        fix = {
+            "extra_forbidden": "fix the name and run again",
+            "missing": f"add --set {exc.field}=VALUE",
+        }.get(kind, "fix the value and run again")
+        raise BadParameterError(f"--set {exc.field}: {exc.reason}; {fix}.") from None
     if checkpoints is not None:
         from batonflow.core.checkpoints import WorkflowCheckpointer
 
@@ -309,6 +309,10 @@ def _served_workflows(settings: Settings, extra: list[str], prebuilt: bool) -> d
         for name in PREBUILT:
             try:
                 served[name] = load_workflow(name, settings)
+                if hasattr(served[name], "print_progress"):
+                    # Concurrent runs' print()s would interleave in the server log; the
+                    # progress is in each run's event stream.
+                    served[name].print_progress = False
             except Exception as exc:  # one flow that cannot be built must not stop the others
                 reason = str(exc) if isinstance(exc, FlowSetupError) else one_line(exc)
                 err.print(f"not serving {name!r}: {reason}", markup=False)

@@ -35,7 +35,13 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from ._introspect import external_events, mermaid_graph, start_event_class, start_schema
+from ._introspect import (
+    StartFieldsError,
+    build_start_event,
+    external_events,
+    mermaid_graph,
+    start_schema,
+)
 from ._runs import RunManager, RunStateError
 from ._security import BearerAuth, BodyLimit
 from ._uvicorn import BackgroundServer as BackgroundServer
@@ -202,12 +208,16 @@ def create_app(
         if workflow is None:
             raise _not_found_workflow(name, workflows)
         fields = await _json_object(request, 'the start event\'s fields, e.g. {"topic": "x"}')
-        from pydantic import ValidationError
-
         try:
-            start_event = start_event_class(workflow).model_validate(fields)
-        except ValidationError as exc:
-            return JSONResponse(_validation_detail(exc, ("body",)), status_code=422)
+            start_event = build_start_event(workflow, fields)
+        except StartFieldsError as exc:
+            return JSONResponse(
+                {
+                    "detail": f"Invalid field {exc.field!r}: {exc.reason}.",
+                    "errors": [{**e, "loc": ["body", *e["loc"]]} for e in exc.errors],
+                },
+                status_code=422,
+            )
         traceparent = request.headers.get("traceparent")
         with _caller_trace(request):
             live = manager.start(name, start_event, fields, traceparent)

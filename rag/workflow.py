@@ -10,7 +10,7 @@
 
 Steps (each can be replaced by passing a component, or by overriding it in a subclass):
 
-* ``prepare`` (StartEvent): checks the query, sends a :class:`QueryEvent` on for synthesis and
+* ``prepare`` (:class:`RAGStart`): checks the query, sends a :class:`QueryEvent` on for synthesis and
   a :class:`RetrieveEvent` for retrieval;
 * ``retrieve``: any llama-index retriever (``QdrantRetriever`` over the store by default);
 * ``rerank``: any llama-index node postprocessor, when given; streams :class:`SourcesEvent`;
@@ -31,6 +31,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore
+from pydantic import Field
 
 from .errors import StoreConfigError
 from .events import (
@@ -51,6 +52,16 @@ from .synthesis import (
     nothing_found,
     to_sources,
 )
+
+
+class RAGStart(StartEvent):
+    """The start of a :class:`RAGWorkflow` run.
+
+    Attributes:
+        query: The question to answer from the ingested documents.
+    """
+
+    query: str | None = Field(None, description="the question to answer from the documents")
 
 
 class RAGWorkflow(Workflow):
@@ -107,9 +118,9 @@ class RAGWorkflow(Workflow):
         self.stream = stream
 
     @step
-    async def prepare(self, ctx: Context, ev: StartEvent) -> QueryEvent | RetrieveEvent:
+    async def prepare(self, ctx: Context, ev: RAGStart) -> QueryEvent | RetrieveEvent:
         """Check the query; send it on for synthesis and for retrieval."""
-        query = ev.get("query")
+        query = ev.query
         if not isinstance(query, str) or not query.strip():
             raise ValueError(
                 f"RAGWorkflow.run() needs query='your question' (a non-empty string), got "
@@ -181,4 +192,4 @@ def _encoder_of(store: QdrantStore | None) -> Any:
     return store.encoder if store is not None else None
 
 
-__all__ = ["RAGWorkflow"]
+__all__ = ["RAGStart", "RAGWorkflow"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from batonflow.agents import AccumulateWorkflow, AgentInputError, GuessNumberWorkflow
+from batonflow.agents import AccumulateWorkflow, GuessNumberWorkflow
 
 
 @pytest.mark.parametrize("target", [1, 37, 50, 64, 100])
@@ -44,11 +44,61 @@ async def test_first_guess_is_used() -> None:
     assert await GuessNumberWorkflow().run(target=10, first_guess=10) == "猜对了!用了 1 次"
 
 
-async def test_gives_up_after_ten_attempts() -> None:
-    """A target outside 1..100 is never found: the run stops after 10 attempts."""
-    handler = GuessNumberWorkflow().run(target=500)
-    assert await handler == "超时失败,目标数字是 500"
-    assert await handler.ctx.store.get("attempts") == 10
+async def test_gives_up_after_max_attempts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run stops with the target named once MAX_ATTEMPTS guesses were wrong."""
+    import batonflow.agents.guess_number as guess_number
+
+    monkeypatch.setattr(guess_number, "MAX_ATTEMPTS", 2)
+    handler = GuessNumberWorkflow().run(target=1)
+    assert await handler == "超时失败,目标数字是 1"
+    assert await handler.ctx.store.get("attempts") == 2
+
+
+@pytest.mark.parametrize("field", ["target", "first_guess"])
+@pytest.mark.parametrize("value", [0, 101, 700])
+async def test_numbers_outside_1_to_100_are_refused_by_run(field: str, value: int) -> None:
+    """A target (or first guess) outside 1..100 is refused before the run starts."""
+    with pytest.raises(ValueError, match=rf"{field}.*Input should be (greater|less) than"):
+        GuessNumberWorkflow().run(**{field: value})
+
+
+async def test_unknown_start_field_is_refused_by_run() -> None:
+    """A misspelt field is an error naming it, not a silently random target."""
+    with pytest.raises(ValueError, match=r"targt"):
+        GuessNumberWorkflow().run(targt=7)
+
+
+async def test_start_event_is_typed_and_seed_code_reads_it() -> None:
+    """GuessNumberStart declares target/first_guess; the seed's ev.first_guess is None by default."""
+    from batonflow.agents import GuessNumberStart
+
+    ev = GuessNumberStart(target=5)
+    assert (ev.target, ev.first_guess) == (5, None)
+    schema = GuessNumberStart.model_json_schema()
+    assert set(schema["properties"]) == {"target", "first_guess"}
+    assert schema["properties"]["target"]["anyOf"][0] == {
+        "maximum": 100,
+        "minimum": 1,
+        "type": "integer",
+    }
+
+
+def test_progress_printing_can_be_turned_off(capsys: pytest.CaptureFixture[str]) -> None:
+    """print_progress=False keeps the run quiet (the server uses it); the stream still has it."""
+    import asyncio
+
+    from batonflow.agents import NumberAdded
+
+    async def main() -> list[object]:
+        guess = GuessNumberWorkflow(print_progress=False)
+        assert await guess.run(target=37) == "猜对了!用了 3 次"
+        handler = AccumulateWorkflow(print_progress=False).run(numbers=[1, 2])
+        added = [ev async for ev in handler.stream_events() if isinstance(ev, NumberAdded)]
+        await handler
+        return [(ev.total, ev.count) for ev in added]
+
+    assert asyncio.run(main()) == [(1, 1), (3, 2)]
+    assert capsys.readouterr().out == ""
 
 
 async def test_random_target_when_none_given() -> None:
@@ -61,10 +111,8 @@ async def test_random_target_when_none_given() -> None:
 async def test_string_numbers_from_a_command_line_work() -> None:
     """target='42' (as a CLI passes it) is read as a number; a non-number is a clear error."""
     assert (await GuessNumberWorkflow().run(target="42")).startswith("猜对了!")
-    with pytest.raises(
-        AgentInputError, match=r"run\(target=\.\.\.\) must be a whole number, got 'x'"
-    ):
-        await GuessNumberWorkflow().run(target="x")
+    with pytest.raises(ValueError, match=r"target.*Input should be a valid integer"):
+        GuessNumberWorkflow().run(target="x")
 
 
 async def test_accumulate_sums_and_counts(capsys: pytest.CaptureFixture[str]) -> None:
@@ -86,10 +134,15 @@ async def test_accumulate_reads_numbers_from_text(numbers: str) -> None:
     assert await AccumulateWorkflow().run(numbers=numbers) == "总和: 9,数量: 2"
 
 
-@pytest.mark.parametrize("numbers", [None, "abc", [1, "2"], [True]])
-async def test_accumulate_refuses_non_numbers(numbers: object) -> None:
-    """Missing or non-numeric input is a clear error."""
+@pytest.mark.parametrize(
+    "numbers, shown",
+    [(None, "None"), ("abc", "'abc'"), ([1, "2"], r"\[1, '2'\]"), ([True], r"\[True\]")],
+)
+async def test_accumulate_refuses_non_numbers(numbers: object, shown: str) -> None:
+    """Non-numeric input is refused by run(), quoting what was passed."""
     with pytest.raises(
-        AgentInputError, match=r"needs a list of numbers.*run\(numbers=\[1, 2, 3\]\)"
+        ValueError, match=rf"needs a list of numbers, got {shown}; e\.g\. run\(numbers=\[1, 2, 3\]\)"
     ):
-        await AccumulateWorkflow().run(numbers=numbers)
+        AccumulateWorkflow().run(numbers=numbers)
+    with pytest.raises(ValueError, match="numbers"):
+        AccumulateWorkflow().run()

@@ -245,3 +245,50 @@ def test_rag_ingest_and_ask(tmp_path):
     assert "Sources:" in answer.stdout and "[1] tea.md" in answer.stdout
     empty = invoke("rag", "ask", "  ", *where)
     assert empty.exit_code == 1 and "The question is empty" in empty.stderr
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        pytest.param(
+            ["guess-number", "--set", "targt=7"],
+            "error: --set targt: GuessNumberStart has no field 'targt'; its fields are target, "
+            "first_guess; fix the name and run again.",
+            id="typo",
+        ),
+        pytest.param(
+            ["guess-number", "--set", "target=700"],
+            "error: --set target: Input should be less than or equal to 100, got 700; fix the "
+            "value and run again.",
+            id="out-of-range",
+        ),
+        pytest.param(
+            ["accumulate", "--set", "numbers=abc"],
+            "error: --set numbers: AccumulateWorkflow.run(numbers=...) needs a list of numbers, "
+            "got 'abc'; e.g. run(numbers=[1, 2, 3]); fix the value and run again.",
+            id="not-numbers",
+        ),
+        pytest.param(
+            ["accumulate"],
+            "error: --set numbers: Field required; add --set numbers=VALUE.",
+            id="missing",
+        ),
+    ],
+)
+def test_prebuilt_flows_check_their_start_fields(args, message, tmp_path, monkeypatch):
+    """Prebuilt flows have typed start events: a typo or a bad value is a one-line error."""
+    monkeypatch.chdir(tmp_path)
+    result = invoke("run", *args)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.strip().splitlines() == [message]
+
+
+def test_rag_start_field_typo_names_query(tmp_path, monkeypatch):
+    """run rag --set question=... names the field the rag flow takes."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    result = invoke("run", "rag", "--set", "question=hi")
+    assert result.exit_code == 1, result.output
+    assert "--set question: RAGStart has no field 'question'; its fields are query" in (
+        result.stderr
+    )

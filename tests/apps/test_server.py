@@ -7,6 +7,8 @@ import threading
 
 import httpx
 import pytest
+from batonflow.apps.run_store import RunStore
+from batonflow.apps.server import BackgroundServer, create_app
 
 from .sse import read_sse, wait_status
 
@@ -325,3 +327,40 @@ def test_wait_for_event_inside_a_step_is_answerable(client):
     sent = client.post(f"/runs/{run_id}/events", json=answer)
     assert sent.status_code == 202, sent.json()
     assert wait_status(client, run_id, {"completed"})["result"] == "hello Ada"
+
+
+def test_prebuilt_flows_have_typed_start_events_and_stay_quiet(tmp_path, monkeypatch, capfd):
+    """Served prebuilt flows publish real start schemas, refuse typos by name, print nothing."""
+    from batonflow.apps.cli import _served_workflows
+    from batonflow.apps.config import Settings
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    served = _served_workflows(Settings.load(), [], prebuilt=True)
+    assert {"guess-number", "accumulate", "rag", "hitl"} <= set(served)
+    app = create_app(served, store=RunStore(tmp_path / "runs.db"))
+    with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=20) as client:
+        listed = {w["name"]: w["start_event"] for w in client.get("/workflows").json()["workflows"]}
+        assert set(listed["guess-number"]["properties"]) == {"target", "first_guess"}
+        assert listed["guess-number"]["additionalProperties"] is False
+        assert listed["accumulate"]["required"] == ["numbers"]
+        assert set(listed["rag"]["properties"]) == {"query"}
+        typo = client.post("/workflows/guess-number/runs", json={"targt": 7})
+        assert typo.status_code == 422
+        assert typo.json()["detail"] == (
+            "Invalid field 'targt': GuessNumberStart has no field 'targt'; its fields are "
+            "target, first_guess."
+        )
+        assert typo.json()["errors"][0]["loc"] == ["body", "targt"]
+        question = client.post("/workflows/rag/runs", json={"question": "x"})
+        assert question.status_code == 422 and "its fields are query" in question.json()["detail"]
+        numbers = client.post("/workflows/accumulate/runs", json={"numbers": "abc"})
+        assert numbers.status_code == 422 and "got 'abc'" in numbers.json()["detail"]
+        far = client.post("/workflows/guess-number/runs", json={"target": 700})
+        assert far.status_code == 422 and "less than or equal to 100" in far.json()["detail"]
+        capfd.readouterr()
+        for body in ({"target": 37}, {"numbers": [1, 2]}):
+            name = "guess-number" if "target" in body else "accumulate"
+            done = client.post(f"/workflows/{name}/runs", params={"wait": True}, json=body)
+            assert done.json()["status"] == "completed", done.json()
+        assert capfd.readouterr().out == ""
