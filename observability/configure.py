@@ -6,19 +6,22 @@ import atexit
 import importlib.util
 import logging
 import os
+import socket
 import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Literal
+from urllib.parse import urlsplit
 
 from batonflow.core.tracing import OpenTelemetryInstrument
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
     ConsoleSpanExporter,
     SimpleSpanProcessor,
     SpanExporter,
+    SpanExportResult,
 )
 from opentelemetry.util.types import AttributeValue
 
@@ -34,6 +37,83 @@ logger = logging.getLogger("batonflow.observability")
 
 _lock = threading.Lock()
 _active: TracingHandle | None = None
+
+#: Seconds :meth:`TracingHandle.shutdown` waits for the last spans to be exported (at exit).
+SHUTDOWN_TIMEOUT = 3.0
+#: Seconds to wait for a TCP connection when checking that the collector is there.
+PROBE_TIMEOUT = 1.0
+
+
+def _unreachable(url: str, timeout: float = PROBE_TIMEOUT) -> str | None:
+    """Why nothing answers at ``url``'s host and port (``None`` when a connection opens)."""
+    parts = urlsplit(url)
+    host = parts.hostname or "localhost"
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return "its port is not a number"
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except ConnectionRefusedError:
+        return "connection refused"
+    except TimeoutError:
+        return f"no answer within {timeout:g} s"
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+
+
+class _CollectorGuard(SpanExporter):
+    """Wraps the OTLP exporter so that a collector that is not running costs no time or noise.
+
+    The SDK's exporter retries a refused connection for up to 10 s and logs every attempt.
+    Before the first export, after an export failed, and when closing (at exit), the guard
+    first checks that the collector accepts a TCP connection; if it does not, the batch is dropped at once and one
+    warning says where the traces were to go and how to fix it.
+    """
+
+    def __init__(self, inner: SpanExporter, url: str) -> None:
+        self.inner = inner
+        self.url = url
+        self.closing = False
+        self._suspect = True  # check before the first export too
+        self._warned = False
+        self._close_lock = threading.Lock()
+        self._inner_closed = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self.closing or self._suspect:
+            reason = _unreachable(self.url)
+            if reason is not None:
+                self._suspect = True
+                self._warn(reason)
+                return SpanExportResult.FAILURE
+        self._suspect = self._warned = False
+        result = self.inner.export(spans)
+        if result is not SpanExportResult.SUCCESS:
+            self._suspect = True
+        return result
+
+    def _warn(self, reason: str) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        logger.warning(
+            "traces not sent: the collector at %s did not answer (%s); start it (e.g. Jaeger, "
+            "OTLP on port 4318) or unset OTEL_EXPORTER_OTLP_ENDPOINT.",
+            self.url,
+            reason,
+        )
+
+    def shutdown(self) -> None:
+        with self._close_lock:
+            if self._inner_closed:
+                return
+            self._inner_closed = True
+        self.inner.shutdown()  # also stops the SDK's retries of an export in progress
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.inner.force_flush(timeout_millis)
 
 
 class TracingHandle:
@@ -58,6 +138,8 @@ class TracingHandle:
         self.exporters = list(exporters)
         self.endpoint = endpoint
         self._llama_index_off: list[object] = []
+        self._guards: list[_CollectorGuard] = []
+        self._shutdown_thread: threading.Thread | None = None
         self._closed = False
 
     @property
@@ -71,8 +153,15 @@ class TracingHandle:
             return True
         return self.tracer_provider.force_flush(timeout_millis)
 
-    def shutdown(self) -> None:
-        """Flush and stop exporting, and stop tracing workflows and LLM calls. Idempotent."""
+    def shutdown(self, timeout: float = SHUTDOWN_TIMEOUT) -> None:
+        """Flush and stop exporting, and stop tracing workflows and LLM calls. Idempotent.
+
+        Args:
+            timeout: Seconds to wait for the last spans to be exported. A collector that
+                refuses the connection is noticed at once; one that does not answer within
+                ``timeout`` gets a warning and its spans are dropped, so a program (or the
+                CLI) never hangs at exit because the collector is down.
+        """
         global _active
         if self._closed:
             return
@@ -87,7 +176,31 @@ class TracingHandle:
             undo()  # type: ignore[operator]
         self._llama_index_off.clear()
         if self.tracer_provider is not None:
-            self.tracer_provider.shutdown()
+            self._shutdown_provider(self.tracer_provider, timeout)
+
+    def _shutdown_provider(self, provider: TracerProvider, timeout: float) -> None:
+        for guard in self._guards:
+            guard.closing = True
+        try:
+            worker = threading.Thread(
+                target=provider.shutdown, name="batonflow-tracing-shutdown", daemon=True
+            )
+            worker.start()
+        except RuntimeError:  # no new threads while the interpreter finalizes
+            provider.shutdown()
+            return
+        self._shutdown_thread = worker
+        worker.join(timeout)
+        if worker.is_alive():
+            for guard in self._guards:
+                guard.shutdown()
+            where = f"the collector at {self.endpoint}" if self.endpoint else "the exporter"
+            logger.warning(
+                "traces not sent: %s did not take them within %g s; check that it runs, or "
+                "unset OTEL_EXPORTER_OTLP_ENDPOINT.",
+                where,
+                timeout,
+            )
 
     def __enter__(self) -> TracingHandle:
         return self
@@ -202,13 +315,16 @@ def configure_tracing(
         return handle
 
     processors: list[SpanProcessor] = []
+    guards: list[_CollectorGuard] = []
     url: str | None = None
     if custom is not None:
         processors.append(_processor(custom, span_processor or "simple"))
     for name in names:
         if name == "otlp":
             otlp, url = _otlp_exporter(endpoint, resolve_protocol(protocol), headers)
-            processors.append(_processor(otlp, span_processor or "batch"))
+            guard = _CollectorGuard(otlp, url)
+            guards.append(guard)
+            processors.append(_processor(guard, span_processor or "batch"))
         elif name == "console":
             console = ConsoleSpanExporter(out=_Stdout())  # type: ignore[arg-type]
             processors.append(_processor(console, span_processor or "simple"))
@@ -216,7 +332,7 @@ def configure_tracing(
     resource = Resource.create(
         {"service.name": _service_name(service_name), **dict(resource_attributes or {})}
     )
-    provider = TracerProvider(resource=resource)
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)  # the handle does it
     for processor in processors:
         provider.add_span_processor(processor)
     if set_global:
@@ -226,6 +342,7 @@ def configure_tracing(
 
     instrument = OpenTelemetryInstrument(tracer_provider=provider)
     handle = TracingHandle(provider, instrument, names or ["custom"], url)
+    handle._guards = guards
     _engine.install(instrument)
     if instrument_llama_index is None:
         instrument_llama_index = importlib.util.find_spec("llama_index.core") is not None
