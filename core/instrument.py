@@ -25,7 +25,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, ClassVar
+from typing import IO, Any
 
 logger = logging.getLogger("batonflow.instrument")
 
@@ -163,12 +163,17 @@ class InstrumentSet:
     instruments that are not there cost a boolean test.
     """
 
-    __slots__ = ("_filtering", "_hooks", "_subsets", "instruments")
+    __slots__ = ("_disabled", "_filtering", "_hooks", "_subsets", "instruments")
 
-    _disabled: ClassVar[set[tuple[int, str]]] = set()
-
-    def __init__(self, instruments: Sequence[Instrument] = ()) -> None:
+    def __init__(
+        self,
+        instruments: Sequence[Instrument] = (),
+        _disabled: set[tuple[int, str]] | None = None,
+    ) -> None:
         self.instruments: tuple[Instrument, ...] = tuple(instruments)
+        # Hooks that raised, as (id(instrument), hook). Keyed by id, valid because this set (and
+        # the per-run subsets sharing it) holds every instrument it names alive.
+        self._disabled: set[tuple[int, str]] = set() if _disabled is None else _disabled
         self._hooks: dict[str, tuple[Instrument, ...]] = {}
         for hook in _HOOKS:
             base = getattr(Instrument, hook)
@@ -198,7 +203,7 @@ class InstrumentSet:
         key = tuple(id(inst) for inst in kept)
         subset = self._subsets.get(key)
         if subset is None:
-            subset = self._subsets[key] = InstrumentSet(kept)
+            subset = self._subsets[key] = InstrumentSet(kept, self._disabled)
         return subset
 
     def wants(self, hook: str) -> bool:

@@ -125,8 +125,21 @@ class OpenTelemetryInstrument(Instrument):
     """
 
     def __init__(self, tracer_provider: trace.TracerProvider | None = None) -> None:
+        self._provider = tracer_provider
         self._tracer = trace.get_tracer(TRACER_NAME, tracer_provider=tracer_provider)
         self._runs: dict[str, _RunTrace] = {}
+
+    def wants_run(self, run_id: str, workflow_name: str) -> bool:
+        """Watch a run only when a tracer provider that records spans is configured.
+
+        With the API's defaults (no SDK installed or configured: the global provider is still
+        OpenTelemetry's proxy, or a ``NoOpTracerProvider``) the engine drops the instrument from
+        the run, so its hooks cost nothing. Asked per run, so configuring an SDK later is seen.
+        """
+        provider = self._provider
+        if provider is None or isinstance(provider, trace.ProxyTracerProvider):
+            provider = trace.get_tracer_provider()
+        return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
 
     # -- runs -----------------------------------------------------------------------------
 

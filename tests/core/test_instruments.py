@@ -198,6 +198,36 @@ async def test_raising_hook_is_disabled_not_fatal(caplog: pytest.LogCaptureFixtu
     assert "instrument bug" in caplog.text
 
 
+async def test_disabled_hooks_belong_to_their_instrument_set() -> None:
+    """A hook disabled after raising stays disabled for that workflow's instrument set only.
+
+    They used to be kept process-wide by ``id(instrument)``, so a new instrument reusing a freed
+    instrument's id inherited its disabled hooks.
+    """
+
+    class Flaky(Instrument):
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def step_started(self, record: StepStarted) -> None:
+            self.calls += 1
+            if self.calls == 1:
+                raise RuntimeError("instrument bug")
+
+    class One(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> StopEvent:
+            return StopEvent(result=1)
+
+    flaky = Flaky()
+    first = One(instruments=[flaky])
+    await first.run()
+    await first.run()
+    assert flaky.calls == 1  # disabled for `first` from then on
+    await One(instruments=[flaky]).run()
+    assert flaky.calls == 2  # another set: called again
+
+
 async def test_global_instrument_sees_every_workflow() -> None:
     """``add_global_instrument`` reaches runs of any workflow until removed."""
     rec = Recorder()

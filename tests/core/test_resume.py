@@ -120,6 +120,28 @@ async def test_listener_error_fails_the_run() -> None:
     assert await w.run(parts=3) == EXPECTED
 
 
+async def test_bound_method_listener_can_be_removed() -> None:
+    """A bound method (a new object on every attribute access) is removed by equality."""
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.steps: list[str] = []
+
+        def on_step(self, boundary: StepBoundary) -> None:
+            self.steps.append(boundary.step_name)
+
+    w = Pipeline()
+    rec = Recorder()
+    w.add_step_listener(rec.on_step)
+    w.add_step_listener(rec.on_step)  # added once
+    assert await w.run(parts=3) == EXPECTED
+    seen = len(rec.steps)
+    assert rec.steps.count("work") == 3  # called once per boundary
+    w.remove_step_listener(rec.on_step)
+    assert await w.run(parts=3) == EXPECTED
+    assert len(rec.steps) == seen
+
+
 async def test_to_dict_json_file_from_dict(tmp_path: Path) -> None:
     """Seed 000: save the context to a JSON file, restore it, keep counting."""
 

@@ -18,13 +18,14 @@ from batonflow.core import (
     StopEvent,
     Workflow,
 )
+from batonflow.core.instrument import StepStarted
 from batonflow.core.step import step
 from batonflow.core.tracing import OpenTelemetryInstrument, tool_span
 from batonflow.observability.genai import instrument_llama_index
 from llama_index.core.base.llms.types import ChatMessage
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import NoOpTracerProvider, StatusCode
 from otel_testing import ScriptedLLM, Spans
 
 
@@ -285,6 +286,28 @@ async def test_untraced_instrument_costs_no_spans() -> None:
     assert await handler == 2
     assert "traceparent" not in handler.ctx.meta
     assert instrument._runs == {}
+
+
+async def test_instrument_without_sdk_is_left_out_of_runs(spans: Spans) -> None:
+    """With no SDK provider the instrument declines every run (``wants_run``), so the engine
+    never calls its hooks; with an SDK provider it watches them."""
+
+    class Counting(OpenTelemetryInstrument):
+        calls = 0
+
+        def step_started(self, record: StepStarted) -> None:
+            Counting.calls += 1
+            super().step_started(record)
+
+    untraced = Counting()  # global provider: the API's proxy, no SDK behind it
+    assert untraced.wants_run("r1", "Linear") is False
+    assert Counting(tracer_provider=NoOpTracerProvider()).wants_run("r1", "Linear") is False
+    assert await Linear(instruments=[untraced]).run() == 2
+    assert Counting.calls == 0
+    traced = Counting(tracer_provider=spans.provider)
+    assert traced.wants_run("r1", "Linear") is True
+    assert await Linear(instruments=[traced]).run() == 2
+    assert Counting.calls == 2
 
 
 class Slow(Workflow):
