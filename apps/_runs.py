@@ -34,6 +34,30 @@ INTERRUPTED = (
 )
 
 
+#: Added to the error of a run that failed because its checkpoint could not be encoded.
+DURABLE_HINT = (
+    " (This server is durable: it checkpoints every step so runs survive a restart, and a "
+    "checkpoint must encode the run's state and stream events. Make those values "
+    "serializable as said above, give the workflow serializer=PickleSerializer() for trusted "
+    "data, or serve without checkpoints: batonflow serve --no-durable, or "
+    "create_app(..., checkpoints=None).)"
+)
+
+
+def _serialization_failure(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error it was raised from) is a serialization error."""
+    from batonflow.core.errors import SerializationError
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, SerializationError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
+
+
 class RunStateError(RuntimeError):
     """An operation that does not fit the run's state (e.g. an event sent to a finished run)."""
 
@@ -180,6 +204,8 @@ class RunManager:
             status, error = "timed_out", error_text(exc)
         except Exception as exc:
             status, error = "failed", error_text(exc)
+            if self.checkpoints is not None and _serialization_failure(exc):
+                error += DURABLE_HINT
         self._finish(live, status, result, error)
 
     def _append(self, live: LiveRun, kind: str, body: dict[str, Any]) -> StoredEvent:
@@ -285,4 +311,4 @@ class RunManager:
         self.live.clear()
 
 
-__all__ = ["INTERRUPTED", "LiveRun", "RunManager", "RunStateError"]
+__all__ = ["DURABLE_HINT", "INTERRUPTED", "LiveRun", "RunManager", "RunStateError"]

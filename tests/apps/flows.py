@@ -157,3 +157,23 @@ class WaitingFlow(Workflow):
             timeout=None,
         )
         return StopEvent(result=f"hello {answer.response}")
+
+
+class Opaque:
+    """A value JSON cannot encode."""
+
+    def __repr__(self) -> str:
+        return "<Opaque>"
+
+
+class OpaqueEvent(Event):
+    payload: object = None
+
+
+class OpaqueStreamFlow(Workflow):
+    """Streams an event holding a non-JSON value (fine in-process, not for checkpoints)."""
+
+    @step
+    async def go(self, ctx: Context, ev: StartEvent) -> StopEvent:
+        ctx.write_event_to_stream(OpaqueEvent(payload=Opaque()))
+        return StopEvent(result="done")

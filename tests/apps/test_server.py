@@ -364,3 +364,39 @@ def test_prebuilt_flows_have_typed_start_events_and_stay_quiet(tmp_path, monkeyp
             done = client.post(f"/workflows/{name}/runs", params={"wait": True}, json=body)
             assert done.json()["status"] == "completed", done.json()
         assert capfd.readouterr().out == ""
+
+
+def test_durable_run_with_non_json_stream_event_says_how_to_fix_it(tmp_path):
+    """Checkpoints need JSON: the run's error names durability, --no-durable and serializer=."""
+    from batonflow.core.checkpoints import SqliteCheckpointStore
+
+    from .flows import OpaqueStreamFlow
+
+    db = tmp_path / "runs.db"
+    durable = create_app(
+        {"opaque": OpaqueStreamFlow(timeout=10)},
+        store=RunStore(db),
+        checkpoints=SqliteCheckpointStore(db),
+    )
+    with BackgroundServer(durable) as server, httpx.Client(base_url=server.url) as client:
+        row = client.post("/workflows/opaque/runs", params={"wait": True}, json={}).json()
+    assert row["status"] == "failed"
+    assert row["error"].startswith("SerializationError: stream event: Cannot serialize")
+    assert "This server is durable: it checkpoints every step" in row["error"]
+    assert "batonflow serve --no-durable" in row["error"]
+    assert "serializer=PickleSerializer()" in row["error"]
+    plain = create_app({"opaque": OpaqueStreamFlow(timeout=10)}, store=RunStore(":memory:"))
+    with BackgroundServer(plain) as server, httpx.Client(base_url=server.url) as client:
+        row = client.post("/workflows/opaque/runs", params={"wait": True}, json={}).json()
+    assert row["status"] == "completed" and row["result"] == "done"
+    from batonflow.core.serialization import PickleSerializer
+
+    db2 = tmp_path / "pickled.db"
+    pickled = create_app(
+        {"opaque": OpaqueStreamFlow(timeout=10, serializer=PickleSerializer())},
+        store=RunStore(db2),
+        checkpoints=SqliteCheckpointStore(db2),
+    )
+    with BackgroundServer(pickled) as server, httpx.Client(base_url=server.url) as client:
+        row = client.post("/workflows/opaque/runs", params={"wait": True}, json={}).json()
+    assert row["status"] == "completed", row
