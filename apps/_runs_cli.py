@@ -54,7 +54,8 @@ def _open(db: Path | None) -> Stores:
     if not settings.db_path.exists():
         raise BadParameterError(
             f"No run store at {str(settings.db_path)!r} yet; runs appear there once "
-            "'batonflow serve' or 'batonflow demo' ran (or pass --db PATH)."
+            "'batonflow serve', 'batonflow run --durable' or 'batonflow demo' ran (or pass "
+            "--db PATH)."
         )
     return Stores(RunStore(settings.db_path), SqliteCheckpointStore(settings.db_path))
 
@@ -63,12 +64,24 @@ def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _stored_result(text: str | None) -> Any:
+    """A checkpointed run's result, decoded (the store keeps it serialized, as JSON text)."""
+    if text is None:
+        return None
+    from batonflow.core.serialization import JsonSerializer
+
+    try:
+        return jsonable(JsonSerializer().deserialize(text))
+    except Exception:  # a value only its own serializer (e.g. pickle) can read: show the text
+        return text
+
+
 def _checkpoint_run(record: Any) -> dict[str, Any]:
     return {
         "run_id": record.run_id,
         "workflow": record.workflow_name,
         "status": record.status,
-        "result": record.result,
+        "result": _stored_result(record.result),
         "error": record.error,
         "created_at": record.created_at,
         "updated_at": record.updated_at,
@@ -166,7 +179,9 @@ def show(
 def resume(
     run_id: str = typer.Argument(..., help="The run id."),
     flow: str | None = typer.Option(
-        None, help="The workflow to continue it with (module:Class), when not a prebuilt flow."
+        None,
+        help="The workflow to continue it with (module:Class); default: the flow the run was "
+        "started with ('batonflow run --durable' remembers it) or its prebuilt flow.",
     ),
     answers: list[str] = typer.Option(
         [], "--answer", "-a", help="Answer(s) to give when the run asks for input."
@@ -184,6 +199,8 @@ def resume(
             if row is None and record is None:
                 raise _unknown_run(run_id)
             pending = list(answers)
+            if flow is None:
+                flow = stores.runs.flow_ref(run_id)
             if row is not None and row.status == "waiting" and row.snapshot is not None:
                 workflow = _workflow_for(flow, row.workflow, run_id)
                 first = pending.pop(0) if pending else _ask(_last_prefix(stores.runs, run_id))

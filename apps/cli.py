@@ -106,10 +106,12 @@ def run(
         setup_tracing()
         workflow = load_workflow(flow, settings)
         checkpoints = None
+        on_start = None
         if durable:
             from batonflow.core.checkpoints import SqliteCheckpointStore
 
             checkpoints = SqliteCheckpointStore(settings.db_path)
+            on_start = _flow_recorder(flow, settings)
         stdout = sys.stdout
         # With --json, stdout carries only JSON: whatever the steps print goes to stderr.
         redirect = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
@@ -123,6 +125,7 @@ def run(
                     answers=list(answers),
                     stdout=stdout,
                     checkpoints=checkpoints,
+                    on_start=on_start,
                 )
             )
         if checkpoints is not None:
@@ -131,6 +134,24 @@ def run(
             print_json({"run_id": run_id, "flow": flow, "result": result}, stdout)
         else:
             print_result(result)
+
+
+def _flow_recorder(flow: str, settings: Settings) -> Any:
+    """A callback remembering ``flow`` for a run id, so ``runs resume ID`` needs no --flow."""
+    module, sep, attr = flow.rpartition(":")
+    if sep and (module.endswith(".py") or "/" in module or "\\" in module):
+        flow = f"{Path(module).resolve()}:{attr}"  # resumable from any folder
+
+    def remember(run_id: str) -> None:
+        from .run_store import RunStore
+
+        store = RunStore(settings.db_path)
+        try:
+            store.remember_flow(run_id, flow)
+        finally:
+            store.close()
+
+    return remember
 
 
 async def run_flow(
@@ -142,10 +163,12 @@ async def run_flow(
     answers: list[str] | None = None,
     stdout: Any = None,
     checkpoints: Any = None,
+    on_start: Any = None,
 ) -> tuple[Any, str]:
     """Run ``workflow`` with start fields, answering input requests; return (result, run id).
 
     With ``checkpoints`` (a checkpoint store) the run records a checkpoint after every step.
+    ``on_start(run_id)`` is called once the run has its id.
 
     Raises:
         BadParameterError: A start field the workflow's typed start event rejects.
@@ -169,6 +192,8 @@ async def run_flow(
         from batonflow.core.checkpoints import WorkflowCheckpointer
 
         handler = WorkflowCheckpointer(workflow, store=checkpoints).run(start_event=start)
+        if on_start is not None:
+            on_start(str(handler.run_id))
         err.print(
             f"run {handler.run_id} (if it stops: batonflow runs resume {handler.run_id})",
             markup=False,

@@ -48,6 +48,10 @@ CREATE TABLE IF NOT EXISTS server_events (
     body   TEXT NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS flow_refs (
+    run_id TEXT PRIMARY KEY,
+    flow   TEXT NOT NULL
+);
 """
 
 #: Statuses of a run that has ended; nothing changes it any more.
@@ -141,6 +145,21 @@ class RunStore:
                 "created_at, updated_at) VALUES (?, ?, 'running', ?, ?, ?, ?)",
                 (run_id, workflow, _dumps(start), traceparent, now, now),
             )
+
+    def remember_flow(self, run_id: str, flow: str) -> None:
+        """Remember how to load the workflow of a run started elsewhere (``batonflow run``)."""
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO flow_refs (run_id, flow) VALUES (?, ?)", (run_id, flow)
+            )
+
+    def flow_ref(self, run_id: str) -> str | None:
+        """The flow reference remembered for ``run_id`` (see :meth:`remember_flow`)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT flow FROM flow_refs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+        return None if row is None else str(row["flow"])
 
     def update(
         self,

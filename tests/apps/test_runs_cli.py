@@ -124,8 +124,8 @@ def test_resume_a_checkpointed_run_skips_completed_steps(tmp_path):
 
 
 def test_durable_cli_run_killed_then_resumed(tmp_path):
-    """`run --durable` killed with SIGKILL mid-run is finished by `runs resume` in a new process;
-    the step that had completed does not run again."""
+    """`run --durable` killed with SIGKILL mid-run is finished by `runs resume` in a new process
+    (from another folder, without --flow); the step that had completed does not run again."""
     import os
     import subprocess
     import sys
@@ -141,7 +141,7 @@ def test_durable_cli_run_killed_then_resumed(tmp_path):
             "-m",
             "batonflow.apps",
             "run",
-            f"{flows_file}:TwoStepFlow",
+            "flows.py:TwoStepFlow",  # relative: the run store remembers it as an absolute path
             "--durable",
             "--db",
             str(db),
@@ -154,6 +154,7 @@ def test_durable_cli_run_killed_then_resumed(tmp_path):
         stdout=subprocess.DEVNULL,
         text=True,
         env=env,
+        cwd=Path(flows_file).parent,
     )
     line = proc.stderr.readline()
     assert line.startswith("run "), line
@@ -172,15 +173,40 @@ def test_durable_cli_run_killed_then_resumed(tmp_path):
             run_id,
             "--db",
             str(db),
-            "--flow",
-            f"{flows_file}:TwoStepFlow",
             "--json",
-        ],
+        ],  # no --flow: `run --durable` remembered it
         capture_output=True,
         text=True,
         env=env,
         timeout=60,
+        cwd=tmp_path,
     )
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["result"] == 11
     assert log.read_text() == "first\n"
+
+
+def test_show_a_checkpointed_result_as_text(tmp_path):
+    """runs show decodes a checkpointed run's result: non-ASCII text is printed as is."""
+    db = tmp_path / "runs.db"
+
+    async def main() -> str:
+        store = SqliteCheckpointStore(db)
+        handler = WorkflowCheckpointer(flows.EchoFlow(), store=store).run(名字="猜对了")
+        await handler
+        store.close()
+        return str(handler.run_id)
+
+    run_id = asyncio.run(main())
+    shown = runner.invoke(app, ["runs", "show", run_id, "--db", str(db)])
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout.split("result:\n", 1)[1].strip() == '{\n  "名字": "猜对了"\n}'
+    as_json = runner.invoke(app, ["runs", "show", run_id, "--db", str(db), "--json"])
+    assert json.loads(as_json.stdout)["result"] == {"名字": "猜对了"}
+
+
+def test_empty_store_message_names_every_way_to_make_runs(tmp_path):
+    """runs list without a store says which commands create runs, run --durable included."""
+    result = runner.invoke(app, ["runs", "list", "--db", str(tmp_path / "none.db")])
+    assert result.exit_code == 1
+    assert "'batonflow run --durable'" in result.stderr
