@@ -35,6 +35,7 @@ from .events import Event, StopEvent
 from .serialization import BaseSerializer, JsonSerializer, qualified_name
 
 if TYPE_CHECKING:
+    from .context import Context
     from .handler import WorkflowHandler
     from .hooks import StepBoundary
     from .workflow import Workflow
@@ -301,6 +302,35 @@ class WorkflowCheckpointer:
         self._listener = self._on_step
         workflow.add_step_listener(self._listener)
 
+    def _launch(self, **kwargs: Any) -> WorkflowHandler:
+        # Start the run through the workflow; a workflow with its own checkpoint_store must not
+        # record it a second time.
+        workflow = self.workflow
+        outer = workflow._checkpointing
+        workflow._checkpointing = True
+        try:
+            return workflow.run(**kwargs)
+        finally:
+            workflow._checkpointing = outer
+
+    def _run_durable(self, ctx: Context[Any] | None, **kwargs: Any) -> WorkflowHandler:
+        """``Workflow.run`` of a workflow created with ``checkpoint_store=``."""
+        if ctx is not None:
+            if ctx.is_running:
+                return self._launch(ctx=ctx, **kwargs)  # the live run's own handler
+            snap = ctx._snapshot
+            if snap is not None and snap.is_running:
+                # A restored context continues its run: record it under the same run id.
+                run_id = snap.run_id
+                last = self.store.latest(run_id)
+                self._track(run_id, start=(last.seq + 1) if last is not None else 0)
+                handler = self._launch(ctx=ctx, **kwargs)
+                if last is None:
+                    self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
+                self._watch(handler)
+                return handler
+        return self.run(ctx=ctx, **kwargs)
+
     def detach(self) -> None:
         """Stop recording: remove this checkpointer's step listener from the workflow.
 
@@ -351,7 +381,7 @@ class WorkflowCheckpointer:
         """
         run_id = str(kwargs.pop("run_id", None) or uuid.uuid4().hex)
         self._track(run_id, start=0)
-        handler = self.workflow.run(run_id=run_id, **kwargs)
+        handler = self._launch(run_id=run_id, **kwargs)
         self._put(
             run_id,
             step_name=None,
@@ -424,7 +454,7 @@ class WorkflowCheckpointer:
         if final is not None and ctx._snapshot is not None:
             # The run had ended at this step: hand its StopEvent back instead of waiting.
             ctx.send_event(final)
-        handler = self.workflow.run(ctx=ctx, **kwargs)
+        handler = self._launch(ctx=ctx, **kwargs)
         if last is None:
             self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
         self._watch(handler)

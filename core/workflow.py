@@ -37,6 +37,7 @@ from .step import GRAPH_CHECKS, STEP_ATTR, StepSpec, build_spec, is_step
 
 if TYPE_CHECKING:
     from ._snapshot import RunSnapshot
+    from .checkpoints import CheckpointStore, WorkflowCheckpointer
     from .serialization import BaseSerializer
 
 _CLASS_GRAPHS: weakref.WeakKeyDictionary[type, Graph] = weakref.WeakKeyDictionary()
@@ -64,6 +65,10 @@ class Workflow:
             so a value that could not be snapshotted fails at once, naming its key.
         clock: Monotonic clock used for retry timing (tests inject a fake one).
         sleep: Coroutine function used to wait between retries (tests inject a fake one).
+        checkpoint_store: Make every run durable: a checkpoint goes into this store at every
+            step boundary (before the next step starts), and :meth:`resume` continues a run
+            from its latest checkpoint, also in a new process when the store is a
+            :class:`SqliteCheckpointStore`.
 
     Raises:
         WorkflowConfigurationError: ``timeout`` or ``num_concurrent_runs`` is not positive.
@@ -87,6 +92,7 @@ class Workflow:
         strict_state: bool = False,
         clock: Callable[[], float] | None = None,
         sleep: Callable[[float], Coroutine[Any, Any, None]] | None = None,
+        checkpoint_store: CheckpointStore | None = None,
     ) -> None:
         if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
             raise WorkflowConfigurationError(
@@ -130,6 +136,20 @@ class Workflow:
         self._active_runs = 0
         self._queued_runs: deque[Callable[[], None]] = deque()
         self._last_run: Run | None = None
+        #: Set while a WorkflowCheckpointer starts a run (so it is not recorded twice).
+        self._checkpointing = False
+        self._checkpointer: WorkflowCheckpointer | None = None
+        if checkpoint_store is not None:
+            from .checkpoints import CheckpointStore, WorkflowCheckpointer
+
+            if not isinstance(checkpoint_store, CheckpointStore):
+                raise WorkflowConfigurationError(
+                    f"checkpoint_store={checkpoint_store!r} is not a checkpoint store; pass "
+                    "SqliteCheckpointStore(path), InMemoryCheckpointStore(), or an object with "
+                    "the CheckpointStore methods (put, list, latest, get, runs, run, "
+                    "finish_run, delete)."
+                )
+            self._checkpointer = WorkflowCheckpointer(self, store=checkpoint_store)
 
     # ------------------------------------------------------------------ properties
 
@@ -154,6 +174,11 @@ class Workflow:
     def serializer(self) -> BaseSerializer | None:
         """The default serializer for this workflow's contexts, if set."""
         return self._serializer
+
+    @property
+    def checkpoint_store(self) -> CheckpointStore | None:
+        """The store every run is checkpointed into (``checkpoint_store=``), or ``None``."""
+        return self._checkpointer.store if self._checkpointer is not None else None
 
     @property
     def start_event_class(self) -> type[StartEvent]:
@@ -305,6 +330,9 @@ class Workflow:
             StartEventError: ``kwargs`` (or ``start_event``) do not fit the workflow's
                 StartEvent; the message names the class and its fields.
         """
+        durable = self._checkpointer
+        if durable is not None and not self._checkpointing:
+            return durable._run_durable(ctx, start_event=start_event, stepwise=stepwise, **kwargs)
         graph = self._graph()
         if not self._disable_validation:
             graph.validate(self._skip_graph_checks)
@@ -365,6 +393,25 @@ class Workflow:
         else:
             begin()
         return handler
+
+    def resume(self, run_id: str) -> WorkflowHandler:
+        """Continue run ``run_id`` from its latest checkpoint in :attr:`checkpoint_store`.
+
+        Use it after the process running it died (with a durable store such as
+        ``SqliteCheckpointStore``): completed steps are not run again, steps that were running
+        re-run from their start. A run that had already ended returns its result again.
+
+        Raises:
+            WorkflowConfigurationError: The workflow was created without ``checkpoint_store=``.
+            CheckpointError: The store has no checkpoint for that run, or it cannot be restored.
+        """
+        if self._checkpointer is None:
+            raise WorkflowConfigurationError(
+                f"{self.workflow_name}.resume() needs a checkpoint store; create the workflow "
+                "with checkpoint_store=SqliteCheckpointStore(path) (or use a "
+                "WorkflowCheckpointer)."
+            )
+        return self._checkpointer.resume(run_id)
 
     def _run_finished(self, run: Run) -> None:
         if not run.counted:

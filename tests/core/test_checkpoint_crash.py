@@ -98,11 +98,15 @@ SCRIPT = textwrap.dedent(
 
 
     async def main():
-        cptr = WorkflowCheckpointer(workflow=Pipeline(timeout=None), store=STORE)
-        if MODE == "resume":
-            handler = cptr.resume(RUN_ID)
+        if os.environ["DURABLE_API"] == "checkpoint_store":
+            # Durable without the checkpointer class: Workflow(checkpoint_store=...).
+            runner = Pipeline(timeout=None, checkpoint_store=STORE)
         else:
-            handler = cptr.run(text="1,2,3,4", run_id=RUN_ID)
+            runner = WorkflowCheckpointer(workflow=Pipeline(timeout=None), store=STORE)
+        if MODE == "resume":
+            handler = runner.resume(RUN_ID)
+        else:
+            handler = runner.run(text="1,2,3,4", run_id=RUN_ID)
         print(json.dumps(await handler))
 
 
@@ -111,10 +115,12 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def launch(tmp_path: Path, mode: str, db: str, run_id: str) -> subprocess.Popen:
+def launch(
+    tmp_path: Path, mode: str, db: str, run_id: str, api: str = "checkpointer"
+) -> subprocess.Popen:
     script = tmp_path / "pipeline.py"
     script.write_text(SCRIPT)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DURABLE_API": api}
     return subprocess.Popen(
         [
             sys.executable,
@@ -145,12 +151,17 @@ def executions(tmp_path: Path, db: str) -> dict[str, int]:
 
 
 @pytest.mark.slow
-async def test_killed_run_resumes_in_new_process_with_same_result(tmp_path: Path) -> None:
-    """kill -9 mid-step, resume elsewhere: same result, completed steps not re-executed."""
-    expected = finish(launch(tmp_path, "plain", "plain.db", "run-plain"))
+@pytest.mark.parametrize("api", ["checkpointer", "checkpoint_store"])
+async def test_killed_run_resumes_in_new_process_with_same_result(tmp_path: Path, api: str) -> None:
+    """kill -9 mid-step, resume elsewhere: same result, completed steps not re-executed.
+
+    Both durable APIs: ``WorkflowCheckpointer(store=...)`` and ``Workflow(checkpoint_store=...)``
+    with ``w.run()`` / ``w.resume(run_id)``.
+    """
+    expected = finish(launch(tmp_path, "plain", "plain.db", "run-plain", api))
     assert executions(tmp_path, "plain.db") == {"fast": 1, "join": 1, "parse": 1, "slow": 1}
 
-    victim = launch(tmp_path, "crash", "crash.db", "run-crash")
+    victim = launch(tmp_path, "crash", "crash.db", "run-crash", api)
     deadline = time.monotonic() + 60
     while not (tmp_path / "ready").exists():
         assert victim.poll() is None, victim.communicate()[1]
@@ -161,7 +172,7 @@ async def test_killed_run_resumes_in_new_process_with_same_result(tmp_path: Path
     assert victim.returncode == -signal.SIGKILL
     assert executions(tmp_path, "crash.db") == {"fast": 1, "parse": 1, "slow": 1}
 
-    resumed = finish(launch(tmp_path, "resume", "crash.db", "run-crash"))
+    resumed = finish(launch(tmp_path, "resume", "crash.db", "run-crash", api))
     assert resumed == expected
     # parse and fast ran once in total; only the interrupted step ran again.
     assert executions(tmp_path, "crash.db") == {"fast": 1, "join": 1, "parse": 1, "slow": 2}
