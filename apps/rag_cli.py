@@ -134,10 +134,33 @@ async def ask_question(settings: Settings, question: str, top_k: int = 5) -> Any
 
     store = open_qdrant_store(settings)
     try:
+        _check_collection(store, settings)
         llm = _llm(settings, "rag") if settings.openai_api_key else None
         return await RAGWorkflow(store=store, llm=llm, top_k=top_k).run(query=question)
     finally:
         _close(store)
+
+
+def _check_collection(store: Any, settings: Settings) -> None:
+    """Refuse to ask a collection that does not exist (a typo would answer "found nothing").
+
+    Raises:
+        BadParameterError: The collection is not there; the message lists those that are.
+    """
+    client = store.client
+    if client.collection_exists(settings.collection):
+        return
+    names = sorted(c.name for c in client.get_collections().collections)
+    where = settings.qdrant_url or str(settings.qdrant_path)
+    there = (
+        f"the collections there are: {', '.join(names)}; pass one with --collection, or"
+        if names
+        else "it has no collections yet;"
+    )
+    raise BadParameterError(
+        f"Collection {settings.collection!r} does not exist at {where}; {there} ingest "
+        f"documents first: batonflow rag ingest PATH --collection {settings.collection}."
+    )
 
 
 def print_answer(response: Any) -> None:

@@ -114,13 +114,22 @@ def _build_hitl(settings: Settings) -> Any:
 
 def open_qdrant_store(settings: Settings, collection: str | None = None) -> Any:
     """The Qdrant store of ``settings``: a server by URL, else the local folder."""
-    from batonflow.rag import QdrantStore
+    from batonflow.rag import QdrantStore, StoreLockedError
 
     name = collection or settings.collection
     if settings.qdrant_url:
         return QdrantStore(url=settings.qdrant_url, collection=name)
     settings.qdrant_path.parent.mkdir(parents=True, exist_ok=True)
-    return QdrantStore(path=str(settings.qdrant_path), collection=name)
+    try:
+        return QdrantStore(path=str(settings.qdrant_path), collection=name)
+    except StoreLockedError as exc:
+        raise FlowSetupError(
+            f"The local Qdrant folder {str(settings.qdrant_path)!r} is in use by another "
+            "process (e.g. 'batonflow serve' or another 'batonflow rag' in this folder), and "
+            "local Qdrant allows one at a time. Stop the other one, use another --qdrant-path "
+            "(env BATONFLOW_QDRANT_PATH), or run a Qdrant server and pass --qdrant-url (env "
+            "BATONFLOW_QDRANT_URL) to share it."
+        ) from exc
 
 
 PREBUILT: dict[str, PrebuiltFlow] = {

@@ -245,6 +245,33 @@ def test_rag_ingest_and_ask(tmp_path):
     assert "Sources:" in answer.stdout and "[1] tea.md" in answer.stdout
     empty = invoke("rag", "ask", "  ", *where)
     assert empty.exit_code == 1 and "The question is empty" in empty.stderr
+    typo = invoke("rag", "ask", "tea?", "--qdrant-path", str(tmp_path / "q"), "-c", "kitchn")
+    assert typo.exit_code == 1, typo.output
+    assert typo.stderr.strip().splitlines() == [
+        f"error: Collection 'kitchn' does not exist at {tmp_path / 'q'}; the collections there "
+        "are: kitchen; pass one with --collection, or ingest documents first: batonflow rag "
+        "ingest PATH --collection kitchn."
+    ]
+    nothing = invoke("rag", "ask", "tea?", "--qdrant-path", str(tmp_path / "q2"))
+    assert nothing.exit_code == 1
+    assert "does not exist at" in nothing.stderr and "it has no collections yet;" in nothing.stderr
+
+
+def test_rag_with_the_qdrant_folder_in_use_gives_cli_advice(tmp_path):
+    """A local Qdrant folder held by another store: the advice names CLI options, not path=."""
+    from batonflow.rag import QdrantStore
+
+    folder = tmp_path / "q"
+    holder = QdrantStore(path=str(folder), collection="docs")
+    try:
+        result = invoke("rag", "ask", "tea?", "--qdrant-path", str(folder))
+    finally:
+        holder.close()
+    assert result.exit_code == 1, result.output
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"error: The local Qdrant folder {str(folder)!r} is in use by another")
+    assert "use another --qdrant-path" in line and "--qdrant-url" in line
+    assert "store.close()" not in line
 
 
 @pytest.mark.parametrize(
