@@ -759,7 +759,9 @@ class Run:
         manager = self.workflow.resource_manager
         values: dict[str, Any] = {}
         for param in spec.params:
-            if param.kind is ParamKind.RESOURCE:
+            if param.kind is ParamKind.WORKFLOW:
+                values[param.name] = self.workflow._nested_workflow(spec.name, param)
+            elif param.kind is ParamKind.RESOURCE:
                 values[param.name] = await manager.resolve(
                     param.resource,
                     step_name=spec.name,

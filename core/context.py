@@ -167,6 +167,22 @@ class Context(Generic[StateT]):
         )
         await self.store.set(key, value)
 
+    @property
+    def data(self) -> Any:
+        """Deprecated (removed from LlamaIndex): the live state; use ``ctx.store`` instead.
+
+        The store's state object itself (a ``DictState`` dict, or the typed model), so
+        ``ctx.data["k"] = v`` is seen by ``await ctx.store.get("k")``. It is not locked: use
+        ``async with ctx.store.edit_state()`` for read-modify-write from concurrent steps.
+        """
+        warnings.warn(
+            "ctx.data is deprecated; use `await ctx.store.get(key)` / `await ctx.store.set(key, "
+            "value)` or `async with ctx.store.edit_state() as state:`.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.store._state
+
     # ------------------------------------------------------------------ run state
 
     @property

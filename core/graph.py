@@ -29,7 +29,7 @@ from .events import (
     StepFailedEvent,
     StopEvent,
 )
-from .step import StepSpec
+from .step import ParamKind, StepParam, StepSpec
 
 if TYPE_CHECKING:
     from .workflow import Workflow
@@ -59,6 +59,8 @@ class Graph:
     start_event_class: type[StartEvent]
     stop_event_classes: tuple[type[StopEvent], ...]
     state_type: type[BaseModel] | None
+    #: ``(step name, StepParam)`` of the parameters that take a nested workflow.
+    nested_workflows: tuple[tuple[str, StepParam], ...] = ()
     _routes: dict[type, tuple[int, ...]] = field(default_factory=dict)
     _collectors: dict[tuple[type, ...], tuple[int, ...]] = field(default_factory=dict)
     _checked: dict[frozenset[str], WorkflowValidationError | None] = field(default_factory=dict)
@@ -260,6 +262,9 @@ def compile_graph(name: str, specs: Iterable[StepSpec]) -> Graph:
         start_event_class=starts[0] if starts else StartEvent,
         stop_event_classes=tuple(dict.fromkeys(stops)) or (StopEvent,),
         state_type=states[0] if states else None,
+        nested_workflows=tuple(
+            (s.name, p) for s in order for p in s.params if p.kind is ParamKind.WORKFLOW
+        ),
     )
 
 

@@ -49,6 +49,7 @@ class ParamKind(Enum):
     EVENT = "event"  # the triggering event
     COLLECTION = "collection"  # list[E]: the events of a collection stream
     RESOURCE = "resource"  # a resource resolved by the workflow's ResourceManager
+    WORKFLOW = "workflow"  # a nested workflow added with Workflow.add_workflows (by name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +72,7 @@ class StepParam:
 
     name: str
     kind: ParamKind
-    resource: Any = None  # the Resource/ResourceConfig descriptor for RESOURCE params
+    resource: Any = None  # RESOURCE: the Resource/ResourceConfig; WORKFLOW: the default
     positional: bool = True
     annotation: Any = None  # the T of Annotated[T, Resource(...)]
     event_types: tuple[type[Event], ...] = ()  # what an EVENT parameter accepts
@@ -93,7 +94,7 @@ class StepSpec:
         num_workers: How many executions of this step may run at once within one run.
         retry_policy: The policy consulted when an attempt raises, if any.
         timeout: Seconds one attempt may take, or ``None``.
-        has_resources: Whether any parameter is a resource.
+        has_resources: Whether any parameter is a resource (or a nested workflow).
         skip_graph_checks: Validation checks not applied to this step (``"reachability"``).
         error_handler: Whether this is a ``@catch_error`` step.
         for_steps: The steps it handles (``None``: every step without a scoped handler).
@@ -322,6 +323,7 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
         NameError: An annotation names something that is not defined (yet).
     """
     from .context import Context  # a cycle at import time otherwise
+    from .workflow import Workflow
 
     options: StepOptions = getattr(fn, STEP_ATTR)
     _check_annotations_present(fn)
@@ -383,6 +385,12 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
                 )
             params.append(StepParam(param.name, ParamKind.CONTEXT, None, positional))
             continue
+        if isinstance(ann, type) and issubclass(ann, Workflow):
+            # A nested workflow (LlamaIndex's removed service injection): the instance added
+            # with add_workflows(<parameter name>=...), else the parameter's default.
+            default = None if param.default is inspect.Parameter.empty else param.default
+            params.append(StepParam(param.name, ParamKind.WORKFLOW, default, positional, ann))
+            continue
         events, others, _ = _event_types(ann)
         if others or not events:
             raise WorkflowValidationError(
@@ -435,7 +443,7 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
         num_workers=options.num_workers,
         retry_policy=options.retry_policy,
         timeout=options.timeout,
-        has_resources=any(p.kind is ParamKind.RESOURCE for p in params),
+        has_resources=any(p.kind in (ParamKind.RESOURCE, ParamKind.WORKFLOW) for p in params),
         skip_graph_checks=options.skip_graph_checks,
         error_handler=options.error_handler,
         for_steps=options.for_steps,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+import warnings
 import weakref
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Sequence
@@ -33,7 +34,7 @@ from .handler import WorkflowHandler
 from .hooks import StepBoundary, StepListener
 from .instrument import Instrument, InstrumentSet, PrintingInstrument, global_instruments
 from .resource import ResourceManager
-from .step import GRAPH_CHECKS, STEP_ATTR, StepSpec, build_spec, is_step
+from .step import GRAPH_CHECKS, STEP_ATTR, StepParam, StepSpec, build_spec, is_step
 
 if TYPE_CHECKING:
     from ._snapshot import RunSnapshot
@@ -136,6 +137,7 @@ class Workflow:
         self._active_runs = 0
         self._queued_runs: deque[Callable[[], None]] = deque()
         self._last_run: Run | None = None
+        self._nested: dict[str, Workflow] = {}
         #: Set while a WorkflowCheckpointer starts a run (so it is not recorded twice).
         self._checkpointing = False
         self._checkpointer: WorkflowCheckpointer | None = None
@@ -208,6 +210,50 @@ class Workflow:
             cls._added_steps = {}
         cls._added_steps[func.__name__] = func
         _CLASS_GRAPHS.clear()
+
+    def add_workflows(self, **workflows: Workflow) -> None:
+        """Deprecated (removed from LlamaIndex): give steps nested workflows by parameter name.
+
+        A step parameter annotated with a ``Workflow`` (sub)class, e.g. ``sub: ReviewFlow``,
+        receives the workflow added under its name (``w.add_workflows(sub=ReviewFlow())``), or
+        the parameter's default. New code can keep the nested workflow as an attribute, or
+        inject it with ``Annotated[ReviewFlow, Resource(factory)]``.
+
+        Raises:
+            WorkflowConfigurationError: A value is not a workflow instance.
+        """
+        warnings.warn(
+            "Workflow.add_workflows() is deprecated; keep nested workflows as attributes or "
+            "inject them with Annotated[MyFlow, Resource(factory)].",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        for name, workflow in workflows.items():
+            if not isinstance(workflow, Workflow):
+                raise WorkflowConfigurationError(
+                    f"add_workflows({name}=...) got {workflow!r}, which is not a workflow "
+                    f"instance; pass one, e.g. add_workflows({name}=MyFlow())."
+                )
+        self._nested.update(workflows)
+
+    def _nested_workflow(self, step_name: str, param: StepParam) -> Workflow:
+        """The workflow a step parameter annotated with a Workflow class receives."""
+        found = self._nested.get(param.name, param.resource)
+        wanted: type[Workflow] = param.annotation
+        if found is None:
+            raise WorkflowConfigurationError(
+                f"Step {step_name} of {self.workflow_name} takes a nested workflow "
+                f"'{param.name}: {wanted.__name__}', but none was added. Call "
+                f"add_workflows({param.name}={wanted.__name__}(...)) before running, or give "
+                "the parameter a default."
+            )
+        if not isinstance(found, wanted):
+            raise WorkflowConfigurationError(
+                f"Step {step_name} of {self.workflow_name} takes '{param.name}: "
+                f"{wanted.__name__}', but add_workflows({param.name}=...) gave a "
+                f"{type(found).__name__}. Add a {wanted.__name__} under that name."
+            )
+        return found
 
     def _add_instance_step(self, func: Callable[..., Any]) -> None:
         self._instance_steps[func.__name__] = func
@@ -336,6 +382,8 @@ class Workflow:
         graph = self._graph()
         if not self._disable_validation:
             graph.validate(self._skip_graph_checks)
+        for step_name, param in graph.nested_workflows:
+            self._nested_workflow(step_name, param)  # a missing one fails here, not mid-run
         try:
             asyncio.get_running_loop()
         except RuntimeError:
