@@ -349,6 +349,9 @@ def create_app(
                 },
                 status_code=422,
             )
+        problem = _event_fields_problem(cls, data)
+        if problem is not None:
+            return JSONResponse(problem, status_code=422)
         from pydantic import ValidationError
 
         try:
@@ -377,6 +380,42 @@ def create_app(
     if token:
         app.add_middleware(BearerAuth, token=token)
     return app
+
+
+def _event_fields_problem(cls: Any, data: dict[str, Any]) -> dict[str, Any] | None:
+    """A 422 body when ``data`` does not fit the declared fields of the event class ``cls``.
+
+    Events take extra fields in Python, but over HTTP a field the event does not declare is
+    a typo, and a ``HumanResponseEvent`` without its ``response`` would answer with "".
+    """
+    from batonflow.core import HumanResponseEvent
+
+    known = list(cls.model_fields)
+    example = ", ".join(f'"{name}": ...' for name in known) or "..."
+    unknown = [key for key in data if key not in cls.model_fields]
+    if known and unknown:
+        return {
+            "detail": f"{cls.__name__} has no field {unknown[0]!r}; its fields are "
+            f"{', '.join(known)}: send {{\"type\": \"{cls.__name__}\", \"data\": "
+            f"{{{example}}}}}.",
+            "errors": [
+                {
+                    "loc": ["body", "data", key],
+                    "msg": "Extra inputs are not permitted",
+                    "type": "extra_forbidden",
+                }
+                for key in unknown
+            ],
+        }
+    if cls is HumanResponseEvent and "response" not in data:
+        return {
+            "detail": "HumanResponseEvent needs 'response', the human's answer: send "
+            '{"type": "HumanResponseEvent", "data": {"response": "..."}}.',
+            "errors": [
+                {"loc": ["body", "data", "response"], "msg": "Field required", "type": "missing"}
+            ],
+        }
+    return None
 
 
 @contextlib.contextmanager

@@ -400,3 +400,26 @@ def test_durable_run_with_non_json_stream_event_says_how_to_fix_it(tmp_path):
     with BackgroundServer(pickled) as server, httpx.Client(base_url=server.url) as client:
         row = client.post("/workflows/opaque/runs", params={"wait": True}, json={}).json()
     assert row["status"] == "completed", row
+
+
+def test_human_answer_must_fit_the_declared_fields(client):
+    """Over HTTP an answer without 'response', or with an unknown field, is a 422."""
+    run_id = client.post("/workflows/approval/runs", json={"topic": "v3"}).json()["run_id"]
+    wait_status(client, run_id, {"waiting"})
+    wrong = client.post(
+        f"/runs/{run_id}/events", json={"type": "HumanResponseEvent", "data": {"wrong": 1}}
+    )
+    assert wrong.status_code == 422
+    assert wrong.json()["detail"] == (
+        "HumanResponseEvent has no field 'wrong'; its fields are response: send "
+        '{"type": "HumanResponseEvent", "data": {"response": ...}}.'
+    )
+    empty = client.post(f"/runs/{run_id}/events", json={"type": "HumanResponseEvent"})
+    assert empty.status_code == 422
+    assert empty.json()["detail"].startswith("HumanResponseEvent needs 'response'")
+    assert empty.json()["errors"][0]["loc"] == ["body", "data", "response"]
+    ok = client.post(
+        f"/runs/{run_id}/events", json={"type": "HumanResponseEvent", "data": {"response": "ok"}}
+    )
+    assert ok.status_code == 202
+    assert wait_status(client, run_id, {"completed"})["result"] == "v3: ok"
