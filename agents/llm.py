@@ -125,9 +125,15 @@ def llm_call_error(exc: Exception, llm: LLM) -> LLMCallError:
         status = getattr(response, "status_code", None)
         status = status if isinstance(status, int) else None
     what = f"HTTP {status} " if status is not None else ""
+    detail = str(exc).strip()
+    if detail and detail[-1] not in ".!?":
+        detail += "."
+    from .testing import ScriptOutOfResponsesError
+
+    # A scripted LLM that ran out of script says itself how to fix it; retrying cannot help.
+    hint = "" if isinstance(exc, ScriptOutOfResponsesError) else f" {_hint(status)}"
     message = (
-        f"The LLM call to {model_name(llm)!r} failed: {what}{type(exc).__name__}: {exc}. "
-        f"{_hint(status)}"
+        f"The LLM call to {model_name(llm)!r} failed: {what}{type(exc).__name__}: {detail}{hint}"
     )
     return LLMCallError(message, status_code=status)
 

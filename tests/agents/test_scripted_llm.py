@@ -104,3 +104,28 @@ def test_no_tool_call_raises_when_required() -> None:
     response = llm.chat([])
     with pytest.raises(ValueError, match="at least one tool call"):
         llm.get_tool_calls_from_response(response)
+
+
+async def test_agent_out_of_script_error_has_no_network_advice() -> None:
+    """An agent whose scripted LLM ran out: one clean sentence, no retry/network advice."""
+    from batonflow.agents import FunctionCallingAgent, LLMCallError
+
+    agent = FunctionCallingAgent(tools=[add], llm=ScriptedLLM([]))
+    with pytest.raises(LLMCallError) as caught:
+        await agent.run(input="hi")
+    message = str(caught.value)
+    assert "ScriptOutOfResponsesError: " in message and "ran out of responses" in message
+    assert message.endswith("llm.add(...)).")  # the script's own fix, one period
+    assert "network" not in message and "retry_policy" not in message
+
+
+async def test_agent_network_failure_keeps_its_advice() -> None:
+    """Other failed calls still end with what to check, after exactly one period."""
+    from batonflow.agents import FunctionCallingAgent, LLMCallError
+
+    agent = FunctionCallingAgent(tools=[add], llm=ScriptedLLM([ConnectionError("no route")]))
+    with pytest.raises(LLMCallError) as caught:
+        await agent.run(input="hi")
+    assert "ConnectionError: no route. Check the network and the LLM's settings" in str(
+        caught.value
+    )
