@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,7 @@ def run(
         stdout = sys.stdout
         # With --json, stdout carries only JSON: whatever the steps print goes to stderr.
         redirect = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
-        with redirect:
+        with redirect, _durability_explained(durable):
             result, run_id = asyncio.run(
                 run_flow(
                     workflow,
@@ -134,6 +135,23 @@ def run(
             print_json({"run_id": run_id, "flow": flow, "result": result}, stdout)
         else:
             print_result(result)
+
+
+@contextlib.contextmanager
+def _durability_explained(durable: bool) -> Iterator[None]:
+    """With --durable, say that a serialization failure comes from the checkpoints."""
+    try:
+        yield
+    except Exception as exc:
+        from ._runs import _serialization_failure
+
+        if not durable or not _serialization_failure(exc):
+            raise
+        raise BadParameterError(
+            f"{one_line(exc)} (--durable checkpoints every step, which needs serializable "
+            "state and stream events: run without --durable, or give the workflow "
+            "serializer=PickleSerializer() for trusted data.)"
+        ) from exc
 
 
 def _flow_recorder(flow: str, settings: Settings) -> Any:

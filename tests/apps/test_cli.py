@@ -319,3 +319,19 @@ def test_rag_start_field_typo_names_query(tmp_path, monkeypatch):
     assert "--set question: RAGStart has no field 'question'; its fields are query" in (
         result.stderr
     )
+
+
+def test_durable_run_with_non_json_event_explains_the_checkpoints(tmp_path):
+    """run --durable failing to checkpoint says so and how to run anyway; without it, it works."""
+    db = str(tmp_path / "runs.db")
+    durable = invoke("run", f"{FLOWS}:OpaqueStreamFlow", "--durable", "--db", db)
+    assert durable.exit_code == 1, durable.output
+    line = [ln for ln in durable.stderr.splitlines() if ln.startswith("error:")][0]
+    assert line.startswith("error: SerializationError: stream event: Cannot serialize")
+    assert line.endswith(
+        "(--durable checkpoints every step, which needs serializable state and stream events: "
+        "run without --durable, or give the workflow serializer=PickleSerializer() for trusted "
+        "data.)"
+    )
+    plain = invoke("run", f"{FLOWS}:OpaqueStreamFlow")
+    assert plain.exit_code == 0 and plain.stdout.strip() == "done"
