@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._calls import call_in_scopes, run_sync
 from ._collect import CollectBuffer, CollectionStream
+from ._stream import EventStream
 from ._waiters import Waiter, type_name
 from .errors import (
     StepTimeoutError,
@@ -204,8 +205,6 @@ class Run:
         instruments: InstrumentSet,
         calls: list[Callable[..., Any]],
     ) -> None:
-        from ._stream import EventStream
-
         self.loop = asyncio.get_running_loop()
         self.thread_id = threading.get_ident()
         self.workflow = workflow
@@ -245,6 +244,10 @@ class Run:
         self.counted = False
         #: (step name, input event class, output event classes) per completed execution.
         self.trace: list[tuple[str, type[Event], tuple[type[Event], ...]]] = []
+        self._trace_entries: dict[
+            tuple[str, type[Event], tuple[type[Event], ...]],
+            tuple[str, type[Event], tuple[type[Event], ...]],
+        ] = {}
         self._held_stop: StopEvent | None = None
         self._step_outputs: list[Event] = []
         self._wave: asyncio.Future[None] | None = None
@@ -836,7 +839,9 @@ class Run:
             self._state_changed(
                 ex.lane.spec.name, StepState.NOT_RUNNING, ex.id, ex.event, ex.output_name or None
             )
-        self.trace.append((ex.lane.spec.name, type(ex.event), kinds))
+        entry = (ex.lane.spec.name, type(ex.event), kinds)
+        # Repeated entries share one tuple: a long run keeps 8 bytes per step, not ~130.
+        self.trace.append(self._trace_entries.setdefault(entry, entry))
         if self.stepwise:
             for ev in outputs:
                 self._step_outputs.append(ev)

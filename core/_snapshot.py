@@ -11,12 +11,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import ContextSerdeError
+from ._runtime import RunStatus
+from .errors import ContextSerdeError, SerializationError
 from .events import Event
+from .serialization import (
+    BaseSerializer,
+    JsonSerializer,
+    qualified_name,
+    register_type,
+    serialize_event,
+)
+from .state import InMemoryStateStore
 
 if TYPE_CHECKING:
     from .context import Context
-    from .serialization import BaseSerializer
 
 FORMAT = "batonflow.context"
 VERSION = 1
@@ -77,35 +85,29 @@ def _serializer(ctx: Context[Any], serializer: BaseSerializer | None) -> BaseSer
         return ctx._serializer
     if ctx._workflow.serializer is not None:
         return ctx._workflow.serializer
-    from .serialization import JsonSerializer
-
     return JsonSerializer()
 
 
 def _register(ctx: Context[Any]) -> None:
-    from .serialization import register_type
-
     graph = ctx._workflow._graph()
+    if graph.registered:
+        return  # once per graph, not at every checkpoint
     register_type(*graph.events)
     if graph.state_type is not None:
         register_type(graph.state_type)
+    graph.registered = True
 
 
 def dump(
     ctx: Context[Any], serializer: BaseSerializer | None, *, include_state: bool = True
 ) -> dict[str, Any]:
     """The JSON-compatible snapshot of ``ctx`` (see ``Context.to_dict``)."""
-    from ._runtime import RunStatus
-    from .serialization import qualified_name
-
     ser = _serializer(ctx, serializer)
     _register(ctx)
 
     def enc(event: Event, where: str) -> str:
-        from .errors import SerializationError
-
         try:
-            return ser.serialize(event)
+            return serialize_event(event, ser)
         except SerializationError as exc:
             raise SerializationError(f"{where}: {exc}") from exc
 
@@ -410,8 +412,6 @@ def restore_into(ctx: Context[Any], data: Any, serializer: BaseSerializer | None
         state = data.get("state")
         store = None
         if state is not None:
-            from .state import InMemoryStateStore
-
             store = InMemoryStateStore.from_dict(
                 state, ser, graph.state_type, strict=workflow._strict_state
             )

@@ -13,6 +13,8 @@ from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
+from .events import InternalDispatchEvent
+
 
 class EventStream:
     """A single-cursor event log with async consumption."""
@@ -63,8 +65,6 @@ class EventStream:
         Args:
             internal: Also yield the engine's internal events; other consumers skip them.
         """
-        from .events import InternalDispatchEvent
-
         buffer = self._buffer
         while True:
             while buffer:

@@ -12,11 +12,13 @@ run if that run is still in progress, or starts a new run with the same state.
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 import warnings
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ._runtime import CURRENT_EXECUTION, RunStatus
+from ._snapshot import dump, restore_into
 from ._waiters import type_name
 from .errors import ContextStateError, WorkflowRuntimeError, WorkflowStepDoesNotExistError
 from .events import Event, StopEvent
@@ -26,11 +28,11 @@ from .serialization import BaseSerializer as BaseSerializer
 from .serialization import JsonPickleSerializer as JsonPickleSerializer
 from .serialization import JsonSerializer as JsonSerializer
 from .serialization import PickleSerializer as PickleSerializer
+from .state import InMemoryStateStore
 
 if TYPE_CHECKING:
     from ._runtime import Execution, Run
     from ._snapshot import RunSnapshot
-    from .state import InMemoryStateStore
     from .workflow import Workflow
 
 StateT = TypeVar("StateT")
@@ -74,8 +76,6 @@ class _FromDict:
             return from_dict
 
         def restore(data: dict[str, Any], serializer: BaseSerializer | None = None) -> Any:
-            from ._snapshot import restore_into
-
             restore_into(obj, data, serializer)
             return _Done(obj)
 
@@ -122,8 +122,6 @@ class Context(Generic[StateT]):
         #: Per-run string metadata saved with the context (e.g. a trace's ``traceparent``).
         self.meta: dict[str, str] = {}
         if previous_context is not None:
-            from ._snapshot import restore_into
-
             restore_into(self, previous_context, serializer)
 
     # ------------------------------------------------------------------ state
@@ -133,8 +131,6 @@ class Context(Generic[StateT]):
         """The run's state store (``await ctx.store.get("key", default=0)``, ``set``, ...)."""
         store = self._store
         if store is None:
-            from .state import InMemoryStateStore
-
             workflow = self._workflow
             if workflow._strict_state:
                 store = InMemoryStateStore(
@@ -440,8 +436,6 @@ class Context(Generic[StateT]):
         Raises:
             SerializationError: A value cannot be encoded (the message names its key).
         """
-        from ._snapshot import dump
-
         return SnapshotDict(dump(self, serializer, include_state=include_state))
 
     if TYPE_CHECKING:
@@ -462,8 +456,6 @@ class Context(Generic[StateT]):
 
 def _in_loop(run: Run, fn: Any, *args: Any) -> Any:
     # A sync step (in a worker thread) calling a context method that must run in the loop.
-    import concurrent.futures
-
     done: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
     def call() -> None:

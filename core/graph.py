@@ -61,6 +61,8 @@ class Graph:
     state_type: type[BaseModel] | None
     #: ``(step name, StepParam)`` of the parameters that take a nested workflow.
     nested_workflows: tuple[tuple[str, StepParam], ...] = ()
+    #: Whether the event and state types were registered for decoding by name (snapshots).
+    registered: bool = False
     _routes: dict[type, tuple[int, ...]] = field(default_factory=dict)
     _collectors: dict[tuple[type, ...], tuple[int, ...]] = field(default_factory=dict)
     _checked: dict[frozenset[str], WorkflowValidationError | None] = field(default_factory=dict)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from .errors import ContextStateError
@@ -43,7 +43,7 @@ class WorkflowHandler(asyncio.Future[Any]):
     def __repr__(self) -> str:
         return f"<WorkflowHandler run_id={self.run_id!r} status={self._run.status.value}>"
 
-    async def stream_events(self, expose_internal: bool = False) -> AsyncGenerator[Event, None]:
+    def stream_events(self, expose_internal: bool = False) -> AsyncIterator[Event]:
         """Yield the events steps write with ``ctx.write_event_to_stream``, then the StopEvent.
 
         The stream ends after the StopEvent, or, when the run fails, times out or is cancelled,
@@ -62,8 +62,8 @@ class WorkflowHandler(asyncio.Future[Any]):
         """
         if expose_internal:
             self._run.internal = True
-        async for event in self._run.stream.consume(expose_internal):
-            yield event
+        # The stream's own generator, without a second async-generator hop per event.
+        return self._run.stream.consume(expose_internal)
 
     def is_done(self) -> bool:
         """Whether the run has ended (completed, failed, timed out or cancelled)."""

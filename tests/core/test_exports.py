@@ -74,3 +74,18 @@ async def test_import_is_light() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert out.stdout.strip() == ""
+
+
+async def test_hot_path_modules_import_at_module_level() -> None:
+    """No import inside a function of the run loop's modules: each such import is an
+    ``__import__`` call (about 2 µs) every time the function runs."""
+    offenders = []
+    for name in ("_runtime.py", "context.py", "handler.py", "_snapshot.py", "_stream.py"):
+        tree = ast.parse((CORE / name).read_text())
+        for func in ast.walk(tree):
+            if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(func):
+                if isinstance(node, ast.Import | ast.ImportFrom):
+                    offenders.append(f"{name}:{node.lineno} in {func.name}()")
+    assert offenders == []

@@ -351,3 +351,30 @@ async def test_unhandled_event_is_reported_internally() -> None:
     assert await handler == "ok"
     (unhandled,) = [e for e in seen if isinstance(e, UnhandledEvent)]
     assert unhandled.event_type == "Stray"
+
+
+async def test_execution_trace_is_complete_and_shares_repeated_entries() -> None:
+    """The trace keeps every execution in order; repeated ones are one shared tuple, so a long
+    loop costs a list slot per step, not a new tuple."""
+
+    class Tick(Event):
+        n: int
+
+    class Loop(Workflow):
+        @step
+        async def begin(self, ev: StartEvent) -> Tick:
+            return Tick(n=0)
+
+        @step
+        async def tick(self, ev: Tick) -> Tick | StopEvent:
+            return StopEvent(result=ev.n) if ev.n >= 50 else Tick(n=ev.n + 1)
+
+    handler = Loop().run()
+    assert await handler == 50
+    trace = handler.execution_trace()
+    assert trace[0] == ("begin", StartEvent, (Tick,))
+    assert trace[1:51] == [("tick", Tick, (Tick,))] * 50
+    assert trace[51] == ("tick", Tick, (StopEvent,))
+    assert len(trace) == 52
+    assert len({id(entry) for entry in trace}) == 3
+    assert handler.workflow.execution_trace() == trace
