@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,27 @@ def _checkpoint_run(record: Any) -> dict[str, Any]:
     }
 
 
+def _process_gone(pid: int) -> bool:
+    """Whether no process ``pid`` runs on this machine."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists but belongs to someone else
+        return False
+    return False
+
+
+def _mark_stopped(stores: Stores, row: dict[str, Any]) -> dict[str, Any]:
+    """A checkpointed run still 'running' whose ``batonflow run`` process died is 'stopped'."""
+    if row["status"] != "running" or row.get("source") != "checkpoints":
+        return row
+    pid = stores.runs.flow_pid(row["run_id"])
+    if pid is not None and _process_gone(pid):
+        row = {**row, "status": "stopped", "pid": pid}
+    return row
+
+
 def _unknown_run(run_id: str) -> BadParameterError:
     return BadParameterError(
         f"Run {run_id!r} is not in the run store; 'batonflow runs list' shows the ids."
@@ -114,6 +136,7 @@ def list_runs(
         for record in stores.checkpoints.runs(workflow_name=workflow, status=status):
             if record.run_id not in seen:
                 rows.append(_checkpoint_run(record))
+        rows = [_mark_stopped(stores, r) for r in rows]
         rows = sorted(rows, key=lambda r: r["created_at"], reverse=True)[:limit]
         stores.close()
         if as_json:
@@ -147,6 +170,7 @@ def show(
         if row is None and record is None:
             raise _unknown_run(run_id)
         data = {**row.public(), "source": "server"} if row is not None else _checkpoint_run(record)
+        data = _mark_stopped(stores, data)
         data["checkpoints"] = [
             {"seq": c.seq, "step": c.step_name, "created_at": c.created_at}
             for c in stores.checkpoints.list(run_id)
@@ -160,6 +184,12 @@ def show(
         for key in ("run_id", "workflow", "status", "start", "error"):
             if data.get(key) is not None:
                 out.print(f"{key}: {data[key]}", markup=False)
+        if data["status"] == "stopped":
+            out.print(
+                f"  (the process that ran it, pid {data['pid']}, is gone; continue it with "
+                f"'batonflow runs resume {run_id}')",
+                markup=False,
+            )
         out.print(
             f"started: {_when(data['created_at'])}  updated: {_when(data['updated_at'])}",
             markup=False,

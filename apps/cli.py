@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -165,7 +166,7 @@ def _flow_recorder(flow: str, settings: Settings) -> Any:
 
         store = RunStore(settings.db_path)
         try:
-            store.remember_flow(run_id, flow)
+            store.remember_flow(run_id, flow, pid=os.getpid())
         finally:
             store.close()
 

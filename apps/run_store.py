@@ -50,7 +50,8 @@ CREATE TABLE IF NOT EXISTS server_events (
 );
 CREATE TABLE IF NOT EXISTS flow_refs (
     run_id TEXT PRIMARY KEY,
-    flow   TEXT NOT NULL
+    flow   TEXT NOT NULL,
+    pid    INTEGER
 );
 """
 
@@ -117,6 +118,9 @@ class RunStore:
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
         self._db.executescript(_SCHEMA)
+        columns = {r["name"] for r in self._db.execute("PRAGMA table_info(flow_refs)")}
+        if "pid" not in columns:  # a store written before the pid was kept
+            self._db.execute("ALTER TABLE flow_refs ADD COLUMN pid INTEGER")
 
     def close(self) -> None:
         """Close the database."""
@@ -146,11 +150,18 @@ class RunStore:
                 (run_id, workflow, _dumps(start), traceparent, now, now),
             )
 
-    def remember_flow(self, run_id: str, flow: str) -> None:
-        """Remember how to load the workflow of a run started elsewhere (``batonflow run``)."""
+    def remember_flow(self, run_id: str, flow: str, pid: int | None = None) -> None:
+        """Remember how to load the workflow of a run started elsewhere (``batonflow run``).
+
+        Args:
+            run_id: The run.
+            flow: The flow reference it was started with (``module:Class``, a prebuilt name).
+            pid: The id of the process running it, to tell later whether that process died.
+        """
         with self._tx() as db:
             db.execute(
-                "INSERT OR REPLACE INTO flow_refs (run_id, flow) VALUES (?, ?)", (run_id, flow)
+                "INSERT OR REPLACE INTO flow_refs (run_id, flow, pid) VALUES (?, ?, ?)",
+                (run_id, flow, pid),
             )
 
     def flow_ref(self, run_id: str) -> str | None:
@@ -160,6 +171,14 @@ class RunStore:
                 "SELECT flow FROM flow_refs WHERE run_id = ?", (run_id,)
             ).fetchone()
         return None if row is None else str(row["flow"])
+
+    def flow_pid(self, run_id: str) -> int | None:
+        """The process id remembered for ``run_id`` (see :meth:`remember_flow`)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT pid FROM flow_refs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+        return None if row is None or row["pid"] is None else int(row["pid"])
 
     def update(
         self,

@@ -163,6 +163,13 @@ def test_durable_cli_run_killed_then_resumed(tmp_path):
     proc.kill()
     proc.wait(10)
     proc.stderr.close()
+    shown = runner.invoke(app, ["runs", "show", run_id, "--db", str(db)])
+    assert "status: stopped" in shown.stdout, shown.output
+    assert f"pid {proc.pid}, is gone; continue it with 'batonflow runs resume {run_id}'" in (
+        shown.stdout
+    )
+    listed = json.loads(runner.invoke(app, ["runs", "list", "--db", str(db), "--json"]).stdout)
+    assert [r["status"] for r in listed if r["run_id"] == run_id] == ["stopped"]
     resumed = subprocess.run(
         [
             sys.executable,
