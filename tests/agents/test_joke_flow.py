@@ -100,3 +100,21 @@ async def test_step_retry_policy_gives_up_with_the_clear_error(
     with pytest.raises(LLMCallError, match="HTTP 500"):
         await RetryingJokeFlow(llm=openai_llm).run(topic="pirates")
     assert route.call_count == 4
+
+
+async def test_start_fields_are_typed() -> None:
+    """JokeFlow and the agents refuse a misspelt start field by name, before any LLM call."""
+    from batonflow.agents import AgentStart, FunctionCallingAgent, JokeStart
+
+    llm = ScriptedLLM(["never used"])
+    with pytest.raises(ValueError, match="topik"):
+        JokeFlow(llm=llm).run(topik="pirates")
+    assert JokeFlow(llm=llm).start_event_class is JokeStart
+    agent = FunctionCallingAgent(tools=[], llm=llm)
+    with pytest.raises(ValueError, match="inptu"):
+        agent.run(inptu="hi")
+    assert agent.start_event_class is AgentStart
+    assert llm.calls == []
+    schema = AgentStart.model_json_schema()
+    assert set(schema["properties"]) == {"input", "user_msg", "chat_history", "max_iterations"}
+    assert schema["properties"]["input"]["anyOf"][0] == {"type": "string"}
