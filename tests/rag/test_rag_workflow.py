@@ -152,6 +152,16 @@ async def test_bad_query_is_a_clear_error(memory_store: QdrantStore) -> None:
         await RAGWorkflow(store=memory_store).run(query="  ")
 
 
+async def test_misspelt_start_field_is_refused_by_run(memory_store: QdrantStore) -> None:
+    """RAGStart declares query: run(question=...) is refused at once, naming the field."""
+    from batonflow.rag.workflow import RAGStart
+
+    workflow = RAGWorkflow(store=memory_store)
+    assert workflow.start_event_class is RAGStart
+    with pytest.raises(ValueError, match="question"):
+        workflow.run(question="engine oil")
+
+
 class _FixedRetriever(BaseRetriever):
     """A user's own retriever: returns two fixed passages."""
 
