@@ -98,3 +98,31 @@ def test_missing_module_still_names_the_current_folder(project: Path) -> None:
         "error: Module 'nosuchmod_xyz' was not found; check the part before the colon in "
         "'nosuchmod_xyz:Flow' and that it is importable (PYTHONPATH, current folder)."
     ]
+
+
+def test_serve_a_file_reference_that_imports_its_siblings(project: Path) -> None:
+    """serve -w NAME=path/to/file.py:Class serves a flow whose file imports its neighbours."""
+    import httpx
+
+    proc = subprocess.Popen(
+        [str(SCRIPT), "serve", "--port", "0", "--no-prebuilt", "-w", "my=flows/myflow.py:MyFlow"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        cwd=project,
+        env=_env(),
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("batonflow server on http://127.0.0.1:"), line
+        url = line.split()[3]
+        done = httpx.post(
+            f"{url}/workflows/my/runs", params={"wait": True}, json={"who": "bo"}, timeout=30
+        )
+        assert done.json()["result"] == "hi from bo", done.text
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        if proc.stderr is not None:
+            proc.stderr.close()
