@@ -33,6 +33,7 @@ from .store import Hit as Hit
 from .store import QdrantStore as QdrantStore
 from .synthesis import RAGResponse as RAGResponse
 from .synthesis import Source as Source
+from .workflow import RAGStart as RAGStart
 from .workflow import RAGWorkflow as RAGWorkflow
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "QueryEvent",
     "RAGError",
     "RAGResponse",
+    "RAGStart",
     "RAGWorkflow",
     "RerankedEvent",
     "RetrieveEvent",

@@ -278,3 +278,12 @@ async def test_llama_index_response_synthesizer_can_be_plugged_in(ingested: Qdra
     response = await RAGWorkflow(store=ingested, synthesizer=synth).run(query="engine oil")
     assert "Change the engine oil every 8000 kilometres" in response.answer  # echoed context
     assert response.sources[0].metadata["file_name"] == "cars.md"
+
+
+def test_rag_start_event_is_public():
+    """RAGStart, the typed entry event of RAGWorkflow, is importable from batonflow.rag."""
+    import batonflow.rag
+    from batonflow.rag import RAGStart, RAGWorkflow
+
+    assert "RAGStart" in batonflow.rag.__all__
+    assert RAGWorkflow(store=None).start_event_class is RAGStart
