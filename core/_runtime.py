@@ -250,6 +250,8 @@ class Run:
         ] = {}
         self._held_stop: StopEvent | None = None
         self._step_outputs: list[Event] = []
+        #: Stepwise outputs of collection branches held by the caller: id -> (event, branch).
+        self._handed: dict[int, tuple[Event, tuple[int, int]]] = {}
         self._wave: asyncio.Future[None] | None = None
         self._clock: Callable[[], float] = workflow._clock
         self._sleep: Callable[[float], Coroutine[Any, Any, None]] = workflow._sleep
@@ -497,6 +499,13 @@ class Run:
         """Deliver ``event`` to the steps that accept it (or to step ``target`` only)."""
         if self.status is not RunStatus.RUNNING:
             return
+        if self._handed and tag is None:
+            handed = self._handed.pop(id(event), None)
+            if handed is not None and handed[0] is event:
+                # A stepwise output sent back by the caller rejoins its collection branch.
+                self.route(event, origin, target, external=external, emitter=emitter, tag=handed[1])
+                self._branch_done(handed[1])
+                return
         if self._want_emitted:
             self.instruments.call(
                 "event_emitted",
@@ -843,10 +852,7 @@ class Run:
         # Repeated entries share one tuple: a long run keeps 8 bytes per step, not ~130.
         self.trace.append(self._trace_entries.setdefault(entry, entry))
         if self.stepwise:
-            for ev in outputs:
-                self._step_outputs.append(ev)
-                if isinstance(ev, StopEvent):
-                    self.complete(ev)
+            self._hand_out(ex, outputs, fan_out)
             return
         listeners = self.workflow._listeners
         if not listeners:
@@ -880,6 +886,30 @@ class Run:
             self.complete(stop)
         else:
             self._kick_all()
+
+    def _hand_out(self, ex: Execution, outputs: tuple[Event, ...], fan_out: bool) -> None:
+        """Stepwise runs: give a step's outputs to the caller, who sends them on.
+
+        Outputs belonging to a collection stream (a ``list[E]`` fan-out feeding a ``list[R]``
+        join) keep their branch: the branch stays open while the caller holds the event, and
+        the event rejoins it when sent back with ``ctx.send_event``.
+        """
+        tags: list[Tag] = [ex.tag] * len(outputs)
+        if fan_out:
+            declared = tuple(e for e in ex.lane.spec.emitted if not issubclass(e, StopEvent))
+            collectors = self.graph.collectors_from(declared)
+            if collectors:
+                sid = self.next_stream
+                self.next_stream += 1
+                self.streams[sid] = CollectionStream(len(outputs), collectors)
+                tags = [(sid, i) for i in range(len(outputs))]
+        for ev, tag in zip(outputs, tags, strict=True):
+            self._step_outputs.append(ev)
+            if isinstance(ev, StopEvent):
+                self.complete(ev)
+            elif tag is not None and tag[0] in self.streams:
+                self._handed[id(ev)] = (ev, tag)
+                self.streams[tag[0]].live[tag[1]] += 1
 
     def _undeliverable(self, event: Event) -> bool:
         if isinstance(event, CALLER_EVENTS) or self.graph.targets(type(event)):

@@ -160,3 +160,27 @@ async def test_bad_collection_parameters() -> None:
 
     with pytest.raises(ValueError, match="Take\\(n\\) needs an integer"):
         Take(0)
+
+
+async def test_stepwise_run_joins_the_collection() -> None:
+    """In a stepwise run the caller holds each branch's event between waves: the join waits
+    for every branch event to come back (in any order) and still fires in branch order."""
+    handler = Squares().run(stepwise=True, count=5)
+    parts = await handler.run_step()
+    assert [p.n for p in parts] == [0, 1, 2, 3, 4]
+    for part in parts:
+        handler.ctx.send_event(part)
+    results: list[Event] = []
+    while produced := await handler.run_step():  # num_workers=4: more than one wave
+        results.extend(produced)
+    assert sorted(r.n for r in results) == [0, 1, 2, 4]  # branch 3 returned None
+    held = max(results, key=lambda r: r.n)
+    for result in reversed(results):
+        if result is not held:
+            handler.ctx.send_event(result)
+    assert await handler.run_step() == []  # branch 4's event is still with the caller
+    handler.ctx.send_event(held)
+    (stop,) = await handler.run_step()
+    assert isinstance(stop, StopEvent) and stop.result == [0, 1, 4, 16]
+    assert await handler.run_step() is None
+    assert await handler == [0, 1, 4, 16]
