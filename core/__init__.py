@@ -37,17 +37,24 @@ from .errors import WorkflowStepDoesNotExistError as WorkflowStepDoesNotExistErr
 from .errors import WorkflowTimeoutError as WorkflowTimeoutError
 from .errors import WorkflowValidationError as WorkflowValidationError
 from .events import CollectedEvents as CollectedEvents
+from .events import CollectionReleaseEvent as CollectionReleaseEvent
 from .events import Event as Event
 from .events import HumanResponseEvent as HumanResponseEvent
+from .events import IdleReleasedEvent as IdleReleasedEvent
 from .events import InputRequiredEvent as InputRequiredEvent
 from .events import InternalDispatchEvent as InternalDispatchEvent
 from .events import JoinedEvents as JoinedEvents
+from .events import SerializableEvent as SerializableEvent
+from .events import SerializableException as SerializableException
+from .events import SerializableOptionalEvent as SerializableOptionalEvent
+from .events import SerializableOptionalException as SerializableOptionalException
 from .events import StartEvent as StartEvent
 from .events import StepFailedEvent as StepFailedEvent
 from .events import StepState as StepState
 from .events import StepStateChanged as StepStateChanged
 from .events import StopEvent as StopEvent
 from .events import UnhandledEvent as UnhandledEvent
+from .events import UnreconstructedException as UnreconstructedException
 from .events import WorkflowCancelledEvent as WorkflowCancelledEvent
 from .events import WorkflowFailedEvent as WorkflowFailedEvent
 from .events import WorkflowIdleEvent as WorkflowIdleEvent
@@ -94,6 +101,7 @@ __all__ = [
     "CheckpointStore",
     "Collect",
     "CollectedEvents",
+    "CollectionReleaseEvent",
     "ConstantDelayRetryPolicy",
     "Context",
     "ContextSerdeError",
@@ -102,6 +110,7 @@ __all__ = [
     "Event",
     "ExponentialBackoffRetryPolicy",
     "HumanResponseEvent",
+    "IdleReleasedEvent",
     "InMemoryCheckpointStore",
     "InMemoryStateStore",
     "InputRequiredEvent",
@@ -119,6 +128,10 @@ __all__ = [
     "RetryInfo",
     "RetryPolicy",
     "RunRecord",
+    "SerializableEvent",
+    "SerializableException",
+    "SerializableOptionalEvent",
+    "SerializableOptionalException",
     "SerializationError",
     "SqliteCheckpointStore",
     "StartEvent",
@@ -135,6 +148,7 @@ __all__ = [
     "StopEvent",
     "Take",
     "UnhandledEvent",
+    "UnreconstructedException",
     "Workflow",
     "WorkflowCancelledByUser",
     "WorkflowCancelledEvent",

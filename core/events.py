@@ -8,12 +8,15 @@ keyword arguments given to ``Workflow.run(**kwargs)``.
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import sys
 from collections.abc import ItemsView, Iterator, KeysView, ValuesView
 from datetime import datetime
 from enum import Enum
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PlainSerializer, PlainValidator
 
 _MISSING: Any = object()
 
@@ -224,6 +227,154 @@ class CollectedEvents(Event):
     events: list[Any]
 
 
+#: LlamaIndex's name for :class:`CollectedEvents` (the trigger of a collect step).
+CollectionReleaseEvent = CollectedEvents
+
+
+class IdleReleasedEvent(StopEvent):
+    """LlamaIndex's sentinel result of a run released while idle.
+
+    batonflow never releases idle runs (a waiting run stays in memory, or is saved with
+    ``ctx.to_dict()`` or a checkpoint store), so it never produces this event; the class exists
+    so code that imports or checks for it keeps working.
+    """
+
+
+class UnreconstructedException(Exception):
+    """Stands in for a serialized exception whose class could not be rebuilt.
+
+    Restoring an exception from a snapshot only has its class name and message. When the class
+    is not loaded in this process (batonflow never imports modules named by data), is not an
+    exception, or cannot be built from the message alone, this is restored instead.
+
+    Attributes:
+        original_type: ``module.QualName`` of the exception that was serialized.
+    """
+
+    def __init__(self, message: str, original_type: str | None = None) -> None:
+        super().__init__(message)
+        self.original_type = original_type
+
+
+def exception_to_data(exc: BaseException) -> dict[str, str]:
+    """``{"exception_type": "module.QualName", "exception_message": str(exc)}``."""
+    cls = type(exc)
+    original = getattr(exc, "original_type", None)
+    name = original if isinstance(exc, UnreconstructedException) and original else None
+    return {
+        "exception_type": name or f"{cls.__module__}.{cls.__qualname__}",
+        "exception_message": str(exc),
+    }
+
+
+def exception_from_data(data: Any) -> BaseException:
+    """Rebuild an exception written by :func:`exception_to_data` (or pass one through).
+
+    Only classes already loaded in this process are used (builtins, or a module in
+    ``sys.modules``); otherwise an :class:`UnreconstructedException` keeps the message and the
+    original type name.
+    """
+    if isinstance(data, BaseException):
+        return data
+    if not isinstance(data, dict) or not isinstance(data.get("exception_type"), str):
+        raise ValueError(
+            "an exception is written as {'exception_type': 'module.Name', "
+            f"'exception_message': '...'}}, got {data!r}"
+        )
+    name = data["exception_type"]
+    message = str(data.get("exception_message", ""))
+    cls = _loaded_class(name)
+    if isinstance(cls, type) and issubclass(cls, BaseException):
+        candidates: list[Any] = [message]
+        if issubclass(cls, KeyError):
+            # str(KeyError("k")) is "'k'": the argument is the literal inside.
+            with contextlib.suppress(ValueError, SyntaxError, MemoryError, RecursionError):
+                candidates.append(ast.literal_eval(message))
+        for arg in candidates:
+            try:
+                exc = cls(arg)
+            except Exception:
+                continue
+            if str(exc) == message:
+                return exc
+    return UnreconstructedException(message, original_type=name)
+
+
+def _loaded_class(name: str) -> Any:
+    module_name, _, qualname = name.rpartition(".")
+    # Nested classes: try each split of "pkg.mod.Outer.Inner" into module and qualname.
+    while module_name:
+        module = sys.modules.get(module_name)
+        if module is not None:
+            found: Any = module
+            for part in qualname.split("."):
+                found = getattr(found, part, None)
+            return found
+        module_name, _, head = module_name.rpartition(".")
+        qualname = f"{head}.{qualname}"
+    return None
+
+
+def _optional_exception_to_data(exc: BaseException | None) -> dict[str, str] | None:
+    return None if exc is None else exception_to_data(exc)
+
+
+def _optional_exception_from_data(data: Any) -> BaseException | None:
+    return None if data is None else exception_from_data(data)
+
+
+def _event_to_data(event: Event) -> Any:
+    from .serialization import JsonSerializer  # serialization imports this module
+
+    return JsonSerializer().encode(event)
+
+
+def _event_from_data(data: Any) -> Event:
+    if isinstance(data, Event):
+        return data
+    from .serialization import JsonSerializer
+
+    event = JsonSerializer().decode(data)
+    if not isinstance(event, Event):
+        raise ValueError(f"expected a serialized event, got {type(event).__qualname__}")
+    return event
+
+
+def _optional_event_to_data(event: Event | None) -> Any:
+    return None if event is None else _event_to_data(event)
+
+
+def _optional_event_from_data(data: Any) -> Event | None:
+    return None if data is None else _event_from_data(data)
+
+
+#: A pydantic field type for an exception that dumps to JSON as its type name and message and
+#: is rebuilt on load (see :func:`exception_from_data`).
+SerializableException = Annotated[
+    Exception,
+    PlainValidator(exception_from_data),
+    PlainSerializer(exception_to_data, when_used="json"),
+]
+#: :data:`SerializableException` or ``None``.
+SerializableOptionalException = Annotated[
+    Exception | None,
+    PlainValidator(_optional_exception_from_data),
+    PlainSerializer(_optional_exception_to_data, when_used="json"),
+]
+#: A pydantic field type for an event that dumps to JSON with its class and loads back as it.
+SerializableEvent = Annotated[
+    Event,
+    PlainValidator(_event_from_data),
+    PlainSerializer(_event_to_data, when_used="json"),
+]
+#: :data:`SerializableEvent` or ``None``.
+SerializableOptionalEvent = Annotated[
+    Event | None,
+    PlainValidator(_optional_event_from_data),
+    PlainSerializer(_optional_event_to_data, when_used="json"),
+]
+
+
 class InternalDispatchEvent(Event):
     """Base class of the engine's own events, streamed with ``stream_events(expose_internal=True)``."""
 
@@ -276,19 +427,28 @@ class WorkflowIdleEvent(InternalDispatchEvent):
 
 __all__ = [
     "CollectedEvents",
+    "CollectionReleaseEvent",
     "Event",
     "HumanResponseEvent",
+    "IdleReleasedEvent",
     "InputRequiredEvent",
     "InternalDispatchEvent",
     "JoinedEvents",
+    "SerializableEvent",
+    "SerializableException",
+    "SerializableOptionalEvent",
+    "SerializableOptionalException",
     "StartEvent",
     "StepFailedEvent",
     "StepState",
     "StepStateChanged",
     "StopEvent",
     "UnhandledEvent",
+    "UnreconstructedException",
     "WorkflowCancelledEvent",
     "WorkflowFailedEvent",
     "WorkflowIdleEvent",
     "WorkflowTimedOutEvent",
+    "exception_from_data",
+    "exception_to_data",
 ]

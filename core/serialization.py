@@ -44,7 +44,16 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from .errors import ContextSerdeError, SerializationError
-from .events import Event, HumanResponseEvent, InputRequiredEvent, StartEvent, StopEvent
+from .events import (
+    Event,
+    HumanResponseEvent,
+    InputRequiredEvent,
+    StartEvent,
+    StopEvent,
+    UnreconstructedException,
+    exception_from_data,
+    exception_to_data,
+)
 
 TAG = "__bf__"
 
@@ -229,6 +238,10 @@ class JsonSerializer(BaseSerializer):
         scalar = _encode_scalar(value)
         if scalar is not None:
             return scalar
+        if isinstance(value, BaseException):
+            # Type name and message (StepFailedEvent.exception, a failed run's error); rebuilt
+            # from classes already loaded, else as UnreconstructedException.
+            return {TAG: "exception", **exception_to_data(value)}
         return self._fallback(value, path)
 
     def _fallback(self, value: Any, path: str) -> Any:
@@ -350,6 +363,8 @@ class JsonSerializer(BaseSerializer):
             }
         if kind == "pickle":
             return self._unpickle(tree, path)
+        if kind == "exception":
+            return self._decode_exception(tree)
         decoder = _SCALAR_DECODERS.get(kind)
         if decoder is None:
             raise ContextSerdeError(
@@ -357,6 +372,18 @@ class JsonSerializer(BaseSerializer):
                 "batonflow or another program: upgrade batonflow or re-create the data."
             )
         return decoder(tree["v"])
+
+    def _decode_exception(self, tree: dict[str, Any]) -> BaseException:
+        name = tree["exception_type"]
+        if (
+            self._allowed is not None
+            and not name.startswith("builtins.")
+            and _dotted(name) not in self._allowed
+        ):
+            return UnreconstructedException(str(tree["exception_message"]), original_type=name)
+        return exception_from_data(
+            {"exception_type": name, "exception_message": tree["exception_message"]}
+        )
 
     def _unpickle(self, tree: dict[str, Any], path: str) -> Any:
         raise ContextSerdeError(
@@ -417,6 +444,18 @@ class PickleSerializer(JsonSerializer):
                 "in the state."
             ) from exc
         return {TAG: "pickle", "v": base64.b64encode(data).decode("ascii")}
+
+    def _decode_exception(self, tree: dict[str, Any]) -> BaseException:
+        name = tree["exception_type"]
+        if (
+            self._allowed is not None
+            and not name.startswith("builtins.")
+            and _dotted(name) not in self._allowed
+        ):
+            return UnreconstructedException(str(tree["exception_message"]), original_type=name)
+        return exception_from_data(
+            {"exception_type": name, "exception_message": tree["exception_message"]}
+        )
 
     def _unpickle(self, tree: dict[str, Any], path: str) -> Any:
         return pickle.loads(base64.b64decode(tree["v"]))
