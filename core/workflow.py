@@ -9,6 +9,7 @@ validation) is computed once and cached; a run only does dict lookups.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import time
 import uuid
 import warnings
@@ -33,8 +34,8 @@ from .graph import Graph, compile_graph
 from .handler import WorkflowHandler
 from .hooks import StepBoundary, StepListener
 from .instrument import Instrument, InstrumentSet, PrintingInstrument, global_instruments
-from .resource import ResourceManager
-from .step import GRAPH_CHECKS, STEP_ATTR, StepParam, StepSpec, build_spec, is_step
+from .resource import ResourceConfig, ResourceManager
+from .step import GRAPH_CHECKS, STEP_ATTR, ParamKind, StepParam, StepSpec, build_spec, is_step
 
 if TYPE_CHECKING:
     from ._snapshot import RunSnapshot
@@ -305,16 +306,47 @@ class Workflow:
     def validate(
         self, *, validate_resource_configs: bool = True, validate_resources: bool = False
     ) -> bool:
-        """Check the workflow's steps and events fit together.
+        """Check the workflow's steps and events fit together (and its resources).
+
+        Args:
+            validate_resource_configs: Also load every ``ResourceConfig`` (the file exists,
+                is JSON, has the path, and validates into the annotated model).
+            validate_resources: Also call every resource factory once, with a throwaway
+                manager (nothing is cached for the runs): factories that need settings,
+                credentials or a service are checked up front.
 
         Returns:
             Whether the workflow uses human-in-the-loop events.
 
         Raises:
-            WorkflowValidationError: The message names the step and event, and the fix.
+            WorkflowValidationError: The message names the step and event, and the fix; for
+                resources, it lists every failing parameter with the reason.
         """
         graph = self._graph()
         graph.validate(self._skip_graph_checks)
+        wanted = [
+            (spec.name, p)
+            for spec in graph.order
+            for p in spec.params
+            if p.kind is ParamKind.RESOURCE
+            and (validate_resources or isinstance(p.resource, ResourceConfig))
+        ]
+        if not (validate_resource_configs or validate_resources) or not wanted:
+            return graph.uses_hitl
+        problems: list[str] = []
+        if validate_resources:
+            problems = _in_own_loop(_resolve_all(wanted))
+        else:
+            for step_name, param in wanted:
+                try:
+                    param.resource.load(param.annotation)
+                except WorkflowConfigurationError as exc:
+                    problems.append(f"step {step_name} parameter '{param.name}': {exc}")
+        if problems:
+            raise WorkflowValidationError(
+                f"Resource validation of {self.workflow_name} failed:\n"
+                + "\n".join(f"  - {problem}" for problem in problems)
+            )
         return graph.uses_hitl
 
     # ------------------------------------------------------------------ listeners, instruments
@@ -526,6 +558,32 @@ def _field_list(cls: type[StartEvent]) -> str:
             continue
         parts.append(f"{name}=..." if info.is_required() else f"{name}=... (optional)")
     return ", ".join(parts)
+
+
+async def _resolve_all(wanted: list[tuple[str, StepParam]]) -> list[str]:
+    manager = ResourceManager()  # throwaway: validation must not cache for the runs
+    problems: list[str] = []
+    for step_name, param in wanted:
+        try:
+            await manager.resolve(
+                param.resource,
+                step_name=step_name,
+                param_name=param.name,
+                annotation=param.annotation,
+            )
+        except Exception as exc:
+            problems.append(f"step {step_name} parameter '{param.name}': {exc}")
+    return problems
+
+
+def _in_own_loop(coro: Coroutine[Any, Any, list[str]]) -> list[str]:
+    """Run ``coro`` to the end in a fresh event loop (in a thread when one is running)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def _specs(owner: str, steps: dict[str, Callable[..., Any]]) -> list[StepSpec]:
