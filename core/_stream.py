@@ -79,3 +79,30 @@ class EventStream:
             waiter = self._loop.create_future()
             self._waiters.append(waiter)
             await waiter
+
+    def next_now(self) -> Any:
+        """The next (non-internal) event if one is waiting, else ``None``."""
+        buffer = self._buffer
+        while buffer:
+            event = buffer.popleft()
+            self.position += 1
+            if self.has_internal and isinstance(event, InternalDispatchEvent):
+                continue
+            return event
+        return None
+
+    async def next_event(self) -> Any:
+        """The next (non-internal) event, waiting for one; ``None`` once closed and drained."""
+        while True:
+            event = self.next_now()
+            if event is not None:
+                return event
+            if self._closed:
+                return None
+            waiter = self._loop.create_future()
+            self._waiters.append(waiter)
+            await waiter
+
+    def size(self) -> int:
+        """How many events are waiting to be read."""
+        return len(self._buffer)

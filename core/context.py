@@ -12,16 +12,18 @@ run if that run is still in progress, or starts a new run with the same state.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from ._runtime import CURRENT_EXECUTION, RunStatus
 from ._snapshot import dump, restore_into
 from ._waiters import type_name
 from .errors import ContextStateError, WorkflowRuntimeError, WorkflowStepDoesNotExistError
-from .events import Event, StopEvent
+from .events import Event, StopEvent, loaded_class
 from .graph import CALLER_EVENTS
 from .retry import RetryInfo
 from .serialization import BaseSerializer as BaseSerializer
@@ -33,6 +35,7 @@ from .state import InMemoryStateStore
 if TYPE_CHECKING:
     from ._runtime import Execution, Run
     from ._snapshot import RunSnapshot
+    from ._stream import EventStream
     from .workflow import Workflow
 
 StateT = TypeVar("StateT")
@@ -92,6 +95,25 @@ class _Done:
         if False:  # pragma: no cover - makes this a generator function
             yield
         return self.value
+
+
+class Waiting(NamedTuple):
+    """One step paused in ``ctx.wait_for_event`` (see :meth:`Context.waiting_for`).
+
+    Attributes:
+        step: The waiting step.
+        type_name: ``module.QualName`` of the awaited event class.
+        event_type: The awaited class (``None`` for a restored wait whose class this process
+            does not know yet).
+        waiter_id: The wait's id.
+        requirements: Field values the answer must have.
+    """
+
+    step: str
+    type_name: str
+    event_type: type[Event] | None
+    waiter_id: str
+    requirements: dict[str, Any]
 
 
 class Context(Generic[StateT]):
@@ -232,6 +254,30 @@ class Context(Generic[StateT]):
                 "`ctx: Context` as a step parameter or call it from code the step calls."
             )
         return ex.run.ctx
+
+    def waiting_for(self) -> list[Waiting]:
+        """The steps paused in ``wait_for_event`` right now, and what each waits for.
+
+        Lets a caller (a server, a UI) check an answer before sending it: which event types the
+        run waits for, with which ``requirements``. Works on a restored context too.
+        """
+        run = self._run
+        if run is not None:
+            if run.status is not RunStatus.RUNNING:
+                return []
+            return [
+                Waiting(w.step, w.type_name, w.event_type, w.waiter_id, dict(w.requirements))
+                for w in run.waiters.values()
+            ]
+        snap = self._snapshot
+        if snap is None or not snap.is_running:
+            return []
+        return [
+            Waiting(
+                w.step, w.type_name, _event_class(w.type_name), w.waiter_id, dict(w.requirements)
+            )
+            for w in snap.waiters
+        ]
 
     async def running_steps(self) -> list[str]:
         """Names of the steps executing right now."""
@@ -422,6 +468,48 @@ class Context(Generic[StateT]):
         ex = self._execution("retry_info")
         return ex.retry_info or RetryInfo()
 
+    # ------------------------------------------------------------------ deprecated stream access
+
+    def get_result(self) -> Any:
+        """Deprecated: ``await handler`` instead. The finished run's result.
+
+        Raises:
+            ContextStateError: No run, or the run has not completed (it is still running,
+                failed, timed out or was cancelled).
+        """
+        warnings.warn(
+            "ctx.get_result() is deprecated; use `result = await handler`.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        run = self._live_run("get_result")
+        stop = run.stop_event
+        if run.status is not RunStatus.COMPLETED or stop is None:
+            raise ContextStateError(
+                f"The run {run.run_id} has no result ({run.status.value}); await the handler: "
+                "it returns the result or raises the run's error."
+            )
+        return stop.result if type(stop) is StopEvent else stop
+
+    def stream_events(self) -> AsyncIterator[Event]:
+        """Deprecated: ``handler.stream_events()`` instead (same events, same cursor)."""
+        warnings.warn(
+            "ctx.stream_events() is deprecated; use `handler.stream_events()`.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self._live_run("stream_events").stream.consume()
+
+    @property
+    def streaming_queue(self) -> StreamQueue:
+        """Deprecated: ``handler.stream_events()`` instead; a queue view of the event stream."""
+        warnings.warn(
+            "ctx.streaming_queue is deprecated; use `async for ev in handler.stream_events()`.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return StreamQueue(self._live_run("streaming_queue").stream)
+
     # ------------------------------------------------------------------ serialization
 
     def to_dict(
@@ -454,6 +542,59 @@ class Context(Generic[StateT]):
         from_dict = _FromDict()
 
 
+def _event_class(name: str) -> type[Event] | None:
+    """The loaded event class named ``module.QualName`` (no module is imported)."""
+    found = loaded_class(name)
+    return found if isinstance(found, type) and issubclass(found, Event) else None
+
+
+class StreamQueue:
+    """What the deprecated ``ctx.streaming_queue`` returns: the run's stream as a read queue.
+
+    It shares the one cursor of ``handler.stream_events()``. ``await queue.get()`` waits for the
+    next event; the last one is the ``StopEvent`` (or a ``WorkflowFailedEvent``, ...).
+
+    Args:
+        stream: The run's event stream.
+    """
+
+    def __init__(self, stream: EventStream) -> None:
+        self._stream = stream
+
+    async def get(self) -> Event:
+        """The next event, waiting for it.
+
+        Raises:
+            ContextStateError: The stream ended and every event was read.
+        """
+        event = await self._stream.next_event()
+        if event is None:
+            raise ContextStateError(
+                "The run's stream has ended and every event was read; stop reading after the "
+                "StopEvent."
+            )
+        return event  # type: ignore[no-any-return]
+
+    def get_nowait(self) -> Event:
+        """The next event if one is waiting.
+
+        Raises:
+            asyncio.QueueEmpty: No event is waiting.
+        """
+        event = self._stream.next_now()
+        if event is None:
+            raise asyncio.QueueEmpty
+        return event  # type: ignore[no-any-return]
+
+    def empty(self) -> bool:
+        """Whether no event is waiting."""
+        return not self._stream.size()
+
+    def qsize(self) -> int:
+        """How many events are waiting."""
+        return self._stream.size()
+
+
 def _in_loop(run: Run, fn: Any, *args: Any) -> Any:
     # A sync step (in a worker thread) calling a context method that must run in the loop.
     done: concurrent.futures.Future[Any] = concurrent.futures.Future()
@@ -475,4 +616,6 @@ __all__ = [
     "JsonSerializer",
     "PickleSerializer",
     "SnapshotDict",
+    "StreamQueue",
+    "Waiting",
 ]

@@ -283,7 +283,7 @@ def exception_from_data(data: Any) -> BaseException:
         )
     name = data["exception_type"]
     message = str(data.get("exception_message", ""))
-    cls = _loaded_class(name)
+    cls = loaded_class(name)
     if isinstance(cls, type) and issubclass(cls, BaseException):
         candidates: list[Any] = [message]
         if issubclass(cls, KeyError):
@@ -300,7 +300,8 @@ def exception_from_data(data: Any) -> BaseException:
     return UnreconstructedException(message, original_type=name)
 
 
-def _loaded_class(name: str) -> Any:
+def loaded_class(name: str) -> Any:
+    """The class (or object) named ``module.QualName`` if its module is loaded, else None."""
     module_name, _, qualname = name.rpartition(".")
     # Nested classes: try each split of "pkg.mod.Outer.Inner" into module and qualname.
     while module_name:

@@ -179,6 +179,11 @@ class Workflow:
         return self._serializer
 
     @property
+    def runtime(self) -> None:
+        """LlamaIndex's pluggable runtime: always ``None``, batonflow runs on its own loop."""
+        return None
+
+    @property
     def checkpoint_store(self) -> CheckpointStore | None:
         """The store every run is checkpointed into (``checkpoint_store=``), or ``None``."""
         return self._checkpointer.store if self._checkpointer is not None else None
