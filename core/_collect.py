@@ -13,7 +13,18 @@ _MISSING: Any = object()
 class CollectBuffer:
     """Events buffered by ``collect_events`` for one (step, buffer id); O(1) per event."""
 
-    __slots__ = ("expected", "first", "last", "need", "raw", "route", "satisfied", "size", "slots")
+    __slots__ = (
+        "expected",
+        "first",
+        "last",
+        "need",
+        "origins",
+        "raw",
+        "route",
+        "satisfied",
+        "size",
+        "slots",
+    )
 
     def __init__(self) -> None:
         self.size = -1
@@ -22,14 +33,19 @@ class CollectBuffer:
         self.expected: list[type[Event]] = []
         self.need: dict[type, int] = {}
         self.route: dict[type, type | None] = {}
-        self.slots: dict[type, deque[tuple[Event, tuple[int, ...]]]] = {}
+        # Buffered events per expected type, and their origins in step with them (apart, so
+        # a fan-in of thousands keeps one GC-tracked object per event, the event itself).
+        self.slots: dict[type, deque[Event]] = {}
+        self.origins: dict[type, deque[tuple[int, ...]]] = {}
         self.satisfied = 0
         self.raw: list[tuple[Event, tuple[int, ...]]] = []
 
     def configure(self, expected: list[type[Event]]) -> None:
         # Runs once per buffer (or when the expected list changes): the expected list may be
         # long (a fan-in of thousands), so per-event work must not depend on its length.
-        held = self.raw + [item for dq in self.slots.values() for item in dq]
+        held = self.raw + [
+            item for t, dq in self.slots.items() for item in zip(dq, self.origins[t], strict=True)
+        ]
         self.raw = []
         self.size = len(expected)
         self.first = expected[0] if expected else None
@@ -41,6 +57,7 @@ class CollectBuffer:
         self.need = need
         self.route = {}
         self.slots = {t: deque() for t in need}
+        self.origins = {t: deque() for t in need}
         self.satisfied = 0
         for item in held:
             self.add(item[0], item[1])
@@ -58,7 +75,8 @@ class CollectBuffer:
         if target is None:
             return False
         dq = self.slots[target]
-        dq.append((event, origins))
+        dq.append(event)
+        self.origins[target].append(origins)
         if len(dq) == self.need[target]:
             self.satisfied += 1
         return True
@@ -69,15 +87,15 @@ class CollectBuffer:
         events: list[Event] = []
         origins: list[int] = []
         slots = self.slots
+        sources = self.origins
         for t in self.expected:
-            event, origin = slots[t].popleft()
-            events.append(event)
-            origins.extend(origin)
+            events.append(slots[t].popleft())
+            origins.extend(sources[t].popleft())
         self.satisfied = sum(1 for t, n in self.need.items() if len(slots[t]) >= n)
         return events, tuple(origins)
 
     def held(self) -> list[Event]:
-        return [e for e, _ in self.raw] + [e for dq in self.slots.values() for e, _ in dq]
+        return [e for e, _ in self.raw] + [e for dq in self.slots.values() for e in dq]
 
 
 class CollectionStream:

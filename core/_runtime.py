@@ -102,7 +102,7 @@ Tag = tuple[int, int] | None
 class Lane:
     """The pending events and active executions of one step within one run."""
 
-    __slots__ = ("active", "call", "direct", "index", "joins", "limit", "pending", "spec")
+    __slots__ = ("active", "call", "direct", "index", "joins", "limit", "meta", "pending", "spec")
 
     def __init__(self, index: int, spec: StepSpec, call: Callable[..., Any], scoped: bool) -> None:
         self.index = index
@@ -115,8 +115,11 @@ class Lane:
         self.direct = (
             spec.is_async and not spec.has_resources and spec.timeout is None and not scoped
         )
-        # (event, origin, execution id to reuse or None, collection-stream branch)
-        self.pending: deque[tuple[Event, Origin, int | None, Tag]] = deque()
+        # The queued events, and in step with them (origin, execution id to reuse or None,
+        # collection-stream branch). Two deques: the meta tuples hold no event, so the cyclic
+        # GC untracks them, and a long queue costs it one tracked object per event, not two.
+        self.pending: deque[Event] = deque()
+        self.meta: deque[tuple[Origin, int | None, Tag]] = deque()
         # Steps with several event parameters: the events waiting for their set, per parameter.
         self.joins: dict[str, deque[tuple[Event, Origin]]] | None = (
             {name: deque() for name in spec.join} if spec.join else None
@@ -328,7 +331,8 @@ class Run:
         for item in (*snap.in_progress, *snap.queued):
             lane = self._lane(self.graph.order.index(self.graph.steps[item.step]))
             tag = item.tag
-            lane.pending.append((item.event, item.origin, item.execution_id, tag))
+            lane.pending.append(item.event)
+            lane.meta.append((item.origin, item.execution_id, tag))
             if tag is not None and tag[0] in self.streams:
                 self.streams[tag[0]].live[tag[1]] += 1
         self._hold -= 1
@@ -548,7 +552,8 @@ class Run:
                     continue
                 item, item_origin = joined
                 item_tag = None
-            lane.pending.append((item, item_origin, None, item_tag))
+            lane.pending.append(item)
+            lane.meta.append((item_origin, None, item_tag))
             if item_tag is not None:
                 self.streams[item_tag[0]].live[item_tag[1]] += 1
             if not hold and lane.active < lane.limit:
@@ -580,7 +585,8 @@ class Run:
                     self._start(lane)
 
     def _start(self, lane: Lane) -> None:
-        event, origin, eid, tag = lane.pending.popleft()
+        event = lane.pending.popleft()
+        origin, eid, tag = lane.meta.popleft()
         if eid is None:
             eid = self.next_id
             self.next_id += 1
@@ -982,7 +988,8 @@ class Run:
             events = [e for _, e in items[:take]]
         else:
             events = [e for _, e in sorted(items, key=lambda item: item[0])]
-        lane.pending.append((CollectedEvents(events=events), None, None, None))
+        lane.pending.append(CollectedEvents(events=events))
+        lane.meta.append((None, None, None))
         if not (self._hold or self.stepwise) and lane.active < lane.limit:
             self._start(lane)
 
@@ -1197,7 +1204,7 @@ class Run:
         queued: list[tuple[str, Event, Origin, int | None, Tag]] = []
         for lane in self.lanes:
             if lane is not None:
-                for event, origin, eid, tag in lane.pending:
+                for event, (origin, eid, tag) in zip(lane.pending, lane.meta, strict=True):
                     queued.append((lane.spec.name, event, origin, eid, tag))
         in_progress: list[tuple[str, Event, Origin, int, Tag]] = [
             (ex.lane.spec.name, ex.event, _origin_of(ex.origins), ex.id, ex.tag)
