@@ -26,6 +26,7 @@ from .representation import (
     WorkflowGraph,
     WorkflowGraphNode,
     get_workflow_representation,
+    without_child_workflows,
 )
 
 HTML_SUFFIXES = (".html", ".htm")
@@ -47,8 +48,8 @@ def draw_all_possible_flows(
             ``.mmd`` Mermaid, ``.md`` Mermaid in a fence). ``None`` writes nothing.
         notebook: Also display the page inline when running in a Jupyter notebook.
         max_label_length: Cut longer node labels (the full name stays in the tooltip).
-        include_child_workflows: Accepted for LlamaIndex compatibility; a batonflow workflow
-            has no child workflows to include.
+        include_child_workflows: Draw the nested workflows steps take (parameters
+            annotated with a ``Workflow`` class, see ``Workflow.add_workflows``) as nodes.
 
     Returns:
         The text written (the HTML page or the Mermaid text).
@@ -58,6 +59,8 @@ def draw_all_possible_flows(
         TypeError: ``workflow_or_class`` is not a workflow.
     """
     graph = _graph_of(workflow_or_class)
+    if not include_child_workflows:
+        graph = without_child_workflows(graph)
     return _draw(graph, None, filename, notebook, max_label_length, "All possible flows")
 
 
@@ -102,7 +105,7 @@ def draw_all_possible_flows_mermaid(
         workflow_or_class: A ``Workflow`` subclass or instance, or a :class:`WorkflowGraph`.
         filename: Also write the text there: ``.mmd`` as is, ``.md`` inside a mermaid fence.
         max_label_length: Cut longer node labels.
-        include_child_workflows: Accepted for LlamaIndex compatibility (no effect).
+        include_child_workflows: Draw the nested workflows steps take as nodes.
 
     Returns:
         The Mermaid text (without a fence).
@@ -112,7 +115,10 @@ def draw_all_possible_flows_mermaid(
     """
     _check_max_label_length(max_label_length)
     _check_suffix(filename, MERMAID_SUFFIXES)
-    text = to_mermaid(_graph_of(workflow_or_class), max_label_length=max_label_length)
+    graph = _graph_of(workflow_or_class)
+    if not include_child_workflows:
+        graph = without_child_workflows(graph)
+    text = to_mermaid(graph, max_label_length=max_label_length)
     _write(filename, text)
     return text
 

@@ -280,6 +280,8 @@ class StepShape:
         emits: Event classes the step may return or send.
         resources: ``(parameter name, Resource descriptor)`` pairs.
         num_workers: Concurrency bound of the step.
+        workflows: ``(parameter name, Workflow class)`` of the nested workflows it takes
+            (``Workflow.add_workflows``).
     """
 
     name: str
@@ -287,6 +289,7 @@ class StepShape:
     emits: tuple[type[Event], ...]
     resources: tuple[tuple[str, Any], ...]
     num_workers: int
+    workflows: tuple[tuple[str, type], ...] = ()
 
 
 def workflow_graph(workflow: Workflow | type[Workflow]) -> Mapping[str, StepShape]:
@@ -302,7 +305,14 @@ def workflow_graph(workflow: Workflow | type[Workflow]) -> Mapping[str, StepShap
 
     graph = workflow._graph() if isinstance(workflow, Workflow) else workflow._class_graph()
     return {
-        s.name: StepShape(s.name, s.accepted, s.emitted, s.resources, s.num_workers)
+        s.name: StepShape(
+            s.name,
+            s.accepted,
+            s.emitted,
+            s.resources,
+            s.num_workers,
+            tuple((p.name, p.annotation) for p in s.params if p.kind is ParamKind.WORKFLOW),
+        )
         for s in graph.order
     }
 

@@ -305,6 +305,7 @@ class StepView:
         resources: ``(parameter name, Resource or ResourceConfig)`` pairs.
         description: First docstring line, if any.
         num_workers: Concurrency bound, if known.
+        workflows: ``(parameter name, Workflow class)`` of the nested workflows it takes.
     """
 
     name: str
@@ -313,6 +314,7 @@ class StepView:
     resources: tuple[tuple[str, Any], ...] = ()
     description: str | None = None
     num_workers: int | None = None
+    workflows: tuple[tuple[str, type], ...] = ()
 
 
 def read_steps(workflow_or_class: Any) -> tuple[str, str | None, tuple[StepView, ...]]:
@@ -349,6 +351,7 @@ def read_steps(workflow_or_class: Any) -> tuple[str, str | None, tuple[StepView,
                 tuple(shape.resources),
                 _first_line(getattr(func, "__doc__", None)),
                 shape.num_workers,
+                tuple(shape.workflows),
             )
         )
     return cls.__name__, _first_line(cls.__doc__), tuple(views)
@@ -446,7 +449,30 @@ def build_graph(
         elif dst is not None:
             edges.append(WorkflowGraphEdge(node_id(step), ids[dst]))
     _add_resources(steps, nodes, edges)
+    for s in steps:
+        for param, cls in s.workflows:
+            child = f"workflow:{cls.__name__}"
+            if child not in nodes:
+                nodes[child] = WorkflowGenericNode(
+                    child,
+                    cls.__name__,
+                    description=_first_line(cls.__doc__) or "nested workflow",
+                )
+            edges.append(WorkflowGraphEdge(child, f"step:{s.name}", param))
     return WorkflowGraph(name, tuple(nodes.values()), tuple(edges), description)
+
+
+def without_child_workflows(graph: WorkflowGraph) -> WorkflowGraph:
+    """``graph`` without its nested-workflow nodes (``include_child_workflows=False``)."""
+    dropped = {n.id for n in graph.nodes if n.id.startswith("workflow:")}
+    if not dropped:
+        return graph
+    return WorkflowGraph(
+        graph.name,
+        tuple(n for n in graph.nodes if n.id not in dropped),
+        tuple(e for e in graph.edges if e.source not in dropped and e.target not in dropped),
+        graph.description,
+    )
 
 
 def _add_resources(
@@ -564,4 +590,5 @@ __all__ = [
     "build_graph",
     "get_workflow_representation",
     "read_steps",
+    "without_child_workflows",
 ]

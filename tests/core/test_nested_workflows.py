@@ -121,3 +121,24 @@ async def test_ctx_data_is_the_live_state() -> None:
     handler = W().run()
     assert await handler == 2
     assert await handler.ctx.store.get_state() == {"a": 1, "b": 2}
+
+
+async def test_nested_workflows_are_drawn() -> None:
+    """The representation shows a nested workflow as a node feeding its step (labelled with
+    the parameter); ``include_child_workflows=False`` leaves it out."""
+    from batonflow.core import (
+        WorkflowGenericNode,
+        draw_all_possible_flows_mermaid,
+        get_workflow_representation,
+    )
+
+    graph = get_workflow_representation(TypedParent)
+    node = graph.node("workflow:Doubler")
+    assert isinstance(node, WorkflowGenericNode) and node.label == "Doubler"
+    assert [(e.source, e.target, e.label) for e in graph.edges if e.source == node.id] == [
+        ("workflow:Doubler", "step:outer", "doubler")
+    ]
+    assert '-->|"doubler"| step_outer' in draw_all_possible_flows_mermaid(TypedParent)
+    assert "Doubler" not in draw_all_possible_flows_mermaid(
+        TypedParent, include_child_workflows=False
+    )
