@@ -103,14 +103,20 @@ class _EditingState(DictState):
     def __init__(self, base: Mapping[str, Any]) -> None:
         dict.__init__(self, base)
         object.__setattr__(self, "_copied", set())
-        object.__setattr__(self, "_memo", {})
+        object.__setattr__(self, "_memo", None)
 
     def __getitem__(self, key: str) -> Any:
         value = dict.__getitem__(self, key)
+        if type(value) in _ATOMIC:
+            return value  # immutable: nothing to copy or to remember
         copied: set[str] = self._copied
         if key in copied:
             return value
-        value = _copy_value(value, self._memo)
+        memo = self._memo
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_memo", memo)
+        value = _copy_value(value, memo)
         dict.__setitem__(self, key, value)
         copied.add(key)
         return value
@@ -120,7 +126,10 @@ class _EditingState(DictState):
         self._copied.add(key)
 
     def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
-        return self[key] if key in self else default  # noqa: SIM401 (self.get is this)
+        try:
+            return self[key]
+        except KeyError:
+            return default
 
     def setdefault(self, key: str, default: Any = None) -> Any:
         if key not in self:
@@ -701,9 +710,16 @@ class _StateEdit:
         await store._lock.acquire()
         store._owner = task
         committed = self._committed = store._committed = store._state
-        working = (
-            _EditingState(committed) if isinstance(committed, DictState) else _copy_state(committed)
-        )
+        if isinstance(committed, DictState):
+            for value in committed.values():
+                if type(value) not in _ATOMIC:
+                    # Copy mutable values lazily, the first time the block reads them.
+                    working: Any = _EditingState(committed)
+                    break
+            else:
+                working = DictState(committed)  # only immutable values: a dict copy isolates
+        else:
+            working = _copy_state(committed)
         store._state = working
         return working
 
@@ -742,8 +758,12 @@ def _copy_state(state: Any) -> Any:
         return copied
 
 
+#: Value types that cannot be mutated in place: an edit never needs to copy them.
+_ATOMIC: Final = frozenset((str, int, float, bool, type(None), bytes, complex))
+
+
 def _copy_value(value: Any, memo: dict[int, Any]) -> Any:
-    if value is None or type(value) in (str, int, float, bool):
+    if type(value) in _ATOMIC:
         return value
     try:
         return copy.deepcopy(value, memo)

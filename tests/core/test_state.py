@@ -680,3 +680,31 @@ async def test_in_memory_store_satisfies_state_store_protocol() -> None:
 
     assert isinstance(InMemoryStateStore(), StateStore)
     assert not isinstance(object(), StateStore)
+
+
+async def test_edit_state_of_scalars_rolls_back_and_commits() -> None:
+    """A state holding only immutable values (the common counter case, edited through a plain
+    dict copy) rolls back every change when the block raises and keeps them when it ends."""
+    store = InMemoryStateStore(initial={"count": 1, "name": "a", "ratio": 0.5, "done": None})
+    with pytest.raises(RuntimeError, match="stop"):
+        async with store.edit_state() as state:
+            state["count"] += 1
+            state.name = "b"
+            del state["ratio"]
+            state["items"] = [1]
+            state.update(done=True)
+            raise RuntimeError("stop")
+    assert dict(await store.get_state()) == {"count": 1, "name": "a", "ratio": 0.5, "done": None}
+    async with store.edit_state() as state:
+        state["count"] = state.get("count", 0) + 1
+        state["items"] = [1]
+    async with store.edit_state() as state:
+        state["items"].append(2)  # now a mutable value: copied on read, committed at the end
+    assert dict(await store.get_state()) == {
+        "count": 2,
+        "name": "a",
+        "ratio": 0.5,
+        "done": None,
+        "items": [1, 2],
+    }
+    assert type(await store.get_state()) is DictState
