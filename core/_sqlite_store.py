@@ -101,16 +101,37 @@ class SqliteCheckpointStore:
                 "writable path to SqliteCheckpointStore(path=...)."
             ) from exc
         try:
-            self._setup(busy_timeout)
+            self._setup_retrying(busy_timeout)
         except CheckpointError:
             self._conn.close()
             raise
         except sqlite3.Error as exc:
             self._conn.close()
+            if _is_locked(exc):
+                raise CheckpointError(
+                    f"{os.fspath(self.path)!r} stayed locked by another process for "
+                    f"{busy_timeout:g} s; let it finish, or pass a larger busy_timeout=."
+                ) from exc
             raise CheckpointError(
                 f"{os.fspath(self.path)!r} is not a usable checkpoint database ({exc}); it is "
                 "corrupt or not SQLite: move it away or pass another path."
             ) from exc
+
+    def _setup_retrying(self, busy_timeout: float) -> None:
+        # Switching a new file into WAL mode takes an exclusive lock, and SQLite does not wait
+        # on the busy handler for it: processes opening one fresh file at the same moment can
+        # get "database is locked". Retry the (idempotent) set-up until busy_timeout passes.
+        deadline = time.monotonic() + busy_timeout
+        delay = 0.002
+        while True:
+            try:
+                self._setup(busy_timeout)
+                return
+            except sqlite3.OperationalError as exc:
+                if not _is_locked(exc) or time.monotonic() + delay > deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
 
     def _setup(self, busy_timeout: float) -> None:
         conn = self._conn
@@ -344,3 +365,8 @@ class SqliteCheckpointStore:
                 f"Checkpoint {cid!r} of run {run_id!r} in {os.fspath(self.path)!r} is corrupt "
                 f"({exc}); delete the run (store.delete(run_id)) and start it again."
             ) from exc
+
+
+def _is_locked(exc: sqlite3.Error) -> bool:
+    """Whether SQLite refused because another connection holds a lock (SQLITE_BUSY)."""
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)

@@ -647,3 +647,32 @@ async def test_detach_stops_recording() -> None:
     await handler
     assert cptr.checkpoints[handler.run_id] == []
     assert [c.seq for c in cptr.store.list(handler.run_id)] == [0]  # only the start snapshot
+
+
+def test_sqlite_store_waits_for_a_fresh_file_locked_by_another_process(tmp_path: Path) -> None:
+    """Opening a new file while another connection writes to it waits instead of failing."""
+    path = tmp_path / "runs.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")  # what a second process does while setting the file up
+    release = threading.Timer(0.2, lambda: holder.execute("COMMIT"))
+    release.start()
+    try:
+        with SqliteCheckpointStore(path, busy_timeout=10) as s:
+            s.put(make_checkpoint(run_id="r", seq=0))
+            assert len(s.list("r")) == 1
+    finally:
+        release.join()
+        holder.close()
+
+
+def test_sqlite_store_locked_too_long_says_so(tmp_path: Path) -> None:
+    """A file locked past busy_timeout is reported as locked, not as corrupt."""
+    path = tmp_path / "runs.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(CheckpointError, match=r"stayed locked by another process for 0\.05 s"):
+            SqliteCheckpointStore(path, busy_timeout=0.05)
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
