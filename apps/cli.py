@@ -25,6 +25,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# The extra's packages are checked before they are imported, for a clear error.
+# ruff: noqa: E402
+from batonflow._extras import require_extra
+
+require_extra("the batonflow command line", "cli", {"typer": "typer", "rich": "rich"})
+
 import typer
 
 from ._console import cli_errors, err, one_line, print_json, print_result, setup_tracing

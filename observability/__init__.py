@@ -6,6 +6,19 @@ come from :mod:`batonflow.observability.genai`, imported only when asked for (it
 llama-index-core). Tool calls are traced with :func:`tool_span` where agents call tools.
 """
 
+# The extra's packages are checked before they are imported, for a clear error.
+# ruff: noqa: E402
+from batonflow._extras import require_extra
+
+require_extra(
+    "batonflow.observability",
+    "otel",
+    {
+        "opentelemetry.sdk": "opentelemetry-sdk",
+        "opentelemetry.exporter.otlp.proto.http": "opentelemetry-exporter-otlp-proto-http",
+    },
+)
+
 from batonflow.core.tracing import OpenTelemetryInstrument as OpenTelemetryInstrument
 from batonflow.core.tracing import tool_span as tool_span
 

@@ -10,6 +10,16 @@
 Install with ``pip install 'batonflow[rag]'``.
 """
 
+# The extra's packages are checked before they are imported, for a clear error.
+# ruff: noqa: E402
+from batonflow._extras import require_extra
+
+require_extra(
+    "batonflow.rag",
+    "rag",
+    {"llama_index.core": "llama-index-core", "qdrant_client": "qdrant-client", "Stemmer": "PyStemmer"},
+)
+
 from .embeddings import MiniLMEmbedding as MiniLMEmbedding
 from .errors import RAGError as RAGError
 from .errors import StoreConfigError as StoreConfigError
