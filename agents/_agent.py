@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from batonflow.core import Context, StartEvent, StopEvent, Workflow
+from batonflow.core import Context, StartEvent, StopEvent, Workflow, step
 from batonflow.core.retry import RetryPolicy
 from batonflow.core.tracing import tool_span
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
@@ -280,6 +280,11 @@ class ToolAgentBase(Workflow):
         await ctx.store.set(TOOL_CALLS, records)
         await ctx.store.set(PENDING, 0)
         return results
+
+    @step(num_workers=8)
+    async def run_tool(self, ctx: Context, ev: RunToolEvent) -> ToolResultEvent:
+        """Run one tool call (the calls of one turn run concurrently, up to 8 at once)."""
+        return await self.execute_tool(ctx, ev.tool_name, ev.tool_kwargs, ev.tool_id, ev.index)
 
     async def dispatch_tools(self, ctx: Context, text: str, calls: list[RunToolEvent]) -> None:
         """Announce this turn's tool calls on the stream, then send one event per call.

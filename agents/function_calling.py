@@ -154,10 +154,6 @@ class FunctionCallingAgent(ToolAgentBase):
         await self.dispatch_tools(ctx, text, calls)
         return None
 
-    @step(num_workers=8)
-    async def run_tool(self, ctx: Context, ev: RunToolEvent) -> ToolResultEvent:
-        """Run one tool call (the calls of one turn run in parallel)."""
-        return await self.execute_tool(ctx, ev.tool_name, ev.tool_kwargs, ev.tool_id, ev.index)
 
     @step
     async def gather_tool_results(self, ctx: Context, ev: ToolResultEvent) -> PrepareEvent | None:
