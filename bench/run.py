@@ -2,7 +2,7 @@
 
 Usage::
 
-    make bench                                  # the full run (about 8 minutes with RAG)
+    make bench                                  # the full run (about 5 minutes with RAG)
     .venv/bin/python bench/run.py --quick       # fewer rounds, repeats and chunks (~2 minutes)
     .venv/bin/python bench/run.py --only chain,fanout --json out.json --markdown table.md
 
