@@ -46,9 +46,7 @@ class _Strip(ast.NodeTransformer):
 
     def visit_Assign(self, node: ast.Assign) -> Any:
         self.generic_visit(node)
-        if any(
-            isinstance(t, ast.Attribute) and t.attr.startswith("_want_") for t in node.targets
-        ):
+        if any(isinstance(t, ast.Attribute) and t.attr.startswith("_want_") for t in node.targets):
             # The flags stay (other code may pass them on) but are constants: no hook lookups.
             self.removed += 1
             node.value = ast.Constant(False)
