@@ -1012,6 +1012,9 @@ class Run:
 
     def _release(self, ex: Execution) -> None:
         self.running.pop(ex.id, None)
+        # The task is done with ex: break Execution -> Task -> its contextvars -> Execution,
+        # so finished executions are freed by refcount rather than by full GC passes.
+        ex.task = None
         lane = ex.lane
         lane.active -= 1
         if ex.tag is not None and self.status is RunStatus.RUNNING:
