@@ -439,6 +439,7 @@ class Run:
                     # A task cancelled before its first step never runs its body (nor its
                     # finally), so it is released here.
                     del self.running[ex.id]
+                    ex.task = None  # as in _release: no Execution-Task cycle left for the GC
         for waiter in self.waiters.values():
             if waiter.future is not None and not waiter.future.done():
                 waiter.future.cancel()
