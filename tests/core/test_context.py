@@ -15,7 +15,7 @@ from batonflow.core import (
     Workflow,
     step,
 )
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_serializer, field_validator
 
 
 class MyEvent(Event):
@@ -206,7 +206,6 @@ class MyState(BaseModel):
     my_obj: MyRandomObject = Field(default_factory=MyRandomObject)
     some_key: str = Field(default="some_value")
 
-    from pydantic import field_serializer, field_validator
 
     @field_serializer("my_obj", when_used="always")
     def serialize_my_obj(self, my_obj: MyRandomObject) -> str:
