@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -76,8 +75,15 @@ class WorkflowHandler(asyncio.Future[Any]):
         already ended does nothing.
         """
         self._run.cancel()
-        with contextlib.suppress(BaseException):
+        try:
             await asyncio.wait_for(asyncio.shield(self), timeout)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # our caller is being cancelled: never swallow that
+            # else: the handler future itself was cancelled; the run is gone either way
+        except Exception:
+            pass  # the run's own outcome is what `await handler` raises
 
     def cancel(self, msg: Any | None = None) -> bool:
         """Cancel the run and this future (``await handler`` raises ``CancelledError``)."""

@@ -378,3 +378,30 @@ async def test_execution_trace_is_complete_and_shares_repeated_entries() -> None
     assert len(trace) == 52
     assert len({id(entry) for entry in trace}) == 3
     assert handler.workflow.execution_trace() == trace
+
+
+async def test_cancel_run_does_not_swallow_the_callers_own_cancellation():
+    """A task cancelled while it waits in cancel_run() is cancelled, not silently resumed."""
+    import asyncio
+
+    from batonflow.core import StartEvent, StopEvent, Workflow, WorkflowCancelledByUser, step
+
+    class SlowCleanup(Workflow):
+        @step
+        async def work(self, ev: StartEvent) -> StopEvent:
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.3)  # a cleanup that takes a while
+                raise
+            return StopEvent()
+
+    handler = SlowCleanup(timeout=None).run()
+    await asyncio.sleep(0.01)
+    canceller = asyncio.create_task(handler.cancel_run(timeout=5))
+    await asyncio.sleep(0.05)
+    canceller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await canceller
+    with pytest.raises(WorkflowCancelledByUser):
+        await handler
