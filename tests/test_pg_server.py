@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-import psycopg
+import pytest
+
+# Other engineers' venvs may predate the postgres extra: `pip install -e '.[dev]'` brings it.
+psycopg = pytest.importorskip("psycopg", reason="pip install 'batonflow[postgres]'")
 
 
 def test_each_test_gets_an_empty_database_of_its_own(postgres_url, postgres_server):
