@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 import time
 import uuid
 import warnings
@@ -69,8 +70,9 @@ class Workflow:
         sleep: Coroutine function used to wait between retries (tests inject a fake one).
         checkpoint_store: Make every run durable: a checkpoint goes into this store at every
             step boundary (before the next step starts), and :meth:`resume` continues a run
-            from its latest checkpoint, also in a new process when the store is a
-            :class:`SqliteCheckpointStore`.
+            from its latest checkpoint, also in a new process when the store is durable.
+            A path or URL opens one with :func:`~batonflow.core.stores.open_store`: a SQLite
+            file (``"runs.db"``) or a PostgreSQL database (``"postgresql://..."``).
 
     Raises:
         WorkflowConfigurationError: ``timeout`` or ``num_concurrent_runs`` is not positive.
@@ -94,7 +96,7 @@ class Workflow:
         strict_state: bool = False,
         clock: Callable[[], float] | None = None,
         sleep: Callable[[float], Coroutine[Any, Any, None]] | None = None,
-        checkpoint_store: CheckpointStore | None = None,
+        checkpoint_store: CheckpointStore | str | os.PathLike[str] | None = None,
     ) -> None:
         if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
             raise WorkflowConfigurationError(
@@ -145,10 +147,15 @@ class Workflow:
         if checkpoint_store is not None:
             from .checkpoints import CheckpointStore, WorkflowCheckpointer
 
+            if isinstance(checkpoint_store, str | os.PathLike):
+                from .stores import open_store
+
+                checkpoint_store = open_store(checkpoint_store)
             if not isinstance(checkpoint_store, CheckpointStore):
                 raise WorkflowConfigurationError(
                     f"checkpoint_store={checkpoint_store!r} is not a checkpoint store; pass "
-                    "SqliteCheckpointStore(path), InMemoryCheckpointStore(), or an object with "
+                    "a path or URL (runs.db, postgresql://...), SqliteCheckpointStore(path), "
+                    "InMemoryCheckpointStore(), or an object with "
                     "the CheckpointStore methods (put, list, latest, get, runs, run, "
                     "finish_run, delete)."
                 )

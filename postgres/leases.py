@@ -1,0 +1,162 @@
+"""Several servers on one database: leases with a heartbeat, takeover, and LISTEN/NOTIFY.
+
+A :class:`Replication` runs inside each ``batonflow serve`` replica whose store is a
+:class:`~batonflow.postgres.store.PostgresCheckpointStore` with a ``replica_id``:
+
+* every ``lease_seconds / 3`` it renews the leases of the runs this replica holds, and takes
+  over the runs whose holder stopped renewing (a replica that died): ``on_takeover(record)``
+  is called for each, and the server resumes it from its last checkpoint;
+* it listens on the store's channels: ``on_inbox(run_id)`` when an event (an answer) was
+  committed to a run's inbox by any replica, ``on_events(run_id, seq)`` when a run's event log
+  grew, so SSE streams served by any replica wake up at once instead of polling.
+
+A lost lease (this replica stalled past it and another took the run) shows up as a run missing
+from :meth:`PostgresCheckpointStore.renew_leases`; the store's fencing already refuses its
+writes, and ``on_lost(run_id)`` lets the server stop running it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import psycopg
+
+from batonflow.core._records import RunRecord
+
+from .store import EVENTS_CHANNEL, INBOX_CHANNEL, PostgresCheckpointStore
+
+log = logging.getLogger("batonflow.postgres")
+
+Callback = Callable[..., Awaitable[Any] | Any]
+
+
+class Replication:
+    """One replica's share of the runs in a database that several replicas use.
+
+    Args:
+        store: The replica's store (its ``replica_id`` names the replica).
+        on_takeover: Called with the :class:`RunRecord` of each run taken over from a dead
+            replica (may be async); the server resumes the run.
+        on_inbox: Called with a run id when an event reached that run's inbox.
+        on_events: Called with a run id and a sequence number when a run's event log grew.
+        on_lost: Called with a run id when this replica no longer holds a run it ran.
+        interval: Seconds between heartbeats (default a third of the lease).
+    """
+
+    def __init__(
+        self,
+        store: PostgresCheckpointStore,
+        *,
+        on_takeover: Callback,
+        on_inbox: Callback | None = None,
+        on_events: Callback | None = None,
+        on_lost: Callback | None = None,
+        interval: float | None = None,
+    ) -> None:
+        if store.replica_id is None:
+            raise ValueError(
+                "Replication needs a store with a replica id: "
+                "PostgresCheckpointStore(url, replica_id='name-of-this-server')."
+            )
+        self.store = store
+        self.interval = interval if interval is not None else store.lease_seconds / 3
+        self._on_takeover = on_takeover
+        self._on_inbox = on_inbox
+        self._on_events = on_events
+        self._on_lost = on_lost
+        self._held: set[str] = set()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.listening = asyncio.Event()
+
+    async def start(self) -> list[RunRecord]:
+        """Take over what dead replicas left, then start the heartbeat and the listener.
+
+        Returns:
+            The runs taken over at start (their ``on_takeover`` calls are done).
+        """
+        taken = await self._take_over()
+        self._tasks = [
+            asyncio.create_task(self._heartbeat(), name="batonflow-heartbeat"),
+            asyncio.create_task(self._listen(), name="batonflow-listen"),
+        ]
+        return taken
+
+    async def stop(self) -> None:
+        """Stop the heartbeat and the listener (leases then expire unless released)."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []
+
+    async def _take_over(self) -> list[RunRecord]:
+        records = await asyncio.to_thread(self.store.claim_expired)
+        for record in records:
+            log.warning(
+                "replica %s takes over run %s (%s) from a replica whose lease expired",
+                self.store.replica_id,
+                record.run_id,
+                record.workflow_name,
+            )
+            await _call(self._on_takeover, record)
+        return records
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                held = set(await asyncio.to_thread(self.store.renew_leases))
+                for run_id in self._held - held:
+                    if self._on_lost is not None:
+                        await _call(self._on_lost, run_id)
+                self._held = held
+                await self._take_over()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a failed heartbeat is retried at the next beat
+                log.exception("lease heartbeat of replica %s failed", self.store.replica_id)
+
+    async def _listen(self) -> None:
+        delay = 0.5
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(self.store.url, autocommit=True)
+                async with conn:
+                    await conn.execute(f"LISTEN {INBOX_CHANNEL}")
+                    await conn.execute(f"LISTEN {EVENTS_CHANNEL}")
+                    self.listening.set()
+                    delay = 0.5
+                    async for note in conn.notifies():
+                        await self._dispatch(note.channel, note.payload)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the server restarted or the network broke: listen again
+                self.listening.clear()
+                log.warning("LISTEN connection lost; reconnecting in %.1f s", delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+
+    async def _dispatch(self, channel: str, payload: str) -> None:
+        run_id, _, seq = payload.rpartition(" ")
+        try:
+            if channel == INBOX_CHANNEL and self._on_inbox is not None:
+                await _call(self._on_inbox, run_id)
+            elif channel == EVENTS_CHANNEL and self._on_events is not None:
+                await _call(self._on_events, run_id, int(seq))
+        except Exception:  # one bad callback must not stop the listener
+            log.exception("handling %s for run %s failed", channel, run_id)
+
+
+async def _call(fn: Callback, *args: Any) -> None:
+    result = fn(*args)
+    if inspect.isawaitable(result):
+        await result
+
+
+__all__ = ["Replication"]

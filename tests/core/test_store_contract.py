@@ -1,0 +1,193 @@
+"""The run-store contract, run against every backend: in memory, SQLite, PostgreSQL.
+
+One set of tests for every :class:`CheckpointStore`, so the backends cannot drift. The
+PostgreSQL case runs on the throw-away server of ``tests/pg_server.py``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+
+from batonflow.core._records import Checkpoint, RunRecord
+from batonflow.core.checkpoints import CheckpointStore, InMemoryCheckpointStore
+from batonflow.core.errors import CheckpointError, RunConflictError
+from batonflow.core.stores import open_store
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store(request, tmp_path):
+    """A fresh, empty store of each backend."""
+    if request.param == "memory":
+        s = InMemoryCheckpointStore()
+    elif request.param == "sqlite":
+        s = open_store(tmp_path / "runs.db")
+    else:
+        s = open_store(request.getfixturevalue("postgres_url"))
+    yield s
+    s.close()
+
+
+def _record(run_id: str | None = None, status: str = "running", **kw) -> RunRecord:
+    now = time.time()
+    return RunRecord(run_id or uuid.uuid4().hex, "Flow", status, now, now, **kw)
+
+
+def _checkpoint(run_id: str, seq: int, state: dict | None = None, changes=None) -> Checkpoint:
+    ctx = {"state": {"state_data": state or {}}, "queue": [seq]}
+    return Checkpoint(
+        id=f"{run_id}-{seq}",
+        run_id=run_id,
+        workflow_name="Flow",
+        step_name=f"step{seq}",
+        input_event_type="m:In",
+        output_event_types=("m:Out",),
+        created_at=time.time(),
+        ctx_data=ctx,
+        seq=seq,
+        state_changes=changes,
+    )
+
+
+def test_every_backend_is_a_checkpoint_store(store):
+    """Each backend satisfies the protocol the engine, CLI and server program against."""
+    assert isinstance(store, CheckpointStore)
+
+
+def test_a_run_is_recorded_once(store):
+    """create_run records the run with its input; a second run with that id is a conflict."""
+    record = _record(input='{"topic": "x"}', owner="server", traceparent="00-ab-cd-01")
+    store.create_run(record)
+    got = store.run(record.run_id)
+    assert got is not None
+    assert (got.status, got.input, got.owner, got.traceparent) == (
+        "running",
+        '{"topic": "x"}',
+        "server",
+        "00-ab-cd-01",
+    )
+    with pytest.raises(RunConflictError, match="exists already"):
+        store.create_run(record)
+    assert store.run("nope") is None
+
+
+def test_checkpoints_come_back_in_order(store):
+    """put/list/latest/get round-trip checkpoints; a taken seq or an unknown id is an error."""
+    run_id = uuid.uuid4().hex
+    store.create_run(_record(run_id))
+    for seq in (0, 1, 2):
+        store.put(_checkpoint(run_id, seq, {"k": f'"{seq}"'}))
+    assert [c.seq for c in store.list(run_id)] == [0, 1, 2]
+    latest = store.latest(run_id)
+    assert latest is not None and latest.seq == 2
+    assert latest.ctx_data["queue"] == [2]
+    assert latest.output_event_types == ("m:Out",)
+    assert store.get(f"{run_id}-1").step_name == "step1"
+    with pytest.raises(CheckpointError):
+        store.put(_checkpoint(run_id, 2))
+    with pytest.raises(CheckpointError, match="No checkpoint"):
+        store.get("missing")
+    assert store.list("unknown") == []
+    assert store.latest("unknown") is None
+
+
+def test_state_changes_rebuild_the_whole_state(store):
+    """Checkpoints that carry only changed keys read back as the full state at that point."""
+    run_id = uuid.uuid4().hex
+    store.create_run(_record(run_id))
+    store.put(_checkpoint(run_id, 0, {"a": "1", "b": "2"}, changes=False))
+    store.put(_checkpoint(run_id, 1, {"b": "3"}, changes=True))
+    store.put(_checkpoint(run_id, 2, {"a": None, "c": "4"}, changes=True))
+    states = [c.ctx_data["state"]["state_data"] for c in store.list(run_id)]
+    assert states == [{"a": "1", "b": "2"}, {"a": "1", "b": "3"}, {"b": "3", "c": "4"}]
+    store.put(_checkpoint(run_id, 3, {"z": "9"}, changes=False))  # a whole state again
+    latest = store.latest(run_id)
+    assert latest is not None and latest.ctx_data["state"]["state_data"] == {"z": "9"}
+
+
+def test_the_event_log_numbers_each_event_once(store):
+    """append_event gives 1, 2, 3...; events(after) reads from a position; waiting marks it."""
+    run_id = uuid.uuid4().hex
+    store.create_run(_record(run_id))
+    assert [store.append_event(run_id, "event", f'{{"n": {i}}}') for i in range(3)] == [1, 2, 3]
+    assert [e.seq for e in store.events(run_id, after=1)] == [2, 3]
+    assert [e.body for e in store.events(run_id, after=0, limit=1)] == ['{"n": 0}']
+    seq = store.append_event(run_id, "event", '{"ask": 1}', waiting=True)
+    record = store.run(run_id)
+    assert record is not None and (record.status, record.waiting_seq) == ("waiting", seq)
+
+
+def test_one_answer_per_question(store):
+    """Only one answer to a waiting run's question is accepted; the rest are conflicts."""
+    run_id = uuid.uuid4().hex
+    store.create_run(_record(run_id))
+    with pytest.raises(RunConflictError, match="not waiting"):
+        store.post_event(run_id, '{"answer": 0}', answer=True)
+    store.append_event(run_id, "event", '{"ask": 1}', waiting=True)
+    first = store.post_event(run_id, '{"answer": 1}', answer=True)
+    with pytest.raises(RunConflictError, match="not waiting"):
+        store.post_event(run_id, '{"answer": 2}', answer=True)
+    assert [(i.seq, i.body) for i in store.inbox(run_id)] == [(first, '{"answer": 1}')]
+    record = store.run(run_id)
+    assert record is not None and record.status == "running"
+    assert store.post_event(run_id, '{"other": 1}') == first + 1  # plain events always go in
+
+
+def test_concurrent_answers_have_one_winner(store):
+    """Ten answers sent at once from ten threads: exactly one is accepted."""
+    run_id = uuid.uuid4().hex
+    store.create_run(_record(run_id))
+    store.append_event(run_id, "event", '{"ask": 1}', waiting=True)
+    results: list[str] = []
+    barrier = threading.Barrier(10)
+
+    def answer(i: int) -> None:
+        barrier.wait()
+        try:
+            store.post_event(run_id, f'{{"answer": {i}}}', answer=True)
+            results.append("ok")
+        except RunConflictError:
+            results.append("conflict")
+
+    threads = [threading.Thread(target=answer, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == ["conflict"] * 9 + ["ok"]
+    assert len(store.inbox(run_id)) == 1
+
+
+def test_events_to_an_ended_or_unknown_run_are_refused(store):
+    """An ended run takes no more events; neither does a run the store never saw."""
+    run_id = uuid.uuid4().hex
+    store.create_run(_record(run_id))
+    store.set_status(run_id, "completed", result='"done"')
+    with pytest.raises(RunConflictError, match="completed"):
+        store.post_event(run_id, "{}")
+    with pytest.raises(RunConflictError, match="not in the store"):
+        store.post_event("unknown", "{}")
+
+
+def test_status_result_filters_and_delete(store):
+    """set_status records the outcome; runs() filters and limits; delete forgets everything."""
+    ids = [uuid.uuid4().hex for _ in range(3)]
+    for i, run_id in enumerate(ids):
+        store.create_run(_record(run_id))
+        store.put(_checkpoint(run_id, 0))
+        store.append_event(run_id, "event", "{}")
+        time.sleep(0.002 * (i + 1))
+    store.set_status(ids[0], "failed", error="ValueError: boom")
+    store.set_status(ids[1], "completed", result="42")
+    failed = store.run(ids[0])
+    assert failed is not None and (failed.status, failed.error) == ("failed", "ValueError: boom")
+    assert [r.run_id for r in store.runs(status="running")] == [ids[2]]
+    assert [r.run_id for r in store.runs(workflow_name="Flow", limit=2)] == ids[1:]
+    with pytest.raises(ValueError, match="Unknown run status 'bogus'"):
+        store.set_status(ids[2], "bogus")
+    store.delete(ids[2])
+    assert store.run(ids[2]) is None
+    assert store.list(ids[2]) == [] and store.events(ids[2]) == [] and store.inbox(ids[2]) == []
