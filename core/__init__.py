@@ -23,12 +23,17 @@ from .errors import CheckpointError as CheckpointError
 from .errors import ContextSerdeError as ContextSerdeError
 from .errors import ContextStateError as ContextStateError
 from .errors import ResourceError as ResourceError
+from .errors import RunConflictError as RunConflictError
 from .errors import SerializationError as SerializationError
 from .errors import StartEventError as StartEventError
 from .errors import StateError as StateError
 from .errors import StateKeyError as StateKeyError
 from .errors import StateValidationError as StateValidationError
 from .errors import StepTimeoutError as StepTimeoutError
+from .errors import StoreCorruptError as StoreCorruptError
+from .errors import StoreFullError as StoreFullError
+from .errors import StoreLockedError as StoreLockedError
+from .errors import StoreReadOnlyError as StoreReadOnlyError
 from .errors import WorkflowCancelledByUser as WorkflowCancelledByUser
 from .errors import WorkflowConfigurationError as WorkflowConfigurationError
 from .errors import WorkflowDone as WorkflowDone
@@ -127,6 +132,7 @@ __all__ = [
     "ResourceManager",
     "RetryInfo",
     "RetryPolicy",
+    "RunConflictError",
     "RunRecord",
     "SerializableEvent",
     "SerializableException",
@@ -146,6 +152,10 @@ __all__ = [
     "StepStateChanged",
     "StepTimeoutError",
     "StopEvent",
+    "StoreCorruptError",
+    "StoreFullError",
+    "StoreLockedError",
+    "StoreReadOnlyError",
     "Take",
     "UnhandledEvent",
     "UnreconstructedException",

@@ -181,10 +181,13 @@ def dump(
             k: enc(v, f"answer to {k}") for k, v in run.waiter_results.items()
         }
         data["emitted_waiters"] = sorted(run.emitted_waiters)
+        # A durable run's stream events are in its store's event log, recorded once when
+        # written: a checkpoint does not carry (nor re-encode) the ones nobody read yet.
+        recorded = run.stream.recorder is not None
         data["stream"] = {
             "position": run.stream.position,
             "pending": [enc(e, "stream event") for e in run.stream.pending()]
-            if data["is_running"]
+            if data["is_running"] and not recorded
             else [],
         }
         data["next_execution_id"] = run.next_id
