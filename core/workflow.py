@@ -609,8 +609,10 @@ class Workflow:
                 for err in exc.errors()
             )
             raise StartEventError(
-                f"{cls.__name__} rejected the fields given to {graph.name}.run(): {problems}. "
-                f"Its fields are: {_field_list(cls) or '(none)'}; fix the keyword arguments."
+                f"Failed creating a start event of type '{cls.__name__}' with the keyword "
+                f"arguments: {kwargs}. {cls.__name__} rejected the fields given to "
+                f"{graph.name}.run(): {problems}. Its fields are: "
+                f"{_field_list(cls) or '(none)'}; fix the keyword arguments."
             ) from exc
 
 

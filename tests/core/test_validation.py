@@ -216,7 +216,9 @@ async def test_unknown_field_on_typed_start_event() -> None:
 
     with pytest.raises(
         StartEventError,
-        match=r"MyStart rejected the fields given to W\.run\(\): tpoic: Extra inputs are not "
+        match=r"Failed creating a start event of type 'MyStart' with the keyword arguments: "
+        r"\{'tpoic': 'typo'\}\. "
+        r"MyStart rejected the fields given to W\.run\(\): tpoic: Extra inputs are not "
         r"permitted\. Its fields are: topic=\.\.\.; fix the keyword arguments\.",
     ) as caught:
         W().run(tpoic="typo")
