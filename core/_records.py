@@ -65,6 +65,10 @@ class Checkpoint:
             checkpoint back. ``True`` for "these changes on top of the previous state",
             ``False`` for "this is the whole state" (the first checkpoint, or after
             ``set_state``/``clear``).
+        input_event: The event the step ran on (the seeds' LlamaIndex name). Kept in memory
+            only: ``None`` for checkpoints read back from a store's file.
+        output_event: The event the step returned (the first one, for a fan-out), ``None``
+            when it returned nothing; in memory only, as ``input_event``.
     """
 
     id: str
@@ -79,6 +83,8 @@ class Checkpoint:
     final_event: str | None = field(default=None, repr=False)
     inbox_seq: int = 0
     state_changes: bool | None = None
+    input_event: Any = field(default=None, repr=False, compare=False)
+    output_event: Any = field(default=None, repr=False, compare=False)
 
     @property
     def id_(self) -> str:

@@ -588,6 +588,7 @@ class WorkflowCheckpointer:
                 final_event=self.serializer.serialize(final) if final is not None else None,
                 created_at=boundary.finished_at,
                 state_changes=delta,
+                events=(boundary.input_event, next(iter(boundary.output_events), None)),
             )
         except BaseException:
             if delta is not None:
@@ -623,6 +624,7 @@ class WorkflowCheckpointer:
         final_event: str | None = None,
         created_at: float | None = None,
         state_changes: bool | None = None,
+        events: tuple[Event | None, Event | None] = (None, None),
     ) -> None:
         self.store.put(
             Checkpoint(
@@ -638,6 +640,8 @@ class WorkflowCheckpointer:
                 final_event=final_event,
                 inbox_seq=self._inbox.get(run_id, 0),
                 state_changes=state_changes,
+                input_event=events[0],
+                output_event=events[1],
             )
         )
 
