@@ -6,8 +6,9 @@ Tables (a file can hold other components' tables too):
 * ``checkpoint_runs``: one row per run (workflow, status, start event, result or error, who
   runs it, what it waits for).
 * ``checkpoints``: one row per checkpoint, ``ctx_data`` as JSON text, unique ``(run_id, seq)``.
-* ``run_state``: untyped state keys as each checkpoint changed them, so a checkpoint writes
-  what its step changed, not the whole state (see :mod:`batonflow.core._records`).
+  A checkpoint's ``ctx_data`` may hold only the untyped state keys its step changed
+  (``state_mode`` 1; 0 for a whole state), so it writes what changed, not what the run holds;
+  reading it back applies the changes since the last whole state.
 * ``run_events``: the append-only event log, ``(run_id, seq)`` given once per event.
 * ``run_inbox``: events sent to a run, unique ``(run_id, key)`` so one question takes one
   answer.
@@ -92,8 +93,6 @@ _V2_CHECKPOINT_COLUMNS = (("inbox_seq", "INTEGER NOT NULL DEFAULT 0"), ("state_m
 _V2_TABLES = (
     "CREATE INDEX IF NOT EXISTS checkpoint_runs_by_status "
     "ON checkpoint_runs (status, workflow_name)",
-    "CREATE TABLE IF NOT EXISTS run_state (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
-    "key TEXT NOT NULL, value TEXT, PRIMARY KEY (run_id, key, seq))",
     "CREATE TABLE IF NOT EXISTS run_events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
     "kind TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq))",
     "CREATE TABLE IF NOT EXISTS run_inbox (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
@@ -234,11 +233,15 @@ class SqliteCheckpointStore:
             raise
         conn.execute("COMMIT")
 
-    def _write(self, action: str, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def _write(
+        self, action: str, fn: Callable[[sqlite3.Connection], T], *, transaction: bool = True
+    ) -> T:
         """Run ``fn`` in one transaction under the lock; SQLite errors become store errors."""
         with self._lock:
             conn = self._conn
             try:
+                if not transaction:
+                    return fn(conn)
                 with self._transaction(conn):
                     return fn(conn)
             except CheckpointError:
@@ -352,7 +355,7 @@ class SqliteCheckpointStore:
         """Forget a run with its checkpoints, event log and inbox."""
 
         def delete(conn: sqlite3.Connection) -> None:
-            for table in ("checkpoints", "run_state", "run_events", "run_inbox"):
+            for table in ("checkpoints", "run_events", "run_inbox"):
                 conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM checkpoint_runs WHERE run_id = ?", (run_id,))
 
@@ -370,14 +373,8 @@ class SqliteCheckpointStore:
                 context cannot be written as JSON.
             StoreFullError: The disk is full; nothing was written.
         """
-        ctx_data = checkpoint.ctx_data
-        changes: dict[str, Any] | None = None
-        if checkpoint.state_changes is not None:
-            state = ctx_data.get("state") or {}
-            changes = dict(state.get("state_data") or {})
-            ctx_data = {**ctx_data, "state": {**state, "state_data": {}}}
         try:
-            ctx_json = json.dumps(ctx_data, separators=(",", ":"))
+            ctx_json = json.dumps(checkpoint.ctx_data, separators=(",", ":"))
         except (TypeError, ValueError, RecursionError) as exc:
             raise CheckpointError(
                 f"Checkpoint {checkpoint.id} of run {checkpoint.run_id} has ctx_data that is not "
@@ -407,11 +404,6 @@ class SqliteCheckpointStore:
                     f"Run {checkpoint.run_id} already has checkpoint {checkpoint.id} or seq "
                     f"{checkpoint.seq} ({exc}); is another process resuming the same run?"
                 ) from exc
-            if changes:
-                conn.executemany(
-                    "INSERT INTO run_state (run_id, seq, key, value) VALUES (?, ?, ?, ?)",
-                    [(checkpoint.run_id, checkpoint.seq, k, v) for k, v in changes.items()],
-                )
             if checkpoint.run_id not in self._recorded:
                 # A run checkpointed without create_run (a bare store user): record it.
                 now = time.time()
@@ -421,6 +413,10 @@ class SqliteCheckpointStore:
                     (checkpoint.run_id, checkpoint.workflow_name, now, now),
                 )
 
+        if checkpoint.run_id in self._recorded:
+            # The run's record exists: one INSERT is atomic by itself (no BEGIN/COMMIT).
+            self._write("write a checkpoint", insert, transaction=False)
+            return
         self._write("write a checkpoint", insert)
         self._recorded.add(checkpoint.run_id)
 
@@ -430,7 +426,11 @@ class SqliteCheckpointStore:
             f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE run_id = ? ORDER BY seq",
             (run_id,),
         )
-        return [self._checkpoint(r) for r in rows]
+        found: builtins.list[Checkpoint] = []
+        state: dict[str, str] = {}
+        for row in rows:  # the state rebuilt as it goes: one pass, not one query per row
+            found.append(self._checkpoint(row, state))
+        return found
 
     def latest(self, run_id: str) -> Checkpoint | None:
         """The run's most recent checkpoint, or ``None``."""
@@ -473,13 +473,12 @@ class SqliteCheckpointStore:
         """
 
         def append(conn: sqlite3.Connection) -> int:
+            # One statement takes the next seq and writes the entry: atomic on its own.
             (seq,) = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) + 1 FROM run_events WHERE run_id = ?", (run_id,)
+                "INSERT INTO run_events (run_id, seq, kind, body) SELECT ?, "
+                "COALESCE(MAX(seq), 0) + 1, ?, ? FROM run_events WHERE run_id = ? RETURNING seq",
+                (run_id, kind, body, run_id),
             ).fetchone()
-            conn.execute(
-                "INSERT INTO run_events (run_id, seq, kind, body) VALUES (?, ?, ?, ?)",
-                (run_id, seq, kind, body),
-            )
             if waiting:
                 conn.execute(
                     "UPDATE checkpoint_runs SET status = 'waiting', waiting_seq = ?, "
@@ -488,7 +487,7 @@ class SqliteCheckpointStore:
                 )
             return int(seq)
 
-        return self._write("record a stream event", append)
+        return self._write("record a stream event", append, transaction=waiting)
 
     def events(
         self, run_id: str, after: int = 0, limit: int | None = None
@@ -568,7 +567,11 @@ class SqliteCheckpointStore:
     def __repr__(self) -> str:
         return f"SqliteCheckpointStore({os.fspath(self.path)!r})"
 
-    def _checkpoint(self, row: tuple[Any, ...]) -> Checkpoint:
+    def _checkpoint(
+        self, row: tuple[Any, ...], running: dict[str, str] | None = None
+    ) -> Checkpoint:
+        """A row as a Checkpoint with its whole state; ``running`` carries the state of the
+        run's previous row when rows are read in order."""
         cid, run_id, seq, workflow_name, step, input_type, outputs, created, ctx, final = row[:10]
         inbox_seq, mode = row[10], row[11]
         try:
@@ -578,7 +581,17 @@ class SqliteCheckpointStore:
                 raise ValueError("ctx_data is not a JSON object")
             if mode is not None:
                 state = dict(ctx_data.get("state") or {})
-                state["state_data"] = self._state_at(run_id, int(seq))
+                if running is None:
+                    state["state_data"] = self._state_at(run_id, int(seq))
+                else:
+                    if mode == 0:
+                        running.clear()
+                    for key, value in dict(state.get("state_data") or {}).items():
+                        if value is None:
+                            running.pop(key, None)
+                        else:
+                            running[str(key)] = str(value)
+                    state["state_data"] = dict(running)
                 ctx_data["state"] = state
             return Checkpoint(
                 id=cid,
@@ -600,18 +613,25 @@ class SqliteCheckpointStore:
             ) from exc
 
     def _state_at(self, run_id: str, seq: int) -> dict[str, str]:
-        """The untyped state as of checkpoint ``seq``: its last full state plus changes."""
+        """The untyped state as of checkpoint ``seq``: its last whole state plus changes."""
         base = self._query(
             "SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE run_id = ? AND seq <= ? "
             "AND state_mode = 0",
             (run_id, seq),
         )[0][0]
         rows = self._query(
-            "SELECT key, value, MAX(seq) FROM run_state WHERE run_id = ? AND seq >= ? "
-            "AND seq <= ? GROUP BY key",
+            "SELECT json_extract(ctx_data, '$.state.state_data') FROM checkpoints "
+            "WHERE run_id = ? AND seq >= ? AND seq <= ? AND state_mode IS NOT NULL ORDER BY seq",
             (run_id, base, seq),
         )
-        return {str(k): str(v) for k, v, _ in rows if v is not None}
+        state: dict[str, str] = {}
+        for (changes,) in rows:
+            for key, value in json.loads(changes or "{}").items():
+                if value is None:
+                    state.pop(key, None)
+                else:
+                    state[str(key)] = str(value)
+        return state
 
 
 # -- helpers shared with the in-memory store --------------------------------------------------
