@@ -1,15 +1,17 @@
-"""The server's live runs: one pump task per run copies its event stream into a numbered log.
+"""The server's live runs, recorded in the one run store.
 
-Each run started through the server gets a :class:`LiveRun`. A pump task is the only consumer
-of ``handler.stream_events()``; it numbers every event (1, 2, …), writes it to the
-:class:`~batonflow.apps.run_store.RunStore` and to an in-memory log, and wakes the SSE readers.
-Readers never touch the handler's stream, so any number of them can follow one run and each can
-resume from any sequence number. When the run ends, one last ``end`` entry carries its status,
-result or error, and the run leaves the live table (the store answers from then on).
+Each run started through the server is recorded by a :class:`~batonflow.core.
+WorkflowCheckpointer` before any step runs: its id, start event and fields, ``traceparent``.
+Every event the run streams is appended to the store's event log when it is written, with a
+sequence number given once (the SSE ids), so a reader resumes a stream after a restart without
+loss or duplicates. A pump task per run follows ``handler.stream_events()`` only to wake the
+SSE readers, who read the log; when the run ends, one last ``end`` entry carries its status,
+result or error.
 
-A run that asks for a human (an ``InputRequiredEvent`` on its stream) is ``waiting``; its
-context is snapshotted (``ctx.to_dict()``) into the store so that a restarted server restores
-it with ``Context.from_dict`` and the human's answer still finishes it.
+Events sent to a run (``POST /runs/{id}/events``) are committed to the run's inbox before the
+server answers 202; an answer to a run that waits for one is accepted once, atomically in the
+store. A restarted server resumes its runs from their last checkpoint and delivers the inbox
+events the checkpoint had not taken in.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._wire import error_text, event_envelope, jsonable
+from ._wire import error_text, jsonable
 from .run_store import RunStore, StoredEvent
 
 logger = logging.getLogger("batonflow.apps.server")
@@ -71,14 +74,9 @@ class LiveRun:
     workflow: Any
     handler: Any
     status: str = "running"
-    log: list[StoredEvent] = field(default_factory=list)
     done: asyncio.Event = field(default_factory=asyncio.Event)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     pump: asyncio.Task[None] | None = None
-
-    def after(self, seq: int) -> list[StoredEvent]:
-        """Logged events with a sequence number above ``seq`` (the log is contiguous from 1)."""
-        return self.log[max(seq, 0) :]
 
     def _notify(self) -> None:
         changed, self.changed = self.changed, asyncio.Event()
@@ -90,11 +88,13 @@ class RunManager:
 
     Args:
         workflows: The served workflows by name.
-        store: Where runs, events and snapshots are kept.
+        store: Where runs are kept (a read view of a checkpoint store).
         heartbeat: Seconds between SSE keep-alive comments on an idle stream.
-        checkpoints: A durable checkpoint store (``SqliteCheckpointStore``). When given, every
-            run records a checkpoint after each completed step, and a restarted server resumes
-            runs that were in progress from their last completed step.
+        checkpoints: A durable checkpoint store (``SqliteCheckpointStore``). When given it is
+            the run store, every run records a checkpoint after each completed step, and a
+            restarted server resumes runs that were in progress from their last completed
+            step. Without it runs are recorded in ``store`` with no step checkpoints (a
+            restarted server brings back only runs waiting for an answer).
     """
 
     def __init__(
@@ -104,35 +104,48 @@ class RunManager:
         heartbeat: float = 15.0,
         checkpoints: Any = None,
     ) -> None:
+        from batonflow.core.checkpoints import WorkflowCheckpointer
+
         self.workflows = workflows
-        self.store = store
+        self.durable = checkpoints is not None
+        self.store = RunStore(backend=checkpoints) if checkpoints is not None else store
+        self.records = self.store.backend
         self.heartbeat = heartbeat
         self.live: dict[str, LiveRun] = {}
         self.checkpoints = checkpoints
-        self.checkpointers: dict[str, Any] = {}
-        if checkpoints is not None:
-            from batonflow.core.checkpoints import WorkflowCheckpointer
-
-            self.checkpointers = {
-                name: WorkflowCheckpointer(workflow, store=checkpoints)
-                for name, workflow in workflows.items()
-            }
+        self.checkpointers: dict[str, Any] = {
+            name: WorkflowCheckpointer(
+                workflow,
+                store=self.records,
+                disabled_steps=() if self.durable else list(workflow._graph().steps),
+            )
+            for name, workflow in workflows.items()
+        }
 
     # -- starting -------------------------------------------------------------------------
 
     def start(
         self, name: str, start_event: Any, start_fields: dict[str, Any], traceparent: str | None
     ) -> LiveRun:
-        """Start a run of workflow ``name`` and its pump; return the live run."""
-        workflow = self.workflows[name]
-        checkpointer = self.checkpointers.get(name)
-        if checkpointer is not None:
-            handler = checkpointer.run(start_event=start_event)
-        else:
-            handler = workflow.run(start_event=start_event)
-        run_id = str(handler.run_id)
-        self.store.create(run_id, name, jsonable(start_fields), traceparent)
-        return self._follow(LiveRun(run_id, name, workflow, handler))
+        """Record a run of workflow ``name``, start it and its pump; return the live run.
+
+        Raises:
+            SerializationError: The start event cannot be encoded (nothing ran).
+            CheckpointError: The store refused the record (nothing ran).
+        """
+        from batonflow.core.checkpoints import RunInfo
+        from batonflow.core.errors import SerializationError
+
+        try:
+            shown = jsonable(start_fields)
+        except (ValueError, RecursionError) as exc:
+            raise SerializationError(
+                f"Cannot record the start fields ({exc}); they are nested too deeply: send "
+                "a flatter body."
+            ) from exc
+        info = RunInfo(shown, traceparent, owner="server", name=name)
+        handler = self.checkpointers[name].start(start_event=start_event, info=info)
+        return self._follow(LiveRun(str(handler.run_id), name, self.workflows[name], handler))
 
     def _follow(self, live: LiveRun) -> LiveRun:
         self.live[live.run_id] = live
@@ -141,39 +154,35 @@ class RunManager:
         )
         return live
 
-    async def restore(self) -> None:
-        """Bring back the runs a previous server left unfinished.
+    async def restore(self) -> int:
+        """Bring back the runs a previous server left unfinished; return how many.
 
-        A run waiting for a human is restored from its snapshot; a run that was in progress
-        resumes from its last checkpoint when checkpoints are on. Any other is marked
-        ``interrupted``.
+        With checkpoints, a run resumes from its last checkpoint (or from its recorded start
+        event when it died before one). Without, only a run waiting for an answer comes back.
+        Any other is marked ``interrupted``.
         """
+        resumed = 0
         for row in self.store.unfinished():
             handler = self._reopen(row)
             if handler is None:
-                last = len(self.store.events(row.run_id))
-                self._finish_stored(row.run_id, last, "interrupted", None, INTERRUPTED)
+                self._finish_stored(row.run_id, "interrupted", None, INTERRUPTED)
                 continue
             status = "waiting" if row.status == "waiting" else "running"
-            workflow = self.workflows[row.workflow]
-            live = LiveRun(row.run_id, row.workflow, workflow, handler, status=status)
-            live.log = self.store.events(row.run_id)
-            self.store.update(row.run_id, status=status, keep_snapshot=True)
+            live = LiveRun(row.run_id, row.workflow, self.workflows[row.workflow], handler)
+            live.status = status
             self._follow(live)
+            resumed += 1
+        return resumed
 
     def _reopen(self, row: Any) -> Any:
         """A handler continuing ``row``'s run, or ``None`` when it cannot continue."""
-        workflow = self.workflows.get(row.workflow)
-        if workflow is None:
+        checkpointer = self.checkpointers.get(row.workflow)
+        if checkpointer is None:
+            return None
+        if not self.durable and row.status != "waiting":
             return None
         try:
-            if row.status == "waiting" and row.snapshot is not None:
-                from batonflow.core import Context
-
-                return workflow.run(ctx=Context.from_dict(workflow, row.snapshot))
-            checkpointer = self.checkpointers.get(row.workflow)
-            if checkpointer is not None and self.checkpoints.latest(row.run_id) is not None:
-                return checkpointer.resume(row.run_id)
+            return checkpointer.resume(row.run_id)
         except Exception as exc:
             logger.warning("Run %s could not be restored: %s", row.run_id, exc)
         return None
@@ -182,15 +191,15 @@ class RunManager:
 
     async def _pump(self, live: LiveRun) -> None:
         from batonflow.core import InputRequiredEvent
-        from batonflow.core.errors import WorkflowCancelledByUser
+        from batonflow.core.errors import CheckpointError, WorkflowCancelledByUser
 
         result: Any = None
         error: str | None = None
         try:
             async for event in live.handler.stream_events():
-                self._append(live, "event", event_envelope(event))
                 if isinstance(event, InputRequiredEvent):
-                    await self._snapshot_waiting(live)
+                    live.status = "waiting"
+                live._notify()
             result = jsonable(await live.handler)
             status = "completed"
         except asyncio.CancelledError:
@@ -200,51 +209,39 @@ class RunManager:
             status, error = "cancelled", "The run was cancelled."
         except WorkflowCancelledByUser:
             status, error = "cancelled", "The run was cancelled."
-        except TimeoutError as exc:
-            status, error = "timed_out", error_text(exc)
+        except CheckpointError as exc:
+            # The store failed (full disk...): what it holds is intact, resume the run later.
+            status, error = "interrupted", error_text(exc)
         except Exception as exc:
             status, error = "failed", error_text(exc)
-            if self.checkpoints is not None and _serialization_failure(exc):
+            if self.durable and _serialization_failure(exc):
                 error += DURABLE_HINT
+        # Let the checkpointer record the outcome first (its done-callback is already
+        # scheduled); _finish then only adds the server's wording of it.
+        await asyncio.sleep(0)
         self._finish(live, status, result, error)
-
-    def _append(self, live: LiveRun, kind: str, body: dict[str, Any]) -> StoredEvent:
-        entry = StoredEvent(len(live.log) + 1, kind, {"seq": len(live.log) + 1, **body})
-        self.store.append_event(live.run_id, entry.seq, kind, entry.body)
-        live.log.append(entry)
-        live._notify()
-        return entry
-
-    async def _snapshot_waiting(self, live: LiveRun) -> None:
-        # Let the engine settle the step that asked, so the snapshot shows the run idle.
-        for _ in range(3):
-            await asyncio.sleep(0)
-        snapshot: dict[str, Any] | None = None
-        try:
-            snapshot = live.handler.ctx.to_dict()
-        except Exception as exc:
-            logger.warning(
-                "Run %s: context snapshot failed (%s); it will not survive a restart.",
-                live.run_id,
-                exc,
-            )
-        live.status = "waiting"
-        self.store.update(live.run_id, status="waiting", snapshot=snapshot)
 
     def _finish(self, live: LiveRun, status: str, result: Any, error: str | None) -> None:
         live.status = status
-        self._append(live, "end", {"status": status, "result": result, "error": error})
-        self.store.update(live.run_id, status=status, result=result, error=error)
+        try:
+            record = self.records.run(live.run_id)
+            if record is not None and (record.status != status or error != record.error):
+                # The checkpointer records the outcome; the server's wording of it wins.
+                self.records.set_status(live.run_id, status, result=record.result, error=error)
+            self._append_end(live.run_id, status, result, error)
+        except Exception as exc:  # a full disk: the run stays as recorded, resumable
+            logger.warning("Run %s ended %s but the store refused it: %s", live.run_id, status, exc)
         self.live.pop(live.run_id, None)
+        live._notify()
         live.done.set()
 
-    def _finish_stored(
-        self, run_id: str, last_seq: int, status: str, result: Any, error: str | None
-    ) -> None:
-        seq = last_seq + 1
-        body = {"seq": seq, "status": status, "result": result, "error": error}
-        self.store.append_event(run_id, seq, "end", body)
-        self.store.update(run_id, status=status, result=result, error=error)
+    def _append_end(self, run_id: str, status: str, result: Any, error: str | None) -> None:
+        body = {"status": status, "result": result, "error": error}
+        self.records.append_event(run_id, "end", json.dumps(body, ensure_ascii=False))
+
+    def _finish_stored(self, run_id: str, status: str, result: Any, error: str | None) -> None:
+        self.records.set_status(run_id, status, error=error)
+        self._append_end(run_id, status, result, error)
 
     # -- talking to runs --------------------------------------------------------------------
 
@@ -258,14 +255,20 @@ class RunManager:
             )
         return live
 
-    def send(self, run_id: str, event: Any) -> LiveRun:
-        """Send ``event`` into a run in progress (human in the loop)."""
-        live = self._live_or_error(run_id, "sending an event")
-        live.handler.ctx.send_event(event)
-        if live.status == "waiting":
+    def send(self, run_id: str, workflow: str, event: Any, *, answer: bool) -> str:
+        """Commit ``event`` to the run's inbox (then deliver it); return the run's status.
+
+        Raises:
+            RunConflictError: The run has ended, or (``answer``) waits for nothing or its
+                question was answered already.
+            CheckpointError: The store refused the write (``StoreFullError``, ...).
+        """
+        self.checkpointers[workflow].send_event(run_id, event, answer=answer)
+        live = self.live.get(run_id)
+        if live is not None and live.status == "waiting" and answer:
             live.status = "running"
-            self.store.update(run_id, status="running")
-        return live
+        record = self.records.run(run_id)
+        return record.status if record is not None else "running"
 
     async def cancel(self, run_id: str, wait: float = 10.0) -> str:
         """Cancel a run in progress and return its final status."""
@@ -279,17 +282,16 @@ class RunManager:
 
     async def follow(self, run_id: str, after: int) -> AsyncIterator[StoredEvent | None]:
         """Yield the run's events after ``after``, live until it ends; ``None`` = heartbeat."""
-        live = self.live.get(run_id)
-        if live is None:
-            for entry in self.store.events(run_id, after):
-                yield entry
-            return
         while True:
-            changed = live.changed
-            for entry in live.after(after):
+            live = self.live.get(run_id)
+            changed = live.changed if live is not None else None
+            entries = self.store.events(run_id, after)
+            for entry in entries:
                 yield entry
                 after = entry.seq
-            if live.done.is_set() and not live.after(after):
+            if entries:
+                continue  # read again before waiting: more may have come meanwhile
+            if changed is None or live is None or live.done.is_set():
                 return
             try:
                 await asyncio.wait_for(changed.wait(), self.heartbeat)
@@ -299,6 +301,8 @@ class RunManager:
     async def close(self) -> None:
         """Stop following live runs (server shutdown); their stored state stays as it is."""
         runs = list(self.live.values())
+        for live in runs:
+            self.checkpointers[live.workflow_name].release(live.run_id)
         pumps = [live.pump for live in runs if live.pump is not None]
         for pump in pumps:
             pump.cancel()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -119,7 +118,7 @@ def run(
             from batonflow.core.checkpoints import SqliteCheckpointStore
 
             checkpoints = SqliteCheckpointStore(settings.db_path)
-            on_start = _flow_recorder(flow, settings)
+            on_start = _flow_reference(flow)
         stdout = sys.stdout
         # With --json, stdout carries only JSON: whatever the steps print goes to stderr.
         redirect = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
@@ -161,22 +160,12 @@ def _durability_explained(durable: bool) -> Iterator[None]:
         ) from exc
 
 
-def _flow_recorder(flow: str, settings: Settings) -> Any:
-    """A callback remembering ``flow`` for a run id, so ``runs resume ID`` needs no --flow."""
+def _flow_reference(flow: str) -> str:
+    """``flow`` as the run's record keeps it, so ``runs resume ID`` needs no --flow."""
     module, sep, attr = flow.rpartition(":")
     if sep and (module.endswith(".py") or "/" in module or "\\" in module):
         flow = f"{Path(module).resolve()}:{attr}"  # resumable from any folder
-
-    def remember(run_id: str) -> None:
-        from .run_store import RunStore
-
-        store = RunStore(settings.db_path)
-        try:
-            store.remember_flow(run_id, flow, pid=os.getpid())
-        finally:
-            store.close()
-
-    return remember
+    return flow
 
 
 async def run_flow(
@@ -192,8 +181,9 @@ async def run_flow(
 ) -> tuple[Any, str]:
     """Run ``workflow`` with start fields, answering input requests; return (result, run id).
 
-    With ``checkpoints`` (a checkpoint store) the run records a checkpoint after every step.
-    ``on_start(run_id)`` is called once the run has its id.
+    With ``checkpoints`` (a checkpoint store) the run is recorded before it starts and records
+    a checkpoint after every step. ``on_start`` is the flow reference kept in the run's record
+    (for ``runs resume``), or a callable called with the run id once it has one.
 
     Raises:
         BadParameterError: A start field the workflow's typed start event rejects.
@@ -214,10 +204,14 @@ async def run_flow(
         }.get(kind, "fix the value and run again")
         raise BadParameterError(f"--set {exc.field}: {exc.reason}; {fix}.") from None
     if checkpoints is not None:
-        from batonflow.core.checkpoints import WorkflowCheckpointer
+        from batonflow.core.checkpoints import RunInfo, WorkflowCheckpointer
 
-        handler = WorkflowCheckpointer(workflow, store=checkpoints).run(start_event=start)
-        if on_start is not None:
+        flow_ref = on_start if isinstance(on_start, str) else None
+        info = RunInfo(owner="cli", flow_ref=flow_ref)
+        handler = WorkflowCheckpointer(workflow, store=checkpoints).start(
+            start_event=start, info=info
+        )
+        if callable(on_start):
             on_start(str(handler.run_id))
         err.print(
             f"run {handler.run_id} (if it stops: batonflow runs resume {handler.run_id})",

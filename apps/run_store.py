@@ -1,67 +1,41 @@
-"""The server's durable record of runs: status, result, streamed events, resumable snapshots.
+"""How the server and the CLI read the one run store.
 
-One SQLite file (``.batonflow/runs.db`` by default, WAL mode) with two tables of its own,
-``server_runs`` and ``server_events``; the engine's checkpoint tables may live in the same file.
-What is kept per run:
+There is one record of a run, kept by the engine's :class:`~batonflow.core.CheckpointStore`
+(``SqliteCheckpointStore`` for a file, ``InMemoryCheckpointStore`` otherwise): its status,
+start fields, result or error, the caller's ``traceparent``, its append-only event log (the SSE
+ids) and its inbox. :class:`RunStore` is a read view over it in the shape the HTTP API and
+``batonflow runs`` present (:class:`RunRow`, events as JSON objects); it writes nothing but
+the ``end`` entry of a run it could not bring back.
 
-- its workflow name, status, start fields, result or error, timestamps, the caller's
-  ``traceparent``;
-- every event it streamed, numbered from 1 (the SSE ids), so a client can resume a stream
-  after a server restart without loss or duplicates;
-- a snapshot of its context (``ctx.to_dict()``) whenever it waits for a human, so that a
-  restarted server restores it and the human's answer still finishes it.
-
-All methods are synchronous and short; the server calls them from its event loop.
+A run whose status is ``running`` but whose CLI process is gone is shown as ``interrupted``.
 """
 
 from __future__ import annotations
 
 import builtins
 import json
-import sqlite3
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS server_runs (
-    run_id      TEXT PRIMARY KEY,
-    workflow    TEXT NOT NULL,
-    status      TEXT NOT NULL,
-    start       TEXT NOT NULL,
-    result      TEXT,
-    error       TEXT,
-    snapshot    TEXT,
-    traceparent TEXT,
-    created_at  REAL NOT NULL,
-    updated_at  REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS server_runs_by_status ON server_runs (status, workflow);
-CREATE TABLE IF NOT EXISTS server_events (
-    run_id TEXT NOT NULL,
-    seq    INTEGER NOT NULL,
-    kind   TEXT NOT NULL,
-    body   TEXT NOT NULL,
-    PRIMARY KEY (run_id, seq)
-);
-CREATE TABLE IF NOT EXISTS flow_refs (
-    run_id TEXT PRIMARY KEY,
-    flow   TEXT NOT NULL,
-    pid    INTEGER
-);
-"""
+from batonflow.core.checkpoints import (
+    InMemoryCheckpointStore,
+    RunRecord,
+    SqliteCheckpointStore,
+)
 
 #: Statuses of a run that has ended; nothing changes it any more.
-FINISHED = frozenset({"completed", "failed", "cancelled", "timed_out", "interrupted"})
+FINISHED = frozenset({"completed", "failed", "cancelled"})
+#: Every status, in the one vocabulary of the store.
+STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
+#: How many finished runs an in-memory store keeps (the oldest go first).
+MEMORY_RETENTION = 1000
 
 
 @dataclass(frozen=True, slots=True)
 class RunRow:
-    """One run as stored."""
+    """One run as the HTTP API and ``batonflow runs`` show it."""
 
     run_id: str
     workflow: str
@@ -69,10 +43,12 @@ class RunRow:
     start: dict[str, Any]
     result: Any
     error: str | None
-    snapshot: dict[str, Any] | None
     traceparent: str | None
     created_at: float
     updated_at: float
+    owner: str | None = None
+    pid: int | None = None
+    flow_ref: str | None = None
 
     def public(self) -> dict[str, Any]:
         """The run as the HTTP API and ``batonflow runs show`` present it."""
@@ -91,7 +67,7 @@ class RunRow:
 
 @dataclass(frozen=True, slots=True)
 class StoredEvent:
-    """One streamed event of a run: ``seq`` from 1, ``kind`` ``event`` or ``end``."""
+    """One entry of a run's event log: ``seq`` from 1, ``kind`` ``event`` or ``end``."""
 
     seq: int
     kind: str
@@ -99,194 +75,126 @@ class StoredEvent:
 
 
 class RunStore:
-    """SQLite-backed store of server runs.
+    """A read view of the one run store.
 
     Args:
-        path: The database file, created with its folder when missing; ``":memory:"`` keeps
-            everything in memory (nothing survives the process).
+        path: The database file (created with its folder when missing, ``0600``);
+            ``":memory:"`` keeps runs in memory (the last :data:`MEMORY_RETENTION` finished
+            ones), nothing survives the process.
+        backend: Use this checkpoint store instead of opening ``path``.
     """
 
-    def __init__(self, path: str | Path = ":memory:") -> None:
+    def __init__(self, path: str | Path = ":memory:", *, backend: Any = None) -> None:
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.RLock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA busy_timeout = 5000")
-        if self.path != ":memory:":
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-        self._db.executescript(_SCHEMA)
-        columns = {r["name"] for r in self._db.execute("PRAGMA table_info(flow_refs)")}
-        if "pid" not in columns:  # a store written before the pid was kept
-            self._db.execute("ALTER TABLE flow_refs ADD COLUMN pid INTEGER")
+        if backend is None:
+            backend = (
+                InMemoryCheckpointStore(max_finished=MEMORY_RETENTION)
+                if self.path == ":memory:"
+                else SqliteCheckpointStore(self.path)
+            )
+        self.backend = backend
 
     def close(self) -> None:
-        """Close the database."""
-        with self._lock:
-            self._db.close()
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
-    def create(
-        self, run_id: str, workflow: str, start: dict[str, Any], traceparent: str | None = None
-    ) -> None:
-        """Record a new run in status ``running``."""
-        now = time.time()
-        with self._tx() as db:
-            db.execute(
-                "INSERT INTO server_runs (run_id, workflow, status, start, traceparent, "
-                "created_at, updated_at) VALUES (?, ?, 'running', ?, ?, ?, ?)",
-                (run_id, workflow, _dumps(start), traceparent, now, now),
-            )
-
-    def remember_flow(self, run_id: str, flow: str, pid: int | None = None) -> None:
-        """Remember how to load the workflow of a run started elsewhere (``batonflow run``).
-
-        Args:
-            run_id: The run.
-            flow: The flow reference it was started with (``module:Class``, a prebuilt name).
-            pid: The id of the process running it, to tell later whether that process died.
-        """
-        with self._tx() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO flow_refs (run_id, flow, pid) VALUES (?, ?, ?)",
-                (run_id, flow, pid),
-            )
-
-    def flow_ref(self, run_id: str) -> str | None:
-        """The flow reference remembered for ``run_id`` (see :meth:`remember_flow`)."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT flow FROM flow_refs WHERE run_id = ?", (run_id,)
-            ).fetchone()
-        return None if row is None else str(row["flow"])
-
-    def flow_pid(self, run_id: str) -> int | None:
-        """The process id remembered for ``run_id`` (see :meth:`remember_flow`)."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT pid FROM flow_refs WHERE run_id = ?", (run_id,)
-            ).fetchone()
-        return None if row is None or row["pid"] is None else int(row["pid"])
-
-    def update(
-        self,
-        run_id: str,
-        *,
-        status: str,
-        result: Any = None,
-        error: str | None = None,
-        snapshot: dict[str, Any] | None = None,
-        keep_snapshot: bool = False,
-    ) -> None:
-        """Set a run's status (and result, error, snapshot)."""
-        with self._tx() as db:
-            if keep_snapshot:
-                db.execute(
-                    "UPDATE server_runs SET status = ?, result = ?, error = ?, updated_at = ? "
-                    "WHERE run_id = ?",
-                    (status, _dumps(result), error, time.time(), run_id),
-                )
-            else:
-                db.execute(
-                    "UPDATE server_runs SET status = ?, result = ?, error = ?, snapshot = ?, "
-                    "updated_at = ? WHERE run_id = ?",
-                    (
-                        status,
-                        _dumps(result),
-                        error,
-                        None if snapshot is None else _dumps(snapshot),
-                        time.time(),
-                        run_id,
-                    ),
-                )
-
-    def append_event(self, run_id: str, seq: int, kind: str, body: dict[str, Any]) -> None:
-        """Store one streamed event (idempotent per ``(run_id, seq)``)."""
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO server_events (run_id, seq, kind, body) VALUES (?, ?, ?, ?)",
-                (run_id, seq, kind, _dumps(body)),
-            )
+        """Close the store."""
+        close = getattr(self.backend, "close", None)
+        if callable(close):
+            close()
 
     def get(self, run_id: str) -> RunRow | None:
         """The run with this id, or ``None``."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT * FROM server_runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
-        return None if row is None else _row(row)
+        record = self.backend.run(run_id)
+        return None if record is None else _row(record)
 
     def list(
         self, workflow: str | None = None, status: str | None = None, limit: int = 100
     ) -> builtins.list[RunRow]:
         """Runs, newest first, optionally filtered by workflow name and status."""
-        query = "SELECT * FROM server_runs"
-        where: builtins.list[str] = []
-        args: builtins.list[Any] = []
-        if workflow is not None:
-            where.append("workflow = ?")
-            args.append(workflow)
+        if status == "interrupted":  # recorded so, or running in a CLI process that died
+            records = [
+                r
+                for wanted in ("running", "interrupted")
+                for r in self.backend.runs(workflow_name=workflow, status=wanted)
+            ]
+            records.sort(key=lambda r: (r.created_at, r.run_id))
+        else:
+            records = self.backend.runs(workflow_name=workflow, status=status)
+        rows = [_row(r) for r in reversed(records)]
         if status is not None:
-            where.append("status = ?")
-            args.append(status)
-        if where:
-            query += " WHERE " + " AND ".join(where)
-        query += " ORDER BY created_at DESC, run_id LIMIT ?"
-        args.append(limit)
-        with self._lock:
-            rows = self._db.execute(query, args).fetchall()
-        return [_row(r) for r in rows]
+            rows = [r for r in rows if r.status == status]
+        return rows[:limit]
 
-    def unfinished(self) -> builtins.list[RunRow]:
-        """Runs that had not ended when the store was last written (oldest first)."""
-        marks = ", ".join("?" for _ in FINISHED)
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT * FROM server_runs WHERE status NOT IN ({marks}) ORDER BY created_at",
-                tuple(FINISHED),
-            ).fetchall()
-        return [_row(r) for r in rows]
+    def unfinished(self, owner: str | None = "server") -> builtins.list[RunRow]:
+        """Runs of ``owner`` not ended when the store was last written (oldest first)."""
+        found = [
+            r
+            for status in ("running", "waiting", "interrupted")
+            for r in self.backend.runs(status=status)
+            if owner is None or r.owner == owner
+        ]
+        return [_row(r) for r in sorted(found, key=lambda r: (r.created_at, r.run_id))]
 
     def events(self, run_id: str, after: int = 0) -> builtins.list[StoredEvent]:
-        """The run's stored events with ``seq > after``, in order."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT seq, kind, body FROM server_events WHERE run_id = ? AND seq > ? "
-                "ORDER BY seq",
-                (run_id, after),
-            ).fetchall()
-        return [StoredEvent(r["seq"], r["kind"], json.loads(r["body"])) for r in rows]
+        """The run's event-log entries with ``seq > after``, in order."""
+        return [
+            StoredEvent(e.seq, e.kind, {"seq": e.seq, **json.loads(e.body)})
+            for e in self.backend.events(run_id, after)
+        ]
+
+    def flow_ref(self, run_id: str) -> str | None:
+        """The flow reference a CLI run was started with (``module:Class``, a prebuilt name)."""
+        record = self.backend.run(run_id)
+        return None if record is None else record.flow_ref
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+def _result(text: str | None) -> Any:
+    """A stored result (serialized by the workflow's serializer) as plain JSON data."""
+    if text is None:
+        return None
+    from batonflow.core.serialization import JsonSerializer
+
+    from ._wire import jsonable
+
+    try:
+        return jsonable(JsonSerializer().deserialize(text))
+    except Exception:  # a value only its own serializer (e.g. pickle) can read: show the text
+        return text
 
 
-def _row(row: sqlite3.Row) -> RunRow:
+def _process_gone(pid: int) -> bool:
+    """Whether no process ``pid`` runs on this machine."""
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # it exists but belongs to someone else
+        return False
+    return False
+
+
+def _row(record: RunRecord) -> RunRow:
+    status = record.status
+    if status == "running" and record.owner == "cli" and record.pid and _process_gone(record.pid):
+        status = "interrupted"  # its `batonflow run --durable` process died
+    try:
+        start = json.loads(record.input) if record.input else {}
+    except ValueError:
+        start = {}
     return RunRow(
-        run_id=row["run_id"],
-        workflow=row["workflow"],
-        status=row["status"],
-        start=json.loads(row["start"]),
-        result=None if row["result"] is None else json.loads(row["result"]),
-        error=row["error"],
-        snapshot=None if row["snapshot"] is None else json.loads(row["snapshot"]),
-        traceparent=row["traceparent"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
+        run_id=record.run_id,
+        workflow=record.workflow_name,
+        status=status,
+        start=start if isinstance(start, dict) else {"value": start},
+        result=_result(record.result),
+        error=record.error,
+        traceparent=record.traceparent,
+        created_at=record.created_at,
+        updated_at=record.updated_at,
+        owner=record.owner,
+        pid=record.pid,
+        flow_ref=record.flow_ref,
     )
 
 
-__all__ = ["FINISHED", "RunRow", "RunStore", "StoredEvent"]
+__all__ = ["FINISHED", "STATUSES", "RunRow", "RunStore", "StoredEvent"]

@@ -35,6 +35,8 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+from batonflow.core.errors import CheckpointError, RunConflictError, SerializationError
+
 from ._introspect import (
     StartFieldsError,
     build_start_event,
@@ -47,7 +49,7 @@ from ._security import BearerAuth, BodyLimit
 from ._uvicorn import BackgroundServer as BackgroundServer
 from ._uvicorn import bind_socket as bind_socket
 from ._uvicorn import serve as serve
-from .run_store import FINISHED, RunStore
+from .run_store import FINISHED, STATUSES, RunStore
 
 logger = logging.getLogger("batonflow.apps.server")
 
@@ -59,8 +61,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "The batonflow server needs FastAPI and uvicorn; install them with "
         "pip install 'batonflow[server]'."
     ) from exc
-
-STATUSES = ("running", "waiting", *sorted(FINISHED))
 
 
 def _not_found_workflow(name: str, served: dict[str, Any]) -> HTTPException:
@@ -136,8 +136,13 @@ def create_app(
         validate = getattr(workflow, "validate", None)
         if callable(validate):
             validate()  # a workflow that cannot run fails here, not on a client's request
-    run_store = store if store is not None else RunStore(":memory:")
-    manager = RunManager(dict(workflows), run_store, heartbeat=heartbeat, checkpoints=checkpoints)
+    manager = RunManager(
+        dict(workflows),
+        store if store is not None else RunStore(":memory:"),
+        heartbeat=heartbeat,
+        checkpoints=checkpoints,
+    )
+    run_store = manager.store  # the one record of every run, also with checkpoints=
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -219,8 +224,11 @@ def create_app(
                 status_code=422,
             )
         traceparent = request.headers.get("traceparent")
-        with _caller_trace(request):
-            live = manager.start(name, start_event, fields, traceparent)
+        try:
+            with _caller_trace(request):
+                live = manager.start(name, start_event, fields, traceparent)
+        except (SerializationError, CheckpointError) as exc:
+            return _not_recorded(exc)
         if not wait:
             return JSONResponse({"run_id": live.run_id, "status": live.status}, status_code=202)
         try:
@@ -358,12 +366,20 @@ def create_app(
             event = cls.model_validate(data)
         except ValidationError as exc:
             return JSONResponse(_validation_detail(exc, ("body", "data")), status_code=422)
+        from batonflow.core import HumanResponseEvent
+
         try:
-            live = manager.send(run_id, event)
-        except RunStateError as exc:
+            # A human's answer is accepted once per question the run asked, atomically in
+            # the store; any event is committed to the run's inbox before the 202.
+            status = manager.send(
+                run_id, row.workflow, event, answer=isinstance(event, HumanResponseEvent)
+            )
+        except RunConflictError as exc:
             raise HTTPException(409, str(exc)) from None
+        except (SerializationError, CheckpointError) as exc:
+            return _not_recorded(exc)
         return JSONResponse(
-            {"run_id": run_id, "status": live.status, "sent": type_name}, status_code=202
+            {"run_id": run_id, "status": status, "sent": type_name}, status_code=202
         )
 
     @app.post("/runs/{run_id}/cancel")
@@ -382,6 +398,22 @@ def create_app(
     return app
 
 
+def _not_recorded(exc: Exception) -> JSONResponse:
+    """The answer when the store could not record a run or an event: nothing was started."""
+    from batonflow.core.errors import StoreFullError
+
+    if isinstance(exc, SerializationError):
+        code = 422
+        detail = f"The input cannot be recorded, so nothing ran: {exc}"
+    elif isinstance(exc, StoreFullError):
+        code = 507
+        detail = f"The run store is full, so nothing was recorded or run: {exc}"
+    else:
+        code = 503
+        detail = f"The run store refused the write, so nothing was recorded or run: {exc}"
+    return JSONResponse({"detail": detail, "cause": type(exc).__name__}, status_code=code)
+
+
 def _event_fields_problem(cls: Any, data: dict[str, Any]) -> dict[str, Any] | None:
     """A 422 body when ``data`` does not fit the declared fields of the event class ``cls``.
 
@@ -396,7 +428,7 @@ def _event_fields_problem(cls: Any, data: dict[str, Any]) -> dict[str, Any] | No
     if known and unknown:
         return {
             "detail": f"{cls.__name__} has no field {unknown[0]!r}; its fields are "
-            f"{', '.join(known)}: send {{\"type\": \"{cls.__name__}\", \"data\": "
+            f'{", ".join(known)}: send {{"type": "{cls.__name__}", "data": '
             f"{{{example}}}}}.",
             "errors": [
                 {

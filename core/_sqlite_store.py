@@ -1,15 +1,28 @@
-"""The SQLite checkpoint store: one file, WAL mode, safe across threads and processes.
+"""The SQLite run store: runs, checkpoints, event log and inbox in one file.
 
-Tables (all in one file, next to other components' tables such as the server's):
+Tables (a file can hold other components' tables too):
 
 * ``schema_version(component, version)``: one row per component; ours is ``checkpoints``.
-* ``checkpoint_runs``: one row per run (workflow, status, result or error, timestamps).
+* ``checkpoint_runs``: one row per run (workflow, status, start event, result or error, who
+  runs it, what it waits for).
 * ``checkpoints``: one row per checkpoint, ``ctx_data`` as JSON text, unique ``(run_id, seq)``.
+  A checkpoint's ``ctx_data`` may hold only the untyped state keys its step changed
+  (``state_mode`` 1; 0 for a whole state), so it writes what changed, not what the run holds;
+  reading it back applies the changes since the last whole state.
+* ``run_events``: the append-only event log, ``(run_id, seq)`` given once per event.
+* ``run_inbox``: events sent to a run, unique ``(run_id, key)`` so one question takes one
+  answer.
+
+Versions: 1 (the first release: runs and checkpoints only, plus the server's own
+``server_runs``/``server_events``/``flow_refs`` tables) is migrated in place to 2, in one
+transaction; the server's records move into the one store.
 
 One connection per store, used under a lock (``check_same_thread=False``), in autocommit mode
 with explicit ``BEGIN IMMEDIATE`` transactions, so concurrent writers in other processes wait on
 ``busy_timeout`` instead of failing. ``synchronous=NORMAL`` in WAL mode: a commit survives a
 crash of the process (what ``kill -9`` tests); only a power loss may drop the last commits.
+SQLite errors come out as :class:`CheckpointError` subclasses that say whether the disk is full,
+the file read-only, locked, or corrupt.
 """
 
 from __future__ import annotations
@@ -20,15 +33,26 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from .errors import CheckpointError
+from ._records import ACTIVE, ENDED, Checkpoint, InboxItem, RunRecord, StoredEvent, check_status
+from .errors import (
+    CheckpointError,
+    RunConflictError,
+    StoreCorruptError,
+    StoreFullError,
+    StoreLockedError,
+    StoreReadOnlyError,
+)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 COMPONENT = "checkpoints"
+T = TypeVar("T")
 
-_SCHEMA = """
+_RUNS = """
 CREATE TABLE IF NOT EXISTS checkpoint_runs (
     run_id TEXT PRIMARY KEY,
     workflow_name TEXT NOT NULL,
@@ -37,8 +61,8 @@ CREATE TABLE IF NOT EXISTS checkpoint_runs (
     updated_at REAL NOT NULL,
     result TEXT,
     error TEXT
-);
-CREATE INDEX IF NOT EXISTS checkpoint_runs_by_status ON checkpoint_runs (status, workflow_name);
+)"""
+_CHECKPOINTS = """
 CREATE TABLE IF NOT EXISTS checkpoints (
     id TEXT PRIMARY KEY,
     run_id TEXT NOT NULL,
@@ -51,36 +75,61 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     ctx_data TEXT NOT NULL,
     final_event TEXT,
     UNIQUE (run_id, seq)
-);
-"""
+)"""
+#: Columns version 2 added to the runs and checkpoints tables of version 1.
+_V2_RUN_COLUMNS = (
+    ("start_event", "TEXT"),
+    ("input", "TEXT"),
+    ("traceparent", "TEXT"),
+    ("owner", "TEXT"),
+    ("pid", "INTEGER"),
+    ("flow_ref", "TEXT"),
+    ("waiting_seq", "INTEGER"),
+    # For stores shared by several servers (PostgreSQL): who holds the run, until when.
+    ("lease_owner", "TEXT"),
+    ("lease_until", "REAL"),
+)
+_V2_CHECKPOINT_COLUMNS = (("inbox_seq", "INTEGER NOT NULL DEFAULT 0"), ("state_mode", "INTEGER"))
+_V2_TABLES = (
+    "CREATE INDEX IF NOT EXISTS checkpoint_runs_by_status "
+    "ON checkpoint_runs (status, workflow_name)",
+    "CREATE TABLE IF NOT EXISTS run_events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+    "kind TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq))",
+    "CREATE TABLE IF NOT EXISTS run_inbox (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+    "body TEXT NOT NULL, key TEXT, created_at REAL NOT NULL, PRIMARY KEY (run_id, seq), "
+    "UNIQUE (run_id, key))",
+)
 
 _CHECKPOINT_COLUMNS = (
     "id, run_id, seq, workflow_name, step_name, input_event_type, output_event_types, "
-    "created_at, ctx_data, final_event"
+    "created_at, ctx_data, final_event, inbox_seq, state_mode"
 )
-_INSERT_CHECKPOINT = f"INSERT INTO checkpoints ({_CHECKPOINT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"
-_UPSERT_RUN = (
-    "INSERT INTO checkpoint_runs (run_id, workflow_name, status, created_at, updated_at) "
-    "VALUES (?, ?, 'running', ?, ?) "
-    "ON CONFLICT(run_id) DO UPDATE SET updated_at = excluded.updated_at, status = 'running', "
-    "result = NULL, error = NULL"
+_INSERT_CHECKPOINT = (
+    f"INSERT INTO checkpoints ({_CHECKPOINT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 )
-_RUN_COLUMNS = "run_id, workflow_name, status, created_at, updated_at, result, error"
+_RUN_COLUMNS = (
+    "run_id, workflow_name, status, created_at, updated_at, result, error, start_event, input, "
+    "traceparent, owner, pid, flow_ref, waiting_seq"
+)
+_INSERT_RUN = f"INSERT INTO checkpoint_runs ({_RUN_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 
 
 class SqliteCheckpointStore:
-    """Checkpoints in one SQLite file (the durable default).
+    """Runs, checkpoints, event logs and inboxes in one SQLite file (the durable default).
 
     Safe for concurrent runs in one process (one connection, used under a lock) and for several
-    processes sharing the file (WAL mode, ``busy_timeout``).
+    processes sharing the file (WAL mode, ``busy_timeout``). A new file is created ``0600``
+    (only its owner can read the runs' data).
 
     Args:
         path: The database file; its folder is created. Default ``.batonflow/runs.db``.
         busy_timeout: Seconds a writer waits for another process's transaction.
 
     Raises:
-        CheckpointError: The file is not a SQLite database, or holds a checkpoint schema of
-            another version.
+        StoreCorruptError: The file is not a SQLite database, or not batonflow's.
+        StoreReadOnlyError: The file or its folder cannot be written.
+        StoreLockedError: Another process held it locked for ``busy_timeout``.
+        CheckpointError: It holds a schema of a newer batonflow.
     """
 
     def __init__(
@@ -88,18 +137,17 @@ class SqliteCheckpointStore:
     ) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        # Runs this store marked "running"; later checkpoints skip the run-row upsert.
-        self._running: set[str] = set()
+        # Runs known to have a record, so a checkpoint skips recording them; an entry goes
+        # when the run ends (nothing is kept per finished run).
+        self._recorded: set[str] = set()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(self.path)
             self._conn = sqlite3.connect(
                 self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout
             )
         except (OSError, sqlite3.Error) as exc:
-            raise CheckpointError(
-                f"Cannot open the checkpoint database {os.fspath(self.path)!r} ({exc}); pass a "
-                "writable path to SqliteCheckpointStore(path=...)."
-            ) from exc
+            raise _opening_error(self.path, exc) from exc
         try:
             self._setup_retrying(busy_timeout)
         except CheckpointError:
@@ -108,14 +156,13 @@ class SqliteCheckpointStore:
         except sqlite3.Error as exc:
             self._conn.close()
             if _is_locked(exc):
-                raise CheckpointError(
+                raise StoreLockedError(
                     f"{os.fspath(self.path)!r} stayed locked by another process for "
                     f"{busy_timeout:g} s; let it finish, or pass a larger busy_timeout=."
                 ) from exc
-            raise CheckpointError(
-                f"{os.fspath(self.path)!r} is not a usable checkpoint database ({exc}); it is "
-                "corrupt or not SQLite: move it away or pass another path."
-            ) from exc
+            raise _store_error(self.path, exc, "open") from exc
+
+    # -- set-up and migrations ----------------------------------------------------------------
 
     def _setup_retrying(self, busy_timeout: float) -> None:
         # Switching a new file into WAL mode takes an exclusive lock, and SQLite does not wait
@@ -138,57 +185,202 @@ class SqliteCheckpointStore:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         conn.execute("PRAGMA journal_mode = WAL").fetchone()
         conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction(conn):
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_version "
                 "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
             )
             columns = {row[1] for row in conn.execute("PRAGMA table_info(schema_version)")}
             if not {"component", "version"} <= columns:
-                raise CheckpointError(
+                raise StoreCorruptError(
                     f"{os.fspath(self.path)!r} has a schema_version table that is not "
                     "batonflow's; use another file for checkpoints."
                 )
             row = conn.execute(
                 "SELECT version FROM schema_version WHERE component = ?", (COMPONENT,)
             ).fetchone()
-            if row is None:
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
+            version = 0 if row is None else int(row[0])
+            if row is not None and version < 1:
+                raise CheckpointError(
+                    f"{os.fspath(self.path)!r} holds checkpoints of an older batonflow (schema "
+                    f"version {version}, this one migrates 1 to {SCHEMA_VERSION}); finish those "
+                    "runs with the version that wrote them, or move the file away."
+                )
+            if version > SCHEMA_VERSION:
+                raise CheckpointError(
+                    f"{os.fspath(self.path)!r} holds checkpoints of a newer batonflow (schema "
+                    f"version {version}, this one reads up to {SCHEMA_VERSION}); use that "
+                    "version, or move the file away."
+                )
+            if version < SCHEMA_VERSION:
+                _migrate(conn)
                 conn.execute(
-                    "INSERT INTO schema_version (component, version) VALUES (?, ?)",
+                    "INSERT OR REPLACE INTO schema_version (component, version) VALUES (?, ?)",
                     (COMPONENT, SCHEMA_VERSION),
                 )
-            elif row[0] != SCHEMA_VERSION:
-                age = "an older" if row[0] < SCHEMA_VERSION else "a newer"
-                raise CheckpointError(
-                    f"{os.fspath(self.path)!r} holds checkpoints of {age} batonflow (schema "
-                    f"version {row[0]}, this one reads {SCHEMA_VERSION}); finish those runs with "
-                    "the version that wrote them, or move the file away."
-                )
-            conn.execute("COMMIT")
+
+    @staticmethod
+    @contextmanager
+    def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
         except BaseException:
-            conn.execute("ROLLBACK")
+            # SQLite may have rolled back already (a full disk does): rolling back again
+            # would raise "cannot rollback - no transaction is active" over the real error.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
+        conn.execute("COMMIT")
 
-    # -- writes -------------------------------------------------------------------------------
+    def _write(
+        self, action: str, fn: Callable[[sqlite3.Connection], T], *, transaction: bool = True
+    ) -> T:
+        """Run ``fn`` in one transaction under the lock; SQLite errors become store errors."""
+        with self._lock:
+            conn = self._conn
+            try:
+                if not transaction:
+                    return fn(conn)
+                with self._transaction(conn):
+                    return fn(conn)
+            except CheckpointError:
+                raise
+            except sqlite3.Error as exc:
+                raise _store_error(self.path, exc, action) from exc
 
-    def put(self, checkpoint: Any) -> None:
-        """Store a checkpoint and mark its run as running.
+    def _query(self, sql: str, args: tuple[Any, ...]) -> builtins.list[tuple[Any, ...]]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, args).fetchall()
+            except sqlite3.ProgrammingError as exc:
+                raise CheckpointError(
+                    f"The checkpoint store {os.fspath(self.path)!r} is closed ({exc}); create "
+                    "a new SqliteCheckpointStore."
+                ) from exc
+            except sqlite3.Error as exc:
+                raise _store_error(self.path, exc, "read") from exc
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def create_run(self, record: RunRecord) -> None:
+        """Record a new run (before any of its steps runs).
+
+        Raises:
+            RunConflictError: A run with that id exists.
+            StoreFullError: The disk is full; nothing was written.
+        """
+        check_status(record.status)
+        row = (
+            record.run_id,
+            record.workflow_name,
+            record.status,
+            record.created_at,
+            record.updated_at,
+            record.result,
+            record.error,
+            record.start_event,
+            record.input,
+            record.traceparent,
+            record.owner,
+            record.pid,
+            record.flow_ref,
+            record.waiting_seq,
+        )
+
+        def insert(conn: sqlite3.Connection) -> None:
+            try:
+                conn.execute(_INSERT_RUN, row)
+            except sqlite3.IntegrityError as exc:
+                raise RunConflictError(
+                    f"Run {record.run_id!r} exists already in {os.fspath(self.path)!r}; "
+                    "start it with a new run_id, or resume it."
+                ) from exc
+
+        self._write("record a new run", insert)
+        self._recorded.add(record.run_id)
+
+    def set_status(
+        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
+    ) -> None:
+        """Set a run's status, result and error."""
+        check_status(status)
+        if status in ENDED:
+            self._recorded.discard(run_id)
+        self._write(
+            "set a run's status",
+            lambda conn: conn.execute(
+                "UPDATE checkpoint_runs SET status = ?, result = ?, error = ?, updated_at = ?, "
+                "waiting_seq = CASE WHEN ? = 'waiting' THEN waiting_seq END WHERE run_id = ?",
+                (status, result, error, time.time(), status, run_id),
+            ),
+        )
+
+    def finish_run(
+        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
+    ) -> None:
+        """Record how a run ended (the same as :meth:`set_status`)."""
+        self.set_status(run_id, status, result=result, error=error)
+
+    def runs(
+        self,
+        *,
+        workflow_name: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> builtins.list[RunRecord]:
+        """Runs, oldest first, optionally by workflow name and status (the newest ``limit``)."""
+        sql = f"SELECT {_RUN_COLUMNS} FROM checkpoint_runs WHERE 1=1"
+        args: builtins.list[Any] = []
+        if workflow_name is not None:
+            sql += " AND workflow_name = ?"
+            args.append(workflow_name)
+        if status is not None:
+            sql += " AND status = ?"
+            args.append(status)
+        if limit is not None:
+            sql = f"SELECT * FROM ({sql} ORDER BY created_at DESC, run_id DESC LIMIT ?)"
+            args.append(int(limit))
+        rows = self._query(sql + " ORDER BY created_at, run_id", tuple(args))
+        return [RunRecord(*row) for row in rows]
+
+    def run(self, run_id: str) -> RunRecord | None:
+        """The record of one run, or ``None``."""
+        rows = self._query(
+            f"SELECT {_RUN_COLUMNS} FROM checkpoint_runs WHERE run_id = ?", (run_id,)
+        )
+        return RunRecord(*rows[0]) if rows else None
+
+    def delete(self, run_id: str) -> None:
+        """Forget a run with its checkpoints, event log and inbox."""
+
+        def delete(conn: sqlite3.Connection) -> None:
+            for table in ("checkpoints", "run_events", "run_inbox"):
+                conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM checkpoint_runs WHERE run_id = ?", (run_id,))
+
+        self._write("delete a run", delete)
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def put(self, checkpoint: Checkpoint) -> None:
+        """Store a checkpoint (and the state keys it changed) in one transaction.
+
+        A run that was not recorded with :meth:`create_run` is recorded as ``running``.
 
         Raises:
             CheckpointError: A checkpoint with the same id or ``(run_id, seq)`` exists, or the
                 context cannot be written as JSON.
+            StoreFullError: The disk is full; nothing was written.
         """
         try:
             ctx_json = json.dumps(checkpoint.ctx_data, separators=(",", ":"))
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise CheckpointError(
                 f"Checkpoint {checkpoint.id} of run {checkpoint.run_id} has ctx_data that is not "
                 f"JSON ({exc}); build it with ctx.to_dict()."
             ) from exc
+        mode = None if checkpoint.state_changes is None else int(checkpoint.state_changes)
         row = (
             checkpoint.id,
             checkpoint.run_id,
@@ -200,69 +392,47 @@ class SqliteCheckpointStore:
             checkpoint.created_at,
             ctx_json,
             checkpoint.final_event,
+            checkpoint.inbox_seq,
+            mode,
         )
-        now = time.time()
-        with self._lock:
-            conn = self._conn
+
+        def insert(conn: sqlite3.Connection) -> None:
             try:
-                if checkpoint.run_id in self._running:
-                    # The run row exists: one INSERT, its own (autocommit) transaction.
-                    conn.execute(_INSERT_CHECKPOINT, row)
-                    return
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    conn.execute(_INSERT_CHECKPOINT, row)
-                    conn.execute(
-                        _UPSERT_RUN, (checkpoint.run_id, checkpoint.workflow_name, now, now)
-                    )
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                self._running.add(checkpoint.run_id)
+                conn.execute(_INSERT_CHECKPOINT, row)
             except sqlite3.IntegrityError as exc:
                 raise CheckpointError(
                     f"Run {checkpoint.run_id} already has checkpoint {checkpoint.id} or seq "
                     f"{checkpoint.seq} ({exc}); is another process resuming the same run?"
                 ) from exc
+            if checkpoint.run_id not in self._recorded:
+                # A run checkpointed without create_run (a bare store user): record it.
+                now = time.time()
+                conn.execute(
+                    "INSERT INTO checkpoint_runs (run_id, workflow_name, status, created_at, "
+                    "updated_at) VALUES (?, ?, 'running', ?, ?) ON CONFLICT(run_id) DO NOTHING",
+                    (checkpoint.run_id, checkpoint.workflow_name, now, now),
+                )
 
-    def finish_run(
-        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
-    ) -> None:
-        """Record how a run ended (``completed``, ``failed``, ``cancelled``, ``timed_out``)."""
-        with self._lock:
-            self._running.discard(run_id)
-            self._conn.execute(
-                "UPDATE checkpoint_runs SET status = ?, result = ?, error = ?, updated_at = ? "
-                "WHERE run_id = ?",
-                (status, result, error, time.time(), run_id),
-            )
+        if checkpoint.run_id in self._recorded:
+            # The run's record exists: one INSERT is atomic by itself (no BEGIN/COMMIT).
+            self._write("write a checkpoint", insert, transaction=False)
+            return
+        self._write("write a checkpoint", insert)
+        self._recorded.add(checkpoint.run_id)
 
-    def delete(self, run_id: str) -> None:
-        """Forget a run and all its checkpoints."""
-        with self._lock:
-            conn = self._conn
-            self._running.discard(run_id)
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute("DELETE FROM checkpoints WHERE run_id = ?", (run_id,))
-                conn.execute("DELETE FROM checkpoint_runs WHERE run_id = ?", (run_id,))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-
-    # -- reads --------------------------------------------------------------------------------
-
-    def list(self, run_id: str) -> builtins.list[Any]:
+    def list(self, run_id: str) -> builtins.list[Checkpoint]:
         """The run's checkpoints, oldest first."""
         rows = self._query(
             f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE run_id = ? ORDER BY seq",
             (run_id,),
         )
-        return [self._checkpoint(r) for r in rows]
+        found: builtins.list[Checkpoint] = []
+        state: dict[str, str] = {}
+        for row in rows:  # the state rebuilt as it goes: one pass, not one query per row
+            found.append(self._checkpoint(row, state))
+        return found
 
-    def latest(self, run_id: str) -> Any | None:
+    def latest(self, run_id: str) -> Checkpoint | None:
         """The run's most recent checkpoint, or ``None``."""
         rows = self._query(
             f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE run_id = ? "
@@ -271,7 +441,7 @@ class SqliteCheckpointStore:
         )
         return self._checkpoint(rows[0]) if rows else None
 
-    def get(self, checkpoint_id: str) -> Any:
+    def get(self, checkpoint_id: str) -> Checkpoint:
         """One checkpoint by id.
 
         Raises:
@@ -287,31 +457,101 @@ class SqliteCheckpointStore:
             )
         return self._checkpoint(rows[0])
 
-    def runs(
-        self, *, workflow_name: str | None = None, status: str | None = None
-    ) -> builtins.list[Any]:
-        """Runs with checkpoints, oldest first, optionally by workflow name and status."""
-        from .checkpoints import RunRecord
+    # -- event log ----------------------------------------------------------------------------
 
-        sql = f"SELECT {_RUN_COLUMNS} FROM checkpoint_runs WHERE 1=1"
-        args: builtins.list[Any] = []
-        if workflow_name is not None:
-            sql += " AND workflow_name = ?"
-            args.append(workflow_name)
-        if status is not None:
-            sql += " AND status = ?"
-            args.append(status)
-        rows = self._query(sql + " ORDER BY created_at, run_id", tuple(args))
-        return [RunRecord(*row) for row in rows]
+    def append_event(self, run_id: str, kind: str, body: str, *, waiting: bool = False) -> int:
+        """Append one entry to the run's event log and return its ``seq`` (from 1).
 
-    def run(self, run_id: str) -> Any | None:
-        """The record of one run, or ``None``."""
-        from .checkpoints import RunRecord
+        Args:
+            run_id: The run.
+            kind: ``"event"`` or ``"end"``.
+            body: The entry as JSON text.
+            waiting: The event asks for input: the run becomes ``waiting`` for it, atomically.
 
+        Raises:
+            StoreFullError: The disk is full; nothing was written.
+        """
+
+        def append(conn: sqlite3.Connection) -> int:
+            # One statement takes the next seq and writes the entry: atomic on its own.
+            (seq,) = conn.execute(
+                "INSERT INTO run_events (run_id, seq, kind, body) SELECT ?, "
+                "COALESCE(MAX(seq), 0) + 1, ?, ? FROM run_events WHERE run_id = ? RETURNING seq",
+                (run_id, kind, body, run_id),
+            ).fetchone()
+            if waiting:
+                conn.execute(
+                    "UPDATE checkpoint_runs SET status = 'waiting', waiting_seq = ?, "
+                    "updated_at = ? WHERE run_id = ? AND status IN ('running', 'waiting')",
+                    (seq, time.time(), run_id),
+                )
+            return int(seq)
+
+        return self._write("record a stream event", append, transaction=waiting)
+
+    def events(
+        self, run_id: str, after: int = 0, limit: int | None = None
+    ) -> builtins.list[StoredEvent]:
+        """The run's log entries with ``seq > after``, in order (at most ``limit``)."""
+        sql = "SELECT seq, kind, body FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq"
+        args: tuple[Any, ...] = (run_id, after)
+        if limit is not None:
+            sql += " LIMIT ?"
+            args = (*args, int(limit))
+        return [StoredEvent(int(s), str(k), str(b)) for s, k, b in self._query(sql, args)]
+
+    # -- inbox --------------------------------------------------------------------------------
+
+    def post_event(self, run_id: str, body: str, *, answer: bool = False) -> int:
+        """Commit an event sent to a run into its inbox; return its inbox ``seq``.
+
+        Args:
+            run_id: The run.
+            body: The event, serialized.
+            answer: It answers the question the run waits for: accepted only while the run is
+                ``waiting`` and only once per question (the run becomes ``running``).
+
+        Raises:
+            RunConflictError: The run is unknown or has ended, or (``answer``) it waits for
+                nothing or its question was answered already.
+            StoreFullError: The disk is full; nothing was written.
+        """
+
+        def post(conn: sqlite3.Connection) -> int:
+            row = conn.execute(
+                "SELECT status, waiting_seq FROM checkpoint_runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            key = _check_post(run_id, None if row is None else (row[0], row[1]), answer)
+            (seq,) = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM run_inbox WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            try:
+                conn.execute(
+                    "INSERT INTO run_inbox (run_id, seq, body, key, created_at) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (run_id, seq, body, key, time.time()),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise _answered(run_id) from exc
+            if key is not None:
+                conn.execute(
+                    "UPDATE checkpoint_runs SET status = 'running', updated_at = ? "
+                    "WHERE run_id = ?",
+                    (time.time(), run_id),
+                )
+            return int(seq)
+
+        return self._write("commit an event to the run's inbox", post)
+
+    def inbox(self, run_id: str, after: int = 0) -> builtins.list[InboxItem]:
+        """The run's inbox events with ``seq > after``, in order."""
         rows = self._query(
-            f"SELECT {_RUN_COLUMNS} FROM checkpoint_runs WHERE run_id = ?", (run_id,)
+            "SELECT seq, body, key FROM run_inbox WHERE run_id = ? AND seq > ? ORDER BY seq",
+            (run_id, after),
         )
-        return RunRecord(*rows[0]) if rows else None
+        return [InboxItem(int(s), str(b), k) for s, b, k in rows]
+
+    # -- the rest -----------------------------------------------------------------------------
 
     def close(self) -> None:
         """Close the connection (the store cannot be used afterwards)."""
@@ -327,27 +567,32 @@ class SqliteCheckpointStore:
     def __repr__(self) -> str:
         return f"SqliteCheckpointStore({os.fspath(self.path)!r})"
 
-    # -- internals ----------------------------------------------------------------------------
-
-    def _query(self, sql: str, args: tuple[Any, ...]) -> builtins.list[tuple[Any, ...]]:
-        with self._lock:
-            try:
-                return self._conn.execute(sql, args).fetchall()
-            except sqlite3.ProgrammingError as exc:
-                raise CheckpointError(
-                    f"The checkpoint store {os.fspath(self.path)!r} is closed ({exc}); create "
-                    "a new SqliteCheckpointStore."
-                ) from exc
-
-    def _checkpoint(self, row: tuple[Any, ...]) -> Any:
-        from .checkpoints import Checkpoint
-
-        cid, run_id, seq, workflow_name, step, input_type, outputs, created, ctx, final = row
+    def _checkpoint(
+        self, row: tuple[Any, ...], running: dict[str, str] | None = None
+    ) -> Checkpoint:
+        """A row as a Checkpoint with its whole state; ``running`` carries the state of the
+        run's previous row when rows are read in order."""
+        cid, run_id, seq, workflow_name, step, input_type, outputs, created, ctx, final = row[:10]
+        inbox_seq, mode = row[10], row[11]
         try:
             ctx_data = json.loads(ctx)
             output_types = tuple(json.loads(outputs))
             if not isinstance(ctx_data, dict):
                 raise ValueError("ctx_data is not a JSON object")
+            if mode is not None:
+                state = dict(ctx_data.get("state") or {})
+                if running is None:
+                    state["state_data"] = self._state_at(run_id, int(seq))
+                else:
+                    if mode == 0:
+                        running.clear()
+                    for key, value in dict(state.get("state_data") or {}).items():
+                        if value is None:
+                            running.pop(key, None)
+                        else:
+                            running[str(key)] = str(value)
+                    state["state_data"] = dict(running)
+                ctx_data["state"] = state
             return Checkpoint(
                 id=cid,
                 run_id=run_id,
@@ -359,14 +604,234 @@ class SqliteCheckpointStore:
                 ctx_data=ctx_data,
                 seq=int(seq),
                 final_event=final,
+                inbox_seq=int(inbox_seq or 0),
             )
-        except (TypeError, ValueError) as exc:
-            raise CheckpointError(
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise StoreCorruptError(
                 f"Checkpoint {cid!r} of run {run_id!r} in {os.fspath(self.path)!r} is corrupt "
                 f"({exc}); delete the run (store.delete(run_id)) and start it again."
             ) from exc
 
+    def _state_at(self, run_id: str, seq: int) -> dict[str, str]:
+        """The untyped state as of checkpoint ``seq``: its last whole state plus changes."""
+        base = self._query(
+            "SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE run_id = ? AND seq <= ? "
+            "AND state_mode = 0",
+            (run_id, seq),
+        )[0][0]
+        rows = self._query(
+            "SELECT json_extract(ctx_data, '$.state.state_data') FROM checkpoints "
+            "WHERE run_id = ? AND seq >= ? AND seq <= ? AND state_mode IS NOT NULL ORDER BY seq",
+            (run_id, base, seq),
+        )
+        state: dict[str, str] = {}
+        for (changes,) in rows:
+            for key, value in json.loads(changes or "{}").items():
+                if value is None:
+                    state.pop(key, None)
+                else:
+                    state[str(key)] = str(value)
+        return state
+
+
+# -- helpers shared with the in-memory store --------------------------------------------------
+
+
+def _check_post(run_id: str, row: tuple[str, int | None] | None, answer: bool) -> str | None:
+    """The inbox key of a post to a run in ``row`` (status, waiting_seq), or an error."""
+    if row is None:
+        raise RunConflictError(
+            f"Run {run_id!r} is not in the store; send events to a run that was started."
+        )
+    status, waiting_seq = row
+    if status not in ACTIVE and status != "interrupted":
+        raise RunConflictError(
+            f"Run {run_id!r} is {status}; events can only be sent to a run in progress."
+        )
+    if not answer:
+        return None
+    if status != "waiting" or waiting_seq is None:
+        raise _answered(run_id)
+    return f"answer:{waiting_seq}"
+
+
+def _answered(run_id: str) -> RunConflictError:
+    return RunConflictError(
+        f"Run {run_id!r} is not waiting for an answer (its question was answered already); "
+        "read the run's status and answer only when it is 'waiting'."
+    )
+
+
+def _create_private(path: Path) -> None:
+    """Create the database file readable by its owner only (SQLite would use the umask)."""
+    if path.exists() or os.fspath(path) == ":memory:":
+        return
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Bring a fresh or version-1 file to version 2 (inside the set-up transaction)."""
+    conn.execute(_RUNS)
+    conn.execute(_CHECKPOINTS)
+    for table, columns in (
+        ("checkpoint_runs", _V2_RUN_COLUMNS),
+        ("checkpoints", _V2_CHECKPOINT_COLUMNS),
+    ):
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for name, kind in columns:
+            if name not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+    for statement in _V2_TABLES:
+        conn.execute(statement)
+    # Version 1 had a "timed_out" status: version 2 says "failed" (the error names the timeout).
+    conn.execute("UPDATE checkpoint_runs SET status = 'failed' WHERE status = 'timed_out'")
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "server_runs" in tables and {"run_id", "workflow", "status", "start"} <= {
+        row[1] for row in conn.execute("PRAGMA table_info(server_runs)")
+    }:
+        _import_server_tables(conn, tables)
+
+
+def _import_server_tables(conn: sqlite3.Connection, tables: set[str]) -> None:
+    """Move the version-1 server's own run records into the one store, then drop them."""
+    conn.execute(
+        "INSERT OR IGNORE INTO checkpoint_runs (run_id, workflow_name, status, created_at, "
+        "updated_at) SELECT run_id, workflow, status, created_at, updated_at FROM server_runs"
+    )
+    conn.execute(
+        "UPDATE checkpoint_runs SET owner = 'server', "
+        "input = (SELECT start FROM server_runs s WHERE s.run_id = checkpoint_runs.run_id), "
+        "traceparent = (SELECT traceparent FROM server_runs s "
+        "WHERE s.run_id = checkpoint_runs.run_id), "
+        "status = (SELECT CASE s.status WHEN 'timed_out' THEN 'failed' ELSE s.status END "
+        "FROM server_runs s WHERE s.run_id = checkpoint_runs.run_id), "
+        "result = COALESCE(result, (SELECT CASE WHEN s.result IS NULL THEN NULL ELSE s.result END "
+        "FROM server_runs s WHERE s.run_id = checkpoint_runs.run_id)), "
+        "error = COALESCE(error, (SELECT error FROM server_runs s "
+        "WHERE s.run_id = checkpoint_runs.run_id)) "
+        "WHERE run_id IN (SELECT run_id FROM server_runs)"
+    )
+    # A waiting run's snapshot becomes its latest checkpoint, so it is resumed from there.
+    for run_id, workflow, snapshot, created in conn.execute(
+        "SELECT run_id, workflow, snapshot, updated_at FROM server_runs "
+        "WHERE snapshot IS NOT NULL AND status = 'waiting'"
+    ).fetchall():
+        (seq,) = conn.execute(
+            "SELECT COALESCE(MAX(seq), -1) + 1 FROM checkpoints WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        conn.execute(
+            _INSERT_CHECKPOINT,
+            (
+                f"{run_id}-migrated",
+                run_id,
+                seq,
+                workflow,
+                None,
+                None,
+                "[]",
+                created,
+                snapshot,
+                None,
+                0,
+                None,
+            ),
+        )
+    if "server_events" in tables:
+        conn.execute(
+            "INSERT OR IGNORE INTO run_events (run_id, seq, kind, body) "
+            "SELECT run_id, seq, kind, body FROM server_events"
+        )
+        conn.execute("DROP TABLE server_events")
+    if "flow_refs" in tables:
+        pid = "pid" in {row[1] for row in conn.execute("PRAGMA table_info(flow_refs)")}
+        conn.execute(
+            "UPDATE checkpoint_runs SET flow_ref = (SELECT flow FROM flow_refs f "
+            "WHERE f.run_id = checkpoint_runs.run_id)"
+            + (
+                ", pid = (SELECT pid FROM flow_refs f WHERE f.run_id = checkpoint_runs.run_id)"
+                if pid
+                else ""
+            )
+            + ", owner = COALESCE(owner, 'cli') WHERE run_id IN (SELECT run_id FROM flow_refs)"
+        )
+        conn.execute("DROP TABLE flow_refs")
+    conn.execute("DROP TABLE server_runs")
+
+
+def _errorname(exc: BaseException) -> str:
+    return str(getattr(exc, "sqlite_errorname", "") or "")
+
 
 def _is_locked(exc: sqlite3.Error) -> bool:
     """Whether SQLite refused because another connection holds a lock (SQLITE_BUSY)."""
-    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+    return isinstance(exc, sqlite3.OperationalError) and (
+        "locked" in str(exc) or _errorname(exc).startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+    )
+
+
+def _store_error(path: Path, exc: BaseException, action: str) -> CheckpointError:
+    """The :class:`CheckpointError` subclass that tells what went wrong with the file."""
+    where = os.fspath(path)
+    name = _errorname(exc)
+    text = str(exc)
+    if name == "SQLITE_FULL" or "full" in text or name.startswith("SQLITE_IOERR_WRITE"):
+        return StoreFullError(
+            f"Could not {action}: the disk holding {where!r} is full ({text}); nothing was "
+            "written and what was committed before is intact. Free space, then resume the run."
+        )
+    if name.startswith("SQLITE_READONLY") or "readonly" in text or name == "SQLITE_PERM":
+        return StoreReadOnlyError(
+            f"Could not {action}: {where!r} is read-only ({text}); make the file and its "
+            "folder writable, or pass another path."
+        )
+    if _is_locked(exc):  # type: ignore[arg-type]
+        return StoreLockedError(
+            f"Could not {action}: {where!r} stayed locked by another process ({text}); let it "
+            "finish, or pass a larger busy_timeout=."
+        )
+    if (
+        name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+        or "malformed" in text
+        or ("not a database" in text)
+    ):
+        return StoreCorruptError(
+            f"Could not {action}: {where!r} is corrupt or not a SQLite database ({text}); "
+            "move it away or pass another path."
+        )
+    if name.startswith("SQLITE_IOERR") or name == "SQLITE_CANTOPEN":
+        return StoreFullError(
+            f"Could not {action}: writing {where!r} failed ({text}); the disk may be full or "
+            "failing. Free space or fix the disk, then resume the run."
+        )
+    return CheckpointError(
+        f"Could not {action} in {where!r} ({type(exc).__name__}: {text}); check the file, or "
+        "pass another path."
+    )
+
+
+def _opening_error(path: Path, exc: BaseException) -> CheckpointError:
+    if isinstance(exc, PermissionError) or (
+        isinstance(exc, OSError) and exc.errno in (13, 30)  # EACCES, EROFS
+    ):
+        return StoreReadOnlyError(
+            f"Cannot open the checkpoint database {os.fspath(path)!r} ({exc}); it is not "
+            "writable: pass a writable path to SqliteCheckpointStore(path=...)."
+        )
+    if isinstance(exc, OSError) and exc.errno == 28:  # ENOSPC
+        return StoreFullError(
+            f"Cannot create the checkpoint database {os.fspath(path)!r}: the disk is full "
+            f"({exc}); free space, or pass another path."
+        )
+    if isinstance(exc, sqlite3.Error):
+        return _store_error(path, exc, "open")
+    return CheckpointError(
+        f"Cannot open the checkpoint database {os.fspath(path)!r} ({exc}); pass a writable "
+        "path to SqliteCheckpointStore(path=...)."
+    )
+
+
+__all__ = ["COMPONENT", "SCHEMA_VERSION", "SqliteCheckpointStore"]

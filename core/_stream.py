@@ -4,24 +4,45 @@ Written events are appended; every consumer pops from the same log, so a second 
 consumer that stopped and starts again, gets exactly the events nobody has seen yet. Closing
 the stream wakes every waiting consumer; they drain what is left and end, so a consumer never
 hangs on a run that failed, timed out or was cancelled.
+
+The in-memory buffer is bounded (:data:`DEFAULT_LIMIT` unread events): when nobody reads, the
+oldest unread events are dropped to make room, counted in :attr:`EventStream.dropped`, and one
+warning is logged per run. A durable run records every event in its store's event log when it
+is written (the ``recorder``), so nothing is lost there; read it with ``store.events(run_id)``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from .events import InternalDispatchEvent
+
+logger = logging.getLogger("batonflow.core")
+
+#: How many unread events a run's stream keeps in memory before it drops the oldest.
+DEFAULT_LIMIT = 10_000
 
 
 class EventStream:
     """A single-cursor event log with async consumption."""
 
-    __slots__ = ("_buffer", "_closed", "_loop", "_waiters", "has_internal", "position")
+    __slots__ = (
+        "_buffer",
+        "_closed",
+        "_loop",
+        "_waiters",
+        "dropped",
+        "has_internal",
+        "limit",
+        "position",
+        "recorder",
+    )
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int = DEFAULT_LIMIT) -> None:
         self._loop = loop
         self._buffer: deque[Any] = deque()
         self._waiters: list[asyncio.Future[None]] = []
@@ -30,6 +51,12 @@ class EventStream:
         self.position = 0
         #: Whether internal events were ever written (consumers then filter them).
         self.has_internal = False
+        #: At most this many unread events are kept; older ones are dropped.
+        self.limit = limit
+        #: How many unread events were dropped because nobody read them.
+        self.dropped = 0
+        #: Called with each event as it is written (a durable run's event log), or ``None``.
+        self.recorder: Callable[[Any], None] | None = None
 
     @property
     def closed(self) -> bool:
@@ -40,9 +67,26 @@ class EventStream:
         """Append ``event``; wakes waiting consumers."""
         if self._closed:
             return
-        self._buffer.append(event)
+        if self.recorder is not None:
+            self.recorder(event)
+        buffer = self._buffer
+        if len(buffer) >= self.limit:
+            self._drop_oldest()
+        buffer.append(event)
         if self._waiters:
             self._wake()
+
+    def _drop_oldest(self) -> None:
+        if not self.dropped:
+            logger.warning(
+                "A run's event stream holds %d unread events: the oldest are dropped from "
+                "memory. Read handler.stream_events() while the run goes on (a durable run "
+                "keeps every event in its store: store.events(run_id)).",
+                self.limit,
+            )
+        self._buffer.popleft()
+        self.dropped += 1
+        self.position += 1
 
     def close(self) -> None:
         """Mark the end of the stream; consumers drain the log and stop."""

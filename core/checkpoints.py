@@ -1,11 +1,19 @@
-"""Checkpoints: a snapshot of the run after each completed step, to continue it later.
+"""Checkpoints and durable runs: a run recorded before it starts, a checkpoint per step.
 
-:class:`WorkflowCheckpointer` wraps a workflow. Runs started with ``cptr.run(**kw)`` record a
+:class:`WorkflowCheckpointer` wraps a workflow. A run started with ``cptr.run(**kw)`` is first
+recorded in the store (its id and start event: if that fails, nothing runs), then writes a
 :class:`Checkpoint` after every completed step (the Context's ``to_dict()`` at that step
-boundary, taken before the step's output events are dispatched). ``cptr.run_from(checkpoint=c)``
-continues from one of them without re-running the steps before it, and ``cptr.resume(run_id)``
-continues a run from its latest checkpoint, also in a new process after a crash, when the
-checkpoints live in a durable store (:class:`SqliteCheckpointStore`).
+boundary, taken before the step's output events are dispatched, with only the state keys the
+step changed). Every stream event is appended to the run's event log when it is written, with
+a sequence number given once; a checkpoint does not carry them. Events sent to the run with
+``cptr.send_event`` are committed to its inbox before they are delivered, and a checkpoint
+records how many it had taken in.
+
+``cptr.run_from(checkpoint=c)`` continues from a checkpoint without re-running the steps before
+it, and ``cptr.resume(run_id)`` continues a run from its latest checkpoint, also in a new
+process after a crash, when the store is durable (:class:`SqliteCheckpointStore`): completed
+steps neither run again nor re-deliver their events; steps that were running re-run; inbox
+events the checkpoint had not taken in are delivered again.
 
 Stores implement the :class:`CheckpointStore` protocol: :class:`InMemoryCheckpointStore` (the
 default of the checkpointer) and :class:`SqliteCheckpointStore` (one file, WAL mode).
@@ -16,23 +24,28 @@ from __future__ import annotations
 import asyncio
 import builtins
 import itertools
-import threading
+import json
+import logging
+import os
 import time
 import uuid
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ._memory_store import InMemoryCheckpointStore
+from ._records import STATUSES, Checkpoint, InboxItem, RunRecord, StoredEvent
 from ._sqlite_store import SqliteCheckpointStore
 from .errors import (
     CheckpointError,
     ContextSerdeError,
     SerializationError,
     WorkflowCancelledByUser,
-    WorkflowTimeoutError,
 )
-from .events import Event, StopEvent
+from .events import Event, InputRequiredEvent, InternalDispatchEvent, StartEvent, StopEvent
 from .serialization import BaseSerializer, JsonSerializer, qualified_name
+
+logger = logging.getLogger("batonflow.core")
 
 if TYPE_CHECKING:
     from .context import Context
@@ -41,83 +54,52 @@ if TYPE_CHECKING:
     from .workflow import Workflow
 
 
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
-    """The run as it was right after one step completed.
-
-    Attributes:
-        id: Unique id of the checkpoint.
-        run_id: The run it belongs to.
-        workflow_name: The workflow that ran.
-        step_name: The step that had just completed (``None`` for the snapshot taken when a
-            durable run starts, before any step).
-        input_event_type: ``"module:Class"`` of the event the step ran on.
-        output_event_types: ``"module:Class"`` of each event the step returned.
-        created_at: Wall-clock time (``time.time()``) the checkpoint was taken.
-        ctx_data: ``ctx.to_dict()`` at the step boundary: state, queued and in-progress events,
-            buffers, waiters (JSON-compatible).
-        seq: Position in the run (0 for the start snapshot, then 1, 2, ...).
-        final_event: The serialized StopEvent when this step ended the run, else ``None``.
-    """
-
-    id: str
-    run_id: str
-    workflow_name: str
-    step_name: str | None
-    input_event_type: str | None
-    output_event_types: tuple[str, ...]
-    created_at: float
-    ctx_data: dict[str, Any] = field(repr=False)
-    seq: int = 0
-    final_event: str | None = field(default=None, repr=False)
-
-    @property
-    def id_(self) -> str:
-        """LlamaIndex's name for :attr:`id`."""
-        return self.id
-
-    @property
-    def last_completed_step(self) -> str | None:
-        """LlamaIndex's name for :attr:`step_name`."""
-        return self.step_name
-
-    @property
-    def ctx_state(self) -> dict[str, Any]:
-        """LlamaIndex's name for :attr:`ctx_data`."""
-        return self.ctx_data
-
-
-@dataclass(frozen=True, slots=True)
-class RunRecord:
-    """What a store knows about one run.
-
-    Attributes:
-        run_id: The run's id.
-        workflow_name: The workflow that ran.
-        status: ``running`` (also: crashed before finishing), ``completed``, ``failed``,
-            ``cancelled`` or ``timed_out``.
-        created_at: When its first checkpoint was written.
-        updated_at: When it last changed.
-        result: The serialized result of a completed run, if it could be serialized.
-        error: ``"ExceptionType: message"`` of a run that did not complete.
-    """
-
-    run_id: str
-    workflow_name: str
-    status: str
-    created_at: float
-    updated_at: float
-    result: str | None = None
-    error: str | None = None
-
-
 @runtime_checkable
 class CheckpointStore(Protocol):
-    """Where checkpoints are kept. Methods are synchronous and must be quick (they run in the
-    event loop, at every step boundary)."""
+    """Where runs are kept: their records, checkpoints, event logs and inboxes.
+
+    One store serves library, CLI and server runs alike. Methods are synchronous and must be
+    quick (they run in the event loop, at every step boundary); each write is atomic. A store
+    error is a :class:`~batonflow.core.errors.CheckpointError` subclass that tells a full
+    disk, a read-only file, a lock held too long and a corrupt file apart.
+    """
+
+    def create_run(self, record: RunRecord) -> None:
+        """Record a new run before any of its steps runs; ``RunConflictError`` if it exists."""
+        ...
+
+    def set_status(
+        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
+    ) -> None:
+        """Set a run's status (one of ``STATUSES``), result and error."""
+        ...
+
+    def finish_run(
+        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
+    ) -> None:
+        """Record how a run ended (the same as :meth:`set_status`)."""
+        ...
+
+    def runs(
+        self,
+        *,
+        workflow_name: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> builtins.list[RunRecord]:
+        """The runs, oldest first, optionally filtered (the newest ``limit`` of them)."""
+        ...
+
+    def run(self, run_id: str) -> RunRecord | None:
+        """One run's record."""
+        ...
+
+    def delete(self, run_id: str) -> None:
+        """Forget a run with its checkpoints, event log and inbox."""
+        ...
 
     def put(self, checkpoint: Checkpoint) -> None:
-        """Store a checkpoint; its run becomes ``running``."""
+        """Store a checkpoint (a run not recorded yet is recorded as ``running``)."""
         ...
 
     def list(self, run_id: str) -> builtins.list[Checkpoint]:
@@ -132,130 +114,54 @@ class CheckpointStore(Protocol):
         """One checkpoint; raises ``CheckpointError`` when unknown."""
         ...
 
-    def runs(
-        self, *, workflow_name: str | None = None, status: str | None = None
-    ) -> builtins.list[RunRecord]:
-        """The runs with checkpoints, oldest first, optionally filtered."""
-        ...
+    def append_event(self, run_id: str, kind: str, body: str, *, waiting: bool = False) -> int:
+        """Append to the run's event log; return the entry's ``seq`` (given once, from 1).
 
-    def run(self, run_id: str) -> RunRecord | None:
-        """One run's record."""
-        ...
-
-    def finish_run(
-        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
-    ) -> None:
-        """Record how a run ended."""
-        ...
-
-    def delete(self, run_id: str) -> None:
-        """Forget a run and its checkpoints."""
-        ...
-
-
-class InMemoryCheckpointStore:
-    """Checkpoints in a dict: fast, gone with the process (the checkpointer's default)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_run: dict[str, builtins.list[Checkpoint]] = {}
-        self._by_id: dict[str, Checkpoint] = {}
-        self._seqs: dict[str, set[int]] = {}
-        self._runs: dict[str, RunRecord] = {}
-
-    def put(self, checkpoint: Checkpoint) -> None:
-        """Store a checkpoint; its run becomes ``running``.
-
-        Raises:
-            CheckpointError: The id or the run's seq is taken.
+        ``waiting=True`` (an ``InputRequiredEvent``) makes the run ``waiting`` for it.
         """
-        with self._lock:
-            taken = self._by_run.setdefault(checkpoint.run_id, [])
-            seqs = self._seqs.setdefault(checkpoint.run_id, set())
-            if checkpoint.id in self._by_id or checkpoint.seq in seqs:
-                raise CheckpointError(
-                    f"Run {checkpoint.run_id} already has checkpoint {checkpoint.id} or seq "
-                    f"{checkpoint.seq}; use a new id and the next seq."
-                )
-            taken.append(checkpoint)
-            seqs.add(checkpoint.seq)
-            self._by_id[checkpoint.id] = checkpoint
-            now = time.time()
-            old = self._runs.get(checkpoint.run_id)
-            self._runs[checkpoint.run_id] = RunRecord(
-                checkpoint.run_id,
-                checkpoint.workflow_name,
-                "running",
-                old.created_at if old else now,
-                now,
-            )
+        ...
 
-    def list(self, run_id: str) -> builtins.list[Checkpoint]:
-        """A run's checkpoints, oldest first."""
-        with self._lock:
-            return builtins.list(self._by_run.get(run_id, ()))
+    def events(
+        self, run_id: str, after: int = 0, limit: int | None = None
+    ) -> builtins.list[StoredEvent]:
+        """The run's event-log entries with ``seq > after``, in order."""
+        ...
 
-    def latest(self, run_id: str) -> Checkpoint | None:
-        """A run's most recent checkpoint, or ``None``."""
-        with self._lock:
-            found = self._by_run.get(run_id)
-            return found[-1] if found else None
+    def post_event(self, run_id: str, body: str, *, answer: bool = False) -> int:
+        """Commit an event sent to the run into its inbox; return its inbox ``seq``.
 
-    def get(self, checkpoint_id: str) -> Checkpoint:
-        """One checkpoint by id.
-
-        Raises:
-            CheckpointError: No checkpoint has that id.
+        With ``answer=True`` it answers the question the run waits for: exactly one answer
+        per question is accepted (``RunConflictError`` for the others).
         """
-        with self._lock:
-            found = self._by_id.get(checkpoint_id)
-        if found is None:
-            raise CheckpointError(
-                f"No checkpoint {checkpoint_id!r} in this store; list a run's checkpoints with "
-                "store.list(run_id)."
-            )
-        return found
+        ...
 
-    def runs(
-        self, *, workflow_name: str | None = None, status: str | None = None
-    ) -> builtins.list[RunRecord]:
-        """Runs with checkpoints, oldest first, optionally by workflow name and status."""
-        with self._lock:
-            records = builtins.list(self._runs.values())
-        return [
-            r
-            for r in sorted(records, key=lambda r: (r.created_at, r.run_id))
-            if (workflow_name is None or r.workflow_name == workflow_name)
-            and (status is None or r.status == status)
-        ]
+    def inbox(self, run_id: str, after: int = 0) -> builtins.list[InboxItem]:
+        """The run's inbox events with ``seq > after``, in order."""
+        ...
 
-    def run(self, run_id: str) -> RunRecord | None:
-        """One run's record, or ``None``."""
-        with self._lock:
-            return self._runs.get(run_id)
 
-    def finish_run(
-        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
-    ) -> None:
-        """Record how a run ended."""
-        with self._lock:
-            old = self._runs.get(run_id)
-            if old is not None:
-                self._runs[run_id] = RunRecord(
-                    run_id, old.workflow_name, status, old.created_at, time.time(), result, error
-                )
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What a run's record keeps besides its id and start event (see ``cptr.start``).
 
-    def delete(self, run_id: str) -> None:
-        """Forget a run and its checkpoints."""
-        with self._lock:
-            for cp in self._by_run.pop(run_id, ()):
-                self._by_id.pop(cp.id, None)
-            self._seqs.pop(run_id, None)
-            self._runs.pop(run_id, None)
+    Attributes:
+        input: The start fields to show for the run (default: the start event's fields).
+        traceparent: The caller's W3C ``traceparent``.
+        owner: Who runs it (``"server"``, ``"cli"``); library runs leave it ``None``.
+        flow_ref: How to load the workflow again (``module:Class``) to resume the run.
+        name: The workflow name to record (default: ``workflow.workflow_name``; the server
+            records the name it serves the workflow under).
+    """
+
+    input: Mapping[str, Any] | None = None
+    traceparent: str | None = None
+    owner: str | None = None
+    flow_ref: str | None = None
+    name: str | None = None
 
 
 class WorkflowCheckpointer:
-    """Runs a workflow with a checkpoint after every completed step.
+    """Runs a workflow durably: recorded before it starts, a checkpoint after every step.
 
     ::
 
@@ -267,13 +173,15 @@ class WorkflowCheckpointer:
 
     With ``store=SqliteCheckpointStore(path)`` runs are durable: after the process dies,
     ``cptr.resume(run_id)`` in a new process continues from the last completed step. Steps that
-    had completed are not run again; steps that were running re-run from their start.
+    had completed are not run again and their stream events are not delivered again; steps
+    that were running re-run from their start.
 
-    Only runs started through the checkpointer (``run``, ``run_from``, ``resume``) are recorded.
+    Only runs started through the checkpointer (``run``, ``start``, ``run_from``, ``resume``)
+    are recorded.
 
     Args:
         workflow: The workflow instance to run.
-        store: Where checkpoints go (default: a new :class:`InMemoryCheckpointStore`).
+        store: Where runs go (default: a new :class:`InMemoryCheckpointStore`).
         serializer: Encodes the contexts (default: the workflow's serializer, else JSON).
         checkpoint_serializer: LlamaIndex's name for ``serializer``.
         disabled_steps: Steps that do not write a checkpoint.
@@ -296,8 +204,11 @@ class WorkflowCheckpointer:
         self._disabled: set[str] = set()
         for name in disabled_steps:
             self.disable_checkpoint(name)
+        # Per run in progress in this process only: dropped when the run ends.
         self._seq: dict[str, itertools.count[int]] = {}
-        self._run_ids: builtins.list[str] = []
+        self._live: dict[str, WorkflowHandler] = {}
+        self._inbox: dict[str, int] = {}
+        self._released: set[str] = set()
         # One bound-method object, so detach() can remove exactly what was added.
         self._listener = self._on_step
         workflow.add_step_listener(self._listener)
@@ -325,6 +236,7 @@ class WorkflowCheckpointer:
                 last = self.store.latest(run_id)
                 self._track(run_id, start=(last.seq + 1) if last is not None else 0)
                 handler = self._launch(ctx=ctx, **kwargs)
+                self._attach(handler, inbox_seq=last.inbox_seq if last is not None else 0)
                 if last is None:
                     self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
                 self._watch(handler)
@@ -374,21 +286,80 @@ class WorkflowCheckpointer:
     # -- running ------------------------------------------------------------------------------
 
     def run(self, **kwargs: Any) -> WorkflowHandler:
-        """Start a checkpointed run; same arguments as ``Workflow.run``.
+        """Start a durable run; same arguments as ``Workflow.run``.
 
-        A start snapshot (``seq`` 0, ``step_name`` None) is stored first, so a durable run that
-        dies in its first step can still be resumed. It is not listed in :attr:`checkpoints`.
+        The run is recorded in the store (id, start event) before any step runs; if that
+        fails nothing runs. See :meth:`start` for the record's extra fields.
+
+        Raises:
+            SerializationError: The start event cannot be encoded by the serializer.
+            CheckpointError: The store refused the record (a ``StoreFullError`` for a full
+                disk, a ``RunConflictError`` for a run id in use).
         """
-        run_id = str(kwargs.pop("run_id", None) or uuid.uuid4().hex)
-        self._track(run_id, start=0)
-        handler = self._launch(run_id=run_id, **kwargs)
-        self._put(
-            run_id,
-            step_name=None,
-            input_type=None,
-            outputs=(),
-            ctx_data=dict(handler.ctx.to_dict(self.serializer)),
+        return self.start(**kwargs)
+
+    def start(
+        self,
+        start_event: StartEvent | None = None,
+        *,
+        run_id: str | None = None,
+        ctx: Context[Any] | None = None,
+        info: RunInfo | None = None,
+        **kwargs: Any,
+    ) -> WorkflowHandler:
+        """Record a run, then start it: :meth:`run` with what the record should also keep.
+
+        Args:
+            start_event: The start event (else built from ``kwargs``, as ``Workflow.run``).
+            run_id: The run's id (default: a new one).
+            ctx: A Context whose state the new run starts with.
+            info: The record's extra fields (shown input, traceparent, owner, flow, name).
+            **kwargs: The start event's fields, and ``stepwise=``.
+
+        Raises:
+            SerializationError: The start event cannot be encoded by the serializer.
+            CheckpointError: The store refused the record; nothing ran.
+        """
+        info = info or RunInfo()
+        if ctx is not None and (
+            ctx.is_running or (ctx._snapshot is not None and ctx._snapshot.is_running)
+        ):
+            return self._run_durable(ctx, **kwargs)  # it continues a run: nothing to record
+        run_id = str(run_id or uuid.uuid4().hex)
+        stepwise = kwargs.pop("stepwise", False)
+        graph = self.workflow._graph()
+        event = self.workflow._start_event(graph, start_event, kwargs)
+        encoded = _encode(self.serializer, event, "the start event")
+        shown = dict(info.input) if info.input is not None else event.model_dump(mode="json")
+        try:
+            shown_text = json.dumps(shown, separators=(",", ":"), default=repr)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise SerializationError(
+                f"Cannot record the start fields of run {run_id} ({type(exc).__name__}: "
+                f"{exc}); send plain JSON values nested less deeply."
+            ) from exc
+        now = time.time()
+        self.store.create_run(
+            RunRecord(
+                run_id,
+                info.name or self.workflow.workflow_name,
+                "running",
+                now,
+                now,
+                start_event=encoded,
+                input=shown_text,
+                traceparent=info.traceparent,
+                owner=info.owner,
+                pid=os.getpid(),
+                flow_ref=info.flow_ref,
+            )
         )
+        self._track(run_id, start=0 if ctx is not None else 1)
+        handler = self._launch(run_id=run_id, start_event=event, ctx=ctx, stepwise=stepwise)
+        self._attach(handler)
+        if ctx is not None:
+            # A run that starts from an existing state: resuming it needs that state.
+            self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
         self._watch(handler)
         return handler
 
@@ -409,19 +380,105 @@ class WorkflowCheckpointer:
     def resume(self, run_id: str) -> WorkflowHandler:
         """Continue run ``run_id`` from its latest checkpoint (e.g. after the process died).
 
-        Completed steps are not run again; steps that were running re-run from their start.
-        A run that had already ended returns its result again.
+        Completed steps are not run again and their stream events are not delivered again;
+        steps that were running re-run from their start; events committed to the run's inbox
+        after the checkpoint are delivered. A run recorded but dead before its first
+        checkpoint starts again from its recorded start event. A run that had already ended
+        returns its result again.
 
         Raises:
-            CheckpointError: The store has no checkpoint for that run, or it cannot be restored.
+            CheckpointError: The store has no record of that run, or it cannot be restored.
         """
         latest = self.store.latest(run_id)
         if latest is None:
-            raise CheckpointError(
-                f"No checkpoint for run {run_id!r} in {self.store!r}; start it with "
-                "cptr.run(...), or pass the store the run was recorded in."
-            )
+            record = self.store.run(run_id)
+            if record is None or record.start_event is None:
+                raise CheckpointError(
+                    f"No checkpoint for run {run_id!r} in {self.store!r}; start it with "
+                    "cptr.run(...), or pass the store the run was recorded in."
+                )
+            return self._restart(record)
         return self._continue(latest, run_id, {})
+
+    def _restart(self, record: RunRecord) -> WorkflowHandler:
+        """Run a recorded run that died before its first checkpoint from its start event."""
+        assert record.start_event is not None  # resume() checked it
+        try:
+            event = self.serializer.deserialize(record.start_event)
+        except ContextSerdeError as exc:
+            raise CheckpointError(
+                f"Run {record.run_id}'s recorded start event cannot be restored: {exc}"
+            ) from exc
+        if not isinstance(event, StartEvent):
+            raise CheckpointError(
+                f"Run {record.run_id}'s recorded start event decoded to "
+                f"{type(event).__name__}, not a StartEvent; delete the run and start it again."
+            )
+        if record.status != "running":
+            self.store.set_status(record.run_id, "running")
+        self._track(record.run_id, start=1)
+        handler = self._launch(run_id=record.run_id, start_event=event)
+        self._attach(handler)
+        self._deliver(record.run_id)
+        self._watch(handler)
+        return handler
+
+    def send_event(self, run_id: str, event: Event, *, answer: bool = False) -> int:
+        """Send ``event`` to a run durably: committed to its inbox, then delivered.
+
+        The event is in the store before this returns; the run takes it in at once when it
+        runs in this process, else when it is resumed. A checkpoint records how many inbox
+        events the run had taken in, so a resume delivers exactly the ones after it.
+
+        Args:
+            run_id: The run.
+            event: The event (a ``HumanResponseEvent``, or any event the run accepts).
+            answer: It answers the question the run waits for: only one answer per
+                question is accepted, atomically in the store.
+
+        Returns:
+            The event's position in the run's inbox.
+
+        Raises:
+            RunConflictError: The run has ended, or (``answer``) waits for nothing or was
+                answered already.
+            SerializationError: The event cannot be encoded.
+            CheckpointError: The store refused the write (``StoreFullError``, ...).
+        """
+        body = _encode(self.serializer, event, f"the event sent to run {run_id}")
+        seq = self.store.post_event(run_id, body, answer=answer)
+        if run_id in self._live:
+            self._deliver(run_id)
+        return seq
+
+    def release(self, run_id: str) -> None:
+        """Stop recording run ``run_id`` in this process and leave its record as it is.
+
+        For a shutdown: cancel the run afterwards and it stays ``running`` (or ``waiting``) in
+        the store, to be resumed by the next process instead of being recorded as cancelled.
+        """
+        handler = self._live.pop(run_id, None)
+        self._seq.pop(run_id, None)
+        self._inbox.pop(run_id, None)
+        if handler is not None:
+            handler._run.stream.recorder = None
+            if not handler.is_done():
+                self._released.add(run_id)
+
+    def _deliver(self, run_id: str) -> None:
+        """Give the live run the inbox events it has not taken in yet, in order."""
+        handler = self._live.get(run_id)
+        if handler is None:
+            return
+        for item in self.store.inbox(run_id, after=self._inbox.get(run_id, 0)):
+            try:
+                event = self.serializer.deserialize(item.body)
+            except ContextSerdeError as exc:
+                logger.warning("Run %s: inbox event %d cannot be read: %s", run_id, item.seq, exc)
+                event = None
+            if isinstance(event, Event):
+                handler.ctx.send_event(event)
+            self._inbox[run_id] = item.seq
 
     def _continue(
         self, checkpoint: Checkpoint, run_id: str, kwargs: dict[str, Any]
@@ -449,14 +506,36 @@ class WorkflowCheckpointer:
                 f"Checkpoint {checkpoint.id} (run {checkpoint.run_id}, after step "
                 f"{checkpoint.step_name}) cannot be restored: {exc}"
             ) from exc
-        last = self.store.latest(run_id)
+        same_run = run_id == checkpoint.run_id
+        last = checkpoint if same_run else self.store.latest(run_id)
+        if last is None:
+            record = self.store.run(checkpoint.run_id)
+            self.store.create_run(
+                RunRecord(
+                    run_id,
+                    name,
+                    "running",
+                    time.time(),
+                    time.time(),
+                    start_event=record.start_event if record is not None else None,
+                    input=record.input if record is not None else None,
+                    pid=os.getpid(),
+                )
+            )
+        else:
+            record = self.store.run(run_id)
+            if record is not None and record.status in ("interrupted", "failed", "cancelled"):
+                self.store.set_status(run_id, "running")
         self._track(run_id, start=(last.seq + 1) if last is not None else 0)
         if final is not None and ctx._snapshot is not None:
             # The run had ended at this step: hand its StopEvent back instead of waiting.
             ctx.send_event(final)
         handler = self._launch(ctx=ctx, **kwargs)
+        self._attach(handler, inbox_seq=checkpoint.inbox_seq if same_run else 0)
         if last is None:
             self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
+        if same_run:
+            self._deliver(run_id)
         self._watch(handler)
         return handler
 
@@ -464,22 +543,75 @@ class WorkflowCheckpointer:
 
     def _track(self, run_id: str, start: int) -> None:
         self._seq[run_id] = itertools.count(start)
-        if run_id not in self._run_ids:
-            self._run_ids.append(run_id)
+
+    def _attach(self, handler: WorkflowHandler, *, inbox_seq: int = 0) -> None:
+        """Record the run's stream events in the store's event log as they are written."""
+        run_id = handler.run_id
+        self._live[run_id] = handler
+        self._inbox[run_id] = inbox_seq
+        run = handler._run
+        store = self.store
+
+        def record(event: Any) -> None:
+            if isinstance(event, InternalDispatchEvent):
+                return
+            asks = isinstance(event, InputRequiredEvent)
+            store.append_event(run_id, "event", event_body(event), waiting=asks)
+            if asks:
+                # Once the asking step has settled (its waiter is registered), snapshot the
+                # run so an answer given later finds the question after a restart.
+                run.loop.call_soon(self._waiting_snapshot, run_id)
+
+        run.stream.recorder = record
+
+    def _waiting_snapshot(self, run_id: str) -> None:
+        handler = self._live.get(run_id)
+        if handler is None or handler.is_done() or run_id not in self._seq:
+            return
+        try:
+            self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
+        except (CheckpointError, SerializationError) as exc:
+            logger.warning("Run %s: the snapshot of its question failed: %s", run_id, exc)
 
     def _on_step(self, boundary: StepBoundary) -> None:
         if boundary.run_id not in self._seq or boundary.step_name in self._disabled:
             return
         final = next((e for e in boundary.output_events if isinstance(e, StopEvent)), None)
-        self._put(
-            boundary.run_id,
-            boundary.step_name,
-            qualified_name(type(boundary.input_event)),
-            boundary.output_events,
-            dict(boundary.ctx.to_dict(self.serializer)),
-            final_event=self.serializer.serialize(final) if final is not None else None,
-            created_at=boundary.finished_at,
-        )
+        ctx_data, delta = self._changes(boundary.ctx)
+        try:
+            self._put(
+                boundary.run_id,
+                boundary.step_name,
+                qualified_name(type(boundary.input_event)),
+                boundary.output_events,
+                ctx_data,
+                final_event=self.serializer.serialize(final) if final is not None else None,
+                created_at=boundary.finished_at,
+                state_changes=delta,
+                events=(boundary.input_event, next(iter(boundary.output_events), None)),
+            )
+        except BaseException:
+            if delta is not None:
+                boundary.ctx.store.changes_lost()  # type: ignore[attr-defined]
+            raise
+
+    def _changes(self, ctx: Context[Any]) -> tuple[dict[str, Any], bool | None]:
+        """The snapshot of ``ctx`` with only the state keys changed since the last one.
+
+        Returns the ``ctx_data`` and the checkpoint's ``state_changes`` (see
+        :class:`Checkpoint`); a state store that cannot tell its changes gives the whole
+        state (``None``).
+        """
+        from ._snapshot import dump
+
+        take = getattr(ctx.store, "take_changes", None)
+        changes = take(self.serializer) if take is not None else None
+        if changes is None:
+            return dict(ctx.to_dict(self.serializer)), None
+        delta, values = changes
+        data = dump(ctx, self.serializer, include_state=False)
+        data["state"] = {"version": 1, "state_type": None, "state_data": values}
+        return data, delta
 
     def _put(
         self,
@@ -491,6 +623,8 @@ class WorkflowCheckpointer:
         *,
         final_event: str | None = None,
         created_at: float | None = None,
+        state_changes: bool | None = None,
+        events: tuple[Event | None, Event | None] = (None, None),
     ) -> None:
         self.store.put(
             Checkpoint(
@@ -504,6 +638,10 @@ class WorkflowCheckpointer:
                 ctx_data=ctx_data,
                 seq=next(self._seq[run_id]),
                 final_event=final_event,
+                inbox_seq=self._inbox.get(run_id, 0),
+                state_changes=state_changes,
+                input_event=events[0],
+                output_event=events[1],
             )
         )
 
@@ -511,36 +649,28 @@ class WorkflowCheckpointer:
         run_id = handler.run_id
 
         def finished(fut: asyncio.Future[Any]) -> None:
-            if fut.cancelled():
-                self.store.finish_run(run_id, "cancelled", error="CancelledError")
-                return
-            error = fut.exception()
-            if error is None:
-                try:
-                    result = self.serializer.serialize(fut.result())
-                except SerializationError:
-                    result = None
-                self.store.finish_run(run_id, "completed", result=result)
-                return
-            status = (
-                "cancelled"
-                if isinstance(error, WorkflowCancelledByUser)
-                else "timed_out"
-                if isinstance(error, WorkflowTimeoutError)
-                else "failed"
-            )
-            self.store.finish_run(run_id, status, error=f"{type(error).__name__}: {error}")
+            if run_id in self._released:
+                self._released.discard(run_id)
+                return  # released (a shutdown): the record stays as it was
+            self._seq.pop(run_id, None)
+            self._inbox.pop(run_id, None)
+            if self._live.get(run_id) is handler:
+                del self._live[run_id]
+            status, result, error = _outcome(fut, self.serializer)
+            try:
+                self.store.set_status(run_id, status, result=result, error=error)
+            except CheckpointError as exc:
+                # The run stays as last recorded (running): resumable once the store works.
+                logger.warning("Run %s ended %s, but the store refused it: %s", run_id, status, exc)
 
         handler.add_done_callback(finished)
 
-    # -- reading ------------------------------------------------------------------------------
-
     @property
     def checkpoints(self) -> dict[str, builtins.list[Checkpoint]]:
-        """The step checkpoints of the runs this checkpointer started, by run id."""
+        """The step checkpoints of this workflow's runs in the store, by run id."""
         return {
-            run_id: [c for c in self.store.list(run_id) if c.step_name is not None]
-            for run_id in self._run_ids
+            record.run_id: [c for c in self.store.list(record.run_id) if c.step_name is not None]
+            for record in self.store.runs(workflow_name=self.workflow.workflow_name)
         }
 
     def filter_checkpoints(
@@ -577,6 +707,71 @@ class WorkflowCheckpointer:
         return found
 
 
+def event_body(event: Any) -> str:
+    """One stream event as the event log keeps it: ``{"type", "qualified_name", "value"}``.
+
+    ``value`` holds the event's declared and extra fields as JSON (what JSON cannot hold is
+    written as its ``repr``); private attributes stay private.
+    """
+    from pydantic_core import to_jsonable_python
+
+    cls = type(event)
+    fields: Any = {name: getattr(event, name) for name in cls.model_fields}
+    fields.update(event.__pydantic_extra__ or {})
+    try:
+        value = to_jsonable_python(fields, fallback=repr, serialize_unknown=False)
+        return json.dumps(
+            {
+                "type": cls.__name__,
+                "qualified_name": f"{cls.__module__}.{cls.__qualname__}",
+                "value": value,
+            },
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
+    except (ValueError, RecursionError):
+        return json.dumps(
+            {
+                "type": cls.__name__,
+                "qualified_name": f"{cls.__module__}.{cls.__qualname__}",
+                "value": {"repr": repr(event)[:1000]},
+            }
+        )
+
+
+def _encode(serializer: BaseSerializer, value: Any, what: str) -> str:
+    """``serializer.serialize(value)``, with a clear error for values nested too deeply."""
+    try:
+        return serializer.serialize(value)
+    except RecursionError as exc:
+        raise SerializationError(
+            f"Cannot serialize {what}: it is nested too deeply for {type(serializer).__name__} "
+            "to encode; send a flatter value."
+        ) from exc
+
+
+def _outcome(fut: asyncio.Future[Any], serializer: BaseSerializer) -> tuple[str, Any, Any]:
+    """(status, serialized result, error text) of a finished run's future."""
+    from .errors import CheckpointError as StoreError
+
+    if fut.cancelled():
+        return "cancelled", None, "CancelledError"
+    error = fut.exception()
+    if error is None:
+        try:
+            return "completed", _encode(serializer, fut.result(), "the result"), None
+        except SerializationError:
+            return "completed", None, None
+    text = f"{type(error).__name__}: {error}"
+    if isinstance(error, WorkflowCancelledByUser):
+        return "cancelled", None, text
+    if isinstance(error, StoreError) and type(error) is not StoreError:
+        # The store failed (full, read-only, locked): what it holds is intact, so the run
+        # can be resumed from its last checkpoint once the store works again.
+        return "interrupted", None, text
+    return "failed", None, text
+
+
 def _type_name(t: type[Event] | str | None) -> str | None:
     if t is None or isinstance(t, str):
         return t
@@ -594,10 +789,15 @@ def _same_type(recorded: str | None, wanted: str) -> bool:
 
 
 __all__ = [
+    "STATUSES",
     "Checkpoint",
     "CheckpointStore",
     "InMemoryCheckpointStore",
+    "InboxItem",
+    "RunInfo",
     "RunRecord",
     "SqliteCheckpointStore",
+    "StoredEvent",
     "WorkflowCheckpointer",
+    "event_body",
 ]

@@ -19,9 +19,15 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
     ├── StateError
     │   ├── StateKeyError (KeyError)         a state path that is not there
     │   └── StateValidationError (ValueError) a value that does not fit the typed state
-    ├── SerializationError (TypeError)       a value the serializer cannot encode
+    ├── SerializationError (TypeError, ValueError)  a value the serializer cannot encode
     ├── ContextSerdeError (ValueError)       a serialized context that cannot be restored
     └── CheckpointError                     a checkpoint that is missing, old or corrupt
+        ├── StoreFullError (OSError)         the store's disk is full: nothing was written
+        ├── StoreReadOnlyError (OSError)     the store cannot be written (permissions, mount)
+        ├── StoreLockedError                 another process held the store too long
+        ├── StoreCorruptError                the store's file or a row in it is damaged
+        └── RunConflictError                 the run's state does not allow that (e.g. a
+                                             second answer to one question)
 """
 
 from __future__ import annotations
@@ -102,8 +108,11 @@ class StateValidationError(StateError, ValueError):
     """A value that does not fit the typed state model; the state is left unchanged."""
 
 
-class SerializationError(BatonflowError, TypeError):
-    """A value the serializer cannot encode; the message names its key path."""
+class SerializationError(BatonflowError, TypeError, ValueError):
+    """A value the serializer cannot encode; the message names its key path.
+
+    Also a ``TypeError`` and a ``ValueError`` (what LlamaIndex's serializers raise).
+    """
 
 
 class ContextSerdeError(BatonflowError, ValueError):
@@ -114,18 +123,44 @@ class CheckpointError(BatonflowError):
     """A checkpoint that is missing, from an older format, corrupt, or for changed steps."""
 
 
+class StoreFullError(CheckpointError, OSError):
+    """The run store's disk (or quota) is full; the write was rolled back, nothing is lost."""
+
+
+class StoreReadOnlyError(CheckpointError, OSError):
+    """The run store cannot be written: a read-only file, folder or mount."""
+
+
+class StoreLockedError(CheckpointError):
+    """Another connection held the run store locked for longer than ``busy_timeout``."""
+
+
+class StoreCorruptError(CheckpointError):
+    """The run store's file, or a row in it, is damaged or not a batonflow store."""
+
+
+class RunConflictError(CheckpointError):
+    """What was asked does not fit the run's state: a second answer to one question, an event
+    for a run that has ended, a run id that exists already."""
+
+
 __all__ = [
     "BatonflowError",
     "CheckpointError",
     "ContextSerdeError",
     "ContextStateError",
     "ResourceError",
+    "RunConflictError",
     "SerializationError",
     "StartEventError",
     "StateError",
     "StateKeyError",
     "StateValidationError",
     "StepTimeoutError",
+    "StoreCorruptError",
+    "StoreFullError",
+    "StoreLockedError",
+    "StoreReadOnlyError",
     "WorkflowCancelledByUser",
     "WorkflowConfigurationError",
     "WorkflowDone",

@@ -233,6 +233,7 @@ class InMemoryStateStore(Generic[S]):
 
     __slots__ = (
         "_committed",
+        "_dirty",
         "_fields",
         "_lock",
         "_owner",
@@ -266,6 +267,9 @@ class InMemoryStateStore(Generic[S]):
         self._owner: asyncio.Task[Any] | None = None
         self._strict = strict
         self._serializer = serializer or JsonSerializer()
+        # Top-level keys written since the last take_changes() (None: everything), so a
+        # durable checkpoint encodes what a step changed, not the whole state.
+        self._dirty: set[str] | None = None
 
     def _initial(self, initial: Any) -> Any:
         typed = self._typed
@@ -371,6 +375,9 @@ class InMemoryStateStore(Generic[S]):
         self._set(path, value)
 
     def _set(self, path: str, value: Any) -> None:
+        dirty = self._dirty
+        if dirty is not None:
+            dirty.add(path.partition(".")[0])
         if self._strict:
             serialize_at(self._serializer, value, _display(path))
         state = self._state
@@ -425,6 +432,7 @@ class InMemoryStateStore(Generic[S]):
             new = self._initial(state)
         if self._strict:
             serialize_at(self._serializer, new, "state")
+        self._dirty = None
         if self._owner is not None and self._owner is not asyncio.current_task():
             async with self._write_turn():
                 self._state = new
@@ -433,6 +441,7 @@ class InMemoryStateStore(Generic[S]):
 
     async def clear(self) -> None:
         """Reset the state: the model's defaults (typed) or an empty state (untyped)."""
+        self._dirty = None
         if self._owner is not None and self._owner is not asyncio.current_task():
             async with self._write_turn():
                 self._state = self._initial(None)
@@ -484,6 +493,54 @@ class InMemoryStateStore(Generic[S]):
         return checked
 
     # -- serialization ------------------------------------------------------------------------
+
+    def take_changes(
+        self, serializer: BaseSerializer | None = None
+    ) -> tuple[bool, dict[str, str | None]] | None:
+        """The untyped state's keys changed since the last call, encoded, and start over.
+
+        Durable checkpoints use it to write what a step changed. Returns ``(False, all
+        keys)`` the first time and after ``set_state``/``clear`` (or an ``edit_state`` block
+        whose changes it cannot tell), else ``(True, changed keys)`` with ``None`` for a
+        deleted key; ``None`` for typed state (checkpoints then hold the whole model).
+
+        Raises:
+            SerializationError: A changed value cannot be encoded.
+        """
+        if self._typed is not None:
+            return None
+        serializer = serializer or JsonSerializer()
+        state = self._committed if self._owner is not None else self._state
+        dirty = self._dirty
+        if dirty is None:
+            data: dict[str, str | None] = {
+                k: serialize_at(serializer, v, _display(k)) for k, v in state.items()
+            }
+            self._dirty = set()
+            return False, data
+        data = {
+            k: serialize_at(serializer, state[k], _display(k)) if k in state else None
+            for k in dirty
+        }
+        dirty.clear()
+        return True, data
+
+    def changes_lost(self) -> None:
+        """The last :meth:`take_changes` was not saved: the next one gives the whole state."""
+        self._dirty = None
+
+    def _note_edit(self, working: Any, committed: Any) -> None:
+        """Mark what an ``edit_state`` block touched as changed (everything if unsure)."""
+        dirty = self._dirty
+        if dirty is None:
+            return
+        if isinstance(working, _EditingState) and isinstance(committed, Mapping):
+            touched: set[str] = working._copied
+            added = sum(1 for k in touched if k not in committed)
+            if len(working) == len(committed) + added:  # no key was deleted unseen
+                dirty.update(touched)
+                return
+        self._dirty = None
 
     def to_dict(self, serializer: BaseSerializer | None = None) -> dict[str, Any]:
         """Snapshot the state as a JSON-compatible dict (what ``ctx.to_dict`` embeds).
@@ -727,8 +784,11 @@ class _StateEdit:
         if self._nested:
             return False
         store = self._store
+        working = store._state
         try:
-            store._state = store._checked(store._state) if exc_type is None else self._committed
+            store._state = store._checked(working) if exc_type is None else self._committed
+            if exc_type is None:
+                store._note_edit(working, self._committed)
         except BaseException:
             store._state = self._committed
             raise

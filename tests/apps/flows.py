@@ -177,3 +177,28 @@ class OpaqueStreamFlow(Workflow):
     async def go(self, ctx: Context, ev: StartEvent) -> StopEvent:
         ctx.write_event_to_stream(OpaqueEvent(payload=Opaque()))
         return StopEvent(result="done")
+
+
+class OpaqueStateFlow(Workflow):
+    """Keeps a non-JSON value in its state (fine in-process, not for checkpoints)."""
+
+    @step
+    async def go(self, ctx: Context, ev: StartEvent) -> StopEvent:
+        await ctx.store.set("payload", Opaque())
+        return StopEvent(result="done")
+
+
+class SlowAnswerFlow(Workflow):
+    """Asks (logging ``asked`` to ``log``), then takes ``delay`` seconds to use the answer."""
+
+    @step
+    async def ask(self, ctx: Context, ev: StartEvent) -> InputRequiredEvent:
+        with open(ev.log, "a") as f:
+            f.write("asked\n")
+        await ctx.store.set("delay", float(ev.get("delay", 2.0)))
+        return InputRequiredEvent(prefix="go? ")
+
+    @step
+    async def decide(self, ctx: Context, ev: HumanResponseEvent) -> StopEvent:
+        await asyncio.sleep(await ctx.store.get("delay"))
+        return StopEvent(result=f"answer: {ev.response}")

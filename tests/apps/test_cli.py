@@ -321,17 +321,20 @@ def test_rag_start_field_typo_names_query(tmp_path, monkeypatch):
     )
 
 
-def test_durable_run_with_non_json_event_explains_the_checkpoints(tmp_path):
+def test_durable_run_with_non_json_state_explains_the_checkpoints(tmp_path):
     """run --durable failing to checkpoint says so and how to run anyway; without it, it works."""
     db = str(tmp_path / "runs.db")
-    durable = invoke("run", f"{FLOWS}:OpaqueStreamFlow", "--durable", "--db", db)
+    durable = invoke("run", f"{FLOWS}:OpaqueStateFlow", "--durable", "--db", db)
     assert durable.exit_code == 1, durable.output
     line = [ln for ln in durable.stderr.splitlines() if ln.startswith("error:")][0]
-    assert line.startswith("error: SerializationError: stream event: Cannot serialize")
+    assert line.startswith("error: SerializationError: Cannot serialize state['payload']")
     assert line.endswith(
         "(--durable checkpoints every step, which needs serializable state and stream events: "
         "run without --durable, or give the workflow serializer=PickleSerializer() for trusted "
         "data.)"
     )
-    plain = invoke("run", f"{FLOWS}:OpaqueStreamFlow")
+    plain = invoke("run", f"{FLOWS}:OpaqueStateFlow")
     assert plain.exit_code == 0 and plain.stdout.strip() == "done"
+    # A stream event is not part of a checkpoint: its log entry shows it as JSON (or repr).
+    streamed = invoke("run", f"{FLOWS}:OpaqueStreamFlow", "--durable", "--db", db)
+    assert streamed.exit_code == 0 and streamed.stdout.strip() == "done", streamed.output

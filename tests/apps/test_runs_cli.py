@@ -78,7 +78,7 @@ def test_resume_a_waiting_server_run_from_the_cli(tmp_path):
     assert json.loads(result.stdout)["result"] == "cli: approved"
     assert RunStore(db).get(waiting).status == "completed"
     again = runner.invoke(app, ["runs", "resume", waiting, "--db", str(db), "--flow", flow])
-    assert again.exit_code == 1 and "is completed and has no saved context" in again.stderr
+    assert again.exit_code == 1 and "is completed: nothing is left to continue" in again.stderr
 
 
 def test_resume_a_checkpointed_run_skips_completed_steps(tmp_path):
@@ -100,7 +100,7 @@ def test_resume_a_checkpointed_run_skips_completed_steps(tmp_path):
 
     run_id = asyncio.run(stopped_run())
     listed = json.loads(runner.invoke(app, ["runs", "list", "--db", str(db), "--json"]).stdout)
-    assert [r["source"] for r in listed if r["run_id"] == run_id] == ["checkpoints"]
+    assert [r["status"] for r in listed if r["run_id"] == run_id] == ["cancelled"]
     shown = json.loads(
         runner.invoke(app, ["runs", "show", run_id, "--db", str(db), "--json"]).stdout
     )
@@ -164,12 +164,12 @@ def test_durable_cli_run_killed_then_resumed(tmp_path):
     proc.wait(10)
     proc.stderr.close()
     shown = runner.invoke(app, ["runs", "show", run_id, "--db", str(db)])
-    assert "status: stopped" in shown.stdout, shown.output
+    assert "status: interrupted" in shown.stdout, shown.output
     assert f"pid {proc.pid}, is gone; continue it with 'batonflow runs resume {run_id}'" in (
         shown.stdout
     )
     listed = json.loads(runner.invoke(app, ["runs", "list", "--db", str(db), "--json"]).stdout)
-    assert [r["status"] for r in listed if r["run_id"] == run_id] == ["stopped"]
+    assert [r["status"] for r in listed if r["run_id"] == run_id] == ["interrupted"]
     resumed = subprocess.run(
         [
             sys.executable,

@@ -366,11 +366,11 @@ def test_prebuilt_flows_have_typed_start_events_and_stay_quiet(tmp_path, monkeyp
         assert capfd.readouterr().out == ""
 
 
-def test_durable_run_with_non_json_stream_event_says_how_to_fix_it(tmp_path):
+def test_durable_run_with_non_json_state_says_how_to_fix_it(tmp_path):
     """Checkpoints need JSON: the run's error names durability, --no-durable and serializer=."""
     from batonflow.core.checkpoints import SqliteCheckpointStore
 
-    from .flows import OpaqueStreamFlow
+    from .flows import OpaqueStateFlow as OpaqueStreamFlow
 
     db = tmp_path / "runs.db"
     durable = create_app(
@@ -381,7 +381,7 @@ def test_durable_run_with_non_json_stream_event_says_how_to_fix_it(tmp_path):
     with BackgroundServer(durable) as server, httpx.Client(base_url=server.url) as client:
         row = client.post("/workflows/opaque/runs", params={"wait": True}, json={}).json()
     assert row["status"] == "failed"
-    assert row["error"].startswith("SerializationError: stream event: Cannot serialize")
+    assert row["error"].startswith("SerializationError: Cannot serialize state['payload']")
     assert "This server is durable: it checkpoints every step" in row["error"]
     assert "batonflow serve --no-durable" in row["error"]
     assert "serializer=PickleSerializer()" in row["error"]

@@ -41,6 +41,8 @@ class ServerProcess:
             f"echo={FLOWS}:EchoFlow",
             "-w",
             f"twostep={FLOWS}:TwoStepFlow",
+            "-w",
+            f"slowanswer={FLOWS}:SlowAnswerFlow",
         ]
         if not durable:
             args.append("--no-durable")

@@ -182,5 +182,5 @@ async def test_killed_run_resumes_in_new_process_with_same_result(tmp_path: Path
     with SqliteCheckpointStore(tmp_path / "crash.db") as store:
         assert store.run("run-crash").status == "completed"
         steps = [c.step_name for c in store.list("run-crash")]
-        assert steps[0] is None and steps.count("parse") == 1 and steps.count("fast") == 1
+        assert steps[0] == "parse" and steps.count("parse") == 1 and steps.count("fast") == 1
         assert steps[-1] == "join"

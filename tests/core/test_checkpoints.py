@@ -91,7 +91,9 @@ async def test_store_tracks_run_status(store) -> None:
     assert [r.run_id for r in store.runs(status="failed")] == ["b"]
     assert store.run("b").error == "ValueError: bad"
     assert store.runs(workflow_name="Other") == []
-    store.put(make_checkpoint(run_id="a", seq=2))  # resumed: running again
+    store.put(make_checkpoint(run_id="a", seq=2))  # a put leaves the status alone
+    assert store.run("a").status == "completed"
+    store.set_status("a", "running")  # resumed: running again
     assert store.run("a").status == "running" and store.run("a").result is None
 
 
@@ -121,7 +123,7 @@ async def test_sqlite_store_uses_wal_mode(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "runs.db")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("SELECT component, version FROM schema_version").fetchall() == [
-        ("checkpoints", 1)
+        ("checkpoints", 2)
     ]
     conn.close()
 
@@ -143,7 +145,7 @@ async def test_sqlite_store_rejects_a_file_that_is_not_sqlite(tmp_path: Path) ->
     path.write_bytes(b"this is not a database at all" * 100)
     with pytest.raises(
         CheckpointError,
-        match=r"is not a usable checkpoint database .* move it away or pass another path",
+        match=r"is corrupt or not a SQLite database .* move it away or pass another path",
     ):
         SqliteCheckpointStore(path)
 
@@ -154,7 +156,7 @@ async def test_sqlite_store_rejects_a_file_that_is_not_sqlite(tmp_path: Path) ->
         pytest.param(0, r"holds checkpoints of an older batonflow \(schema version 0", id="older"),
         pytest.param(
             7,
-            r"holds checkpoints of a newer batonflow \(schema version 7, this one reads 1\)",
+            r"holds checkpoints of a newer batonflow \(schema version 7, this one reads up to 2\)",
             id="newer",
         ),
     ],
@@ -428,11 +430,11 @@ async def test_failed_run_is_recorded_and_resumes_durably(tmp_path: Path) -> Non
         assert calls.names == ["two"]
         assert store.run("job-1").status == "completed"
         assert json.loads(store.run("job-1").result) == {"n": 2, "seen": [1]}
-        assert [c.seq for c in store.list("job-1")] == [0, 1, 2]
+        assert [c.seq for c in store.list("job-1")] == [1, 2]  # the run record holds its start
 
 
 async def test_run_dying_in_first_step_resumes_from_start_snapshot() -> None:
-    """The start snapshot lets a run that never completed a step resume (StartEvent kept)."""
+    """The run's record lets a run that never completed a step resume (StartEvent kept)."""
 
     class Boom(Workflow):
         broken = True
@@ -448,7 +450,7 @@ async def test_run_dying_in_first_step_resumes_from_start_snapshot() -> None:
     handler = cptr.run(topic="kept")
     with pytest.raises(RuntimeError):
         await handler
-    assert cptr.checkpoints[handler.run_id] == []  # the start snapshot is not listed
+    assert cptr.checkpoints[handler.run_id] == []  # no step completed
     w.broken = False
     assert await cptr.resume(handler.run_id) == "kept"
 
@@ -609,9 +611,9 @@ async def test_every_checkpoint_continues_to_the_same_result() -> None:
     expected = await handler
     full_run = list(calls.names)
     snapshots = cptr.store.list(handler.run_id)
-    assert [c.seq for c in snapshots] == list(range(len(snapshots)))
-    # the start snapshot + one per step execution: 2 split, 6 score, 6 total
-    assert len(snapshots) == 1 + 2 + 6 + 6
+    assert [c.seq for c in snapshots] == list(range(1, len(snapshots) + 1))
+    # one per step execution: 2 split, 6 score, 6 total
+    assert len(snapshots) == 2 + 6 + 6
     remaining: list[int] = []
     for cp in snapshots:
         calls.names.clear()
@@ -619,7 +621,7 @@ async def test_every_checkpoint_continues_to_the_same_result() -> None:
         assert await fresh.run_from(checkpoint=cp) == expected, cp.step_name
         remaining.append(len(calls.names))
     # Nothing before a checkpoint runs again: the work left shrinks to nothing.
-    assert remaining[0] == len(full_run) and remaining[-1] == 0
+    assert remaining[0] == len(full_run) - 1 and remaining[-1] == 0
     assert remaining == sorted(remaining, reverse=True)
 
 
@@ -634,7 +636,7 @@ async def test_concurrent_runs_share_one_sqlite_store(tmp_path: Path) -> None:
         assert [r["scores"][:2] for r in results] == [[2, 4]] * 10
         for h in handlers:
             seqs = [c.seq for c in store.list(h.run_id)]
-            assert seqs == list(range(len(seqs))) and len(seqs) > 5
+            assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) > 5
             assert store.run(h.run_id).status == "completed"
 
 
@@ -646,7 +648,8 @@ async def test_detach_stops_recording() -> None:
     handler = cptr.run(topic="t")
     await handler
     assert cptr.checkpoints[handler.run_id] == []
-    assert [c.seq for c in cptr.store.list(handler.run_id)] == [0]  # only the start snapshot
+    assert cptr.store.list(handler.run_id) == []  # the run's record holds its start event
+    assert cptr.store.run(handler.run_id).start_event is not None
 
 
 def test_sqlite_store_waits_for_a_fresh_file_locked_by_another_process(tmp_path: Path) -> None:

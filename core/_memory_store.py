@@ -1,0 +1,285 @@
+"""The in-memory run store: the same records as the SQLite store, gone with the process.
+
+It is the checkpointer's default and the server's store when nothing is durable. Finished runs
+are kept up to ``max_finished`` (oldest evicted first), so a long-lived process does not grow
+with every run it ever ran.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import threading
+import time
+from collections import OrderedDict
+
+from ._records import ENDED, Checkpoint, InboxItem, RunRecord, StoredEvent, check_status
+from ._sqlite_store import _answered, _check_post
+from .errors import CheckpointError, RunConflictError
+
+
+@dataclasses.dataclass(slots=True)
+class _Run:
+    record: RunRecord
+    checkpoints: builtins.list[Checkpoint] = dataclasses.field(default_factory=builtins.list)
+    seqs: set[int] = dataclasses.field(default_factory=set)
+    events: builtins.list[StoredEvent] = dataclasses.field(default_factory=builtins.list)
+    inbox: builtins.list[InboxItem] = dataclasses.field(default_factory=builtins.list)
+    #: Untyped state as of each checkpoint that recorded changes: (seq, full?, changes).
+    state: builtins.list[tuple[int, bool, dict[str, str | None]]] = dataclasses.field(
+        default_factory=builtins.list
+    )
+
+
+class InMemoryCheckpointStore:
+    """Runs, checkpoints, event logs and inboxes in dicts: fast, gone with the process.
+
+    Args:
+        max_finished: How many ended runs (completed, failed, cancelled) to keep; the oldest
+            ended run is forgotten when one more ends. ``None`` keeps every run.
+    """
+
+    def __init__(self, *, max_finished: int | None = None) -> None:
+        if max_finished is not None and max_finished < 0:
+            raise ValueError(
+                f"max_finished={max_finished!r} is negative; pass a count, or None to keep "
+                "every run."
+            )
+        self.max_finished = max_finished
+        self._lock = threading.Lock()
+        self._runs: dict[str, _Run] = {}
+        self._by_id: dict[str, Checkpoint] = {}
+        self._ended: OrderedDict[str, None] = OrderedDict()
+
+    # -- runs ---------------------------------------------------------------------------------
+
+    def create_run(self, record: RunRecord) -> None:
+        """Record a new run.
+
+        Raises:
+            RunConflictError: A run with that id exists.
+        """
+        check_status(record.status)
+        with self._lock:
+            if record.run_id in self._runs:
+                raise RunConflictError(
+                    f"Run {record.run_id!r} exists already in this store; start it with a new "
+                    "run_id, or resume it."
+                )
+            self._runs[record.run_id] = _Run(record)
+
+    def set_status(
+        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
+    ) -> None:
+        """Set a run's status, result and error."""
+        check_status(status)
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None:
+                return
+            run.record = dataclasses.replace(
+                run.record,
+                status=status,
+                result=result,
+                error=error,
+                updated_at=time.time(),
+                waiting_seq=run.record.waiting_seq if status == "waiting" else None,
+            )
+            self._ended.pop(run_id, None)
+            if status in ENDED:
+                self._ended[run_id] = None
+                self._evict()
+
+    def finish_run(
+        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
+    ) -> None:
+        """Record how a run ended (the same as :meth:`set_status`)."""
+        self.set_status(run_id, status, result=result, error=error)
+
+    def _evict(self) -> None:
+        limit = self.max_finished
+        while limit is not None and len(self._ended) > limit:
+            run_id, _ = self._ended.popitem(last=False)
+            self._forget(run_id)
+
+    def _forget(self, run_id: str) -> None:
+        run = self._runs.pop(run_id, None)
+        if run is not None:
+            for cp in run.checkpoints:
+                self._by_id.pop(cp.id, None)
+        self._ended.pop(run_id, None)
+
+    def runs(
+        self,
+        *,
+        workflow_name: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> builtins.list[RunRecord]:
+        """Runs, oldest first, optionally by workflow name and status (the newest ``limit``)."""
+        with self._lock:
+            records = [run.record for run in self._runs.values()]
+        found = [
+            r
+            for r in sorted(records, key=lambda r: (r.created_at, r.run_id))
+            if (workflow_name is None or r.workflow_name == workflow_name)
+            and (status is None or r.status == status)
+        ]
+        return found[-limit:] if limit is not None and limit > 0 else found
+
+    def run(self, run_id: str) -> RunRecord | None:
+        """One run's record, or ``None``."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            return None if run is None else run.record
+
+    def delete(self, run_id: str) -> None:
+        """Forget a run with its checkpoints, event log and inbox."""
+        with self._lock:
+            self._forget(run_id)
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def put(self, checkpoint: Checkpoint) -> None:
+        """Store a checkpoint; a run not recorded yet is recorded as ``running``.
+
+        Raises:
+            CheckpointError: The id or the run's seq is taken.
+        """
+        with self._lock:
+            run = self._runs.get(checkpoint.run_id)
+            if run is None:
+                now = time.time()
+                run = self._runs[checkpoint.run_id] = _Run(
+                    RunRecord(checkpoint.run_id, checkpoint.workflow_name, "running", now, now)
+                )
+            if checkpoint.id in self._by_id or checkpoint.seq in run.seqs:
+                raise CheckpointError(
+                    f"Run {checkpoint.run_id} already has checkpoint {checkpoint.id} or seq "
+                    f"{checkpoint.seq}; use a new id and the next seq."
+                )
+            if checkpoint.state_changes is not None:
+                state = checkpoint.ctx_data.get("state") or {}
+                run.state.append(
+                    (checkpoint.seq, not checkpoint.state_changes, dict(state["state_data"]))
+                )
+                # Kept without the (partial) state: reads rebuild it from run.state.
+                checkpoint = dataclasses.replace(
+                    checkpoint,
+                    ctx_data={**checkpoint.ctx_data, "state": {**state, "state_data": None}},
+                )
+            run.checkpoints.append(checkpoint)
+            run.seqs.add(checkpoint.seq)
+            self._by_id[checkpoint.id] = checkpoint
+
+    def _full(self, checkpoint: Checkpoint) -> Checkpoint:
+        """``checkpoint`` with its whole state, rebuilt from the changes (under the lock)."""
+        if checkpoint.state_changes is None:
+            return checkpoint
+        run = self._runs[checkpoint.run_id]
+        data: dict[str, str] = {}
+        for seq, full, changes in run.state:
+            if seq > checkpoint.seq:
+                break
+            if full:
+                data = {}
+            for key, value in changes.items():
+                if value is None:
+                    data.pop(key, None)
+                else:
+                    data[key] = value
+        state = {**checkpoint.ctx_data["state"], "state_data": data}
+        return dataclasses.replace(
+            checkpoint, ctx_data={**checkpoint.ctx_data, "state": state}, state_changes=None
+        )
+
+    def list(self, run_id: str) -> builtins.list[Checkpoint]:
+        """A run's checkpoints, oldest first."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            return [] if run is None else [self._full(c) for c in run.checkpoints]
+
+    def latest(self, run_id: str) -> Checkpoint | None:
+        """A run's most recent checkpoint, or ``None``."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None or not run.checkpoints:
+                return None
+            return self._full(run.checkpoints[-1])
+
+    def get(self, checkpoint_id: str) -> Checkpoint:
+        """One checkpoint by id.
+
+        Raises:
+            CheckpointError: No checkpoint has that id.
+        """
+        with self._lock:
+            found = self._by_id.get(checkpoint_id)
+            if found is not None:
+                return self._full(found)
+        raise CheckpointError(
+            f"No checkpoint {checkpoint_id!r} in this store; list a run's checkpoints with "
+            "store.list(run_id)."
+        )
+
+    # -- event log and inbox ------------------------------------------------------------------
+
+    def append_event(self, run_id: str, kind: str, body: str, *, waiting: bool = False) -> int:
+        """Append one entry to the run's event log and return its ``seq`` (from 1)."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None:
+                now = time.time()
+                run = self._runs[run_id] = _Run(RunRecord(run_id, "", "running", now, now))
+            seq = len(run.events) + 1
+            run.events.append(StoredEvent(seq, kind, body))
+            if waiting and run.record.status in ("running", "waiting"):
+                run.record = dataclasses.replace(
+                    run.record, status="waiting", waiting_seq=seq, updated_at=time.time()
+                )
+            return seq
+
+    def events(
+        self, run_id: str, after: int = 0, limit: int | None = None
+    ) -> builtins.list[StoredEvent]:
+        """The run's log entries with ``seq > after``, in order (at most ``limit``)."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None:
+                return []
+            found = run.events[max(after, 0) :]
+        return found[:limit] if limit is not None else found
+
+    def post_event(self, run_id: str, body: str, *, answer: bool = False) -> int:
+        """Commit an event sent to a run into its inbox; return its inbox ``seq``.
+
+        Raises:
+            RunConflictError: As :meth:`SqliteCheckpointStore.post_event`.
+        """
+        with self._lock:
+            run = self._runs.get(run_id)
+            key = _check_post(
+                run_id, None if run is None else (run.record.status, run.record.waiting_seq), answer
+            )
+            assert run is not None  # _check_post raised otherwise
+            if key is not None and any(item.key == key for item in run.inbox):
+                raise _answered(run_id)
+            seq = len(run.inbox) + 1
+            run.inbox.append(InboxItem(seq, body, key))
+            if key is not None:
+                run.record = dataclasses.replace(
+                    run.record, status="running", updated_at=time.time()
+                )
+            return seq
+
+    def inbox(self, run_id: str, after: int = 0) -> builtins.list[InboxItem]:
+        """The run's inbox events with ``seq > after``, in order."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            return [] if run is None else run.inbox[max(after, 0) :]
+
+    def close(self) -> None:
+        """Nothing to close (the store's data stays until it is dropped)."""
+
+
+__all__ = ["InMemoryCheckpointStore"]

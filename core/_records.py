@@ -1,0 +1,183 @@
+"""The records a run store keeps: runs, checkpoints, stream events, inbox events.
+
+These are plain frozen dataclasses shared by every :class:`~batonflow.core.checkpoints.
+CheckpointStore` backend (in memory, SQLite, and later PostgreSQL), so a store test written
+once runs against each of them.
+
+The status vocabulary is the same for library, CLI and server runs:
+
+``running``      the run is in progress (or its process died and nobody resumed it yet)
+``waiting``      the run asked for input (an ``InputRequiredEvent``) and waits for an answer
+``completed``    the run returned its result
+``failed``       a step raised, or the run timed out (``error`` says which)
+``cancelled``    the run was cancelled
+``interrupted``  the run was stopped from outside (a signal, a server that could not restore
+                 it, a full disk); it can be resumed from its last checkpoint
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Every status a stored run can have.
+STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
+#: Statuses of a run that is still going on (or was left so by a crash).
+ACTIVE = frozenset({"running", "waiting"})
+#: Statuses of a run that ended; its record does not change any more.
+ENDED = frozenset({"completed", "failed", "cancelled"})
+
+
+def check_status(status: str) -> str:
+    """Return ``status`` if it is one of :data:`STATUSES`.
+
+    Raises:
+        ValueError: An unknown status.
+    """
+    if status not in STATUSES:
+        raise ValueError(f"Unknown run status {status!r}; use one of {', '.join(STATUSES)}.")
+    return status
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """The run as it was right after one step completed.
+
+    Attributes:
+        id: Unique id of the checkpoint.
+        run_id: The run it belongs to.
+        workflow_name: The workflow that ran.
+        step_name: The step that had just completed (``None`` for the snapshot taken when a
+            durable run starts, before any step, or while it waits for an answer).
+        input_event_type: ``"module:Class"`` of the event the step ran on.
+        output_event_types: ``"module:Class"`` of each event the step returned.
+        created_at: Wall-clock time (``time.time()``) the checkpoint was taken.
+        ctx_data: ``ctx.to_dict()`` at the step boundary: state, queued and in-progress events,
+            buffers, waiters (JSON-compatible). Stream events are not in it: they are in the
+            run's event log, recorded once when written.
+        seq: Position in the run (0 for the start snapshot, then 1, 2, ...).
+        final_event: The serialized StopEvent when this step ended the run, else ``None``.
+        inbox_seq: How many of the run's inbox events (see ``CheckpointStore.post_event``) the
+            run had taken in at this checkpoint; a resume delivers the ones after it.
+        state_changes: When not ``None``, ``ctx_data["state"]["state_data"]`` holds only the
+            untyped state keys written since the previous checkpoint (encoded values; ``None``
+            for a deleted key) and the store rebuilds the full state when it reads the
+            checkpoint back. ``True`` for "these changes on top of the previous state",
+            ``False`` for "this is the whole state" (the first checkpoint, or after
+            ``set_state``/``clear``).
+        input_event: The event the step ran on (the seeds' LlamaIndex name). Kept in memory
+            only: ``None`` for checkpoints read back from a store's file.
+        output_event: The event the step returned (the first one, for a fan-out), ``None``
+            when it returned nothing; in memory only, as ``input_event``.
+    """
+
+    id: str
+    run_id: str
+    workflow_name: str
+    step_name: str | None
+    input_event_type: str | None
+    output_event_types: tuple[str, ...]
+    created_at: float
+    ctx_data: dict[str, Any] = field(repr=False)
+    seq: int = 0
+    final_event: str | None = field(default=None, repr=False)
+    inbox_seq: int = 0
+    state_changes: bool | None = None
+    input_event: Any = field(default=None, repr=False, compare=False)
+    output_event: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def id_(self) -> str:
+        """LlamaIndex's name for :attr:`id`."""
+        return self.id
+
+    @property
+    def last_completed_step(self) -> str | None:
+        """LlamaIndex's name for :attr:`step_name`."""
+        return self.step_name
+
+    @property
+    def ctx_state(self) -> dict[str, Any]:
+        """LlamaIndex's name for :attr:`ctx_data`."""
+        return self.ctx_data
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """What a store knows about one run.
+
+    Attributes:
+        run_id: The run's id.
+        workflow_name: The workflow that ran.
+        status: One of :data:`STATUSES`.
+        created_at: When the run was recorded (before its first step ran).
+        updated_at: When it last changed.
+        result: The serialized result of a completed run, if it could be serialized.
+        error: ``"ExceptionType: message"`` of a run that did not complete.
+        start_event: The serialized StartEvent the run began with (``None`` for a run
+            continued from a restored context).
+        input: The start fields as JSON text, for display (the server's ``start``).
+        traceparent: The W3C ``traceparent`` of the caller who started it.
+        owner: Who runs it: ``"server"``, ``"cli"`` or ``None`` (library code).
+        pid: The process id that started it, to tell later whether that process died.
+        flow_ref: How to load its workflow again (``module:Class``, a prebuilt name).
+        waiting_seq: The event-log ``seq`` of the ``InputRequiredEvent`` a waiting run asked
+            with; an answer to it is accepted once.
+    """
+
+    run_id: str
+    workflow_name: str
+    status: str
+    created_at: float
+    updated_at: float
+    result: str | None = None
+    error: str | None = None
+    start_event: str | None = field(default=None, repr=False)
+    input: str | None = field(default=None, repr=False)
+    traceparent: str | None = None
+    owner: str | None = None
+    pid: int | None = None
+    flow_ref: str | None = None
+    waiting_seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """One entry of a run's append-only event log.
+
+    Attributes:
+        seq: Its sequence number in the run, from 1, given once when it was recorded.
+        kind: ``"event"`` for a stream event, ``"end"`` for the run's last entry.
+        body: The entry as JSON text (``{"type", "qualified_name", "value"}`` for events).
+    """
+
+    seq: int
+    kind: str
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class InboxItem:
+    """One event sent to a run from outside, committed before the sender got an answer.
+
+    Attributes:
+        seq: Its position in the run's inbox, from 1.
+        body: The event, serialized with the workflow's serializer.
+        key: What it answers (``"answer:<seq of the InputRequiredEvent>"``) or ``None``.
+    """
+
+    seq: int
+    body: str
+    key: str | None = None
+
+
+__all__ = [
+    "ACTIVE",
+    "ENDED",
+    "STATUSES",
+    "Checkpoint",
+    "InboxItem",
+    "RunRecord",
+    "StoredEvent",
+    "check_status",
+]

@@ -1,0 +1,160 @@
+"""Durable runs over real HTTP: recorded before they run, answers committed before 202."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from batonflow.apps.run_store import RunStore
+from batonflow.apps.server import BackgroundServer, create_app
+from batonflow.core.checkpoints import SqliteCheckpointStore
+
+from . import flows
+from .sse import read_sse, wait_status
+from .test_server_restart import ServerProcess
+
+
+def nested(depth: int) -> dict:
+    value: dict = {"leaf": 1}
+    for _ in range(depth):
+        value = {"n": value}
+    return value
+
+
+def test_input_that_cannot_be_recorded_is_a_422_and_nothing_runs(tmp_path: Path) -> None:
+    """A start field too deep to encode: 422 naming the cause, no run listed, no step ran."""
+    log = tmp_path / "log.txt"
+    db = tmp_path / "runs.db"
+    app = create_app(
+        {"slow": flows.SlowAnswerFlow(timeout=None)},
+        store=RunStore(db),
+        checkpoints=SqliteCheckpointStore(db),
+    )
+    with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=20) as c:
+        started = c.post("/workflows/slow/runs", json={"log": str(log), "deep": nested(600)})
+        assert started.status_code == 422, started.text
+        assert "nested too deeply" in started.json()["detail"]
+        assert started.json()["cause"] == "SerializationError"
+        assert c.get("/runs").json()["runs"] == []
+    assert not log.exists()
+
+
+def test_concurrent_answers_one_wins_the_others_get_409(client: httpx.Client) -> None:
+    """Ten answers sent at once to one waiting run: one 202, nine 409, one answering step."""
+    run_id = client.post("/workflows/approval/runs", json={"topic": "race"}).json()["run_id"]
+    wait_status(client, run_id, {"waiting"})
+    codes: list[int] = []
+    barrier = threading.Barrier(10)
+
+    def answer(i: int) -> None:
+        with httpx.Client(base_url=str(client.base_url), timeout=20) as own:
+            barrier.wait()
+            body = {"type": "HumanResponseEvent", "data": {"response": f"a{i}"}}
+            codes.append(own.post(f"/runs/{run_id}/events", json=body).status_code)
+
+    threads = [threading.Thread(target=answer, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(codes) == [202] + [409] * 9
+    done = wait_status(client, run_id, {"completed"})
+    assert done["result"].startswith("race: a")
+    later = client.post(
+        f"/runs/{run_id}/events", json={"type": "HumanResponseEvent", "data": {"response": "x"}}
+    )
+    assert later.status_code == 409 and "is completed" in later.json()["detail"]
+
+
+@pytest.mark.slow
+def test_an_accepted_answer_survives_a_kill_before_it_is_used(tmp_path: Path) -> None:
+    """202 then SIGKILL while the answering step runs: the restarted server finishes the run
+    with that answer, without asking again."""
+    db = tmp_path / "runs.db"
+    log = tmp_path / "log.txt"
+    server = ServerProcess(db)
+    c = server.client
+    run_id = c.post(
+        "/workflows/slowanswer/runs", json={"log": str(log), "delay": 1.5}
+    ).json()["run_id"]
+    wait_status(c, run_id, {"waiting"})
+    sent = c.post(
+        f"/runs/{run_id}/events", json={"type": "HumanResponseEvent", "data": {"response": "go"}}
+    )
+    assert sent.status_code == 202, sent.text
+    server.kill()  # the answering step is sleeping
+    server = ServerProcess(db)
+    try:
+        done = wait_status(server.client, run_id, {"completed", "failed"}, timeout=30)
+        assert done["status"] == "completed" and done["result"] == "answer: go", done
+        assert log.read_text() == "asked\n"  # the question was not asked again
+        types = [m["data"].get("type") for m in read_sse(server.client, f"/runs/{run_id}/events")]
+        assert types.count("InputRequiredEvent") == 1, types
+    finally:
+        server.kill()
+
+
+def _tmpfs(path: Path, size: str) -> Iterator[Path]:
+    path.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 512 KiB tmpfs (needs root, as in CI)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
+    yield from _tmpfs(tmp_path / "disk", "512k")
+
+
+def _fill(folder: Path) -> Path:
+    filler = folder / "filler"
+    with open(filler, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 4096)
+        except OSError:
+            pass
+    return filler
+
+
+def test_full_disk_is_a_507_nothing_runs_and_it_works_once_space_is_back(
+    small_disk: Path,
+) -> None:
+    """A start on a full disk: 507 with the cause, no run; after freeing space it runs."""
+    db = small_disk / "runs.db"
+    log = small_disk.parent / "log.txt"
+    store = SqliteCheckpointStore(db)
+    app = create_app(
+        {"slow": flows.SlowAnswerFlow(timeout=None)}, store=RunStore(db), checkpoints=store
+    )
+    with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=20) as c:
+        filler = _fill(small_disk)
+        body = {"log": str(log), "delay": 0.0, "pad": "x" * 20000}
+        full = c.post("/workflows/slow/runs", json=body)
+        assert full.status_code == 507, full.text
+        assert full.json()["cause"] == "StoreFullError"
+        assert "is full" in full.json()["detail"] and "Free space" in full.json()["detail"]
+        assert not log.exists()
+        filler.unlink()
+        ok = c.post("/workflows/slow/runs", json=body)
+        assert ok.status_code == 202, ok.text
+        run_id = ok.json()["run_id"]
+        wait_status(c, run_id, {"waiting"})
+        sent = c.post(
+            f"/runs/{run_id}/events",
+            json={"type": "HumanResponseEvent", "data": {"response": "y"}},
+        )
+        assert sent.status_code == 202
+        assert wait_status(c, run_id, {"completed"})["result"] == "answer: y"
+        assert json.loads(json.dumps(c.get("/runs").json()))["runs"][0]["run_id"] == run_id

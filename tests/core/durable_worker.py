@@ -1,0 +1,137 @@
+"""A durable run to kill: ``python durable_worker.py start|resume DB RUN_ID STEPS``.
+
+One looping step runs ``STEPS`` times; each execution writes a ``Progress`` stream event, sets
+one state key and sleeps a little, so a SIGKILL lands anywhere: in a step, between steps, in
+a checkpoint or event-log write. The tests and ``bench/durable_kill.py`` use it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
+from batonflow.core.checkpoints import SqliteCheckpointStore, WorkflowCheckpointer
+
+
+class Progress(Event):
+    i: int
+
+
+class Tick(Event):
+    i: int
+
+
+class Chain(Workflow):
+    """The workflow the worker runs: ``steps`` looping executions of ``work``."""
+
+    @step
+    async def begin(self, ctx: Context, ev: StartEvent) -> Tick:
+        await ctx.store.set("steps", int(ev.steps))
+        return Tick(i=0)
+
+    @step
+    async def work(self, ctx: Context, ev: Tick) -> Tick | StopEvent:
+        ctx.write_event_to_stream(Progress(i=ev.i))
+        await ctx.store.set(f"k{ev.i}", ev.i)
+        await asyncio.sleep(random.uniform(0.0, 0.004))
+        if ev.i + 1 >= int(await ctx.store.get("steps")):
+            return StopEvent(result=sum(range(ev.i + 1)))
+        return Tick(i=ev.i + 1)
+
+
+async def main(mode: str, db: str, run_id: str, steps: int) -> None:
+    store = SqliteCheckpointStore(db)
+    cptr = WorkflowCheckpointer(Chain(timeout=None), store=store)
+    if mode == "start":
+        handler = cptr.run(run_id=run_id, steps=steps)
+        print("started", flush=True)
+    else:
+        handler = cptr.resume(run_id)
+    print(json.dumps({"result": await handler}), flush=True)
+
+
+@dataclass(frozen=True)
+class Trial:
+    """What one kill-and-resume trial saw."""
+
+    seed: int
+    completed_before_kill: int
+    #: The run's result was wrong or missing after the resume.
+    lost_result: bool
+    #: Steps whose stream event is missing from the log.
+    lost_events: int
+    #: Events of steps that had completed before the kill, delivered again (must be 0).
+    repeated_completed: int
+    #: Events of the step the kill interrupted, written again when it re-ran (at-least-once).
+    rerun_interrupted: int
+    #: Entries recorded before the kill that changed seq or content afterwards (must be 0).
+    renumbered: int
+
+
+def trial(folder: Path, seed: int, steps: int = 30, python: str = sys.executable) -> Trial:
+    """Start a run in a subprocess, SIGKILL it at a seeded random moment, resume it in another
+    process, and compare the event log and result with what a run without a crash gives."""
+    rng = random.Random(seed)
+    db = folder / f"trial-{seed}.db"
+    run_id = f"run-{seed}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OTEL_"))}
+    here = str(Path(__file__))
+    proc = subprocess.Popen(
+        [python, here, "start", str(db), run_id, str(steps)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    proc.stdout.readline()  # "started": the run is recorded
+    time.sleep(rng.uniform(0.0, 0.15))
+    proc.kill()
+    proc.wait(10)
+    proc.stdout.close()
+    with SqliteCheckpointStore(db) as store:
+        latest = store.latest(run_id)
+        state = latest.ctx_data["state"]["state_data"] if latest is not None else {}
+        completed = {int(k[1:]) for k in state if k.startswith("k")}
+        before = [(e.seq, e.body) for e in store.events(run_id)]
+    done = subprocess.run(
+        [python, here, "resume", str(db), run_id, str(steps)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    lines = done.stdout.strip().splitlines()
+    result = json.loads(lines[-1])["result"] if done.returncode == 0 and lines else None
+    with SqliteCheckpointStore(db) as store:
+        after = [(e.seq, e.body) for e in store.events(run_id)]
+    db.unlink()
+    seen: dict[int, int] = {}
+    for _, body in after:
+        entry = json.loads(body)
+        if entry.get("type") == "Progress":
+            i = int(entry["value"]["i"])
+            seen[i] = seen.get(i, 0) + 1
+    return Trial(
+        seed=seed,
+        completed_before_kill=len(completed),
+        lost_result=result != sum(range(steps)),
+        lost_events=sum(1 for i in range(steps) if seen.get(i, 0) == 0),
+        repeated_completed=sum(seen.get(i, 0) - 1 for i in completed if seen.get(i, 0) > 1),
+        rerun_interrupted=sum(
+            seen.get(i, 0) - 1 for i in range(steps) if i not in completed and seen.get(i, 0) > 1
+        ),
+        renumbered=sum(1 for a, b in zip(before, after, strict=False) if a != b)
+        + max(0, len(before) - len(after)),
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
