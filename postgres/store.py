@@ -5,7 +5,8 @@ Tables (in the database's ``public`` schema, or the one ``search_path`` names):
 * ``batonflow_schema(component, version)``: our schema version, migrated by version under an
   advisory lock so replicas starting together do not race.
 * ``checkpoint_runs``: one row per run, with ``lease_owner``/``lease_until`` for replicas.
-* ``checkpoints``, ``run_state``, ``run_events``, ``run_inbox``: as in the SQLite store.
+* ``checkpoints``, ``run_events``, ``run_inbox``: as in the SQLite store (a checkpoint's
+  ``ctx_data`` may hold only the state keys its step changed, ``state_mode`` 1).
 
 Every write is one transaction on a pooled connection (psycopg 3 and ``psycopg_pool``: one
 library for the blocking store calls the engine makes at step boundaries and for the server's
@@ -96,8 +97,6 @@ _SCHEMA = (
         state_mode INTEGER,
         UNIQUE (run_id, seq)
     )""",
-    "CREATE TABLE IF NOT EXISTS run_state (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
-    "key TEXT NOT NULL, value TEXT, PRIMARY KEY (run_id, key, seq))",
     "CREATE TABLE IF NOT EXISTS run_events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
     "kind TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq))",
     "CREATE TABLE IF NOT EXISTS run_inbox (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
@@ -376,7 +375,7 @@ class PostgresCheckpointStore:
         """Forget a run with its checkpoints, event log and inbox."""
 
         def delete(conn: psycopg.Connection[Any]) -> None:
-            for table in ("checkpoints", "run_state", "run_events", "run_inbox"):
+            for table in ("checkpoints", "run_events", "run_inbox"):
                 conn.execute(f"DELETE FROM {table} WHERE run_id = %s", (run_id,))  # type: ignore[arg-type]
             conn.execute("DELETE FROM checkpoint_runs WHERE run_id = %s", (run_id,))
 
@@ -394,14 +393,8 @@ class PostgresCheckpointStore:
             LeaseLostError: Another replica holds the run.
             StoreFullError: The server's disk is full; nothing was written.
         """
-        ctx_data = checkpoint.ctx_data
-        changes: dict[str, Any] | None = None
-        if checkpoint.state_changes is not None:
-            state = ctx_data.get("state") or {}
-            changes = dict(state.get("state_data") or {})
-            ctx_data = {**ctx_data, "state": {**state, "state_data": {}}}
         try:
-            ctx_json = json.dumps(ctx_data, separators=(",", ":"))
+            ctx_json = json.dumps(checkpoint.ctx_data, separators=(",", ":"))
         except (TypeError, ValueError, RecursionError) as exc:
             raise CheckpointError(
                 f"Checkpoint {checkpoint.id} of run {checkpoint.run_id} has ctx_data that is not "
@@ -445,12 +438,6 @@ class PostgresCheckpointStore:
                     f"Run {checkpoint.run_id} already has checkpoint {checkpoint.id} or seq "
                     f"{checkpoint.seq}; is another process resuming the same run?"
                 ) from exc
-            if changes:
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        "INSERT INTO run_state (run_id, seq, key, value) VALUES (%s, %s, %s, %s)",
-                        [(checkpoint.run_id, checkpoint.seq, k, v) for k, v in changes.items()],
-                    )
 
         self._write("write a checkpoint", insert)
         self._recorded.add(checkpoint.run_id)
@@ -461,7 +448,9 @@ class PostgresCheckpointStore:
             f"SELECT {_CHECKPOINT_COLUMNS} FROM checkpoints WHERE run_id = %s ORDER BY seq",
             (run_id,),
         )
-        return [self._checkpoint(r) for r in rows]
+        state: dict[str, str] = {}
+        # The state is rebuilt as the rows go by: one pass, not one query per row.
+        return [self._checkpoint(r, state) for r in rows]
 
     def latest(self, run_id: str) -> Checkpoint | None:
         """The run's most recent checkpoint, or ``None``."""
@@ -683,7 +672,11 @@ class PostgresCheckpointStore:
     def __repr__(self) -> str:
         return f"PostgresCheckpointStore({self._where!r})"
 
-    def _checkpoint(self, row: tuple[Any, ...]) -> Checkpoint:
+    def _checkpoint(
+        self, row: tuple[Any, ...], running: dict[str, str] | None = None
+    ) -> Checkpoint:
+        """A row as a Checkpoint with its whole state; ``running`` carries the state of the
+        run's previous row when rows are read in order."""
         cid, run_id, seq, workflow_name, step, input_type, outputs, created, ctx, final = row[:10]
         inbox_seq, mode = row[10], row[11]
         try:
@@ -693,7 +686,13 @@ class PostgresCheckpointStore:
                 raise ValueError("ctx_data is not a JSON object")
             if mode is not None:
                 state = dict(ctx_data.get("state") or {})
-                state["state_data"] = self._state_at(run_id, int(seq))
+                if running is None:
+                    state["state_data"] = self._state_at(run_id, int(seq))
+                else:
+                    if mode == 0:
+                        running.clear()
+                    _apply(running, state.get("state_data"))
+                    state["state_data"] = dict(running)
                 ctx_data["state"] = state
             return Checkpoint(
                 id=cid,
@@ -715,18 +714,22 @@ class PostgresCheckpointStore:
             ) from exc
 
     def _state_at(self, run_id: str, seq: int) -> dict[str, str]:
-        """The untyped state as of checkpoint ``seq``: its last full state plus changes."""
+        """The untyped state as of checkpoint ``seq``: its last whole state plus changes."""
         base = self._query(
             "SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE run_id = %s AND seq <= %s "
             "AND state_mode = 0",
             (run_id, seq),
         )[0][0]
         rows = self._query(
-            "SELECT DISTINCT ON (key) key, value FROM run_state WHERE run_id = %s "
-            "AND seq >= %s AND seq <= %s ORDER BY key, seq DESC",
+            "SELECT (ctx_data::json -> 'state' -> 'state_data')::text FROM checkpoints "
+            "WHERE run_id = %s AND seq >= %s AND seq <= %s AND state_mode IS NOT NULL "
+            "ORDER BY seq",
             (run_id, base, seq),
         )
-        return {str(k): str(v) for k, v in rows if v is not None}
+        state: dict[str, str] = {}
+        for (changes,) in rows:
+            _apply(state, json.loads(changes or "{}"))
+        return state
 
     def _error(self, exc: BaseException, action: str) -> CheckpointError:
         """The :class:`CheckpointError` subclass that tells what went wrong on the server."""
@@ -766,6 +769,15 @@ class PostgresCheckpointStore:
             f"Could not {action} in {where} ({type(exc).__name__}: {text}); check the "
             "database, or pass another URL."
         )
+
+
+def _apply(state: dict[str, str], changes: Any) -> None:
+    """Apply one checkpoint's state changes (``None`` deletes a key) to ``state``."""
+    for key, value in dict(changes or {}).items():
+        if value is None:
+            state.pop(key, None)
+        else:
+            state[str(key)] = str(value)
 
 
 def _redacted(url: str) -> str:
