@@ -121,6 +121,10 @@ class RunManager:
             )
             for name, workflow in workflows.items()
         }
+        from ._replicas import ReplicaSet, can_replicate
+
+        #: This server's part among replicas sharing a PostgreSQL store (else ``None``).
+        self.replicas = ReplicaSet(self) if can_replicate(self.records) else None
 
     # -- starting -------------------------------------------------------------------------
 
@@ -163,16 +167,37 @@ class RunManager:
         """
         resumed = 0
         for row in self.store.unfinished():
-            handler = self._reopen(row)
-            if handler is None:
-                self._finish_stored(row.run_id, "interrupted", None, INTERRUPTED)
-                continue
-            status = "waiting" if row.status == "waiting" else "running"
-            live = LiveRun(row.run_id, row.workflow, self.workflows[row.workflow], handler)
-            live.status = status
-            self._follow(live)
-            resumed += 1
+            if self.replicas is not None and not self.replicas.claim(row.run_id):
+                continue  # another replica holds it and is alive
+            resumed += self.adopt(row)
+        if self.replicas is not None:
+            resumed += await self.replicas.start()
         return resumed
+
+    def adopt(self, row: Any) -> bool:
+        """Resume a stored unfinished run here; mark it interrupted when it cannot continue."""
+        handler = self._reopen(row)
+        if handler is None:
+            self._finish_stored(row.run_id, "interrupted", None, INTERRUPTED)
+            return False
+        live = LiveRun(row.run_id, row.workflow, self.workflows[row.workflow], handler)
+        live.status = "waiting" if row.status == "waiting" else "running"
+        self._follow(live)
+        return True
+
+    async def drop(self, live: LiveRun) -> None:
+        """Stop running ``live`` here without recording anything (another process owns it)."""
+        self.checkpointers[live.workflow_name].release(live.run_id)
+        self.live.pop(live.run_id, None)
+        if live.pump is not None:
+            live.pump.cancel()
+            await asyncio.gather(live.pump, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            outcome = live.handler.cancel_run()
+            if inspect.isawaitable(outcome):
+                await outcome
+        live._notify()
+        live.done.set()
 
     def _reopen(self, row: Any) -> Any:
         """A handler continuing ``row``'s run, or ``None`` when it cannot continue."""
@@ -191,7 +216,11 @@ class RunManager:
 
     async def _pump(self, live: LiveRun) -> None:
         from batonflow.core import InputRequiredEvent
-        from batonflow.core.errors import CheckpointError, WorkflowCancelledByUser
+        from batonflow.core.errors import (
+            CheckpointError,
+            LeaseLostError,
+            WorkflowCancelledByUser,
+        )
 
         result: Any = None
         error: str | None = None
@@ -209,6 +238,10 @@ class RunManager:
             status, error = "cancelled", "The run was cancelled."
         except WorkflowCancelledByUser:
             status, error = "cancelled", "The run was cancelled."
+        except LeaseLostError:
+            # Another replica took the run over: it goes on there, nothing is recorded here.
+            await self.drop(live)
+            return
         except CheckpointError as exc:
             # The store failed (full disk...): what it holds is intact, resume the run later.
             status, error = "interrupted", error_text(exc)
@@ -281,7 +314,11 @@ class RunManager:
         return live.status
 
     async def follow(self, run_id: str, after: int) -> AsyncIterator[StoredEvent | None]:
-        """Yield the run's events after ``after``, live until it ends; ``None`` = heartbeat."""
+        """Yield the run's events after ``after``, live until it ends; ``None`` = heartbeat.
+
+        A run held by another replica is followed through the database's event log.
+        """
+        ended = False
         while True:
             live = self.live.get(run_id)
             changed = live.changed if live is not None else None
@@ -289,17 +326,29 @@ class RunManager:
             for entry in entries:
                 yield entry
                 after = entry.seq
+                ended = ended or entry.kind == "end"
             if entries:
                 continue  # read again before waiting: more may have come meanwhile
             if changed is None or live is None or live.done.is_set():
-                return
+                if self.replicas is None or ended or self._ended_here(run_id):
+                    return
+                # The run is held by another replica: its log grows in the database and a
+                # NOTIFY wakes us (the heartbeat timeout re-reads it anyway).
+                changed = self.replicas.changed(run_id)
             try:
                 await asyncio.wait_for(changed.wait(), self.heartbeat)
             except TimeoutError:
                 yield None
 
+    def _ended_here(self, run_id: str) -> bool:
+        """Whether the run ended without an ``end`` entry to wait for (nobody runs it)."""
+        row = self.store.get(run_id)
+        return row is None or row.status == "interrupted"
+
     async def close(self) -> None:
         """Stop following live runs (server shutdown); their stored state stays as it is."""
+        if self.replicas is not None:
+            await self.replicas.stop()
         runs = list(self.live.values())
         for live in runs:
             self.checkpointers[live.workflow_name].release(live.run_id)

@@ -25,6 +25,7 @@ from .errors import BatonflowError as BatonflowError
 from .errors import CheckpointError as CheckpointError
 from .errors import ContextSerdeError as ContextSerdeError
 from .errors import ContextStateError as ContextStateError
+from .errors import LeaseLostError as LeaseLostError
 from .errors import ResourceError as ResourceError
 from .errors import RunConflictError as RunConflictError
 from .errors import SerializationError as SerializationError
@@ -128,6 +129,7 @@ from .state import InMemoryStateStore as InMemoryStateStore
 from .state import StateStore as StateStore
 from .step import catch_error as catch_error
 from .step import step as step
+from .stores import open_store as open_store
 from .testing import WorkflowTestResult as WorkflowTestResult
 from .testing import WorkflowTestRunner as WorkflowTestRunner
 from .workflow import Workflow as Workflow
@@ -159,6 +161,7 @@ __all__ = [
     "JoinedEvents",
     "JsonPickleSerializer",
     "JsonSerializer",
+    "LeaseLostError",
     "PickleSerializer",
     "PrintingInstrument",
     "Resource",
@@ -228,6 +231,7 @@ __all__ = [
     "draw_most_recent_execution",
     "draw_most_recent_execution_mermaid",
     "get_workflow_representation",
+    "open_store",
     "retry_all",
     "retry_always",
     "retry_any",

@@ -465,6 +465,14 @@ class WorkflowCheckpointer:
             if not handler.is_done():
                 self._released.add(run_id)
 
+    def deliver(self, run_id: str) -> None:
+        """Give run ``run_id``, if it runs here, the inbox events it has not taken in yet.
+
+        For events committed to the inbox by another process (a server replica that took an
+        answer): :meth:`send_event` delivers its own events already.
+        """
+        self._deliver(run_id)
+
     def _deliver(self, run_id: str) -> None:
         """Give the live run the inbox events it has not taken in yet, in order."""
         handler = self._live.get(run_id)

@@ -27,7 +27,9 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
         ├── StoreLockedError                 another process held the store too long
         ├── StoreCorruptError                the store's file or a row in it is damaged
         └── RunConflictError                 the run's state does not allow that (e.g. a
-                                             second answer to one question)
+            │                                second answer to one question)
+            └── LeaseLostError               another process (a server replica) took the
+                                             run over: this one must stop running it
 """
 
 from __future__ import annotations
@@ -144,11 +146,17 @@ class RunConflictError(CheckpointError):
     for a run that has ended, a run id that exists already."""
 
 
+class LeaseLostError(RunConflictError):
+    """This process no longer holds the run: another replica took it over after this one's
+    lease expired. The run goes on there; this process must stop running it."""
+
+
 __all__ = [
     "BatonflowError",
     "CheckpointError",
     "ContextSerdeError",
     "ContextStateError",
+    "LeaseLostError",
     "ResourceError",
     "RunConflictError",
     "SerializationError",

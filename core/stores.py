@@ -20,12 +20,11 @@ registers ``postgresql`` and ``postgres``, and a third-party package can registe
 from __future__ import annotations
 
 import os
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from .checkpoints import CheckpointStore
 from ._sqlite_store import SqliteCheckpointStore
+from .checkpoints import CheckpointStore
 from .errors import CheckpointError
 
 #: The environment variable naming the run store of the command line and the server.
@@ -60,6 +59,8 @@ def open_store(target: str | os.PathLike[str] | CheckpointStore, **options: Any)
     if scheme == "sqlite":
         # sqlite:///relative.db and sqlite:////absolute.db, as SQLAlchemy spells them.
         return SqliteCheckpointStore(Path(rest[1:] if rest.startswith("/") else rest), **options)
+    from importlib.metadata import entry_points  # only for URLs: keeps the import cheap
+
     base = scheme.split("+", 1)[0]  # postgresql+psycopg://... as SQLAlchemy spells drivers
     found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == base]
     if not found:
@@ -69,9 +70,7 @@ def open_store(target: str | os.PathLike[str] | CheckpointStore, **options: Any)
             if extra
             else "install a package that registers it, or use a SQLite path"
         )
-        raise CheckpointError(
-            f"No run store is installed for {base}:// URLs; {fix}."
-        )
+        raise CheckpointError(f"No run store is installed for {base}:// URLs; {fix}.")
     cls = found[0].load()
     url = text if base == scheme else base + "://" + rest
     store = cls(url, **options)
@@ -83,7 +82,9 @@ def open_store(target: str | os.PathLike[str] | CheckpointStore, **options: Any)
     return store
 
 
-def database_url(value: str | os.PathLike[str] | None = None, *, default: str | os.PathLike[str]) -> str:
+def database_url(
+    value: str | os.PathLike[str] | None = None, *, default: str | os.PathLike[str]
+) -> str:
     """The store the command line and server use: ``value``, else ``$BATONFLOW_DATABASE_URL``,
     else ``default``."""
     if value is not None and os.fspath(value) != "":

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 from batonflow._extras import require_extra
 
-require_extra("batonflow.postgres", "postgres", {"psycopg": "psycopg", "psycopg_pool": "psycopg-pool"})
+require_extra(
+    "batonflow.postgres", "postgres", {"psycopg": "psycopg", "psycopg_pool": "psycopg-pool"}
+)
 
 from .store import PostgresCheckpointStore  # noqa: E402
 

@@ -25,7 +25,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import psycopg
-
 from batonflow.core._records import RunRecord
 
 from .store import EVENTS_CHANNEL, INBOX_CHANNEL, PostgresCheckpointStore

@@ -30,9 +30,6 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import psycopg
-from psycopg import errors as pg_errors
-from psycopg_pool import ConnectionPool, PoolTimeout
-
 from batonflow.core._records import (
     ACTIVE,
     ENDED,
@@ -45,12 +42,15 @@ from batonflow.core._records import (
 from batonflow.core._sqlite_store import _answered, _check_post
 from batonflow.core.errors import (
     CheckpointError,
+    LeaseLostError,
     RunConflictError,
     StoreCorruptError,
     StoreFullError,
     StoreLockedError,
     StoreReadOnlyError,
 )
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 SCHEMA_VERSION = 2
 COMPONENT = "checkpoints"
@@ -114,11 +114,6 @@ _RUN_COLUMNS = (
     "run_id, workflow_name, status, created_at, updated_at, result, error, start_event, input, "
     "traceparent, owner, pid, flow_ref, waiting_seq"
 )
-
-
-class LeaseLostError(RunConflictError):
-    """This replica no longer holds the run: another replica took it over after its lease
-    expired. The run goes on there; this replica must stop running it."""
 
 
 class PostgresCheckpointStore:
@@ -741,16 +736,12 @@ class PostgresCheckpointStore:
                 f"({text}); nothing was written and what was committed before is intact. "
                 "Free space on the server, then resume the run."
             )
-        if isinstance(
-            exc, pg_errors.ReadOnlySqlTransaction | pg_errors.InsufficientPrivilege
-        ):
+        if isinstance(exc, pg_errors.ReadOnlySqlTransaction | pg_errors.InsufficientPrivilege):
             return StoreReadOnlyError(
                 f"Could not {action}: the database at {where} cannot be written ({text}); "
                 "connect to the primary server with a user that may write."
             )
-        if isinstance(
-            exc, pg_errors.LockNotAvailable | pg_errors.DeadlockDetected | PoolTimeout
-        ):
+        if isinstance(exc, pg_errors.LockNotAvailable | pg_errors.DeadlockDetected | PoolTimeout):
             return StoreLockedError(
                 f"Could not {action}: the database at {where} was busy ({text}); retry, or "
                 "give the pool more connections (max_size=)."
@@ -792,4 +783,4 @@ def _redacted(url: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
-__all__ = ["LeaseLostError", "PostgresCheckpointStore"]
+__all__ = ["LeaseLostError", "PostgresCheckpointStore"]  # LeaseLostError: batonflow.core.errors

@@ -11,7 +11,6 @@ import time
 import uuid
 
 import pytest
-
 from batonflow.core._records import Checkpoint, RunRecord
 from batonflow.core.checkpoints import CheckpointStore, InMemoryCheckpointStore
 from batonflow.core.errors import CheckpointError, RunConflictError

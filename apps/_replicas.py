@@ -1,0 +1,127 @@
+"""A server replica among others on one database: which runs it runs, and how it hears of the rest.
+
+When the server's store can lease runs (a :class:`~batonflow.postgres.PostgresCheckpointStore`
+with a ``replica_id``), :class:`ReplicaSet` joins the server's :class:`~._runs.RunManager` to
+the other replicas:
+
+* at start, the manager resumes only the unfinished runs this replica can claim (runs leased to
+  it before a restart, or to nobody); runs live on other replicas are left to them;
+* :class:`batonflow.postgres.leases.Replication` renews the leases and hands over the runs of
+  replicas that died, which the manager resumes from their last checkpoint;
+* an event committed to the inbox of a run held here (by any replica) is delivered at once;
+* an event logged by a run held elsewhere wakes this replica's SSE readers of that run, which
+  read the database's event log: a client may follow any run on any replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._runs import RunManager
+
+logger = logging.getLogger("batonflow.apps.server")
+
+
+def can_replicate(store: Any) -> bool:
+    """Whether ``store`` leases runs to replicas (it has a replica id and the lease calls)."""
+    return getattr(store, "replica_id", None) is not None and hasattr(store, "claim_expired")
+
+
+class ReplicaSet:
+    """This replica's part in the replica set of ``manager``'s store."""
+
+    def __init__(self, manager: RunManager) -> None:
+        from batonflow.postgres.leases import Replication
+
+        self.manager = manager
+        self.store = manager.records
+        self._changed: dict[str, asyncio.Event] = {}
+        self.replication = Replication(
+            self.store,
+            on_takeover=self._take_over,
+            on_inbox=self._inbox,
+            on_events=self._events,
+            on_lost=self._lost,
+        )
+
+    @property
+    def replica_id(self) -> str:
+        """This replica's name in the leases."""
+        return str(self.store.replica_id)
+
+    def claim(self, run_id: str) -> bool:
+        """Take ``run_id`` for this replica at start-up, unless another live replica holds it."""
+        return bool(self.store.claim(run_id))
+
+    async def start(self) -> int:
+        """Start the heartbeat and the listener; return how many runs were taken over."""
+        taken = await self.replication.start()
+        return len(taken)
+
+    async def stop(self) -> None:
+        """Stop the heartbeat and the listener, and give up the leases of the runs held here.
+
+        Releasing them on a clean shutdown lets another replica take the runs over at once
+        instead of after the lease runs out.
+        """
+        await self.replication.stop()
+        for run_id in list(self.manager.live):
+            try:
+                self.store.release(run_id)
+            except Exception as exc:  # the database may be gone too: the lease then expires
+                logger.warning("Could not release the lease of run %s: %s", run_id, exc)
+
+    def changed(self, run_id: str) -> asyncio.Event:
+        """An event set when the log of a run held elsewhere grows (for SSE readers here)."""
+        event = self._changed.get(run_id)
+        if event is None:
+            event = self._changed[run_id] = asyncio.Event()
+        return event
+
+    def forget(self, run_id: str) -> None:
+        """Drop the wake-up event of a run nobody here follows any more."""
+        self._changed.pop(run_id, None)
+
+    # -- callbacks of Replication ---------------------------------------------------------
+
+    async def _take_over(self, record: Any) -> None:
+        if record.run_id in self.manager.live:
+            return
+        row = self.manager.store.get(record.run_id)
+        if row is None:
+            return
+        logger.warning(
+            "replica %s resumes run %s (%s) from its last checkpoint",
+            self.replica_id,
+            row.run_id,
+            row.workflow,
+        )
+        self.manager.adopt(row)
+
+    def _inbox(self, run_id: str) -> None:
+        live = self.manager.live.get(run_id)
+        if live is not None:
+            self.manager.checkpointers[live.workflow_name].deliver(run_id)
+            if live.status == "waiting":
+                live.status = "running"
+
+    def _events(self, run_id: str, seq: int) -> None:
+        event = self._changed.pop(run_id, None)
+        if event is not None:
+            event.set()
+
+    async def _lost(self, run_id: str) -> None:
+        live = self.manager.live.get(run_id)
+        if live is not None:
+            logger.warning(
+                "replica %s lost run %s to another replica; it stops running it here",
+                self.replica_id,
+                run_id,
+            )
+            await self.manager.drop(live)
+
+
+__all__ = ["ReplicaSet", "can_replicate"]

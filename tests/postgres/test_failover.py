@@ -1,0 +1,174 @@
+"""Three ``batonflow serve`` replicas on one PostgreSQL database; one is killed with SIGKILL.
+
+Fifty runs are in flight, a third of them waiting for an answer. After the kill: every run
+completes exactly once (one ``end`` entry, completed steps not re-run), no answer is lost, and
+an SSE client that reconnects to a surviving replica with ``Last-Event-ID`` sees each event
+once, in order.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from batonflow.client import Client
+from batonflow.client.errors import ClientError
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+FLOWS = HERE / "replica_flows.py"
+
+
+class Replica:
+    """One ``batonflow serve`` subprocess on the shared database; stderr goes to a file."""
+
+    def __init__(self, name: str, url: str, tmp: Path, lease: float) -> None:
+        self.name = name
+        self.log = tmp / f"{name}.log"
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OTEL_"))}
+        env["PYTHONPATH"] = str(ROOT)
+        with open(self.log, "w") as err:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "batonflow",
+                    "serve",
+                    "--port",
+                    "0",
+                    "--db",
+                    url,
+                    "--replica-id",
+                    name,
+                    "--lease-seconds",
+                    str(lease),
+                    "--no-prebuilt",
+                    "--quiet",
+                    "-w",
+                    f"steps={FLOWS}:StepsFlow",
+                ],
+                cwd=tmp,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+        deadline = time.monotonic() + 60
+        while "batonflow server on " not in self.log.read_text():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                raise AssertionError(f"replica {name} did not start:\n{self.log.read_text()}")
+            time.sleep(0.05)
+        line = self.log.read_text().split("batonflow server on ", 1)[1]
+        self.url = line.split()[0]
+        self.client = Client(self.url, timeout=30)
+
+    def kill(self) -> None:
+        self.client.close()
+        self.proc.send_signal(signal.SIGKILL)  # no shutdown hook runs: leases just expire
+        self.proc.wait(10)
+
+    def stop(self) -> None:
+        self.client.close()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def _executions(log: Path) -> dict[tuple[str, str], list[int]]:
+    """(run id, step) -> the pids that ran it, in order."""
+    found: dict[tuple[str, str], list[int]] = {}
+    for line in log.read_text().splitlines() if log.exists() else []:
+        run_id, step, pid = line.split()
+        found.setdefault((run_id, step), []).append(int(pid))
+    return found
+
+
+@pytest.mark.slow
+def test_killing_one_of_three_replicas_loses_and_repeats_nothing(postgres_url, tmp_path):
+    """50 runs in flight, SIGKILL one replica: each run completes once, answers all count."""
+    lease = 2.0
+    log = tmp_path / "steps.log"
+    replicas = [Replica(f"r{i}", postgres_url, tmp_path, lease) for i in range(3)]
+    try:
+        runs: dict[str, bool] = {}  # run id -> asks for an answer
+        for i in range(50):
+            via = replicas[i % 3].client
+            ask = i % 3 == 0
+            run = via.start("steps", log=str(log), n=i, ask=ask, pause=0.5 if i < 25 else 2.0)
+            runs[run.run_id] = ask
+        victim = replicas[0]
+        survivors = replicas[1:]
+        # A stream followed on the victim, to be resumed on a survivor after the kill.
+        followed = next(iter(runs))
+        seen: list[int] = []
+
+        def follow_then_resume() -> None:
+            try:
+                for event in victim.client.events(followed, reconnect=False):
+                    seen.append(event.seq)
+            except ClientError:
+                pass
+            for event in survivors[0].client.events(followed, after=seen[-1] if seen else 0):
+                seen.append(event.seq)
+
+        reader = threading.Thread(target=follow_then_resume)
+        reader.start()
+        time.sleep(0.8)  # let runs reach their steps, and some their question
+        victim.kill()
+        killed_at = time.monotonic()
+
+        # Answer every waiting run through the survivors, retrying until it asks again.
+        pending = {run_id for run_id, ask in runs.items() if ask}
+        deadline = time.monotonic() + 90
+        while pending and time.monotonic() < deadline:
+            for n, run_id in enumerate(sorted(pending)):
+                client = survivors[n % 2].client
+                if client.get(run_id).status == "waiting":
+                    try:
+                        client.answer(run_id, "yes")
+                        pending.discard(run_id)
+                    except ClientError:
+                        pass  # answered already or moved on: the status will tell
+            time.sleep(0.1)
+        assert not pending, f"runs never asked again after the kill: {pending}"
+
+        finals = {run_id: survivors[0].client.wait(run_id, timeout=120) for run_id in runs}
+        resumed_in = time.monotonic() - killed_at
+        reader.join(60)
+        assert not reader.is_alive()
+
+        for run_id, run in finals.items():
+            assert run.status == "completed", (run_id, run.status, run.error)
+            assert run.result["answer"] == ("yes" if runs[run_id] else "auto")
+            ends = [e for e in survivors[1].client.events(run_id) if e.is_end]
+            assert len(ends) == 1
+        # Each event of the followed run was seen once, in order, across the reconnect.
+        assert seen == sorted(set(seen)) and seen, seen
+        assert seen == list(range(1, seen[-1] + 1))
+        ran = _executions(log)
+        repeated = 0
+        for run_id in runs:
+            for step in ("work", "check", "finish"):
+                pids = ran[(run_id, step)]
+                # A step runs again only when the kill interrupted it: then its first
+                # execution was on the victim and the second on a survivor.
+                assert len(pids) in (1, 2), (run_id, step, pids)
+                if len(pids) == 2:
+                    repeated += 1
+                    assert pids[0] == victim.proc.pid and pids[1] != victim.proc.pid
+        assert repeated <= sum(1 for pids in ran.values() if victim.proc.pid in pids)
+        assert resumed_in < 120
+    finally:
+        for replica in replicas:
+            if replica.proc.poll() is None:
+                replica.stop()
