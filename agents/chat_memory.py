@@ -107,6 +107,32 @@ class ChatMemory(BaseMemory):
         """Every message, trimmed or not."""
         return list(self.messages)
 
+    # BaseMemory's async methods run the sync ones in a worker thread; these are a few list
+    # operations, far cheaper than the thread hop, so they run inline.
+    async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
+        """Async :meth:`get` (runs inline)."""
+        return self.get(input, **kwargs)
+
+    async def aget_all(self) -> list[ChatMessage]:
+        """Async :meth:`get_all` (runs inline)."""
+        return self.get_all()
+
+    async def aput(self, message: ChatMessage) -> None:
+        """Async :meth:`put` (runs inline)."""
+        self.put(message)
+
+    async def aput_messages(self, messages: list[ChatMessage]) -> None:
+        """Async :meth:`put_messages` (runs inline)."""
+        self.put_messages(messages)
+
+    async def aset(self, messages: list[ChatMessage]) -> None:
+        """Async :meth:`set` (runs inline)."""
+        self.set(messages)
+
+    async def areset(self) -> None:
+        """Async :meth:`reset` (runs inline)."""
+        self.reset()
+
     # -- writing -------------------------------------------------------------------------
 
     def put(self, message: ChatMessage) -> None:

@@ -25,7 +25,7 @@ from llama_index.core.tools import FunctionTool, ToolSelection
 from llama_index.core.tools.types import AsyncBaseTool
 
 from .errors import AgentConfigurationError
-from .events import AgentInput, AgentOutput, ToolCallResult
+from .events import AgentInput, AgentOutput, ToolCallResult, messages_event
 from .function_agent import WorkflowAgent
 from .llm import chat
 from .members import SCRATCHPAD, AgentMember, _raw
@@ -93,7 +93,7 @@ class CodeActMember(AgentMember):
         body = llm_input[1:] if llm_input and llm_input[0].role == MessageRole.SYSTEM else llm_input
         scratchpad = await self._scratchpad(ctx)
         messages = [ChatMessage(role=MessageRole.SYSTEM, content=header), *body, *scratchpad]
-        ctx.write_event_to_stream(AgentInput(input=messages, current_agent_name=self.name))
+        ctx.write_event_to_stream(messages_event(AgentInput, messages, self.name))
         response = await chat(
             self.get_llm(),
             messages,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from batonflow.core import Event, StartEvent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
@@ -27,6 +27,8 @@ from llama_index.core.tools import ToolOutput, ToolSelection
 from pydantic import BaseModel, Field, ValidationError, WithJsonSchema, field_validator
 
 from .errors import AgentInputError
+
+_E = TypeVar("_E", bound="AgentInput | AgentSetup")
 
 
 class PydanticConversionWarning(Warning):
@@ -44,6 +46,17 @@ class AgentInput(Event):
 
     input: str | list[ChatMessage]
     current_agent_name: str = "agent"
+
+
+def messages_event(cls: type[_E], messages: list[ChatMessage], agent_name: str) -> _E:
+    """An :class:`AgentInput` or :class:`AgentSetup` over ``messages``, without revalidation.
+
+    The messages are ``ChatMessage`` objects the agent built; validating the whole list again
+    for every event (pydantic runs ChatMessage's validators per message) made each turn of an
+    agent loop cost in proportion to the history, so a long run was quadratic. Built with
+    ``model_construct``, an event costs the same at any history length.
+    """
+    return cls.model_construct(input=messages, current_agent_name=agent_name)
 
 
 class AgentSetup(Event):
@@ -361,4 +374,5 @@ __all__ = [
     "ToolCallResult",
     "ToolResultEvent",
     "history_messages",
+    "messages_event",
 ]

@@ -32,7 +32,7 @@ from llama_index.core.tools.types import AsyncBaseTool
 from pydantic import BaseModel
 
 from .errors import AgentConfigurationError
-from .events import AgentInput, AgentOutput, AgentStream, ToolCallResult
+from .events import AgentInput, AgentOutput, AgentStream, ToolCallResult, messages_event
 from .llm import chat, check_function_calling
 from .prompts import REACT_SYSTEM_PROMPT, observation_message, react_system_prompt
 from .react_parser import FORMAT_REMINDER, ReActParseError, parse_react_output
@@ -187,7 +187,7 @@ class FunctionCallingMember(AgentMember):
         llm = check_function_calling(self.get_llm(), type(self).__name__)
         scratchpad = await self._scratchpad(ctx)
         messages = [*llm_input, *scratchpad]
-        ctx.write_event_to_stream(AgentInput(input=messages, current_agent_name=self.name))
+        ctx.write_event_to_stream(messages_event(AgentInput, messages, self.name))
         choice = tool_choice
         if choice is None and self.initial_tool_choice and messages[-1].role == MessageRole.USER:
             choice = self.initial_tool_choice
@@ -251,7 +251,7 @@ class ReActMember(AgentMember):
         body = llm_input[1:] if llm_input and llm_input[0].role == MessageRole.SYSTEM else llm_input
         scratchpad = await self._scratchpad(ctx)
         messages = [ChatMessage(role=MessageRole.SYSTEM, content=header), *body, *scratchpad]
-        ctx.write_event_to_stream(AgentInput(input=messages, current_agent_name=self.name))
+        ctx.write_event_to_stream(messages_event(AgentInput, messages, self.name))
         response = await chat(
             self.get_llm(),
             messages,

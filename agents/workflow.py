@@ -49,6 +49,7 @@ from .events import (
     ToolCall,
     ToolCallResult,
     history_messages,
+    messages_event,
 )
 from .handoff import HANDOFF_TOOL, check_template, handoff_tool, refused_handoff
 from .llm import chat
@@ -343,7 +344,7 @@ class AgentWorkflow(Workflow):
             )
         await ctx.store.set("memory", memory)  # changed in place: tell the store
         name = await ctx.store.get("current_agent_name")
-        return AgentInput(input=await memory.aget(), current_agent_name=name)
+        return messages_event(AgentInput, await memory.aget(), name)
 
     @step
     async def setup_agent(self, ctx: Context, ev: AgentInput) -> AgentSetup:
@@ -361,7 +362,7 @@ class AgentWorkflow(Workflow):
                     block.text = self.state_prompt.format(state=state, msg=block.text)
                     break
             messages[-1] = last
-        return AgentSetup(input=messages, current_agent_name=agent.name)
+        return messages_event(AgentSetup, messages, agent.name)
 
     @step
     async def run_agent_step(self, ctx: Context, ev: AgentSetup) -> AgentOutput:
@@ -393,7 +394,7 @@ class AgentWorkflow(Workflow):
                 "answer from what was found so far."
             )
         if ev.retry_messages:
-            return AgentInput(input=await memory.aget(), current_agent_name=ev.current_agent_name)
+            return messages_event(AgentInput, await memory.aget(), ev.current_agent_name)
         if not ev.tool_calls:
             agent = self.agents[ev.current_agent_name]
             output = await agent.finalize(ctx, ev, memory)
@@ -479,7 +480,7 @@ class AgentWorkflow(Workflow):
             await ctx.store.set("current_agent_name", next_agent)
             await ctx.store.set("next_agent", None)
             name = next_agent
-        return AgentInput(input=await memory.aget(), current_agent_name=name)
+        return messages_event(AgentInput, await memory.aget(), name)
 
     # -- helpers -------------------------------------------------------------------------
 
