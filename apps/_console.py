@@ -26,6 +26,8 @@ _SELF_EXPLAINING = (
     "BadParameterError",
     "ConfigError",
     "TracingConfigurationError",
+    "MissingDependencyError",
+    "PortInUseError",
 )
 
 

@@ -308,11 +308,31 @@ def serve(
     durable: bool = typer.Option(
         True, help="Checkpoint every step, so runs in progress resume after a restart."
     ),
+    allowed_hosts: list[str] = typer.Option(
+        [],
+        "--allowed-host",
+        metavar="NAME",
+        help="Without a token, also serve requests addressed to NAME (repeatable; '*' = any) "
+        "\\[env BATONFLOW_ALLOWED_HOSTS, comma-separated].",
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No access log line per request."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
-    """Serve workflows over HTTP: runs, SSE event streams, human-in-the-loop, cancel."""
+    """Serve workflows over HTTP: runs, SSE event streams, human-in-the-loop, cancel.
+
+    Needs the server extra: pip install 'batonflow[server]'. Stop it with Ctrl-C or SIGTERM:
+    runs in progress are checkpointed and resume at the next start.
+    """
     with cli_errors(debug):
+        from batonflow._extras import require_extra
+
+        require_extra("batonflow serve", "server", {"fastapi": "fastapi", "uvicorn": "uvicorn"})
         settings = Settings.load(host=host, port=port, api_token=token, db_path=db)
+        from ._uvicorn import bind_socket
+
+        sock = bind_socket(settings.host, settings.port)  # a port in use fails before set-up
+        env_hosts = os.environ.get("BATONFLOW_ALLOWED_HOSTS", "")
+        hosts = [*allowed_hosts, *(h.strip() for h in env_hosts.split(",") if h.strip())]
         served = _served_workflows(settings, workflows, prebuilt)
         traces = setup_tracing("batonflow-server")
         from .run_store import RunStore
@@ -331,6 +351,7 @@ def serve(
             token=settings.api_token,
             max_body_bytes=settings.max_body_bytes,
             checkpoints=checkpoints,
+            allowed_hosts=hosts,
         )
         if settings.host not in ("127.0.0.1", "localhost", "::1") and not settings.api_token:
             err.print(
@@ -346,15 +367,37 @@ def serve(
             )
             sys.stderr.flush()
 
+        _log_to_stderr()
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a server is stopped
-            run_server(app_, settings.host, settings.port, log_level="warning", on_ready=ready)
+            run_server(
+                app_,
+                settings.host,
+                settings.port,
+                log_level="warning",
+                on_ready=ready,
+                access_log=not quiet,
+                sock=sock,
+            )
         err.print("batonflow server stopped")
 
 
+def _log_to_stderr() -> None:
+    """Show the server's own log lines (runs resumed, errors) on stderr, as uvicorn does."""
+    import logging
+
+    logger = logging.getLogger("batonflow.apps")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s:  %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+
+
 def _served_workflows(settings: Settings, extra: list[str], prebuilt: bool) -> dict[str, Any]:
-    from .registry import FlowSetupError
+    from .registry import FlowSetupError, LLMNotConfiguredError
 
     served: dict[str, Any] = {}
+    need_llm: list[str] = []
     if prebuilt:
         for name in PREBUILT:
             try:
@@ -363,9 +406,13 @@ def _served_workflows(settings: Settings, extra: list[str], prebuilt: bool) -> d
                     # Concurrent runs' print()s would interleave in the server log; the
                     # progress is in each run's event stream.
                     served[name].print_progress = False
+            except LLMNotConfiguredError:
+                need_llm.append(name)
             except Exception as exc:  # one flow that cannot be built must not stop the others
                 reason = str(exc) if isinstance(exc, FlowSetupError) else one_line(exc)
                 err.print(f"not serving {name!r}: {reason}", markup=False)
+    if need_llm:
+        err.print(f"not serving {', '.join(need_llm)} (set OPENAI_API_KEY)", markup=False)
     for item in extra:
         name, sep, spec = item.partition("=")
         if not sep or not name or not spec:
