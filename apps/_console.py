@@ -28,6 +28,13 @@ _SELF_EXPLAINING = (
     "TracingConfigurationError",
     "MissingDependencyError",
     "PortInUseError",
+    # batonflow.client: the server's own sentence, after its status code
+    "APIError",
+    "AuthenticationError",
+    "ConflictError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "ServerUnavailableError",
 )
 
 

@@ -76,12 +76,20 @@ def serve(
     url = f"http://{host if ':' not in host else f'[{host}]'}:{bound}"
     if on_ready is not None:
         on_ready(url)
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    # uvicorn writes its access log to stdout; a command line keeps stdout for results.
+    log_config = copy.deepcopy(LOGGING_CONFIG)
+    log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
     config = uvicorn.Config(
         app,
         log_level=log_level,
         lifespan="on",
         timeout_graceful_shutdown=5,
         access_log=access_log,
+        log_config=log_config,
     )
     if access_log:  # uvicorn gives its access log the level of its other messages
         logging.getLogger("uvicorn.access").setLevel(logging.INFO)

@@ -101,15 +101,31 @@ def run(
     db: Path | None = typer.Option(
         None, "--db", help="Run store for --durable \\[env BATONFLOW_DB; .batonflow/runs.db]."
     ),
+    server: str | None = typer.Option(
+        None,
+        "--server",
+        metavar="URL",
+        help="Run it on this batonflow server (FLOW = a name it serves) \\[env BATONFLOW_SERVER].",
+    ),
+    token: str | None = typer.Option(
+        None, "--token", help="The server's token \\[env BATONFLOW_API_TOKEN]."
+    ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
     """Run a flow and print its result.
 
     Examples: [bold]batonflow run guess-number --set target=42 --stream[/],
-    [bold]batonflow run accumulate --set numbers='[1, 2, 3]' --json[/].
+    [bold]batonflow run accumulate --set numbers='[1, 2, 3]' --json[/],
+    [bold]batonflow run hitl --server http://127.0.0.1:8000 --answer yes[/].
     """
     with cli_errors(debug):
         fields = parse_sets(sets)
+        from ._remote import server_url
+
+        url = server_url(server)
+        if url is not None:
+            _run_on_server(url, token, flow, fields, stream, as_json, list(answers), durable)
+            return
         settings = Settings.load(db_path=db)
         setup_tracing()
         workflow = load_workflow(flow, settings)
@@ -142,6 +158,41 @@ def run(
             print_json({"run_id": run_id, "flow": flow, "result": result}, stdout)
         else:
             print_result(result)
+
+
+def _run_on_server(
+    url: str,
+    token: str | None,
+    flow: str,
+    fields: dict[str, Any],
+    stream: bool,
+    as_json: bool,
+    answers: list[str],
+    durable: bool,
+) -> None:
+    from ._remote import run_remote
+
+    if durable:
+        raise BadParameterError(
+            "--durable is for runs in this process; a server checkpoints its runs itself "
+            "(batonflow serve --durable, the default): drop --durable or --server."
+        )
+    stdout = sys.stdout
+    result, run_id = run_remote(
+        url,
+        token,
+        flow,
+        fields,
+        stream=stream,
+        as_json=as_json,
+        answers=answers,
+        ask=_ask,
+        stdout=stdout,
+    )
+    if as_json:
+        print_json({"run_id": run_id, "flow": flow, "result": result}, stdout)
+    else:
+        print_result(result)
 
 
 @contextlib.contextmanager
@@ -432,6 +483,19 @@ def demo(
 ) -> None:
     """The offline tour: RAG over the sample docs, guess-number, human in the loop, traces."""
     with cli_errors(debug):
+        from batonflow._extras import require_extra
+
+        require_extra(
+            "batonflow demo",
+            "all",
+            {
+                "llama_index.core": "llama-index-core",
+                "qdrant_client": "qdrant-client",
+                "fastapi": "fastapi",
+                "uvicorn": "uvicorn",
+                "httpx_sse": "httpx-sse",
+            },
+        )
         from .demo import run_demo
 
         run_demo(Settings.load())

@@ -62,6 +62,11 @@ def _llm(settings: Settings, flow: str) -> Any:
             f"(model from BATONFLOW_MODEL, default {settings.model!r}), or build the flow in "
             "Python with llm=... and run it as module:instance."
         )
+    from batonflow._extras import require_extra
+
+    require_extra(
+        f"The {flow!r} flow", "agents", {"llama_index.llms.openai": "llama-index-llms-openai"}
+    )
     from llama_index.llms.openai import OpenAI
 
     return OpenAI(model=settings.model, api_key=settings.openai_api_key)

@@ -39,7 +39,10 @@ async def test_fastapi_minimal_flow_with_openai_mocked(monkeypatch):
             {
                 "index": 0,
                 "finish_reason": "stop",
-                "message": {"role": "assistant", "content": "An agent is a program that uses tools."},
+                "message": {
+                    "role": "assistant",
+                    "content": "An agent is a program that uses tools.",
+                },
             }
         ],
         "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
