@@ -21,14 +21,11 @@ from .errors import MissingDependencyError
 
 # Checked without importing it: llama-index takes seconds to import, and the flows that need
 # no LLM (guess-number, accumulate) must start fast; the modules that use it import it.
-def _installed(module: str) -> bool:
-    try:
-        return find_spec(module) is not None
-    except ImportError:  # a parent package is missing
-        return False
-
-
-if not _installed("llama_index.core"):
+try:
+    _llama_index = find_spec("llama_index.core")
+except ImportError:  # a parent package is missing
+    _llama_index = None
+if _llama_index is None:
     raise MissingDependencyError(
         "batonflow.agents needs llama-index-core, which is not installed. Install the agents "
         "extra: pip install 'batonflow[agents]'"
