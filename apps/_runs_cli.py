@@ -1,24 +1,30 @@
-"""``batonflow runs list | show | resume``: the one run store (``.batonflow/runs.db``).
+"""``batonflow runs list | show | resume | cancel | delete | prune``: the run store.
 
-Library, CLI and server runs share one record per run (status, start fields, result or error,
-the event log, checkpoints). These commands show them; ``resume`` continues a run that waits
-for an answer, or one that stopped mid-way, from its last checkpoint.
+Library, CLI and server runs share one record per run in one store (status, start fields,
+result or error, the event log, checkpoints). These commands show them; ``resume`` continues a
+run that waits for an answer, or one that stopped mid-way, from its last checkpoint; ``cancel`` ends a run nobody
+runs any more, ``delete`` and ``prune`` forget runs. With ``--server URL``, ``list``, ``show``
+and ``cancel`` ask that server instead (through :mod:`batonflow.client`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import re
+import time
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.table import Table
 
+from . import _remote
 from ._console import cli_errors, err, out, print_json, print_result
 from .config import Settings
 from .registry import PREBUILT, BadParameterError, FlowNotFoundError, load_workflow
-from .run_store import RunStore
+from .run_store import FINISHED, RunStore
+from .run_store import STATUSES as RUN_STATUSES
 
 runs_app = typer.Typer(
     help="List, inspect and resume runs kept in the run store.",
@@ -28,6 +34,18 @@ runs_app = typer.Typer(
 
 _DB = typer.Option(None, "--db", help="Run store \\[env BATONFLOW_DB; .batonflow/runs.db].")
 _DEBUG = typer.Option(False, "--debug", help="Show tracebacks of errors.")
+_SERVER = typer.Option(
+    None,
+    "--server",
+    metavar="URL",
+    help="Ask this batonflow server instead of the local run store \\[env BATONFLOW_SERVER].",
+)
+_TOKEN = typer.Option(None, "--token", help="The server's token \\[env BATONFLOW_API_TOKEN].")
+
+#: What ``--status`` takes: the one status vocabulary of the store.
+STATUSES = RUN_STATUSES
+#: Statuses of runs that ended by themselves: what ``prune`` forgets by default.
+ENDED = frozenset(FINISHED)
 
 
 def _open(db: Path | None) -> RunStore:
@@ -45,6 +63,16 @@ def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _check_status(status: str | None) -> None:
+    if status is not None and status not in STATUSES:
+        raise BadParameterError(f"Unknown status {status!r}; use one of {', '.join(STATUSES)}.")
+
+
+def _local_rows(store: RunStore, workflow: str | None, status: str | None) -> list[dict[str, Any]]:
+    """Every run of the local store, newest first, filtered."""
+    return [r.public() for r in store.list(workflow, status, limit=2**62)]
+
+
 def _unknown_run(run_id: str) -> BadParameterError:
     return BadParameterError(
         f"Run {run_id!r} is not in the run store; 'batonflow runs list' shows the ids."
@@ -58,15 +86,23 @@ def list_runs(
     limit: int = typer.Option(50, min=1, help="At most this many runs, newest first."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     db: Path | None = _DB,
+    server: str | None = _SERVER,
+    token: str | None = _TOKEN,
     debug: bool = _DEBUG,
 ) -> None:
     """List runs, newest first: server runs and checkpointed runs."""
     with cli_errors(debug):
-        store = _open(db)
-        try:
-            rows = [r.public() for r in store.list(workflow, status, limit)]
-        finally:
-            store.close()
+        url = _remote.server_url(server)
+        if url is not None:
+            rows = _remote.list_remote(url, token, workflow, status, limit)
+        else:
+            _check_status(status)
+            store = _open(db)
+            try:
+                rows = _local_rows(store, workflow, status)
+            finally:
+                store.close()
+            rows = rows[:limit]
         if as_json:
             print_json(rows)
             return
@@ -88,25 +124,18 @@ def show(
     events: bool = typer.Option(False, "--events", help="Also list the events it streamed."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     db: Path | None = _DB,
+    server: str | None = _SERVER,
+    token: str | None = _TOKEN,
     debug: bool = _DEBUG,
 ) -> None:
     """Show one run: status, start fields, result or error, checkpoints."""
     with cli_errors(debug):
-        store = _open(db)
-        try:
-            row = store.get(run_id)
-            if row is None:
-                raise _unknown_run(run_id)
-            data = row.public()
-            data["pid"] = row.pid
-            data["checkpoints"] = [
-                {"seq": c.seq, "step": c.step_name, "created_at": c.created_at}
-                for c in store.backend.list(run_id)
-            ]
-            if events:
-                data["events"] = [e.body for e in store.events(run_id)]
-        finally:
-            store.close()
+        url = _remote.server_url(server)
+        data = (
+            _remote.show_remote(url, token, run_id, events)
+            if url is not None
+            else _show_local(db, run_id, events)
+        )
         if as_json:
             print_json(data)
             return
@@ -135,6 +164,21 @@ def show(
             out.print(f"  #{entry['seq']} {label} {entry.get('value', '')}", markup=False)
 
 
+def _show_local(db: Path | None, run_id: str, events: bool) -> dict[str, Any]:
+    store = _open(db)
+    try:
+        data = _state(store, run_id)
+        data["checkpoints"] = [
+            {"seq": c.seq, "step": c.step_name, "created_at": c.created_at}
+            for c in store.backend.list(run_id)
+        ]
+        if events:
+            data["events"] = [e.body for e in store.events(run_id)]
+    finally:
+        store.close()
+    return data
+
+
 @runs_app.command()
 def resume(
     run_id: str = typer.Argument(..., help="The run id."),
@@ -154,20 +198,19 @@ def resume(
     with cli_errors(debug):
         store = _open(db)
         try:
-            row = store.get(run_id)
-            if row is None:
-                raise _unknown_run(run_id)
+            data = _state(store, run_id)
             record = store.backend.run(run_id)
-            if row.status == "completed":
+            if _not_resumable(data):
                 raise BadParameterError(
-                    f"Run {run_id!r} is completed: nothing is left to continue; 'batonflow "
-                    f"runs show {run_id}' shows its result, or start a new run."
+                    f"Run {run_id!r} is {data['status']}: it has ended, so there is nothing to "
+                    "continue; start a new run instead."
                 )
             if store.backend.latest(run_id) is None and record.start_event is None:
                 raise BadParameterError(
-                    f"Run {run_id!r} is {row.status} and has no saved context or checkpoint to "
-                    "continue from; start a new run instead."
+                    f"Run {run_id!r} is {data['status']} and has no saved context or checkpoint "
+                    "to continue from; start a new run instead."
                 )
+            row = store.get(run_id)
             workflow = _workflow_for(flow or row.flow_ref, row.workflow, run_id)
             pending = list(answers)
             first = None
@@ -230,3 +273,137 @@ async def _resume(
         cptr.send_event(run_id, HumanResponseEvent(response=first), answer=True)
     handler = cptr.resume(run_id)
     return await _answering(handler, answers, cptr)
+
+
+def _state(store: RunStore, run_id: str) -> dict[str, Any]:
+    """The run as ``runs show`` sees it (``interrupted`` when its CLI process is gone)."""
+    row = store.get(run_id)
+    if row is None:
+        raise _unknown_run(run_id)
+    return {**row.public(), "pid": row.pid, "owner": row.owner}
+
+
+#: The error of a run cancelled by ``batonflow runs cancel``.
+CANCELLED_HERE = "Cancelled with 'batonflow runs cancel'."
+
+
+def _not_resumable(data: dict[str, Any]) -> bool:
+    """Whether the run ended for good: completed, or cancelled on purpose.
+
+    A run that failed, or whose process was stopped (``interrupted``), stays resumable.
+    """
+    return data["status"] == "completed" or data.get("error") == CANCELLED_HERE
+
+
+def _refuse_running(store: RunStore, data: dict[str, Any], action: str) -> None:
+    """A run some process still runs cannot be changed from here: say where to do it."""
+    if data["status"] != "running":
+        return
+    run_id = data["run_id"]
+    pid = data.get("pid") if data.get("owner") == "cli" else None
+    if pid is not None:
+        raise BadParameterError(
+            f"Run {run_id!r} is running in process {pid}; stop it there (Ctrl-C, or kill -INT "
+            f"{pid}: it is then recorded interrupted) before you {action} it."
+        )
+    raise BadParameterError(
+        f"Run {run_id!r} is running in a server; {action} it through that server: batonflow "
+        f"runs {action} {run_id} --server URL (or stop the server first)."
+    )
+
+
+@runs_app.command()
+def cancel(
+    run_id: str = typer.Argument(..., help="The run id."),
+    db: Path | None = _DB,
+    server: str | None = _SERVER,
+    token: str | None = _TOKEN,
+    debug: bool = _DEBUG,
+) -> None:
+    """Cancel a run: on its server (--server), or here one that nobody runs any more."""
+    with cli_errors(debug):
+        url = _remote.server_url(server)
+        if url is not None:
+            status = _remote.cancel_remote(url, token, run_id)
+            out.print(f"run {run_id}: {status}", markup=False)
+            return
+        store = _open(db)
+        try:
+            data = _state(store, run_id)
+            if data["status"] in ENDED:
+                raise BadParameterError(
+                    f"Run {run_id!r} has already ended ({data['status']}); nothing to cancel "
+                    f"(batonflow runs delete {run_id} forgets it)."
+                )
+            _refuse_running(store, data, "cancel")
+            store.backend.set_status(run_id, "cancelled", error=CANCELLED_HERE)
+        finally:
+            store.close()
+        out.print(f"run {run_id}: cancelled (was {data['status']})", markup=False)
+
+
+@runs_app.command()
+def delete(
+    run_ids: list[str] = typer.Argument(..., help="The run ids."),
+    db: Path | None = _DB,
+    debug: bool = _DEBUG,
+) -> None:
+    """Forget runs: their records, events and checkpoints (not while they run)."""
+    with cli_errors(debug):
+        store = _open(db)
+        try:
+            for run_id in run_ids:
+                _refuse_running(store, _state(store, run_id), "delete")
+            for run_id in run_ids:
+                store.backend.delete(run_id)
+                out.print(f"deleted run {run_id}", markup=False)
+        finally:
+            store.close()
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``"90s"``, ``"30m"``, ``"12h"``, ``"7d"`` or ``"2w"``.
+
+    Raises:
+        BadParameterError: Anything else.
+    """
+    match = _DURATION.match(text.lower())
+    if match is None:
+        raise BadParameterError(
+            f"--older-than expects a duration such as 30m, 12h, 7d or 2w; got {text!r}."
+        )
+    return float(match[1]) * _UNIT[match[2]]
+
+
+@runs_app.command()
+def prune(
+    older_than: str = typer.Option(
+        ..., "--older-than", metavar="DURATION", help="e.g. 30m, 12h, 7d, 2w: since last change."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be deleted."),
+    db: Path | None = _DB,
+    debug: bool = _DEBUG,
+) -> None:
+    """Forget runs that ended (completed, failed, cancelled, ...) longer ago than DURATION."""
+    with cli_errors(debug):
+        cutoff = time.time() - parse_duration(older_than)
+        store = _open(db)
+        try:
+            old = [
+                r
+                for r in _local_rows(store, None, None)
+                if r["status"] in ENDED and r["updated_at"] < cutoff
+            ]
+            if not dry_run:
+                for row in old:
+                    store.backend.delete(row["run_id"])
+        finally:
+            store.close()
+        for row in old:
+            out.print(f"  {row['run_id']} {row['workflow']} {row['status']}", markup=False)
+        verb = "would delete" if dry_run else "deleted"
+        out.print(f"{verb} {len(old)} run(s) that ended more than {older_than} ago", markup=False)

@@ -100,6 +100,10 @@ class RunStore:
         if callable(close):
             close()
 
+    def delete(self, run_id: str) -> None:
+        """Forget a run: its record, checkpoints, event log and inbox."""
+        self.backend.delete(run_id)
+
     def get(self, run_id: str) -> RunRow | None:
         """The run with this id, or ``None``."""
         record = self.backend.run(run_id)

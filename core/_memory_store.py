@@ -13,8 +13,16 @@ import threading
 import time
 from collections import OrderedDict
 
-from ._records import ENDED, Checkpoint, InboxItem, RunRecord, StoredEvent, check_status
-from ._sqlite_store import _answered, _check_post
+from ._records import (
+    ENDED,
+    Checkpoint,
+    InboxItem,
+    RunRecord,
+    StoredEvent,
+    answered_error,
+    check_post,
+    check_status,
+)
 from .errors import CheckpointError, RunConflictError
 
 
@@ -258,12 +266,12 @@ class InMemoryCheckpointStore:
         """
         with self._lock:
             run = self._runs.get(run_id)
-            key = _check_post(
+            key = check_post(
                 run_id, None if run is None else (run.record.status, run.record.waiting_seq), answer
             )
-            assert run is not None  # _check_post raised otherwise
+            assert run is not None  # check_post raised otherwise
             if key is not None and any(item.key == key for item in run.inbox):
-                raise _answered(run_id)
+                raise answered_error(run_id)
             seq = len(run.inbox) + 1
             run.inbox.append(InboxItem(seq, body, key))
             if key is not None:

@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import RunConflictError
+
 #: Every status a stored run can have.
 STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
 #: Statuses of a run that is still going on (or was left so by a crash).
@@ -171,6 +173,31 @@ class InboxItem:
     key: str | None = None
 
 
+def check_post(run_id: str, row: tuple[str, int | None] | None, answer: bool) -> str | None:
+    """The inbox key of a post to a run in ``row`` (status, waiting_seq), or an error."""
+    if row is None:
+        raise RunConflictError(
+            f"Run {run_id!r} is not in the store; send events to a run that was started."
+        )
+    status, waiting_seq = row
+    if status not in ACTIVE and status != "interrupted":
+        raise RunConflictError(
+            f"Run {run_id!r} is {status}; events can only be sent to a run in progress."
+        )
+    if not answer:
+        return None
+    if status != "waiting" or waiting_seq is None:
+        raise answered_error(run_id)
+    return f"answer:{waiting_seq}"
+
+
+def answered_error(run_id: str) -> RunConflictError:
+    return RunConflictError(
+        f"Run {run_id!r} is not waiting for an answer (its question was answered already); "
+        "read the run's status and answer only when it is 'waiting'."
+    )
+
+
 __all__ = [
     "ACTIVE",
     "ENDED",
@@ -179,5 +206,7 @@ __all__ = [
     "InboxItem",
     "RunRecord",
     "StoredEvent",
+    "answered_error",
+    "check_post",
     "check_status",
 ]

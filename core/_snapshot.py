@@ -18,7 +18,7 @@ from .serialization import (
     BaseSerializer,
     JsonSerializer,
     qualified_name,
-    register_type,
+    register_models,
     serialize_event,
 )
 from .state import InMemoryStateStore
@@ -92,9 +92,9 @@ def _register(ctx: Context[Any]) -> None:
     graph = ctx._workflow._graph()
     if graph.registered:
         return  # once per graph, not at every checkpoint
-    register_type(*graph.events)
+    register_models(*graph.events)
     if graph.state_type is not None:
-        register_type(graph.state_type)
+        register_models(graph.state_type)
     graph.registered = True
 
 
@@ -331,6 +331,10 @@ def restore_into(ctx: Context[Any], data: Any, serializer: BaseSerializer | None
     workflow = ctx._workflow
     graph = workflow._graph()
     saved_steps = data.get("steps")
+    if saved_steps is not None and not (
+        isinstance(saved_steps, list) and all(isinstance(s, str) for s in saved_steps)
+    ):
+        raise _bad("'steps' is not a list of step names")
     ser = _serializer(ctx, serializer)
     _register(ctx)
 

@@ -31,16 +31,16 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from ._memory_store import InMemoryCheckpointStore
 from ._records import STATUSES, Checkpoint, InboxItem, RunRecord, StoredEvent
 from ._sqlite_store import SqliteCheckpointStore
+from ._store import CheckpointStore, encode, event_body, outcome
 from .errors import (
     CheckpointError,
     ContextSerdeError,
     SerializationError,
-    WorkflowCancelledByUser,
 )
 from .events import Event, InputRequiredEvent, InternalDispatchEvent, StartEvent, StopEvent
 from .serialization import BaseSerializer, JsonSerializer, qualified_name
@@ -52,92 +52,6 @@ if TYPE_CHECKING:
     from .handler import WorkflowHandler
     from .hooks import StepBoundary
     from .workflow import Workflow
-
-
-@runtime_checkable
-class CheckpointStore(Protocol):
-    """Where runs are kept: their records, checkpoints, event logs and inboxes.
-
-    One store serves library, CLI and server runs alike. Methods are synchronous and must be
-    quick (they run in the event loop, at every step boundary); each write is atomic. A store
-    error is a :class:`~batonflow.core.errors.CheckpointError` subclass that tells a full
-    disk, a read-only file, a lock held too long and a corrupt file apart.
-    """
-
-    def create_run(self, record: RunRecord) -> None:
-        """Record a new run before any of its steps runs; ``RunConflictError`` if it exists."""
-        ...
-
-    def set_status(
-        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
-    ) -> None:
-        """Set a run's status (one of ``STATUSES``), result and error."""
-        ...
-
-    def finish_run(
-        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
-    ) -> None:
-        """Record how a run ended (the same as :meth:`set_status`)."""
-        ...
-
-    def runs(
-        self,
-        *,
-        workflow_name: str | None = None,
-        status: str | None = None,
-        limit: int | None = None,
-    ) -> builtins.list[RunRecord]:
-        """The runs, oldest first, optionally filtered (the newest ``limit`` of them)."""
-        ...
-
-    def run(self, run_id: str) -> RunRecord | None:
-        """One run's record."""
-        ...
-
-    def delete(self, run_id: str) -> None:
-        """Forget a run with its checkpoints, event log and inbox."""
-        ...
-
-    def put(self, checkpoint: Checkpoint) -> None:
-        """Store a checkpoint (a run not recorded yet is recorded as ``running``)."""
-        ...
-
-    def list(self, run_id: str) -> builtins.list[Checkpoint]:
-        """A run's checkpoints, oldest first (empty for an unknown run)."""
-        ...
-
-    def latest(self, run_id: str) -> Checkpoint | None:
-        """A run's most recent checkpoint."""
-        ...
-
-    def get(self, checkpoint_id: str) -> Checkpoint:
-        """One checkpoint; raises ``CheckpointError`` when unknown."""
-        ...
-
-    def append_event(self, run_id: str, kind: str, body: str, *, waiting: bool = False) -> int:
-        """Append to the run's event log; return the entry's ``seq`` (given once, from 1).
-
-        ``waiting=True`` (an ``InputRequiredEvent``) makes the run ``waiting`` for it.
-        """
-        ...
-
-    def events(
-        self, run_id: str, after: int = 0, limit: int | None = None
-    ) -> builtins.list[StoredEvent]:
-        """The run's event-log entries with ``seq > after``, in order."""
-        ...
-
-    def post_event(self, run_id: str, body: str, *, answer: bool = False) -> int:
-        """Commit an event sent to the run into its inbox; return its inbox ``seq``.
-
-        With ``answer=True`` it answers the question the run waits for: exactly one answer
-        per question is accepted (``RunConflictError`` for the others).
-        """
-        ...
-
-    def inbox(self, run_id: str, after: int = 0) -> builtins.list[InboxItem]:
-        """The run's inbox events with ``seq > after``, in order."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,7 +243,7 @@ class WorkflowCheckpointer:
         stepwise = kwargs.pop("stepwise", False)
         graph = self.workflow._graph()
         event = self.workflow._start_event(graph, start_event, kwargs)
-        encoded = _encode(self.serializer, event, "the start event")
+        encoded = encode(self.serializer, event, "the start event")
         shown = dict(info.input) if info.input is not None else event.model_dump(mode="json")
         try:
             shown_text = json.dumps(shown, separators=(",", ":"), default=repr)
@@ -445,7 +359,7 @@ class WorkflowCheckpointer:
             SerializationError: The event cannot be encoded.
             CheckpointError: The store refused the write (``StoreFullError``, ...).
         """
-        body = _encode(self.serializer, event, f"the event sent to run {run_id}")
+        body = encode(self.serializer, event, f"the event sent to run {run_id}")
         seq = self.store.post_event(run_id, body, answer=answer)
         if run_id in self._live:
             self._deliver(run_id)
@@ -664,7 +578,7 @@ class WorkflowCheckpointer:
             self._inbox.pop(run_id, None)
             if self._live.get(run_id) is handler:
                 del self._live[run_id]
-            status, result, error = _outcome(fut, self.serializer)
+            status, result, error = outcome(fut, self.serializer)
             try:
                 self.store.set_status(run_id, status, result=result, error=error)
             except CheckpointError as exc:
@@ -713,71 +627,6 @@ class WorkflowCheckpointer:
                     continue
                 found.append(cp)
         return found
-
-
-def event_body(event: Any) -> str:
-    """One stream event as the event log keeps it: ``{"type", "qualified_name", "value"}``.
-
-    ``value`` holds the event's declared and extra fields as JSON (what JSON cannot hold is
-    written as its ``repr``); private attributes stay private.
-    """
-    from pydantic_core import to_jsonable_python
-
-    cls = type(event)
-    fields: Any = {name: getattr(event, name) for name in cls.model_fields}
-    fields.update(event.__pydantic_extra__ or {})
-    try:
-        value = to_jsonable_python(fields, fallback=repr, serialize_unknown=False)
-        return json.dumps(
-            {
-                "type": cls.__name__,
-                "qualified_name": f"{cls.__module__}.{cls.__qualname__}",
-                "value": value,
-            },
-            separators=(",", ":"),
-            ensure_ascii=False,
-        )
-    except (ValueError, RecursionError):
-        return json.dumps(
-            {
-                "type": cls.__name__,
-                "qualified_name": f"{cls.__module__}.{cls.__qualname__}",
-                "value": {"repr": repr(event)[:1000]},
-            }
-        )
-
-
-def _encode(serializer: BaseSerializer, value: Any, what: str) -> str:
-    """``serializer.serialize(value)``, with a clear error for values nested too deeply."""
-    try:
-        return serializer.serialize(value)
-    except RecursionError as exc:
-        raise SerializationError(
-            f"Cannot serialize {what}: it is nested too deeply for {type(serializer).__name__} "
-            "to encode; send a flatter value."
-        ) from exc
-
-
-def _outcome(fut: asyncio.Future[Any], serializer: BaseSerializer) -> tuple[str, Any, Any]:
-    """(status, serialized result, error text) of a finished run's future."""
-    from .errors import CheckpointError as StoreError
-
-    if fut.cancelled():
-        return "cancelled", None, "CancelledError"
-    error = fut.exception()
-    if error is None:
-        try:
-            return "completed", _encode(serializer, fut.result(), "the result"), None
-        except SerializationError:
-            return "completed", None, None
-    text = f"{type(error).__name__}: {error}"
-    if isinstance(error, WorkflowCancelledByUser):
-        return "cancelled", None, text
-    if isinstance(error, StoreError) and type(error) is not StoreError:
-        # The store failed (full, read-only, locked): what it holds is intact, so the run
-        # can be resumed from its last checkpoint once the store works again.
-        return "interrupted", None, text
-    return "failed", None, text
 
 
 def _type_name(t: type[Event] | str | None) -> str | None:

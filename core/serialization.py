@@ -15,10 +15,11 @@ small tagged object ``{"__bf__": kind, ...}``:
   ``timedelta``, ``Decimal``, ``UUID``, paths and bytes keep their type;
 * an ``Enum`` member is written as its value (typed fields turn it back into the member).
 
-On decode, classes are imported only if they are pydantic ``BaseModel`` subclasses, and when
-``allowed_types`` is given, only those (and batonflow's own events). Classes the process has
-already serialized, or passed to :func:`register_type`, are found without importing, so models
-defined inside functions round-trip within one process.
+On decode, no module is ever imported because the data names it: a model is rebuilt only when
+its class is trusted, i.e. registered (the engine registers the events and state types of the
+workflows in play and the models their fields name; :func:`register_type` adds more; a class
+this process has serialized counts too), or listed in ``allowed_types`` (and already imported).
+Models defined inside functions round-trip within one process.
 
 Anything else (a client, a lock, an open file) raises :class:`SerializationError` naming where
 it sits inside the value, e.g. ``state['client']``. Such objects belong in resources;
@@ -30,9 +31,10 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import enum
-import importlib
 import json
 import pickle
+import sys
+import typing
 import uuid
 import weakref
 from abc import ABC, abstractmethod
@@ -72,6 +74,23 @@ _BUILTIN_EVENTS: tuple[type[BaseModel], ...] = (
 def qualified_name(cls: type) -> str:
     """``"module:QualName"``: the name a class is written under."""
     return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def register_models(*types: type[BaseModel]) -> None:
+    """Register ``types`` and every pydantic model their fields name (``list[Item]``...)."""
+    seen: set[type] = set()
+    todo: list[Any] = list(types)
+    while todo:
+        cls = todo.pop()
+        if isinstance(cls, type) and issubclass(cls, BaseModel):
+            if cls in seen:
+                continue
+            seen.add(cls)
+            register_type(cls)
+            for info in cls.model_fields.values():
+                todo.append(info.annotation)
+        else:
+            todo.extend(a for a in typing.get_args(cls) if a is not None)
 
 
 def register_type(*types: type[BaseModel]) -> None:
@@ -403,24 +422,19 @@ class JsonSerializer(BaseSerializer):
         if known is not None:
             return known
         module_name, _, qualname = name.partition(":")
-        if "<locals>" in qualname:
-            raise ContextSerdeError(
-                f"Cannot decode {path}: class {name!r} was defined inside a function and is not "
-                "known in this process; define it at module level or call register_type() on it."
-            )
-        try:
-            obj: Any = importlib.import_module(module_name)
+        # Never import a module because the data names it: only classes registered (by the
+        # workflows in play, register_type, or encoding them in this process) or listed in
+        # allowed_types, found in modules this process has already imported.
+        obj: Any = sys.modules.get(module_name) if self._allowed is not None else None
+        if obj is not None and "<locals>" not in qualname:
             for part in qualname.split("."):
-                obj = getattr(obj, part)
-        except (ImportError, AttributeError, ValueError) as exc:
-            raise ContextSerdeError(
-                f"Cannot decode {path}: class {name!r} cannot be imported ({exc}); make it "
-                "importable or call register_type() on it before restoring."
-            ) from exc
+                obj = getattr(obj, part, None)
         if not (isinstance(obj, type) and issubclass(obj, BaseModel)):
             raise ContextSerdeError(
-                f"Cannot decode {path}: {name!r} is not a pydantic model class; refusing to "
-                "create it. Only BaseModel subclasses are restored by name."
+                f"Cannot decode {path}: class {name!r} is not a type this process trusts; "
+                "only the events and state types of the workflows in play are restored by "
+                "name. Call register_type() on it, or pass JsonSerializer(allowed_types=[...]) "
+                "with it (its module imported)."
             )
         _KNOWN[name] = obj
         return obj

@@ -202,3 +202,8 @@ class SlowAnswerFlow(Workflow):
     async def decide(self, ctx: Context, ev: HumanResponseEvent) -> StopEvent:
         await asyncio.sleep(await ctx.store.get("delay"))
         return StopEvent(result=f"answer: {ev.response}")
+
+
+#: Ready instances for `batonflow serve -w name=flows.py:...` (flows that wait need no timeout).
+approval_flow = ApprovalFlow(timeout=None)
+sleepy_flow = SleepyFlow(timeout=None)

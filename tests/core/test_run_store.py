@@ -19,7 +19,7 @@ from batonflow.core import (
     StoreCorruptError,
     StoreReadOnlyError,
 )
-from batonflow.core._sqlite_store import _store_error
+from batonflow.core._sqlite_schema import store_error
 from batonflow.core.checkpoints import Checkpoint, RunRecord
 
 
@@ -199,7 +199,7 @@ async def test_read_only_database_is_named_read_only(tmp_path: Path) -> None:
     with pytest.raises(sqlite3.OperationalError) as caught:
         conn.execute("INSERT INTO run_events VALUES ('r', 1, 'event', '{}')")
     conn.close()
-    error = _store_error(path, caught.value, "write a checkpoint")
+    error = store_error(path, caught.value, "write a checkpoint")
     assert isinstance(error, StoreReadOnlyError)
     assert str(error).endswith("make the file and its folder writable, or pass another path.")
 

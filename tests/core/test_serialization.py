@@ -183,32 +183,55 @@ async def test_unknown_local_model_gives_clear_error() -> None:
     text = json.dumps({"__bf__": "model", "type": "tests.nowhere:f.<locals>.Gone", "fields": {}})
     with pytest.raises(
         ContextSerdeError,
-        match=r"defined inside a function .* define it at module level or call register_type",
+        match=r"'tests.nowhere:f.<locals>.Gone' is not a type this process trusts.*register_type",
     ):
         JsonSerializer().deserialize(text)
 
 
-async def test_model_imported_by_name() -> None:
-    """An importable model class not seen in this process is imported by name."""
+async def test_a_module_named_by_data_is_never_imported(capsys: pytest.CaptureFixture[str]) -> None:
+    """Data naming a module this process has not imported does not import it (``this`` prints
+    the Zen of Python when imported)."""
+    import sys
+
+    assert "this" not in sys.modules
+    text = json.dumps({"__bf__": "model", "type": "this:Anything", "fields": {}})
+    with pytest.raises(ContextSerdeError, match="not a type this process trusts"):
+        JsonSerializer().deserialize(text)
+    assert "this" not in sys.modules and capsys.readouterr().out == ""
+
+
+async def test_an_allow_listed_model_of_a_loaded_module_is_restored() -> None:
+    """A class named in allowed_types is found in its (already imported) module."""
     text = json.dumps({"__bf__": "model", "type": f"{__name__}:Point", "fields": {"x": 4}})
-    assert JsonSerializer().deserialize(text) == Point(x=4)
+    allowed = JsonSerializer(allowed_types=[f"{__name__}.Point"])
+    assert allowed.deserialize(text) == Point(x=4)
+
+
+async def test_models_named_by_registered_types_are_trusted() -> None:
+    """register_models() also trusts the models an event's fields name (list[Inner] | None)."""
+    from batonflow.core.serialization import _KNOWN, qualified_name, register_models
+
+    class Inner(BaseModel):
+        v: int
+
+    class Outer(Event):
+        parts: list[Inner] | None = None
+
+    register_models(Outer)
+    assert _KNOWN[qualified_name(Inner)] is Inner
 
 
 @pytest.mark.parametrize(
     ("type_name", "match"),
     [
-        pytest.param(
-            "os:system",
-            r"'os:system' is not a pydantic model class; refusing to create it",
-            id="function",
-        ),
-        pytest.param("subprocess:Popen", r"is not a pydantic model class", id="class"),
+        pytest.param("os:system", r"'os:system' is not a type this process trusts", id="function"),
+        pytest.param("subprocess:Popen", r"not a type this process trusts", id="class"),
         pytest.param(
             "no_such_module_xyz:Thing",
-            r"cannot be imported .* make it importable",
+            r"not a type this process trusts.*register_type",
             id="missing-module",
         ),
-        pytest.param(f"{__name__}:Nope", r"cannot be imported", id="missing-class"),
+        pytest.param(f"{__name__}:Nope", r"not a type this process trusts", id="missing-class"),
     ],
 )
 async def test_decode_only_imports_pydantic_models(type_name: str, match: str) -> None:

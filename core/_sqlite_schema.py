@@ -1,0 +1,249 @@
+"""The SQLite run store's schema: its tables, the migration from version 1, error names.
+
+Kept apart from :mod:`batonflow.core._sqlite_store` (the store's operations) so each stays one
+concept: this module knows what the file looks like and how to tell SQLite's errors apart.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from .errors import (
+    CheckpointError,
+    StoreCorruptError,
+    StoreFullError,
+    StoreLockedError,
+    StoreReadOnlyError,
+)
+
+_RUNS = """
+CREATE TABLE IF NOT EXISTS checkpoint_runs (
+    run_id TEXT PRIMARY KEY,
+    workflow_name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    result TEXT,
+    error TEXT
+)"""
+_CHECKPOINTS = """
+CREATE TABLE IF NOT EXISTS checkpoints (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    workflow_name TEXT NOT NULL,
+    step_name TEXT,
+    input_event_type TEXT,
+    output_event_types TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    ctx_data TEXT NOT NULL,
+    final_event TEXT,
+    UNIQUE (run_id, seq)
+)"""
+#: Columns version 2 added to the runs and checkpoints tables of version 1.
+_V2_RUN_COLUMNS = (
+    ("start_event", "TEXT"),
+    ("input", "TEXT"),
+    ("traceparent", "TEXT"),
+    ("owner", "TEXT"),
+    ("pid", "INTEGER"),
+    ("flow_ref", "TEXT"),
+    ("waiting_seq", "INTEGER"),
+    # For stores shared by several servers (PostgreSQL): who holds the run, until when.
+    ("lease_owner", "TEXT"),
+    ("lease_until", "REAL"),
+)
+_V2_CHECKPOINT_COLUMNS = (("inbox_seq", "INTEGER NOT NULL DEFAULT 0"), ("state_mode", "INTEGER"))
+_V2_TABLES = (
+    "CREATE INDEX IF NOT EXISTS checkpoint_runs_by_status "
+    "ON checkpoint_runs (status, workflow_name)",
+    "CREATE TABLE IF NOT EXISTS run_events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+    "kind TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq))",
+    "CREATE TABLE IF NOT EXISTS run_inbox (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
+    "body TEXT NOT NULL, key TEXT, created_at REAL NOT NULL, PRIMARY KEY (run_id, seq), "
+    "UNIQUE (run_id, key))",
+)
+
+#: A checkpoint row, as the migration writes one for a version-1 server's waiting snapshot.
+_INSERT_MIGRATED = (
+    "INSERT INTO checkpoints (id, run_id, seq, workflow_name, step_name, input_event_type, "
+    "output_event_types, created_at, ctx_data, final_event, inbox_seq, state_mode) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+
+
+def create_private(path: Path) -> None:
+    """Create the database file readable by its owner only (SQLite would use the umask)."""
+    if path.exists() or os.fspath(path) == ":memory:":
+        return
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Bring a fresh or version-1 file to version 2 (inside the set-up transaction)."""
+    conn.execute(_RUNS)
+    conn.execute(_CHECKPOINTS)
+    for table, columns in (
+        ("checkpoint_runs", _V2_RUN_COLUMNS),
+        ("checkpoints", _V2_CHECKPOINT_COLUMNS),
+    ):
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for name, kind in columns:
+            if name not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+    for statement in _V2_TABLES:
+        conn.execute(statement)
+    # Version 1 had a "timed_out" status: version 2 says "failed" (the error names the timeout).
+    conn.execute("UPDATE checkpoint_runs SET status = 'failed' WHERE status = 'timed_out'")
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if "server_runs" in tables and {"run_id", "workflow", "status", "start"} <= {
+        row[1] for row in conn.execute("PRAGMA table_info(server_runs)")
+    }:
+        _import_server_tables(conn, tables)
+
+
+def _import_server_tables(conn: sqlite3.Connection, tables: set[str]) -> None:
+    """Move the version-1 server's own run records into the one store, then drop them."""
+    conn.execute(
+        "INSERT OR IGNORE INTO checkpoint_runs (run_id, workflow_name, status, created_at, "
+        "updated_at) SELECT run_id, workflow, status, created_at, updated_at FROM server_runs"
+    )
+    conn.execute(
+        "UPDATE checkpoint_runs SET owner = 'server', "
+        "input = (SELECT start FROM server_runs s WHERE s.run_id = checkpoint_runs.run_id), "
+        "traceparent = (SELECT traceparent FROM server_runs s "
+        "WHERE s.run_id = checkpoint_runs.run_id), "
+        "status = (SELECT CASE s.status WHEN 'timed_out' THEN 'failed' ELSE s.status END "
+        "FROM server_runs s WHERE s.run_id = checkpoint_runs.run_id), "
+        "result = COALESCE(result, (SELECT CASE WHEN s.result IS NULL THEN NULL ELSE s.result END "
+        "FROM server_runs s WHERE s.run_id = checkpoint_runs.run_id)), "
+        "error = COALESCE(error, (SELECT error FROM server_runs s "
+        "WHERE s.run_id = checkpoint_runs.run_id)) "
+        "WHERE run_id IN (SELECT run_id FROM server_runs)"
+    )
+    # A waiting run's snapshot becomes its latest checkpoint, so it is resumed from there.
+    for run_id, workflow, snapshot, created in conn.execute(
+        "SELECT run_id, workflow, snapshot, updated_at FROM server_runs "
+        "WHERE snapshot IS NOT NULL AND status = 'waiting'"
+    ).fetchall():
+        (seq,) = conn.execute(
+            "SELECT COALESCE(MAX(seq), -1) + 1 FROM checkpoints WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        conn.execute(
+            _INSERT_MIGRATED,
+            (
+                f"{run_id}-migrated",
+                run_id,
+                seq,
+                workflow,
+                None,
+                None,
+                "[]",
+                created,
+                snapshot,
+                None,
+                0,
+                None,
+            ),
+        )
+    if "server_events" in tables:
+        conn.execute(
+            "INSERT OR IGNORE INTO run_events (run_id, seq, kind, body) "
+            "SELECT run_id, seq, kind, body FROM server_events"
+        )
+        conn.execute("DROP TABLE server_events")
+    if "flow_refs" in tables:
+        pid = "pid" in {row[1] for row in conn.execute("PRAGMA table_info(flow_refs)")}
+        conn.execute(
+            "UPDATE checkpoint_runs SET flow_ref = (SELECT flow FROM flow_refs f "
+            "WHERE f.run_id = checkpoint_runs.run_id)"
+            + (
+                ", pid = (SELECT pid FROM flow_refs f WHERE f.run_id = checkpoint_runs.run_id)"
+                if pid
+                else ""
+            )
+            + ", owner = COALESCE(owner, 'cli') WHERE run_id IN (SELECT run_id FROM flow_refs)"
+        )
+        conn.execute("DROP TABLE flow_refs")
+    conn.execute("DROP TABLE server_runs")
+
+
+def _errorname(exc: BaseException) -> str:
+    return str(getattr(exc, "sqlite_errorname", "") or "")
+
+
+def is_locked(exc: sqlite3.Error) -> bool:
+    """Whether SQLite refused because another connection holds a lock (SQLITE_BUSY)."""
+    return isinstance(exc, sqlite3.OperationalError) and (
+        "locked" in str(exc) or _errorname(exc).startswith(("SQLITE_BUSY", "SQLITE_LOCKED"))
+    )
+
+
+def store_error(path: Path, exc: BaseException, action: str) -> CheckpointError:
+    """The :class:`CheckpointError` subclass that tells what went wrong with the file."""
+    where = os.fspath(path)
+    name = _errorname(exc)
+    text = str(exc)
+    if name == "SQLITE_FULL" or "full" in text or name.startswith("SQLITE_IOERR_WRITE"):
+        return StoreFullError(
+            f"Could not {action}: the disk holding {where!r} is full ({text}); nothing was "
+            "written and what was committed before is intact. Free space, then resume the run."
+        )
+    if name.startswith("SQLITE_READONLY") or "readonly" in text or name == "SQLITE_PERM":
+        return StoreReadOnlyError(
+            f"Could not {action}: {where!r} is read-only ({text}); make the file and its "
+            "folder writable, or pass another path."
+        )
+    if is_locked(exc):  # type: ignore[arg-type]
+        return StoreLockedError(
+            f"Could not {action}: {where!r} stayed locked by another process ({text}); let it "
+            "finish, or pass a larger busy_timeout=."
+        )
+    if (
+        name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+        or "malformed" in text
+        or ("not a database" in text)
+    ):
+        return StoreCorruptError(
+            f"Could not {action}: {where!r} is corrupt or not a SQLite database ({text}); "
+            "move it away or pass another path."
+        )
+    if name.startswith("SQLITE_IOERR") or name == "SQLITE_CANTOPEN":
+        return StoreFullError(
+            f"Could not {action}: writing {where!r} failed ({text}); the disk may be full or "
+            "failing. Free space or fix the disk, then resume the run."
+        )
+    return CheckpointError(
+        f"Could not {action} in {where!r} ({type(exc).__name__}: {text}); check the file, or "
+        "pass another path."
+    )
+
+
+def opening_error(path: Path, exc: BaseException) -> CheckpointError:
+    if isinstance(exc, PermissionError) or (
+        isinstance(exc, OSError) and exc.errno in (13, 30)  # EACCES, EROFS
+    ):
+        return StoreReadOnlyError(
+            f"Cannot open the checkpoint database {os.fspath(path)!r} ({exc}); it is not "
+            "writable: pass a writable path to SqliteCheckpointStore(path=...)."
+        )
+    if isinstance(exc, OSError) and exc.errno == 28:  # ENOSPC
+        return StoreFullError(
+            f"Cannot create the checkpoint database {os.fspath(path)!r}: the disk is full "
+            f"({exc}); free space, or pass another path."
+        )
+    if isinstance(exc, sqlite3.Error):
+        return store_error(path, exc, "open")
+    return CheckpointError(
+        f"Cannot open the checkpoint database {os.fspath(path)!r} ({exc}); pass a writable "
+        "path to SqliteCheckpointStore(path=...)."
+    )
+
+
+__all__ = ["create_private", "is_locked", "migrate", "opening_error", "store_error"]
