@@ -13,7 +13,6 @@ import asyncio
 import datetime as dt
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 import typer
@@ -32,7 +31,12 @@ runs_app = typer.Typer(
     add_completion=False,
 )
 
-_DB = typer.Option(None, "--db", help="Run store \\[env BATONFLOW_DB; .batonflow/runs.db].")
+_DB = typer.Option(
+    None,
+    "--db",
+    help="Run store: a SQLite file or postgresql:// URL "
+    "\\[env BATONFLOW_DATABASE_URL or BATONFLOW_DB; .batonflow/runs.db].",
+)
 _DEBUG = typer.Option(False, "--debug", help="Show tracebacks of errors.")
 _SERVER = typer.Option(
     None,
@@ -48,8 +52,10 @@ STATUSES = RUN_STATUSES
 ENDED = frozenset(FINISHED)
 
 
-def _open(db: Path | None) -> RunStore:
-    settings = Settings.load(db_path=db)
+def _open(db: str | None) -> RunStore:
+    settings = Settings.load(db=db)
+    if settings.database_url is not None:
+        return RunStore(backend=settings.open_store())
     if not settings.db_path.exists():
         raise BadParameterError(
             f"No run store at {str(settings.db_path)!r} yet; runs appear there once "
@@ -85,7 +91,7 @@ def list_runs(
     status: str | None = typer.Option(None, help="Only runs with this status."),
     limit: int = typer.Option(50, min=1, help="At most this many runs, newest first."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    db: Path | None = _DB,
+    db: str | None = _DB,
     server: str | None = _SERVER,
     token: str | None = _TOKEN,
     debug: bool = _DEBUG,
@@ -123,7 +129,7 @@ def show(
     run_id: str = typer.Argument(..., help="The run id."),
     events: bool = typer.Option(False, "--events", help="Also list the events it streamed."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    db: Path | None = _DB,
+    db: str | None = _DB,
     server: str | None = _SERVER,
     token: str | None = _TOKEN,
     debug: bool = _DEBUG,
@@ -164,7 +170,7 @@ def show(
             out.print(f"  #{entry['seq']} {label} {entry.get('value', '')}", markup=False)
 
 
-def _show_local(db: Path | None, run_id: str, events: bool) -> dict[str, Any]:
+def _show_local(db: str | None, run_id: str, events: bool) -> dict[str, Any]:
     store = _open(db)
     try:
         data = _state(store, run_id)
@@ -191,7 +197,7 @@ def resume(
         [], "--answer", "-a", help="Answer(s) to give when the run asks for input."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    db: Path | None = _DB,
+    db: str | None = _DB,
     debug: bool = _DEBUG,
 ) -> None:
     """Continue a run: one waiting for input, or one stopped mid-way (from its checkpoint)."""
@@ -315,7 +321,7 @@ def _refuse_running(store: RunStore, data: dict[str, Any], action: str) -> None:
 @runs_app.command()
 def cancel(
     run_id: str = typer.Argument(..., help="The run id."),
-    db: Path | None = _DB,
+    db: str | None = _DB,
     server: str | None = _SERVER,
     token: str | None = _TOKEN,
     debug: bool = _DEBUG,
@@ -345,7 +351,7 @@ def cancel(
 @runs_app.command()
 def delete(
     run_ids: list[str] = typer.Argument(..., help="The run ids."),
-    db: Path | None = _DB,
+    db: str | None = _DB,
     debug: bool = _DEBUG,
 ) -> None:
     """Forget runs: their records, events and checkpoints (not while they run)."""
@@ -385,7 +391,7 @@ def prune(
         ..., "--older-than", metavar="DURATION", help="e.g. 30m, 12h, 7d, 2w: since last change."
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be deleted."),
-    db: Path | None = _DB,
+    db: str | None = _DB,
     debug: bool = _DEBUG,
 ) -> None:
     """Forget runs that ended (completed, failed, cancelled, ...) longer ago than DURATION."""

@@ -98,8 +98,11 @@ def run(
         help="Checkpoint every step into the run store, so 'batonflow runs resume ID' can "
         "continue the run if this process dies.",
     ),
-    db: Path | None = typer.Option(
-        None, "--db", help="Run store for --durable \\[env BATONFLOW_DB; .batonflow/runs.db]."
+    db: str | None = typer.Option(
+        None,
+        "--db",
+        help="Run store for --durable: a SQLite file or postgresql:// URL "
+        "\\[env BATONFLOW_DATABASE_URL or BATONFLOW_DB; .batonflow/runs.db].",
     ),
     server: str | None = typer.Option(
         None,
@@ -126,15 +129,13 @@ def run(
         if url is not None:
             _run_on_server(url, token, flow, fields, stream, as_json, list(answers), durable)
             return
-        settings = Settings.load(db_path=db)
+        settings = Settings.load(db=db)
         setup_tracing()
         workflow = load_workflow(flow, settings)
         checkpoints = None
         on_start = None
         if durable:
-            from batonflow.core.checkpoints import SqliteCheckpointStore
-
-            checkpoints = SqliteCheckpointStore(settings.db_path)
+            checkpoints = settings.open_store()
             on_start = _flow_reference(flow)
         stdout = sys.stdout
         # With --json, stdout carries only JSON: whatever the steps print goes to stderr.
@@ -340,8 +341,20 @@ def serve(
     token: str | None = typer.Option(
         None, help="Require 'Authorization: Bearer TOKEN' \\[env BATONFLOW_API_TOKEN]."
     ),
-    db: Path | None = typer.Option(
-        None, help="Run store \\[env BATONFLOW_DB; .batonflow/runs.db]."
+    db: str | None = typer.Option(
+        None,
+        help="Run store: a SQLite file, or a postgresql:// URL that several servers share "
+        "\\[env BATONFLOW_DATABASE_URL or BATONFLOW_DB; .batonflow/runs.db].",
+    ),
+    replica_id: str | None = typer.Option(
+        None,
+        help="This server's name among replicas on one PostgreSQL database "
+        "\\[env BATONFLOW_REPLICA_ID; host-pid].",
+    ),
+    lease_seconds: float | None = typer.Option(
+        None,
+        help="How long a replica holds a run without a heartbeat; after that another "
+        "replica takes it over \\[env BATONFLOW_LEASE_SECONDS; 15].",
     ),
     workflows: list[str] = typer.Option(
         [],
@@ -373,7 +386,14 @@ def serve(
         from batonflow._extras import require_extra
 
         require_extra("batonflow serve", "server", {"fastapi": "fastapi", "uvicorn": "uvicorn"})
-        settings = Settings.load(host=host, port=port, api_token=token, db_path=db)
+        settings = Settings.load(
+            host=host,
+            port=port,
+            api_token=token,
+            db=db,
+            replica_id=replica_id,
+            lease_seconds=lease_seconds,
+        )
         from ._uvicorn import bind_socket
 
         sock = bind_socket(settings.host, settings.port)  # a port in use fails before set-up
@@ -385,12 +405,13 @@ def serve(
         from .server import create_app
         from .server import serve as run_server
 
-        store = RunStore(settings.db_path)
-        checkpoints = None
-        if durable:
-            from batonflow.core.checkpoints import SqliteCheckpointStore
-
-            checkpoints = SqliteCheckpointStore(settings.db_path)
+        if settings.database_url is not None:
+            # One store for records and checkpoints; on PostgreSQL it joins the replicas.
+            checkpoints = settings.open_store(replica=True)
+            store = RunStore(backend=checkpoints)
+        else:
+            store = RunStore(settings.db_path)
+            checkpoints = settings.open_store() if durable else None
         app_ = create_app(
             served,
             store=store,
@@ -408,7 +429,7 @@ def serve(
         def ready(url: str) -> None:
             err.print(
                 f"batonflow server on {url} serving {', '.join(sorted(served))}; "
-                f"runs in {settings.db_path}; traces {traces}",
+                f"runs in {_where(settings, checkpoints)}; traces {traces}",
                 markup=False,
             )
             sys.stderr.flush()
@@ -437,6 +458,14 @@ def _log_to_stderr() -> None:
         handler.setFormatter(logging.Formatter("%(levelname)s:  %(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
+
+
+def _where(settings: Settings, store: Any) -> str:
+    """Where the server keeps its runs, for its start-up line (no password)."""
+    replica = getattr(store, "replica_id", None)
+    if replica is not None:
+        return f"{store!r} as replica {replica!r}"
+    return str(settings.db_path) if settings.database_url is None else repr(store)
 
 
 def _served_workflows(settings: Settings, extra: list[str], prebuilt: bool) -> dict[str, Any]:

@@ -12,6 +12,9 @@ setting                    environment variable            default
 =========================  ==============================  =========================
 ``home``                   ``BATONFLOW_HOME``              ``.batonflow``
 ``db_path``                ``BATONFLOW_DB``                ``<home>/runs.db``
+``database_url``           ``BATONFLOW_DATABASE_URL``      none (the SQLite ``db_path``)
+``lease_seconds``          ``BATONFLOW_LEASE_SECONDS``     ``15`` (replicas on PostgreSQL)
+``replica_id``             ``BATONFLOW_REPLICA_ID``        ``<host>-<pid>``
 ``qdrant_path``            ``BATONFLOW_QDRANT_PATH``       ``<home>/qdrant``
 ``qdrant_url``             ``BATONFLOW_QDRANT_URL``        none (local embedded Qdrant)
 ``collection``             ``BATONFLOW_COLLECTION``        ``docs``
@@ -27,6 +30,7 @@ setting                    environment variable            default
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -43,6 +47,9 @@ class Settings:
 
     home: Path = Path(".batonflow")
     db_path: Path = Path(".batonflow/runs.db")
+    database_url: str | None = None
+    lease_seconds: float = 15.0
+    replica_id: str | None = None
     qdrant_path: Path = Path(".batonflow/qdrant")
     qdrant_url: str | None = None
     collection: str = "docs"
@@ -70,6 +77,10 @@ class Settings:
             ConfigError: A numeric setting that is not a number, or an unknown flag name.
         """
         env = os.environ if env is None else env
+        db = flags.pop("db", None)
+        if db is not None:  # --db: a SQLite path or a database URL
+            key = "database_url" if "://" in str(db) else "db_path"
+            flags.setdefault(key, db)
         known = {f.name for f in fields(cls)}
         unknown = set(flags) - known
         if unknown:
@@ -86,6 +97,17 @@ class Settings:
         values: dict[str, Any] = {
             "home": home,
             "db_path": Path(pick("db_path", "BATONFLOW_DB") or home / "runs.db"),
+            # A --db path given on the command line wins over the URL in the environment.
+            "database_url": None
+            if flags.get("db_path") is not None
+            else pick("database_url", "BATONFLOW_DATABASE_URL"),
+            "lease_seconds": _as_float(
+                pick("lease_seconds", "BATONFLOW_LEASE_SECONDS"),
+                15.0,
+                "lease_seconds",
+                "BATONFLOW_LEASE_SECONDS",
+            ),
+            "replica_id": pick("replica_id", "BATONFLOW_REPLICA_ID"),
             "qdrant_path": Path(pick("qdrant_path", "BATONFLOW_QDRANT_PATH") or home / "qdrant"),
             "qdrant_url": pick("qdrant_url", "BATONFLOW_QDRANT_URL"),
             "collection": pick("collection", "BATONFLOW_COLLECTION") or "docs",
@@ -104,11 +126,40 @@ class Settings:
             or pick("otel_endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT"),
             "otel_exporter": pick("otel_exporter", "OTEL_TRACES_EXPORTER"),
         }
+        if values["lease_seconds"] <= 0:
+            raise ConfigError(
+                f"Lease length {values['lease_seconds']} is not positive; pass "
+                "--lease-seconds 15 (or BATONFLOW_LEASE_SECONDS) or more than 0."
+            )
         if not 0 <= values["port"] <= 65535:
             raise ConfigError(
                 f"Port {values['port']} is out of range; pass --port between 0 and 65535."
             )
         return cls(**values)
+
+    @property
+    def database(self) -> str:
+        """The run store: the database URL when one is set, else the SQLite file's path."""
+        return self.database_url or str(self.db_path)
+
+    def open_store(self, *, replica: bool = False) -> Any:
+        """Open the run store (:func:`batonflow.core.stores.open_store`).
+
+        Args:
+            replica: For a server: on a database that several servers share (PostgreSQL),
+                join them under :attr:`replica_id` with leases of :attr:`lease_seconds`.
+        """
+        from batonflow.core.stores import open_store
+
+        if self.database_url is None:
+            return open_store(self.db_path)
+        options: dict[str, Any] = {}
+        if replica:
+            options = {
+                "replica_id": self.replica_id or f"{socket.gethostname()}-{os.getpid()}",
+                "lease_seconds": self.lease_seconds,
+            }
+        return open_store(self.database_url, **options)
 
     def with_(self, **changes: Any) -> Settings:
         """A copy with some settings changed."""
@@ -120,6 +171,18 @@ class Settings:
         if self.otel_exporter is not None:
             return self.otel_exporter.strip().lower() != "none"
         return self.otel_endpoint is not None
+
+
+def _as_float(raw: str | None, default: float, name: str, var: str) -> float:
+    if raw is None:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(
+            f"Setting {name} must be a number of seconds, got {raw!r}; fix "
+            f"--{name.replace('_', '-')} or {var}."
+        ) from None
 
 
 def _as_int(raw: str | None, default: int, name: str, var: str) -> int:

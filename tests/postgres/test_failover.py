@@ -101,15 +101,18 @@ def test_killing_one_of_three_replicas_loses_and_repeats_nothing(postgres_url, t
     replicas = [Replica(f"r{i}", postgres_url, tmp_path, lease) for i in range(3)]
     try:
         runs: dict[str, bool] = {}  # run id -> asks for an answer
+        on_victim: set[str] = set()
         for i in range(50):
             via = replicas[i % 3].client
-            ask = i % 3 == 0
+            ask = i % 4 == 0
             run = via.start("steps", log=str(log), n=i, ask=ask, pause=0.5 if i < 25 else 2.0)
             runs[run.run_id] = ask
+            if i % 3 == 0:
+                on_victim.add(run.run_id)
         victim = replicas[0]
         survivors = replicas[1:]
         # A stream followed on the victim, to be resumed on a survivor after the kill.
-        followed = next(iter(runs))
+        followed = sorted(on_victim)[0]
         seen: list[int] = []
 
         def follow_then_resume() -> None:
@@ -167,6 +170,10 @@ def test_killing_one_of_three_replicas_loses_and_repeats_nothing(postgres_url, t
                     repeated += 1
                     assert pids[0] == victim.proc.pid and pids[1] != victim.proc.pid
         assert repeated <= sum(1 for pids in ran.values() if victim.proc.pid in pids)
+        # The victim's unfinished runs were finished by the survivors.
+        moved = {r for r in on_victim if victim.proc.pid not in ran[(r, "finish")]}
+        assert moved, "no run was taken over: the kill came too late to test anything"
+        assert any(runs[r] for r in moved), "no waiting run was taken over"
         assert resumed_in < 120
     finally:
         for replica in replicas:
