@@ -22,10 +22,11 @@ SCRIPT = textwrap.dedent(
     from pathlib import Path
 
     from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
-    from batonflow.core.checkpoints import SqliteCheckpointStore, WorkflowCheckpointer
+    from batonflow.core import open_store
+    from batonflow.core.checkpoints import WorkflowCheckpointer
 
     MODE, DB, RUN_ID, LOG, MARKER = sys.argv[1:6]
-    STORE = SqliteCheckpointStore(DB)
+    STORE = open_store(DB)  # a SQLite file or a postgresql:// URL
 
 
     def note(name):
@@ -116,7 +117,12 @@ SCRIPT = textwrap.dedent(
 
 
 def launch(
-    tmp_path: Path, mode: str, db: str, run_id: str, api: str = "checkpointer"
+    tmp_path: Path,
+    mode: str,
+    db: str,
+    run_id: str,
+    api: str = "checkpointer",
+    url: str | None = None,
 ) -> subprocess.Popen:
     script = tmp_path / "pipeline.py"
     script.write_text(SCRIPT)
@@ -126,7 +132,7 @@ def launch(
             sys.executable,
             str(script),
             mode,
-            str(tmp_path / db),
+            url or str(tmp_path / db),
             run_id,
             str(tmp_path / f"{db}.log"),
             str(tmp_path / "ready"),
@@ -150,18 +156,29 @@ def executions(tmp_path: Path, db: str) -> dict[str, int]:
     return {name: names.count(name) for name in sorted(set(names))}
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request) -> str | None:
+    """Where the durable runs are kept: a SQLite file (None), or a PostgreSQL database URL."""
+    if request.param == "sqlite":
+        return None
+    pytest.importorskip("psycopg", reason="pip install 'batonflow[postgres]'")
+    return request.getfixturevalue("postgres_url")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("api", ["checkpointer", "checkpoint_store"])
-async def test_killed_run_resumes_in_new_process_with_same_result(tmp_path: Path, api: str) -> None:
+async def test_killed_run_resumes_in_new_process_with_same_result(
+    tmp_path: Path, api: str, backend: str | None
+) -> None:
     """kill -9 mid-step, resume elsewhere: same result, completed steps not re-executed.
 
     Both durable APIs: ``WorkflowCheckpointer(store=...)`` and ``Workflow(checkpoint_store=...)``
-    with ``w.run()`` / ``w.resume(run_id)``.
+    with ``w.run()`` / ``w.resume(run_id)``; both backends: SQLite and PostgreSQL.
     """
-    expected = finish(launch(tmp_path, "plain", "plain.db", "run-plain", api))
+    expected = finish(launch(tmp_path, "plain", "plain.db", "run-plain", api, backend))
     assert executions(tmp_path, "plain.db") == {"fast": 1, "join": 1, "parse": 1, "slow": 1}
 
-    victim = launch(tmp_path, "crash", "crash.db", "run-crash", api)
+    victim = launch(tmp_path, "crash", "crash.db", "run-crash", api, backend)
     deadline = time.monotonic() + 60
     while not (tmp_path / "ready").exists():
         assert victim.poll() is None, victim.communicate()[1]
@@ -172,14 +189,14 @@ async def test_killed_run_resumes_in_new_process_with_same_result(tmp_path: Path
     assert victim.returncode == -signal.SIGKILL
     assert executions(tmp_path, "crash.db") == {"fast": 1, "parse": 1, "slow": 1}
 
-    resumed = finish(launch(tmp_path, "resume", "crash.db", "run-crash", api))
+    resumed = finish(launch(tmp_path, "resume", "crash.db", "run-crash", api, backend))
     assert resumed == expected
     # parse and fast ran once in total; only the interrupted step ran again.
     assert executions(tmp_path, "crash.db") == {"fast": 1, "join": 1, "parse": 1, "slow": 2}
 
-    from batonflow.core.checkpoints import SqliteCheckpointStore
+    from batonflow.core import open_store
 
-    with SqliteCheckpointStore(tmp_path / "crash.db") as store:
+    with open_store(backend or tmp_path / "crash.db") as store:
         assert store.run("run-crash").status == "completed"
         steps = [c.step_name for c in store.list("run-crash")]
         assert steps[0] == "parse" and steps.count("parse") == 1 and steps.count("fast") == 1
