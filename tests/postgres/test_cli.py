@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from batonflow.apps.cli import app
 from batonflow.apps.config import ConfigError, Settings
 from batonflow.apps.server import BackgroundServer, create_app
