@@ -37,9 +37,10 @@ from batonflow.core._records import (
     InboxItem,
     RunRecord,
     StoredEvent,
+    answered_error,
+    check_post,
     check_status,
 )
-from batonflow.core._sqlite_store import _answered, _check_post
 from batonflow.core.errors import (
     CheckpointError,
     LeaseLostError,
@@ -223,6 +224,23 @@ class PostgresCheckpointStore:
             raise
         except (psycopg.Error, PoolTimeout) as exc:
             raise self._error(exc, action) from exc
+
+    def _execute(self, action: str, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run ``fn`` (one statement, atomic by itself) outside a transaction block."""
+        try:
+            with self._pool.connection() as conn:
+                return fn(conn)
+        except CheckpointError:
+            raise
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise self._error(exc, action) from exc
+
+    def _lost(self, run_id: str) -> LeaseLostError:
+        owner = self.lease_of(run_id)[0]
+        return LeaseLostError(
+            f"Run {run_id!r} is held by replica {owner!r}, not by {self.replica_id!r}; it goes "
+            "on there. Stop running it here."
+        )
 
     def _query(self, sql: str, args: tuple[Any, ...]) -> builtins.list[tuple[Any, ...]]:
         if self._pool.closed:
@@ -411,6 +429,13 @@ class PostgresCheckpointStore:
             mode,
         )
 
+        if checkpoint.run_id in self._recorded:
+            # The usual case, one round trip: the run's row is locked for the statement (so a
+            # replica taking the run over waits for it) and the insert happens only while no
+            # other replica holds the run.
+            self._insert_fenced(checkpoint, row)
+            return
+
         def insert(conn: psycopg.Connection[Any]) -> None:
             found = self._fence(conn, checkpoint.run_id)
             if found is None:
@@ -429,13 +454,33 @@ class PostgresCheckpointStore:
                     row,
                 )
             except pg_errors.UniqueViolation as exc:
-                raise CheckpointError(
-                    f"Run {checkpoint.run_id} already has checkpoint {checkpoint.id} or seq "
-                    f"{checkpoint.seq}; is another process resuming the same run?"
-                ) from exc
+                raise _taken(checkpoint) from exc
 
         self._write("write a checkpoint", insert)
         self._recorded.add(checkpoint.run_id)
+
+    def _insert_fenced(self, checkpoint: Checkpoint, row: tuple[Any, ...]) -> None:
+        def insert(conn: psycopg.Connection[Any]) -> tuple[int, int]:
+            try:
+                found = conn.execute(
+                    "WITH run AS (SELECT lease_owner FROM checkpoint_runs WHERE run_id = %s "
+                    f"FOR UPDATE), ins AS (INSERT INTO checkpoints ({_CHECKPOINT_COLUMNS}) "
+                    "SELECT %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s WHERE NOT EXISTS "
+                    "(SELECT 1 FROM run WHERE %s::text IS NOT NULL AND lease_owner IS NOT NULL "
+                    "AND lease_owner <> %s) RETURNING 1) "
+                    "SELECT (SELECT count(*) FROM run), (SELECT count(*) FROM ins)",
+                    (checkpoint.run_id, *row, self.replica_id, self.replica_id),
+                ).fetchone()
+            except pg_errors.UniqueViolation as exc:
+                raise _taken(checkpoint) from exc
+            return (int(found[0]), int(found[1])) if found else (0, 0)
+
+        runs, inserted = self._execute("write a checkpoint", insert)
+        if not inserted:
+            if runs:
+                raise self._lost(checkpoint.run_id)
+            self._recorded.discard(checkpoint.run_id)  # deleted meanwhile: record it again
+            self.put(checkpoint)
 
     def list(self, run_id: str) -> builtins.list[Checkpoint]:
         """The run's checkpoints, oldest first."""
@@ -483,6 +528,36 @@ class PostgresCheckpointStore:
             LeaseLostError: Another replica holds the run.
             StoreFullError: The server's disk is full; nothing was written.
         """
+
+        if not waiting:
+            # One round trip: lock the run's row for the statement, take the next seq, write
+            # the entry only while no other replica holds the run, and NOTIFY on commit.
+            def one(conn: psycopg.Connection[Any]) -> int | None:
+                found = conn.execute(
+                    "WITH run AS (SELECT lease_owner FROM checkpoint_runs WHERE run_id = %s "
+                    "FOR UPDATE), ins AS (INSERT INTO run_events (run_id, seq, kind, body) "
+                    "SELECT %s, COALESCE((SELECT MAX(seq) FROM run_events WHERE run_id = %s), 0) "
+                    "+ 1, %s, %s WHERE NOT EXISTS (SELECT 1 FROM run WHERE %s::text IS NOT NULL "
+                    "AND lease_owner IS NOT NULL AND lease_owner <> %s) RETURNING seq) "
+                    "SELECT seq, pg_notify(%s, %s || ' ' || seq) FROM ins",
+                    (
+                        run_id,
+                        run_id,
+                        run_id,
+                        kind,
+                        body,
+                        self.replica_id,
+                        self.replica_id,
+                        EVENTS_CHANNEL,
+                        run_id,
+                    ),
+                ).fetchone()
+                return None if found is None else int(found[0])
+
+            seq = self._execute("record a stream event", one)
+            if seq is None:
+                raise self._lost(run_id)
+            return seq
 
         def append(conn: psycopg.Connection[Any]) -> int:
             self._fence(conn, run_id)
@@ -535,7 +610,7 @@ class PostgresCheckpointStore:
                 "SELECT status, waiting_seq FROM checkpoint_runs WHERE run_id = %s FOR UPDATE",
                 (run_id,),
             ).fetchone()
-            key = _check_post(run_id, None if row is None else (row[0], row[1]), answer)
+            key = check_post(run_id, None if row is None else (row[0], row[1]), answer)
             (seq,) = conn.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM run_inbox WHERE run_id = %s", (run_id,)
             ).fetchone() or (1,)
@@ -547,7 +622,7 @@ class PostgresCheckpointStore:
                         (run_id, seq, body, key, time.time()),
                     )
             except pg_errors.UniqueViolation as exc:
-                raise _answered(run_id) from exc
+                raise answered_error(run_id) from exc
             if key is not None:
                 conn.execute(
                     "UPDATE checkpoint_runs SET status = 'running', updated_at = %s "
@@ -760,6 +835,13 @@ class PostgresCheckpointStore:
             f"Could not {action} in {where} ({type(exc).__name__}: {text}); check the "
             "database, or pass another URL."
         )
+
+
+def _taken(checkpoint: Checkpoint) -> CheckpointError:
+    return CheckpointError(
+        f"Run {checkpoint.run_id} already has checkpoint {checkpoint.id} or seq "
+        f"{checkpoint.seq}; is another process resuming the same run?"
+    )
 
 
 def _apply(state: dict[str, str], changes: Any) -> None:

@@ -24,3 +24,18 @@ def test_the_previous_tests_tables_are_gone(postgres_url):
     with psycopg.connect(postgres_url) as conn:
         found = conn.execute("SELECT to_regclass('public.marker')").fetchone()
         assert found == (None,)
+
+
+def test_missing_binaries_skip_locally_and_fail_under_ci(monkeypatch):
+    """Without initdb/pg_ctl a test is skipped with the install command, but fails in CI."""
+    import pg_server
+
+    monkeypatch.setattr(pg_server, "find_bindir", lambda: None)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="apt-get install postgresql"):
+        with pg_server.running_server():
+            pass
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI must run the PostgreSQL tests"):
+        with pg_server.running_server():
+            pass

@@ -18,6 +18,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+#: Pages whose examples get ``BATONFLOW_DATABASE_URL`` of a throw-away PostgreSQL server.
+NEEDS_POSTGRES = {"deploy.md"}
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
@@ -30,12 +32,19 @@ def page_script(page: Path) -> str:
 @pytest.mark.parametrize(
     "page", [p for p in PAGES if p.exists() and page_script(p).strip()], ids=lambda p: p.name
 )
-def test_doc_page_examples_run(page: Path, tmp_path: Path) -> None:
+def test_doc_page_examples_run(page: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """The page's Python examples run to the end without error."""
     script = tmp_path / f"{page.stem}_examples.py"
     script.write_text(page_script(page))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OTEL_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI", "OTEL_", "BATONFLOW_DATABASE_URL"))
+    }
     env["PYTHONPATH"] = str(ROOT)
+    if page.name in NEEDS_POSTGRES:
+        # Its examples run against a real (throw-away) PostgreSQL server.
+        env["BATONFLOW_DATABASE_URL"] = request.getfixturevalue("postgres_url")
     proc = subprocess.run(
         [sys.executable, str(script)],
         cwd=tmp_path,

@@ -76,8 +76,10 @@ async def test_inbox_and_event_log_changes_are_announced_to_every_replica(postgr
     )
     await replication.start()
     await asyncio.wait_for(replication.listening.wait(), 10)
-    owner.append_event(run_id, "event", "{}", waiting=True)
+    owner.append_event(run_id, "event", "{}")
     assert await asyncio.wait_for(events.get(), 10) == (run_id, 1)
+    owner.append_event(run_id, "event", "{}", waiting=True)
+    assert await asyncio.wait_for(events.get(), 10) == (run_id, 2)
     other.post_event(run_id, '{"answer": 1}', answer=True)
     assert await asyncio.wait_for(inbox.get(), 10) == run_id
     await replication.stop()
