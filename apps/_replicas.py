@@ -45,6 +45,7 @@ class ReplicaSet:
             on_inbox=self._inbox,
             on_events=self._events,
             on_lost=self._lost,
+            workflows=manager.workflows,
         )
 
     @property

@@ -167,8 +167,10 @@ class RunManager:
         """
         resumed = 0
         for row in self.store.unfinished():
-            if self.replicas is not None and not self.replicas.claim(row.run_id):
-                continue  # another replica holds it and is alive
+            if self.replicas is not None and (
+                row.workflow not in self.workflows or not self.replicas.claim(row.run_id)
+            ):
+                continue  # another replica holds it and is alive, or serves it
             resumed += self.adopt(row)
         if self.replicas is not None:
             resumed += await self.replicas.start()

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import psycopg
@@ -45,6 +45,8 @@ class Replication:
         on_events: Called with a run id and a sequence number when a run's event log grew.
         on_lost: Called with a run id when this replica no longer holds a run it ran.
         interval: Seconds between heartbeats (default a third of the lease).
+        workflows: The workflow names this replica runs; it takes over only their runs
+            (default: any).
     """
 
     def __init__(
@@ -56,6 +58,7 @@ class Replication:
         on_events: Callback | None = None,
         on_lost: Callback | None = None,
         interval: float | None = None,
+        workflows: Iterable[str] | None = None,
     ) -> None:
         if store.replica_id is None:
             raise ValueError(
@@ -68,6 +71,7 @@ class Replication:
         self._on_inbox = on_inbox
         self._on_events = on_events
         self._on_lost = on_lost
+        self.workflows = None if workflows is None else frozenset(workflows)
         self._held: set[str] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self.listening = asyncio.Event()
@@ -95,7 +99,9 @@ class Replication:
         self._tasks = []
 
     async def _take_over(self) -> list[RunRecord]:
-        records = await asyncio.to_thread(self.store.claim_expired)
+        records = await asyncio.to_thread(
+            lambda: self.store.claim_expired(workflows=self.workflows)
+        )
         for record in records:
             log.warning(
                 "replica %s takes over run %s (%s) from a replica whose lease expired",

@@ -24,7 +24,7 @@ from __future__ import annotations
 import builtins
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -666,14 +666,20 @@ class PostgresCheckpointStore:
         return [str(r[0]) for r in rows]
 
     def claim_expired(
-        self, *, owner: str | None = "server", limit: int = 50
+        self,
+        *,
+        owner: str | None = "server",
+        workflows: Iterable[str] | None = None,
+        limit: int = 50,
     ) -> builtins.list[RunRecord]:
         """Take over runs whose holder's lease expired (a dead replica's), at most ``limit``.
 
         Only runs in progress (``running``, ``waiting``, ``interrupted``) started by ``owner``
-        are taken. Replicas racing for the same run never both get it (``FOR UPDATE SKIP
-        LOCKED`` and a conditional update): each expired run goes to exactly one of them.
+        are taken, and only of the named ``workflows`` when given (the ones this replica can
+        run). Replicas racing for the same run never both get it (``FOR UPDATE SKIP LOCKED``
+        and a conditional update): each expired run goes to exactly one of them.
         """
+        names = None if workflows is None else sorted(workflows)
         me = self._replica()
         statuses = [*sorted(ACTIVE), "interrupted"]
         rows = self._write(
@@ -682,10 +688,11 @@ class PostgresCheckpointStore:
                 f"UPDATE checkpoint_runs SET lease_owner = %s, lease_until = {NOW} + %s "
                 "WHERE run_id IN (SELECT run_id FROM checkpoint_runs "
                 "WHERE status = ANY(%s) AND (%s::text IS NULL OR owner = %s) "
+                "AND (%s::text[] IS NULL OR workflow_name = ANY(%s)) "
                 f"AND lease_owner IS NOT NULL AND lease_owner <> %s AND lease_until < {NOW} "
                 "ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED) "
                 f"RETURNING {_RUN_COLUMNS}",
-                (me, self.lease_seconds, statuses, owner, owner, me, limit),
+                (me, self.lease_seconds, statuses, owner, owner, names, names, me, limit),
             ).fetchall(),
         )
         return [RunRecord(*row) for row in rows]

@@ -180,3 +180,19 @@ def test_racing_replicas_take_each_expired_run_exactly_once(postgres_url, round_
         s.close()
     claimed = [run_id for ids in got.values() for run_id in ids]
     assert sorted(claimed) == sorted(runs)  # every run taken, none twice
+
+
+def test_a_replica_takes_over_only_the_workflows_it_runs(postgres_url):
+    """claim_expired(workflows=...) leaves runs of other workflows to replicas that serve them."""
+    with (
+        PostgresCheckpointStore(postgres_url, replica_id="dead") as dead,
+        PostgresCheckpointStore(postgres_url, replica_id="b") as b,
+    ):
+        now = time.time()
+        mine, theirs = uuid.uuid4().hex, uuid.uuid4().hex
+        dead.create_run(RunRecord(mine, "flow-a", "running", now, now, owner="server"))
+        dead.create_run(RunRecord(theirs, "flow-b", "running", now, now, owner="server"))
+        _expire(postgres_url, mine)
+        _expire(postgres_url, theirs)
+        assert [r.run_id for r in b.claim_expired(workflows=["flow-a"])] == [mine]
+        assert b.lease_of(theirs)[0] == "dead"
