@@ -778,6 +778,7 @@ class Run:
     async def _resources(self, spec: StepSpec) -> dict[str, Any]:
         manager = self.workflow.resource_manager
         values: dict[str, Any] = {}
+        scope: dict[Any, Any] = {}  # one execution: uncached resources are shared within it
         for param in spec.params:
             if param.kind is ParamKind.WORKFLOW:
                 values[param.name] = self.workflow._nested_workflow(spec.name, param)
@@ -787,6 +788,8 @@ class Run:
                     step_name=spec.name,
                     param_name=param.name,
                     annotation=param.annotation,
+                    localns=param.localns,
+                    scope=scope,
                 )
         return values
 
