@@ -101,7 +101,7 @@ class StepSpec:
         skip_graph_checks: Validation checks not applied to this step (``"reachability"``).
         error_handler: Whether this is a ``@catch_error`` step.
         for_steps: The steps it handles (``None``: every step without a scoped handler).
-        max_recoveries: How many failures per failed step and run it may handle.
+        max_recoveries: How many recoveries it may make along one lineage of events.
         join: The event parameters, when there are several: the step then runs once per full
             set (one event for each), receiving a :class:`JoinedEvents` as its input event.
         collects: Whether the step takes a ``list[E]`` collection parameter.
