@@ -7,7 +7,7 @@ value it had before; a mutable value (a list, a dict, a model) is deep-copied th
 block reads it, so changes made inside it are changes to the block's copy. Then:
 
 * other steps reading during the block see the values from before it through a
-  :class:`CommittedView`, which looks a key up in the undo log first, then in the dict;
+  :class:`StateEdit` (as a mapping), which looks a key up in the undo log first, then in the dict;
 * a block that raises puts the logged values back (cost: the keys touched);
 * a block that ends drops the log and switches the class back (cost: nothing).
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections import deque
 from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -37,27 +38,11 @@ _ABSENT: Final[Any] = object()
 ATOMIC: Final = frozenset((str, int, float, bool, type(None), bytes, complex))
 
 
-class _EditLog:
-    """The undo log of one open edit block."""
-
-    __slots__ = ("memo", "undo")
-
-    def __init__(self) -> None:
-        #: Key -> its value before the block (``_ABSENT``: no such key then), for every key
-        #: the block wrote, deleted, or read a mutable value of.
-        self.undo: dict[str, Any] = {}
-        #: The deepcopy memo shared by the block's copies (shared objects stay shared).
-        self.memo: dict[int, Any] = {}
-
-
-#: The log of each state object being edited, by ``id``. An entry lives exactly as long as its
-#: block (it is removed in ``__aexit__``), so ids are never stale.
-_LOGS: dict[int, _EditLog] = {}
-
-
 class EditingState(DictState):
     """The class of the store's :class:`DictState` while an edit block is open.
 
+    The block's :class:`StateEdit` (its undo log) sits in the ``_bf_edit_log`` slot every
+    DictState has.
     Every way of reading a value (``[]``, ``get``, attributes, ``values()``, ``items()``,
     ``pop``, ``to_dict``, ``copy``) goes through :meth:`__getitem__`, which copies a mutable
     value on first read; every way of writing records the old value first.
@@ -69,16 +54,19 @@ class EditingState(DictState):
         value = dict.__getitem__(self, key)
         if type(value) in ATOMIC:
             return value  # immutable: nothing to copy or to remember
-        log = _LOGS.get(id(self))
+        log = self._bf_edit_log
         if log is None or key in log.undo:
             return value  # already the block's own copy (or value)
-        copied = _copy_value(value, log.memo)
+        memo = log.memo
+        if memo is None:
+            memo = log.memo = {}
+        copied = _copy_value(value, memo)
         log.undo[key] = value
         dict.__setitem__(self, key, copied)
         return copied
 
     def __setitem__(self, key: str, value: Any) -> None:
-        log = _LOGS.get(id(self))
+        log = self._bf_edit_log
         if log is not None and key not in log.undo:
             log.undo[key] = dict.get(self, key, _ABSENT)
         dict.__setitem__(self, key, value)
@@ -86,16 +74,18 @@ class EditingState(DictState):
     def __delitem__(self, key: str) -> None:
         if not dict.__contains__(self, key):
             raise KeyError(key)
-        log = _LOGS.get(id(self))
+        log = self._bf_edit_log
         if log is not None and key not in log.undo:
             log.undo[key] = dict.__getitem__(self, key)
         dict.__delitem__(self, key)
 
     def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
-        try:
-            return self[key]
-        except KeyError:
+        value = dict.get(self, key, _ABSENT)
+        if value is _ABSENT:
             return default
+        if type(value) in ATOMIC:
+            return value
+        return self[key]
 
     def setdefault(self, key: str, default: Any = None) -> Any:
         if key not in self:
@@ -146,57 +136,119 @@ class EditingState(DictState):
         return DictState({key: copy.deepcopy(self[key], memo) for key in self})
 
 
-class CommittedView(Mapping[str, Any]):
-    """The state as it was before the open edit block, for the other steps' reads."""
+class TurnLock:
+    """A FIFO lock for the store's writers, cheaper than ``asyncio.Lock`` when free.
 
-    __slots__ = ("_log", "_state")
+    Taking a free lock is two attribute checks and a store, with no coroutine (``edit_state``
+    does it inline); only a task that has to wait creates a future. A released lock is handed
+    to the first waiter directly, so a waiting edit cannot be overtaken.
+    """
 
-    def __init__(self, state: DictState, log: _EditLog) -> None:
-        self._state = state
-        self._log = log
+    __slots__ = ("locked", "waiters")
+
+    def __init__(self) -> None:
+        self.locked = False
+        self.waiters: deque[asyncio.Future[None]] | None = None
+
+    def try_take(self) -> bool:
+        """Take the lock if it is free and nobody waits for it."""
+        if self.locked or self.waiters:
+            return False
+        self.locked = True
+        return True
+
+    async def wait_turn(self) -> None:
+        """Wait until the lock is handed to this task."""
+        if self.try_take():
+            return
+        if self.waiters is None:
+            self.waiters = deque()
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(future)
+        try:
+            await future
+        except BaseException:
+            if future.done() and not future.cancelled():
+                self.release()  # handed to us just as we were cancelled: pass it on
+            else:
+                self.waiters.remove(future)
+            raise
+
+    def release(self) -> None:
+        """Hand the lock to the first waiter, or free it."""
+        waiters = self.waiters
+        while waiters:
+            future = waiters.popleft()
+            if not future.done():
+                future.set_result(None)  # stays locked: it is the waiter's turn now
+                return
+        self.locked = False
+
+    async def __aenter__(self) -> None:
+        await self.wait_turn()
+
+    async def __aexit__(self, *_: object) -> None:
+        self.release()
+
+
+#: Direct setters for the two pointers an edit switches (``object.__setattr__`` would go
+#: through DictState's key-setting ``__setattr__`` lookup: 4x slower).
+_set_class = object.__dict__["__class__"].__set__
+_set_log = DictState.__dict__["_bf_edit_log"].__set__
+
+
+class StateEdit(Mapping[str, Any]):
+    """The context manager behind ``edit_state()``, and the undo log of its block.
+
+    As a mapping it is the state from before the block: other steps read the committed
+    state through it (``store._committed``), a key being looked up in the undo log first, then
+    in the dict being edited. A plain class rather than an ``@asynccontextmanager``
+    generator: the generator machinery alone cost more than the whole edit.
+    """
+
+    __slots__ = ("_committed", "_live", "_nested", "_store", "memo", "undo")
+
+    def __init__(self, store: InMemoryStateStore[Any]) -> None:
+        self._store = store
+        self._nested = False
+        self._committed: Any = None
+        self._live: DictState | None = None
+        #: Key -> its value before the block (``_ABSENT``: no such key then), for every key
+        #: the block wrote, deleted, or read a mutable value of.
+        self.undo: dict[str, Any] = {}
+        #: The deepcopy memo shared by the block's copies (shared objects stay shared).
+        self.memo: dict[int, Any] | None = None
+
+    # -- the committed state, for other steps --------------------------------------------
 
     def __getitem__(self, key: str) -> Any:
-        before = self._log.undo.get(key, self)
+        before = self.undo.get(key, self)
         if before is self:
-            return dict.__getitem__(self._state, key)
+            return dict.__getitem__(self._live, key)  # type: ignore[arg-type]
         if before is _ABSENT:
             raise KeyError(key)
         return before
 
     def __iter__(self) -> Iterator[str]:
-        undo = self._log.undo
-        for key in list(dict.keys(self._state)):
+        undo = self.undo
+        live: Any = self._live
+        for key in list(dict.keys(live)):
             if undo.get(key) is not _ABSENT:
                 yield key
         for key, before in list(undo.items()):
-            if before is not _ABSENT and not dict.__contains__(self._state, key):
+            if before is not _ABSENT and not dict.__contains__(live, key):
                 yield key  # deleted by the block
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
     def __contains__(self, key: object) -> bool:
-        before = self._log.undo.get(key, self)  # type: ignore[call-overload]
+        before = self.undo.get(key, self)  # type: ignore[call-overload]
         if before is self:
-            return dict.__contains__(self._state, key)
+            return dict.__contains__(self._live, key)  # type: ignore[arg-type]
         return before is not _ABSENT
 
-
-class StateEdit:
-    """The context manager behind ``edit_state()``.
-
-    A plain class rather than an ``@asynccontextmanager`` generator: the generator machinery
-    alone cost more than the lock and the edit together on the ``state`` benchmark.
-    """
-
-    __slots__ = ("_committed", "_live", "_log", "_nested", "_store")
-
-    def __init__(self, store: InMemoryStateStore[Any]) -> None:
-        self._store = store
-        self._nested = False
-        self._committed: Any = None
-        self._live: Any = None
-        self._log: _EditLog | None = None
+    # -- the block ------------------------------------------------------------------------
 
     async def __aenter__(self) -> Any:
         store = self._store
@@ -204,15 +256,18 @@ class StateEdit:
         if store._owner is not None and store._owner is task:
             self._nested = True  # nested edit in the same task: part of the outer one
             return store._state
-        await store._lock.acquire()
+        lock = store._lock
+        if lock.locked or lock.waiters:
+            await lock.wait_turn()
+        else:
+            lock.locked = True  # TurnLock.try_take, inline: this is the hot path
         store._owner = task
         state = store._state
         if type(state) is DictState:
-            log = self._log = _EditLog()
-            _LOGS[id(state)] = log
-            object.__setattr__(state, "__class__", EditingState)
             self._live = state
-            store._committed = CommittedView(state, log)
+            store._committed = self
+            _set_log(state, self)
+            _set_class(state, EditingState)
             return state
         # Typed state: edit a copy; the committed model stays what other steps read.
         self._committed = store._committed = state
@@ -243,15 +298,13 @@ class StateEdit:
         return False
 
     def _end_untyped(self, store: InMemoryStateStore[Any], live: DictState, keep: bool) -> None:
-        log = self._log
-        assert log is not None
-        del _LOGS[id(live)]
-        object.__setattr__(live, "__class__", DictState)
+        _set_class(live, DictState)
+        _set_log(live, None)
         if keep:
             if store._state is not live:
                 store._state = store._checked(store._state)  # set_state() inside the block
             return
-        for key, before in log.undo.items():
+        for key, before in self.undo.items():
             if before is _ABSENT:
                 dict.pop(live, key, None)
             else:

@@ -36,7 +36,8 @@ class DictState(dict[str, Any]):
     ``DictState(_data={"a": 1})`` spelling is read the same way.
     """
 
-    __slots__ = ()
+    # The open edit block's undo log, while ``edit_state()`` edits this dict (see _state_edit).
+    __slots__ = ("_bf_edit_log",)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if not args and len(kwargs) == 1 and isinstance(kwargs.get("_data"), Mapping):

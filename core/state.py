@@ -20,13 +20,13 @@ dotted paths (``_state_paths``), ``edit_state`` (``_state_edit``), the snapshot 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, MutableMapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Mapping, MutableMapping
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
-from ._state_edit import StateEdit, copy_state
+from ._state_edit import StateEdit, TurnLock, copy_state
 from ._state_paths import (
     Missing,
     assign,
@@ -151,7 +151,7 @@ class InMemoryStateStore(Generic[S]):
         self._validator: Any = state_type.__pydantic_validator__ if state_type else None
         self._state: Any = self._initial(initial)
         self._committed: Any = None
-        self._lock = asyncio.Lock()
+        self._lock = TurnLock()
         self._owner: asyncio.Task[Any] | None = None
         self._strict = strict
         self._serializer = serializer or JsonSerializer()
@@ -254,7 +254,7 @@ class InMemoryStateStore(Generic[S]):
             SerializationError: ``strict`` is on and the value cannot be serialized.
         """
         if self._owner is not None and self._owner is not asyncio.current_task():
-            async with self._write_turn():
+            async with self._lock:
                 self._set(path, value)
             return
         self._set(path, value)
@@ -304,7 +304,7 @@ class InMemoryStateStore(Generic[S]):
                 is neither the state's model nor a base of it.
         """
         if self._owner is not None and self._owner is not asyncio.current_task():
-            async with self._write_turn():
+            async with self._lock:
                 self._state = self._replacement(state)
             return
         self._state = self._replacement(state)
@@ -331,7 +331,7 @@ class InMemoryStateStore(Generic[S]):
     async def clear(self) -> None:
         """Reset the state: the model's defaults (typed) or an empty state (untyped)."""
         if self._owner is not None and self._owner is not asyncio.current_task():
-            async with self._write_turn():
+            async with self._lock:
                 self._state = self._initial(None)
             return
         self._state = self._initial(None)
@@ -351,11 +351,6 @@ class InMemoryStateStore(Generic[S]):
         network calls outside it.
         """
         return StateEdit(self)
-
-    @asynccontextmanager
-    async def _write_turn(self) -> AsyncIterator[None]:
-        async with self._lock:
-            yield
 
     def _checked(self, state: Any) -> Any:
         typed = self._typed
