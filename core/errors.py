@@ -6,8 +6,9 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
 
     BatonflowError
     ├── WorkflowValidationError            the workflow's steps/events do not fit together
-    │   └── WorkflowConfigurationError     a bad option or resource configuration
-    │       └── ConfigFileNotFoundError (FileNotFoundError)   ResourceConfig.load() found no file
+    │   ├── WorkflowConfigurationError     a bad option or resource configuration
+    │   │   └── ConfigFileNotFoundError (FileNotFoundError)   ResourceConfig.load() found no file
+    │   └── StateTypeError (ValueError)    steps' Context[Model] types share no inheritance chain
     ├── WorkflowRuntimeError (RuntimeError)
     │   ├── WorkflowTimeoutError (TimeoutError)   the run passed its ``timeout``
     │   ├── StepTimeoutError (TimeoutError)       one step attempt passed its ``timeout``
@@ -40,6 +41,15 @@ class WorkflowValidationError(BatonflowError):
 
 class WorkflowConfigurationError(WorkflowValidationError):
     """A workflow, step or resource option has a value that cannot work."""
+
+
+class StateTypeError(WorkflowValidationError, ValueError):
+    """The steps' ``Context[Model]`` state types are not one inheritance chain.
+
+    Steps may take a model and its subclasses (the run's state is the most derived one); two
+    unrelated or sibling models cannot share one state. Also a ``ValueError``, as in
+    LlamaIndex.
+    """
 
 
 class WorkflowRuntimeError(BatonflowError, RuntimeError):
