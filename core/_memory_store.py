@@ -22,6 +22,8 @@ from ._records import (
     answered_error,
     check_post,
     check_status,
+    state_values,
+    with_state_values,
 )
 from .errors import CheckpointError, RunConflictError
 
@@ -169,12 +171,12 @@ class InMemoryCheckpointStore:
             if checkpoint.state_changes is not None:
                 state = checkpoint.ctx_data.get("state") or {}
                 run.state.append(
-                    (checkpoint.seq, not checkpoint.state_changes, dict(state["state_data"]))
+                    (checkpoint.seq, not checkpoint.state_changes, state_values(state))
                 )
                 # Kept without the (partial) state: reads rebuild it from run.state.
                 checkpoint = dataclasses.replace(
                     checkpoint,
-                    ctx_data={**checkpoint.ctx_data, "state": {**state, "state_data": None}},
+                    ctx_data={**checkpoint.ctx_data, "state": with_state_values(state, {})},
                 )
             run.checkpoints.append(checkpoint)
             run.seqs.add(checkpoint.seq)
@@ -196,7 +198,7 @@ class InMemoryCheckpointStore:
                     data.pop(key, None)
                 else:
                     data[key] = value
-        state = {**checkpoint.ctx_data["state"], "state_data": data}
+        state = with_state_values(checkpoint.ctx_data["state"], data)
         return dataclasses.replace(
             checkpoint, ctx_data={**checkpoint.ctx_data, "state": state}, state_changes=None
         )

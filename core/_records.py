@@ -17,6 +17,7 @@ The status vocabulary is the same for library, CLI and server runs:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,21 @@ STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupt
 ACTIVE = frozenset({"running", "waiting"})
 #: Statuses of a run that ended; its record does not change any more.
 ENDED = frozenset({"completed", "failed", "cancelled"})
+
+
+def state_values(state: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The untyped state's ``{key: encoded}`` map in a state snapshot (either layout)."""
+    data = (state or {}).get("state_data")
+    if isinstance(data, Mapping) and isinstance(data.get("_data"), Mapping):
+        return dict(data["_data"])  # the LlamaIndex layout (version 2)
+    return dict(data) if isinstance(data, Mapping) else {}
+
+
+def with_state_values(state: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """``state`` (a state snapshot) holding ``values`` as its untyped key map."""
+    if isinstance(state.get("state_data"), Mapping) and "_data" in state["state_data"]:
+        return {**state, "state_data": {"_data": dict(values)}}
+    return {**state, "state_data": dict(values)}
 
 
 def check_status(status: str) -> str:
@@ -209,4 +225,6 @@ __all__ = [
     "answered_error",
     "check_post",
     "check_status",
+    "state_values",
+    "with_state_values",
 ]

@@ -47,6 +47,8 @@ from ._records import (
     answered_error,
     check_post,
     check_status,
+    state_values,
+    with_state_values,
 )
 from ._sqlite_schema import create_private, is_locked, migrate, opening_error, store_error
 from .errors import CheckpointError, RunConflictError, StoreCorruptError, StoreLockedError
@@ -537,17 +539,17 @@ class SqliteCheckpointStore:
             if mode is not None:
                 state = dict(ctx_data.get("state") or {})
                 if running is None:
-                    state["state_data"] = self._state_at(run_id, int(seq))
+                    values = self._state_at(run_id, int(seq))
                 else:
                     if mode == 0:
                         running.clear()
-                    for key, value in dict(state.get("state_data") or {}).items():
+                    for key, value in state_values(state).items():
                         if value is None:
                             running.pop(key, None)
                         else:
                             running[str(key)] = str(value)
-                    state["state_data"] = dict(running)
-                ctx_data["state"] = state
+                    values = dict(running)
+                ctx_data["state"] = with_state_values(state, values)
             return Checkpoint(
                 id=cid,
                 run_id=run_id,
@@ -575,13 +577,13 @@ class SqliteCheckpointStore:
             (run_id, seq),
         )[0][0]
         rows = self._query(
-            "SELECT json_extract(ctx_data, '$.state.state_data') FROM checkpoints "
+            "SELECT json_extract(ctx_data, '$.state') FROM checkpoints "
             "WHERE run_id = ? AND seq >= ? AND seq <= ? AND state_mode IS NOT NULL ORDER BY seq",
             (run_id, base, seq),
         )
         state: dict[str, str] = {}
         for (changes,) in rows:
-            for key, value in json.loads(changes or "{}").items():
+            for key, value in state_values(json.loads(changes or "{}")).items():
                 if value is None:
                     state.pop(key, None)
                 else:

@@ -34,8 +34,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._memory_store import InMemoryCheckpointStore
-from ._records import STATUSES, Checkpoint, InboxItem, RunRecord, StoredEvent
+from ._records import STATUSES, Checkpoint, InboxItem, RunRecord, StoredEvent, with_state_values
 from ._sqlite_store import SqliteCheckpointStore
+from ._state_serde import encode_untyped
 from ._store import CheckpointStore, encode, event_body, outcome
 from .errors import (
     CheckpointError,
@@ -532,7 +533,7 @@ class WorkflowCheckpointer:
             return dict(ctx.to_dict(self.serializer)), None
         delta, values = changes
         data = dump(ctx, self.serializer, include_state=False)
-        data["state"] = {"version": 1, "state_type": None, "state_data": values}
+        data["state"] = with_state_values(encode_untyped({}, self.serializer), values)
         return data, delta
 
     def _put(

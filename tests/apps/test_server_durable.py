@@ -8,41 +8,73 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from batonflow.apps.run_store import RunStore
 from batonflow.apps.server import BackgroundServer, create_app
 from batonflow.core.checkpoints import SqliteCheckpointStore
+from batonflow.core.errors import SerializationError
+from batonflow.core.serialization import JsonSerializer
 
 from . import flows
 from .sse import read_sse, wait_status
 from .test_server_restart import ServerProcess
 
 
-def nested(depth: int) -> dict:
-    value: dict = {"leaf": 1}
-    for _ in range(depth):
-        value = {"n": value}
-    return value
+class NoTabsSerializer(JsonSerializer):
+    """A workflow serializer that cannot encode text with a tab in it."""
+
+    def serialize(self, value: Any) -> str:
+        text = super().serialize(value)
+        if "\\t" in text:
+            raise SerializationError("Cannot serialize a tab: this serializer writes none.")
+        return text
 
 
 def test_input_that_cannot_be_recorded_is_a_422_and_nothing_runs(tmp_path: Path) -> None:
-    """A start field too deep to encode: 422 naming the cause, no run listed, no step ran."""
+    """A start event the workflow's serializer cannot encode: 422 naming the cause, no run
+    listed, no step ran; a start it can encode runs."""
     log = tmp_path / "log.txt"
     db = tmp_path / "runs.db"
     app = create_app(
-        {"slow": flows.SlowAnswerFlow(timeout=None)},
+        {"slow": flows.SlowAnswerFlow(timeout=None, serializer=NoTabsSerializer())},
         store=RunStore(db),
         checkpoints=SqliteCheckpointStore(db),
     )
     with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=20) as c:
-        started = c.post("/workflows/slow/runs", json={"log": str(log), "deep": nested(600)})
+        started = c.post("/workflows/slow/runs", json={"log": str(log), "note": "a\tb"})
         assert started.status_code == 422, started.text
-        assert "nested too deeply" in started.json()["detail"]
+        assert "Cannot serialize a tab" in started.json()["detail"]
         assert started.json()["cause"] == "SerializationError"
         assert c.get("/runs").json()["runs"] == []
-    assert not log.exists()
+        assert not log.exists()
+        fine = c.post("/workflows/slow/runs", json={"log": str(log), "note": "ab"})
+        assert fine.status_code == 202
+        wait_status(c, fine.json()["run_id"], {"waiting"})
+    assert log.read_text() == "asked\n"
+
+
+def test_start_fields_nested_too_deeply_are_refused_before_anything_runs() -> None:
+    """Fields too deep to record (called in Python, no HTTP body limit) raise; nothing runs."""
+    import asyncio
+
+    from batonflow.core import InMemoryCheckpointStore, WorkflowCheckpointer
+
+    deep: dict = {"leaf": 1}
+    for _ in range(2000):
+        deep = {"n": deep}
+
+    async def main() -> None:
+        store = InMemoryCheckpointStore()
+        cptr = WorkflowCheckpointer(flows.EchoFlow(), store=store)
+        with pytest.raises(SerializationError, match="nested too deeply"):
+            cptr.run(deep=deep)
+        await asyncio.sleep(0.05)
+        assert store.runs() == []
+
+    asyncio.run(main())
 
 
 def test_concurrent_answers_one_wins_the_others_get_409(client: httpx.Client) -> None:
