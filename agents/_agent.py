@@ -42,7 +42,7 @@ from .members import DEFAULT_AGENT_DESCRIPTION, AgentMember
 from .memory import coerce_history, message_to_dict
 from .results import AgentResult, ToolCallRecord
 from .tools import ToolLike, call_tool, to_tools
-from .tracing import record_tool_outcome
+from .tracing import ensure_llm_spans, record_tool_outcome
 
 HISTORY = "chat_history"
 ITERATIONS = "iterations"
@@ -152,6 +152,7 @@ class ToolAgentBase(AgentMember, Workflow):
             AgentInputError: there is no user message.
         """
         owner = type(self).__name__
+        ensure_llm_spans()
         raw = ev.get("input")
         if raw is None:
             raw = ev.get("user_msg")
