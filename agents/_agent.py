@@ -11,6 +11,7 @@ State keys (in ``ctx.store``; plain data, so the context serializes):
 * ``tool_calls`` — :class:`~batonflow.agents.ToolCallRecord` dicts of the current run.
 * ``reasoning`` — the agent's reasoning per LLM turn in the current run.
 * ``pending_tools`` — how many tool results the current turn waits for.
+* ``tool_choice`` — the run's ``tool_choice=`` for its first LLM call (function calling).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ MAX_ITERATIONS = "max_iterations"
 TOOL_CALLS = "tool_calls"
 REASONING = "reasoning"
 PENDING = "pending_tools"
+TOOL_CHOICE = "tool_choice"
 
 
 class ToolAgentBase(AgentMember, Workflow):
@@ -187,6 +189,7 @@ class ToolAgentBase(AgentMember, Workflow):
         await ctx.store.set(TOOL_CALLS, [])
         await ctx.store.set(REASONING, [])
         await ctx.store.set(PENDING, 0)
+        await ctx.store.set(TOOL_CHOICE, ev.get("tool_choice"))
         ctx.write_event_to_stream(AgentInput(input=text, current_agent_name=self.agent_name))
         return text
 
@@ -307,6 +310,24 @@ class ToolAgentBase(AgentMember, Workflow):
         await ctx.store.set(TOOL_CALLS, records)
         await ctx.store.set(PENDING, 0)
         return results
+
+    async def direct_answer(self, ctx: Context, results: list[ToolResultEvent]) -> StopEvent | None:
+        """End the run with the output of a ``return_direct`` tool, if one of the turn's ran.
+
+        A tool built with ``FunctionTool.from_defaults(fn, return_direct=True)`` answers
+        itself: its output is the run's answer, with no further LLM call. A failed call does
+        not count (the LLM sees the error instead).
+        """
+        for r in results:
+            tool = self.tools.get(r.tool_name)
+            if tool is not None and tool.metadata.return_direct and not r.is_error:
+                ctx.write_event_to_stream(
+                    AgentOutput(
+                        response=r.output, is_final=True, current_agent_name=self.agent_name
+                    )
+                )
+                return await self.finish(ctx, r.output)
+        return None
 
     @step(num_workers=8)
     async def run_tool(self, ctx: Context, ev: RunToolEvent) -> ToolResultEvent:

@@ -180,8 +180,13 @@ class ReActAgent(ReActMember, ToolAgentBase):
         return None
 
     @step
-    async def gather_tool_results(self, ctx: Context, ev: ToolResultEvent) -> PrepareEvent | None:
-        """Wait for every tool result of the turn, then show them to the LLM as Observations."""
+    async def gather_tool_results(
+        self, ctx: Context, ev: ToolResultEvent
+    ) -> PrepareEvent | StopEvent | None:
+        """Wait for every tool result of the turn, then show them to the LLM as Observations.
+
+        A ``return_direct`` tool's output ends the run as the answer (no more LLM calls).
+        """
         results = await self.collect_tool_results(ctx, ev)
         if results is None:
             return None
@@ -193,7 +198,8 @@ class ReActAgent(ReActMember, ToolAgentBase):
             }
         )
         await ctx.store.set(SCRATCHPAD, scratchpad)
-        return PrepareEvent()
+        direct = await self.direct_answer(ctx, results)
+        return direct if direct is not None else PrepareEvent()
 
 
 __all__ = ["SCRATCHPAD", "ReActAgent"]
