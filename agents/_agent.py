@@ -33,6 +33,7 @@ from .events import (
     AgentInput,
     AgentOutput,
     AgentStream,
+    LLMInputEvent,
     RunToolEvent,
     ToolCall,
     ToolCallResult,
@@ -40,7 +41,7 @@ from .events import (
 )
 from .llm import DeltaCallback, check_llm, default_llm
 from .members import DEFAULT_AGENT_DESCRIPTION, AgentMember
-from .memory import coerce_history, message_to_dict
+from .memory import MessageCache, coerce_history, message_to_dict
 from .results import AgentResult, ToolCallRecord
 from .tools import ToolLike, call_tool, to_tools
 from .tracing import ensure_llm_spans, record_tool_outcome
@@ -101,6 +102,7 @@ class ToolAgentBase(AgentMember, Workflow):
         self.streaming = streaming
         self.retry_policy = retry_policy
         self.agent_name = name
+        self.message_cache = MessageCache()
         # The settings an AgentWorkflow reads when this agent is one of its agents.
         self.configure_member(
             name=name,
@@ -137,6 +139,14 @@ class ToolAgentBase(AgentMember, Workflow):
     def system_message(self, content: str) -> dict[str, Any]:
         """A system message dict."""
         return {"role": MessageRole.SYSTEM.value, "content": content}
+
+    def llm_input(self, messages: list[dict[str, Any]]) -> LLMInputEvent:
+        """The LLM call's event, over the history dicts as they are (no copy, no revalidation).
+
+        Validating the event would copy every dict, so the message cache would never hit and
+        each call would cost in proportion to the history.
+        """
+        return LLMInputEvent.model_construct(messages=messages)
 
     # -- run state -------------------------------------------------------------------------
 

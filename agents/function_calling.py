@@ -34,7 +34,7 @@ from .events import (
 )
 from .llm import chat, check_function_calling
 from .members import FunctionCallingMember
-from .memory import message_to_dict, messages_from_dicts
+from .memory import message_to_dict
 from .tools import ToolLike
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -117,7 +117,7 @@ class FunctionCallingAgent(FunctionCallingMember, ToolAgentBase):
         await self.check_iterations(ctx)
         history = await ctx.store.get(HISTORY, default=[])
         system = self.system_message(self.system_prompt or DEFAULT_SYSTEM_PROMPT)
-        return LLMInputEvent(messages=[system, *history])
+        return self.llm_input([system, *history])
 
     @step
     async def call_llm(self, ctx: Context, ev: LLMInputEvent) -> RunToolEvent | StopEvent | None:
@@ -127,7 +127,7 @@ class FunctionCallingAgent(FunctionCallingMember, ToolAgentBase):
         choice = await ctx.store.get(TOOL_CHOICE, default=None) if first else None
         response = await chat(
             llm,
-            messages_from_dicts(ev.messages),
+            self.message_cache.messages(ev.messages),
             tools=list(self.tools.values()),
             on_delta=self.delta_writer(ctx),
             retry_policy=self.retry_policy,

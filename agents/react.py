@@ -35,7 +35,6 @@ from .events import (
 )
 from .llm import chat
 from .members import ReActMember
-from .memory import messages_from_dicts
 from .prompts import REACT_SYSTEM_PROMPT, observation_message, react_system_prompt
 from .react_parser import FORMAT_REMINDER, ReActParseError, parse_react_output
 from .tools import ToolLike
@@ -124,7 +123,7 @@ class ReActAgent(ReActMember, ToolAgentBase):
         )
         history = await ctx.store.get(HISTORY, default=[])
         scratchpad = await ctx.store.get(SCRATCHPAD, default=[])
-        return LLMInputEvent(messages=[self.system_message(system), *history, *scratchpad])
+        return self.llm_input([self.system_message(system), *history, *scratchpad])
 
     @step
     async def call_llm(
@@ -133,7 +132,7 @@ class ReActAgent(ReActMember, ToolAgentBase):
         """Call the LLM and act on its output: answer, run tools, or ask it to fix the format."""
         response = await chat(
             self.get_llm(),
-            messages_from_dicts(ev.messages),
+            self.message_cache.messages(ev.messages),
             on_delta=self.delta_writer(ctx),
             retry_policy=self.retry_policy,
         )
