@@ -2,7 +2,7 @@
 
 Each replica is a :func:`create_app` on its own :class:`PostgresCheckpointStore` (its own
 replica id and connection pool), served from a thread, used through ``batonflow.client``.
-Killing a replica for real (SIGKILL) is in ``test_failover.py``; here: any replica answers and
+Killing a replica for real (SIGKILL) is in ``test_pg_failover.py``; here: any replica answers and
 streams any run.
 """
 
