@@ -379,7 +379,7 @@ def serve(
 ) -> None:
     """Serve workflows over HTTP: runs, SSE event streams, human-in-the-loop, cancel.
 
-    Needs the server extra: pip install 'batonflow[server]'. Stop it with Ctrl-C or SIGTERM:
+    Needs the server extra: pip install 'batonflow\\[server]'. Stop it with Ctrl-C or SIGTERM:
     runs in progress are checkpointed and resume at the next start.
     """
     with cli_errors(debug):

@@ -191,8 +191,11 @@ def test_help_of_every_command():
         result = invoke(*args, "--help")
         assert result.exit_code == 0, (args, result.output)
         assert "Usage" in result.output
-    serve_help = invoke("serve", "--help").output
+    # Wide enough that rich does not cut the variable names short.
+    serve_help = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "200"}).output
     assert "BATONFLOW_PORT" in serve_help and "BATONFLOW_API_TOKEN" in serve_help
+    assert "BATONFLOW_DATABASE_URL" in serve_help and "BATONFLOW_LEASE_SECONDS" in serve_help
+    assert "pip install 'batonflow[server]'" in serve_help  # not eaten as rich markup
 
 
 def _python_m(*args: str, input: str | None = None, cwd: Path | None = None):
