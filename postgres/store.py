@@ -40,6 +40,8 @@ from batonflow.core._records import (
     answered_error,
     check_post,
     check_status,
+    state_values,
+    with_state_values,
 )
 from batonflow.core.errors import (
     CheckpointError,
@@ -764,13 +766,13 @@ class PostgresCheckpointStore:
             if mode is not None:
                 state = dict(ctx_data.get("state") or {})
                 if running is None:
-                    state["state_data"] = self._state_at(run_id, int(seq))
+                    values = self._state_at(run_id, int(seq))
                 else:
                     if mode == 0:
                         running.clear()
-                    _apply(running, state.get("state_data"))
-                    state["state_data"] = dict(running)
-                ctx_data["state"] = state
+                    _apply(running, state_values(state))
+                    values = dict(running)
+                ctx_data["state"] = with_state_values(state, values)
             return Checkpoint(
                 id=cid,
                 run_id=run_id,
@@ -798,14 +800,14 @@ class PostgresCheckpointStore:
             (run_id, seq),
         )[0][0]
         rows = self._query(
-            "SELECT (ctx_data::json -> 'state' -> 'state_data')::text FROM checkpoints "
+            "SELECT (ctx_data::json -> 'state')::text FROM checkpoints "
             "WHERE run_id = %s AND seq >= %s AND seq <= %s AND state_mode IS NOT NULL "
             "ORDER BY seq",
             (run_id, base, seq),
         )
         state: dict[str, str] = {}
         for (changes,) in rows:
-            _apply(state, json.loads(changes or "{}"))
+            _apply(state, state_values(json.loads(changes or "{}")))
         return state
 
     def _error(self, exc: BaseException, action: str) -> CheckpointError:

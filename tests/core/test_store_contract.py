@@ -190,3 +190,29 @@ def test_status_result_filters_and_delete(store):
     store.delete(ids[2])
     assert store.run(ids[2]) is None
     assert store.list(ids[2]) == [] and store.events(ids[2]) == [] and store.inbox(ids[2]) == []
+
+
+def test_state_changes_in_the_llama_index_layout(store):
+    """The same rebuild when the untyped state sits under ``state_data._data`` (version 2)."""
+    run_id = uuid.uuid4().hex
+
+    def cp(seq: int, data: dict, changes: bool) -> Checkpoint:
+        ctx = {"state": {"state_type": "DictState", "state_data": {"_data": data}}}
+        return Checkpoint(
+            f"{run_id}-{seq}", run_id, "Flow", "s", None, (), time.time(), ctx, seq,
+            state_changes=changes,
+        )  # fmt: skip
+
+    store.create_run(_record(run_id))
+    store.put(cp(0, {"a": "1"}, False))
+    store.put(cp(1, {"b": "2", "a": None}, True))
+    latest = store.latest(run_id)
+    assert latest is not None
+    assert latest.ctx_data["state"] == {
+        "state_type": "DictState",
+        "state_data": {"_data": {"b": "2"}},
+    }
+    assert [c.ctx_data["state"]["state_data"]["_data"] for c in store.list(run_id)] == [
+        {"a": "1"},
+        {"b": "2"},
+    ]
