@@ -146,10 +146,19 @@ async def test_resume_of_an_unknown_run() -> None:
 
 
 async def test_checkpoint_store_must_be_a_store() -> None:
-    """Anything but a checkpoint store is refused when the workflow is created."""
+    """Anything but a store, a path or a URL is refused when the workflow is created."""
     with pytest.raises(
         WorkflowConfigurationError,
-        match=r"^checkpoint_store='runs\.db' is not a checkpoint store; pass "
-        r"SqliteCheckpointStore\(path\), InMemoryCheckpointStore\(\)",
+        match=r"^checkpoint_store=42 is not a checkpoint store; pass a path or URL "
+        r"\(runs\.db, postgresql://\.\.\.\), SqliteCheckpointStore\(path\)",
     ):
-        Steps([], checkpoint_store="runs.db")
+        Steps([], checkpoint_store=42)  # type: ignore[arg-type]
+
+
+async def test_a_path_opens_a_sqlite_store(tmp_path) -> None:
+    """checkpoint_store='file.db' opens (and creates) a SQLite store there."""
+    from batonflow.core import SqliteCheckpointStore
+
+    w = Steps([], checkpoint_store=str(tmp_path / "runs.db"))
+    assert isinstance(w.checkpoint_store, SqliteCheckpointStore)
+    assert (tmp_path / "runs.db").exists()
