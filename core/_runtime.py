@@ -64,7 +64,7 @@ from .instrument import (
     StepFinished,
     StepStarted,
 )
-from .retry import RetryInfo
+from .retry import RetryInfo, ask_policy, retry_seed
 from .step import ParamKind, StepSpec
 
 if TYPE_CHECKING:
@@ -719,7 +719,8 @@ class Run:
             return None
         name = ex.lane.spec.name
         try:
-            delay = policy.next(self._clock() - ex.first_started, ex.attempt, error)
+            seed = retry_seed(self.run_id, name, ex.attempt)
+            delay = ask_policy(policy, self._clock() - ex.first_started, ex.attempt, error, seed)
         except Exception as bug:
             raise WorkflowRuntimeError(
                 f"Retry policy {type(policy).__name__}.next() raised {type(bug).__name__}: "

@@ -222,33 +222,61 @@ def _check(graph: Graph, skip: frozenset[str]) -> None:
 
 
 def _check_error_handlers(graph: Graph) -> None:
+    problems = catch_error_problems(graph)
+    if problems:
+        raise WorkflowValidationError("\n".join(problems))
+
+
+def catch_error_problems(graph: Graph) -> list[str]:
+    """What is wrong with the workflow's ``@catch_error`` steps, one message per problem.
+
+    The first sentence of each message is LlamaIndex's (people search for it), the rest says
+    what to do.
+    """
+    problems: list[str] = []
     handlers = [s for s in graph.order if s.error_handler]
-    wildcards = [s.name for s in handlers if s.for_steps is None]
+    handler_names = {s.name for s in handlers}
+    wildcards = sorted(s.name for s in handlers if s.for_steps is None)
     if len(wildcards) > 1:
-        raise WorkflowValidationError(
-            f"{graph.name} has several @catch_error steps without for_steps "
-            f"({', '.join(wildcards)}). Keep one catch-all handler and give the others "
-            "for_steps=[...]."
+        problems.append(
+            "Only one wildcard @catch_error handler is allowed per workflow, found "
+            f"{len(wildcards)}: {', '.join(wildcards)}. Keep one handler without for_steps in "
+            f"{graph.name} and give the others for_steps=[...]."
         )
     claimed: dict[str, str] = {}
     for handler in handlers:
-        if not any(issubclass(StepFailedEvent, acc) for acc in handler.accepted):
-            raise WorkflowValidationError(
-                f"@catch_error step {handler.name} of {graph.name} does not accept "
-                "StepFailedEvent. Annotate its event parameter `ev: StepFailedEvent`."
+        if handler.accepted != (StepFailedEvent,):
+            problems.append(
+                f"@catch_error handler '{handler.name}' must accept StepFailedEvent as its event "
+                "parameter. Annotate it `ev: StepFailedEvent` (and only that type)."
+            )
+        if handler.max_recoveries < 1:
+            problems.append(
+                f"@catch_error handler '{handler.name}' has "
+                f"max_recoveries={handler.max_recoveries!r}; must be an integer >= 1. Pass "
+                "max_recoveries=1 or more."
             )
         for name in handler.for_steps or ():
             if name not in graph.steps:
-                raise WorkflowValidationError(
-                    f"@catch_error step {handler.name} names step {name!r}, which {graph.name} "
-                    f"does not have; its steps are: {', '.join(graph.steps)}."
+                steps = ", ".join(n for n in graph.steps if n not in handler_names)
+                problems.append(
+                    f"@catch_error handler '{handler.name}' lists unknown step '{name}' in "
+                    f"for_steps. Name steps of {graph.name}: {steps}."
                 )
-            if name in claimed:
-                raise WorkflowValidationError(
-                    f"Step {name} of {graph.name} is handled by two @catch_error steps "
-                    f"({claimed[name]} and {handler.name}); name it in one for_steps only."
+            elif name in handler_names:
+                problems.append(
+                    f"@catch_error handler '{handler.name}' cannot cover another handler step "
+                    f"'{name}'. A failing handler fails the run; remove '{name}' from its "
+                    "for_steps."
                 )
-            claimed[name] = handler.name
+            elif name in claimed:
+                problems.append(
+                    f"Step '{name}' is claimed by two @catch_error handlers: '{claimed[name]}' "
+                    f"and '{handler.name}'. Name it in one handler's for_steps only."
+                )
+            else:
+                claimed[name] = handler.name
+    return problems
 
 
 def compile_graph(name: str, specs: Iterable[StepSpec]) -> Graph:

@@ -208,7 +208,7 @@ def step(
     if retry_policy is not None and not callable(getattr(retry_policy, "next", None)):
         raise WorkflowConfigurationError(
             f"retry_policy {retry_policy!r} has no next(elapsed_time, attempts, error) method; "
-            "pass a RetryPolicy such as ConstantDelayRetryPolicy(delay=1, maximum_attempts=3)."
+            "pass a RetryPolicy such as retry_policy(wait=wait_fixed(1), stop=stop_after_attempt(3))."
         )
     skips = frozenset(skip_graph_checks or ())
     unknown = skips - GRAPH_CHECKS
@@ -482,19 +482,32 @@ def catch_error(
     Args:
         func: The handler, when used bare.
         for_steps: The step names it handles (default: every step without a scoped handler).
-        max_recoveries: How many failures of each step it handles per run; the next failure
-            fails the run.
+        max_recoveries: How many times it may recover one lineage of events (>= 1): a failure
+            it handles, then a failure further down what its recovery produced, and so on;
+            the next failure fails the run.
 
     Returns:
         The function, marked as a step accepting ``StepFailedEvent``.
+
+    Raises:
+        WorkflowValidationError: ``max_recoveries`` below 1, ``for_steps`` not a list of names,
+            or a handler whose event parameter is not ``StepFailedEvent``.
     """
     if (
         isinstance(max_recoveries, bool)
         or not isinstance(max_recoveries, int)
         or max_recoveries < 1
     ):
-        raise WorkflowConfigurationError(
-            f"max_recoveries must be a positive int, got {max_recoveries!r}."
+        raise WorkflowValidationError(
+            f"@catch_error max_recoveries must be an integer >= 1, got {max_recoveries!r}; "
+            "pass max_recoveries=1 or more."
+        )
+    if for_steps is not None and (
+        isinstance(for_steps, str) or not all(isinstance(name, str) for name in for_steps)
+    ):
+        raise WorkflowValidationError(
+            "@catch_error for_steps must be None or a list of step name strings, got "
+            f"{for_steps!r}; pass e.g. for_steps=['fetch']."
         )
     names = tuple(for_steps) if for_steps is not None else None
     localns = _caller_namespace()
@@ -517,12 +530,13 @@ def catch_error(
 
 
 def _check_handler(spec: StepSpec) -> None:
+    """A ``@catch_error`` step takes exactly ``StepFailedEvent`` (nothing else reaches it)."""
     from .events import StepFailedEvent
 
-    if not any(issubclass(StepFailedEvent, acc) for acc in spec.accepted):
+    if spec.accepted != (StepFailedEvent,):
         raise WorkflowValidationError(
-            f"@catch_error step {spec.name} does not accept StepFailedEvent. Annotate its event "
-            "parameter `ev: StepFailedEvent`."
+            f"@catch_error handler '{spec.name}' must accept StepFailedEvent as its event "
+            "parameter. Annotate it `ev: StepFailedEvent` (and only that type)."
         )
 
 
