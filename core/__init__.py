@@ -123,6 +123,8 @@ from .state import InMemoryStateStore as InMemoryStateStore
 from .state import StateStore as StateStore
 from .step import catch_error as catch_error
 from .step import step as step
+from .testing import WorkflowTestResult as WorkflowTestResult
+from .testing import WorkflowTestRunner as WorkflowTestRunner
 from .workflow import Workflow as Workflow
 
 __all__ = [
@@ -205,6 +207,8 @@ __all__ = [
     "WorkflowRuntimeError",
     "WorkflowStepDoesNotExistError",
     "WorkflowStepNode",
+    "WorkflowTestResult",
+    "WorkflowTestRunner",
     "WorkflowTimedOutEvent",
     "WorkflowTimeoutError",
     "WorkflowValidationError",
