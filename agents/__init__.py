@@ -15,15 +15,21 @@ Needs the ``agents`` extra: ``pip install 'batonflow[agents]'``.
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+
 from .errors import MissingDependencyError
 
+# Checked without importing it: llama-index takes seconds to import, and the flows that need
+# no LLM (guess-number, accumulate) must start fast; the modules that use it import it.
 try:
-    import llama_index.core  # noqa: F401
-except ImportError as _exc:  # pragma: no cover - exercised in a subprocess test
+    _llama_index = find_spec("llama_index.core")
+except ImportError:  # a parent package is missing
+    _llama_index = None
+if _llama_index is None:
     raise MissingDependencyError(
         "batonflow.agents needs llama-index-core, which is not installed. Install the agents "
         "extra: pip install 'batonflow[agents]'"
-    ) from _exc
+    )
 
 from typing import TYPE_CHECKING, Any
 
@@ -33,16 +39,6 @@ from .errors import AgentInputError as AgentInputError
 from .errors import LLMCallError as LLMCallError
 from .errors import LLMConfigurationError as LLMConfigurationError
 from .errors import MaxIterationsError as MaxIterationsError
-from .events import AgentInput as AgentInput
-from .events import AgentOutput as AgentOutput
-from .events import AgentStart as AgentStart
-from .events import AgentStream as AgentStream
-from .events import LLMInputEvent as LLMInputEvent
-from .events import PrepareEvent as PrepareEvent
-from .events import RunToolEvent as RunToolEvent
-from .events import ToolCall as ToolCall
-from .events import ToolCallResult as ToolCallResult
-from .events import ToolResultEvent as ToolResultEvent
 from .results import AgentResult as AgentResult
 from .results import ToolCallRecord as ToolCallRecord
 
@@ -51,7 +47,18 @@ if TYPE_CHECKING:
     from .accumulate import AccumulateWorkflow as AccumulateWorkflow
     from .accumulate import NumberAdded as NumberAdded
     from .accumulate import NumberEvent as NumberEvent
+    from .events import AgentInput as AgentInput
+    from .events import AgentOutput as AgentOutput
+    from .events import AgentStart as AgentStart
+    from .events import AgentStream as AgentStream
+    from .events import LLMInputEvent as LLMInputEvent
+    from .events import PrepareEvent as PrepareEvent
+    from .events import RunToolEvent as RunToolEvent
+    from .events import ToolCall as ToolCall
+    from .events import ToolCallResult as ToolCallResult
+    from .events import ToolResultEvent as ToolResultEvent
     from .function_calling import FunctionCallingAgent as FunctionCallingAgent
+    from .guess_number import GuessChecked as GuessChecked
     from .guess_number import GuessEvent as GuessEvent
     from .guess_number import GuessNumberStart as GuessNumberStart
     from .guess_number import GuessNumberWorkflow as GuessNumberWorkflow
@@ -63,11 +70,28 @@ if TYPE_CHECKING:
 # The flows load on first use: `import batonflow.agents` stays cheap, and the flows' modules
 # import the engine only when a flow is asked for.
 _FLOWS = {
+    # the agents' events import llama-index's chat types
+    **dict.fromkeys(
+        [
+            "AgentInput",
+            "AgentOutput",
+            "AgentStart",
+            "AgentStream",
+            "LLMInputEvent",
+            "PrepareEvent",
+            "RunToolEvent",
+            "ToolCall",
+            "ToolCallResult",
+            "ToolResultEvent",
+        ],
+        "events",
+    ),
     "AccumulateStart": "accumulate",
     "AccumulateWorkflow": "accumulate",
     "NumberAdded": "accumulate",
     "NumberEvent": "accumulate",
     "FunctionCallingAgent": "function_calling",
+    "GuessChecked": "guess_number",
     "GuessEvent": "guess_number",
     "GuessNumberStart": "guess_number",
     "GuessNumberWorkflow": "guess_number",
@@ -101,6 +125,7 @@ __all__ = [
     "AgentStart",
     "AgentStream",
     "FunctionCallingAgent",
+    "GuessChecked",
     "GuessEvent",
     "GuessNumberStart",
     "GuessNumberWorkflow",

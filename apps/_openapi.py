@@ -12,7 +12,9 @@ FastAPI builds the schema from the routes and their ``responses=`` (see
 - ``GET /runs/{run_id}/events`` is ``text/event-stream``; the two message bodies are schemas of
   their own (``StreamedEvent``, ``StreamEnd``).
 - A bearer security scheme, required on every route but ``/health`` when the server has a
-  token (and no 401 answers documented when it has none).
+  token (and no 401 answers documented when it has none). Without a token the server checks
+  Host, Origin and Content-Type instead (400, 403, 415, see ``_security``); those answers are
+  documented only then.
 """
 
 from __future__ import annotations
@@ -98,10 +100,23 @@ def _type_schema(schema: dict[str, Any], workflows: dict[str, Any], token: str |
             if invalid is not None:  # FastAPI's own 422 model: ours covers its shape too
                 invalid["description"] = STATUS_TEXT[422][0]
                 invalid["content"] = {"application/json": {"schema": invalid_ref}}
-            if token and path != "/health":
-                operation["security"] = [{SCHEME: []}]
+            answers = operation["responses"]
+            if token:
+                # With a token the token is the guard: no Host/Origin/Content-Type checks.
+                answers.pop("415", None)
+                if path != "/health":
+                    operation["security"] = [{SCHEME: []}]
+                else:
+                    answers.pop("401", None)
             else:
-                operation["responses"].pop("401", None)
+                answers.pop("401", None)
+                for code in (400, 403):  # HostGuard answers these on every route
+                    text, model = STATUS_TEXT[code]
+                    answers[str(code)] = {
+                        "description": text,
+                        "content": {"application/json": {"schema": _component(models, model)}},
+                    }
+            operation["responses"] = dict(sorted(answers.items()))
 
 
 def _start_paths(paths: dict[str, Any], models: dict[str, Any], workflows: dict[str, Any]) -> None:

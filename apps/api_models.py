@@ -167,11 +167,21 @@ class StreamEnd(BaseModel):
 
 #: What each status code means, for every route that can answer it.
 STATUS_TEXT: dict[int, tuple[str, type[BaseModel] | None]] = {
+    400: (
+        "The Host header is not this server's address (only without a token; "
+        "--allowed-host adds names).",
+        Problem,
+    ),
     401: ("Missing or wrong bearer token (only when the server has a token).", Problem),
+    403: ("A cross-site request: the Origin is not this server (only without a token).", Problem),
     404: ("The workflow or run does not exist.", Problem),
     409: ("The run's state does not allow this (it has ended, or was answered).", Problem),
     413: ("The request body is larger than the server's limit.", Problem),
-    415: ("The request body is not JSON (Content-Type must be application/json).", Problem),
+    415: (
+        "The body is not declared JSON: send Content-Type: application/json (only without "
+        "a token).",
+        Problem,
+    ),
     422: ("A body, field or parameter that does not validate; the detail names it.", InvalidInput),
     500: ("An unexpected error; the server log has it under error_id.", InternalError),
     507: ("The run store is out of space; nothing was started or sent.", Problem),

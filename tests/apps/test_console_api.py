@@ -98,12 +98,35 @@ def test_bearer_scheme_is_required_on_every_route_but_health(start_server):
 
 
 def test_without_a_token_no_security_and_no_401_is_documented(client):
-    """A server without a token documents no 401 and requires no scheme."""
+    """A server without a token documents no 401 and requires no scheme, but its Host checks."""
     spec = schema_of(client)
     for item in spec["paths"].values():
         for operation in item.values():
             assert "security" not in operation
             assert "401" not in operation["responses"]
+            assert {"400", "403"} <= set(operation["responses"])
+
+
+def test_without_a_token_the_host_origin_and_json_answers_are_documented(start_server):
+    """Without a token, a foreign Host (400), Origin (403) and a text body (415) are documented."""
+    base, client = start_server()
+    spec = schema_of(client)
+    requests = [
+        ("get", "/runs", {"host": "evil.example"}, None, 400),
+        ("post", "/workflows/echo/runs", {"origin": "http://evil.example"}, "{}", 403),
+        ("post", "/workflows/echo/runs", {"content-type": "text/plain"}, "{}", 415),
+        ("post", "/runs/nope/cancel", {"content-type": "text/plain"}, "{}", 415),
+    ]
+    for method, url, headers, body, expected in requests:
+        response = httpx.request(method, base + url, headers=headers, content=body)
+        assert response.status_code == expected, (url, headers, response.text)
+        assert str(expected) in _operation(spec, method, url)["responses"], (url, expected)
+    token_spec = start_server(token="t")[1].get(
+        "/openapi.json", headers={"Authorization": "Bearer t"}
+    )
+    for item in token_spec.json()["paths"].values():
+        for operation in item.values():
+            assert not {"400", "403", "415"} & set(operation["responses"])
 
 
 def _operation(spec: dict, method: str, url: str) -> dict:
