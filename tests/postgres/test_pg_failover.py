@@ -94,6 +94,7 @@ def _executions(log: Path) -> dict[tuple[str, str], list[int]]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # three servers starting on two cores can take a while
 def test_killing_one_of_three_replicas_loses_and_repeats_nothing(postgres_url, tmp_path):
     """50 runs in flight, SIGKILL one replica: each run completes once, answers all count."""
     lease = 2.0
