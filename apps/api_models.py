@@ -101,8 +101,8 @@ class Run(_Body):
     run_id: str
     workflow: str = Field(description="The workflow's served name.")
     status: str = Field(
-        description="running, waiting (it asked a human), completed, failed, cancelled, "
-        "timed_out, or interrupted (the server stopped and could not continue it)."
+        description="running, waiting (it asked a human), completed, failed (a step raised or "
+        "the run timed out), cancelled, or interrupted (stopped from outside; resumable)."
     )
     start: dict[str, Any] = Field(description="The start event's fields it was started with.")
     result: Any = Field(None, description="The StopEvent's result, once completed.")

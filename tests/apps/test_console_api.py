@@ -332,7 +332,8 @@ def test_steps_of_a_resumed_waiting_run_are_recorded_from_the_resume(tmp_path):
 
 
 def test_flows_module_is_served_unchanged():
-    """The console adds one step listener per served workflow and no other change."""
+    """The console adds one step listener per served workflow and no other change (the
+    other listener is the run store's checkpointer, which records every served run)."""
     workflow = flows.EchoFlow()
     create_app({"echo": workflow})
     # The run store's checkpointer listens too (it records each run); the console adds one.

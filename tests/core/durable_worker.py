@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
+from batonflow.core._records import state_values
 from batonflow.core.checkpoints import SqliteCheckpointStore, WorkflowCheckpointer
 
 
@@ -77,8 +78,9 @@ class Trial:
 
 
 def trial(folder: Path, seed: int, steps: int = 30, python: str = sys.executable) -> Trial:
-    """Start a run in a subprocess, SIGKILL it at a seeded random moment, resume it in another
-    process, and compare the event log and result with what a run without a crash gives."""
+    """Start a run in a subprocess, SIGKILL it at a seeded random point (after a random number
+    of recorded events), resume it in another process, and compare the event log and result
+    with what a run without a crash gives."""
     rng = random.Random(seed)
     db = folder / f"trial-{seed}.db"
     run_id = f"run-{seed}"
@@ -92,13 +94,19 @@ def trial(folder: Path, seed: int, steps: int = 30, python: str = sys.executable
     )
     assert proc.stdout is not None
     proc.stdout.readline()  # "started": the run is recorded
-    time.sleep(rng.uniform(0.0, 0.15))
+    # Kill once a random number of events is in the log (then a little later), so the kill
+    # lands anywhere in the run however slow the machine is.
+    target = rng.randrange(0, steps)
+    with SqliteCheckpointStore(db) as watch:
+        while proc.poll() is None and len(watch.events(run_id)) < target:
+            time.sleep(0.001)
+    time.sleep(rng.uniform(0.0, 0.004))
     proc.kill()
     proc.wait(10)
     proc.stdout.close()
     with SqliteCheckpointStore(db) as store:
         latest = store.latest(run_id)
-        state = latest.ctx_data["state"]["state_data"] if latest is not None else {}
+        state = state_values(latest.ctx_data["state"]) if latest is not None else {}
         completed = {int(k[1:]) for k in state if k.startswith("k")}
         before = [(e.seq, e.body) for e in store.events(run_id)]
     done = subprocess.run(
