@@ -144,23 +144,16 @@ async def ask_question(settings: Settings, question: str, top_k: int = 5) -> Any
 def _check_collection(store: Any, settings: Settings) -> None:
     """Refuse to ask a collection that does not exist (a typo would answer "found nothing").
 
+    The RAG workflow itself raises the same error (``CollectionNotFoundError``), so the CLI and
+    the server say the same; checking first here just avoids starting a run.
+
     Raises:
         BadParameterError: The collection is not there; the message lists those that are.
     """
-    client = store.client
-    if client.collection_exists(settings.collection):
-        return
-    names = sorted(c.name for c in client.get_collections().collections)
-    where = settings.qdrant_url or str(settings.qdrant_path)
-    there = (
-        f"the collections there are: {', '.join(names)}; pass one with --collection, or"
-        if names
-        else "it has no collections yet;"
-    )
-    raise BadParameterError(
-        f"Collection {settings.collection!r} does not exist at {where}; {there} ingest "
-        f"documents first: batonflow rag ingest PATH --collection {settings.collection}."
-    )
+    from batonflow.rag.retriever import collection_not_found
+
+    if not store.exists():
+        raise BadParameterError(str(collection_not_found(store)))
 
 
 def print_answer(response: Any) -> None:

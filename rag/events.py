@@ -7,6 +7,8 @@ between steps; subclasses of the workflows may emit or accept them too.
 
 from __future__ import annotations
 
+from typing import Any
+
 from batonflow.core import Event
 from llama_index.core.schema import NodeWithScore
 
@@ -52,9 +54,11 @@ class QueryEvent(Event):
 
 
 class RetrieveEvent(Event):
-    """Asks the retrieval step to fetch passages for ``query``."""
+    """Asks the retrieval step to fetch passages for ``query`` (with the run's options)."""
 
     query: str
+    filters: Any = None
+    top_k: int | None = None
 
 
 class RetrievedEvent(Event):
