@@ -39,10 +39,16 @@ class BatchStoredEvent(Event):
 
 
 class IngestPlanEvent(Event):
-    """What ingestion read: the files, the files skipped and the number of batches to wait for."""
+    """What ingestion read and decided, and the number of batches to wait for."""
 
-    files: list[str]
+    files: int
     skipped: list[tuple[str, str]]
+    added: list[str]
+    updated: list[str]
+    unchanged: list[str]
+    removed: list[str]
+    changed: list[str]
+    chunks_removed: int
     total_chunks: int
     total_batches: int
 
