@@ -77,7 +77,7 @@ class ToolAgentBase(Workflow):
         if retry_policy is not None and not callable(getattr(retry_policy, "next", None)):
             raise AgentConfigurationError(
                 f"{owner}(retry_policy=...) got {retry_policy!r}, which has no next() method; "
-                "pass a RetryPolicy such as batonflow.core.ConstantDelayRetryPolicy(...)."
+                "pass a RetryPolicy such as batonflow.core.retry_policy(stop=stop_after_attempt(3))."
             )
         super().__init__(timeout=timeout, **workflow_kwargs)
         #: The agent's tools by name.

@@ -103,14 +103,14 @@ def _hint(status: int | None) -> str:
     if status == 429:
         return (
             "The API is rate-limiting you or your quota is used up: wait and run again, or pass "
-            "retry_policy=ExponentialBackoffRetryPolicy(...) (from batonflow.core) to retry."
+            "retry_policy=retry_policy(wait=wait_exponential()) (from batonflow.core) to retry."
         )
     if status in (401, 403):
         return "The API rejected the credentials: check OPENAI_API_KEY (or the LLM's api_key=)."
     if status is not None and status >= 500:
         return (
             "The API had a server error: run again later, or pass retry_policy=... "
-            "(e.g. batonflow.core.ConstantDelayRetryPolicy) to retry automatically."
+            "(e.g. batonflow.core.retry_policy(...)) to retry automatically."
         )
     if status is not None:
         return "The API rejected the request: check the model name and the request options."

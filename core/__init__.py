@@ -4,6 +4,9 @@ This module is the one public door: every public name of the engine is re-export
 listed in ``__all__``.
 """
 
+# The alias module is imported before the retry_policy function is bound below, so that
+# `import batonflow.core.retry_policy` later never replaces the function (see retry_policy.py).
+from . import retry_policy as _retry_policy_module  # noqa: F401
 from .checkpoints import Checkpoint as Checkpoint
 from .checkpoints import CheckpointStore as CheckpointStore
 from .checkpoints import InMemoryCheckpointStore as InMemoryCheckpointStore
@@ -78,9 +81,39 @@ from .resource import ResourceConfig as ResourceConfig
 from .resource import ResourceManager as ResourceManager
 from .retry import ConstantDelayRetryPolicy as ConstantDelayRetryPolicy
 from .retry import ExponentialBackoffRetryPolicy as ExponentialBackoffRetryPolicy
+from .retry import RetryCondition as RetryCondition
 from .retry import RetryInfo as RetryInfo
 from .retry import RetryPolicy as RetryPolicy
+from .retry import StopCondition as StopCondition
+from .retry import WaitStrategy as WaitStrategy
+from .retry import retry_all as retry_all
+from .retry import retry_always as retry_always
+from .retry import retry_any as retry_any
+from .retry import retry_if_exception as retry_if_exception
+from .retry import retry_if_exception_cause_type as retry_if_exception_cause_type
+from .retry import retry_if_exception_message as retry_if_exception_message
+from .retry import retry_if_exception_type as retry_if_exception_type
+from .retry import retry_if_not_exception_message as retry_if_not_exception_message
+from .retry import retry_if_not_exception_type as retry_if_not_exception_type
+from .retry import retry_never as retry_never
 from .retry import retry_policy as retry_policy
+from .retry import retry_unless_exception_type as retry_unless_exception_type
+from .retry import stop_after_attempt as stop_after_attempt
+from .retry import stop_after_delay as stop_after_delay
+from .retry import stop_all as stop_all
+from .retry import stop_any as stop_any
+from .retry import stop_before_delay as stop_before_delay
+from .retry import stop_never as stop_never
+from .retry import wait_chain as wait_chain
+from .retry import wait_combine as wait_combine
+from .retry import wait_exponential as wait_exponential
+from .retry import wait_exponential_jitter as wait_exponential_jitter
+from .retry import wait_fixed as wait_fixed
+from .retry import wait_full_jitter as wait_full_jitter
+from .retry import wait_incrementing as wait_incrementing
+from .retry import wait_none as wait_none
+from .retry import wait_random as wait_random
+from .retry import wait_random_exponential as wait_random_exponential
 from .serialization import BaseSerializer as BaseSerializer
 from .serialization import JsonPickleSerializer as JsonPickleSerializer
 from .serialization import JsonSerializer as JsonSerializer
@@ -90,6 +123,8 @@ from .state import InMemoryStateStore as InMemoryStateStore
 from .state import StateStore as StateStore
 from .step import catch_error as catch_error
 from .step import step as step
+from .testing import WorkflowTestResult as WorkflowTestResult
+from .testing import WorkflowTestRunner as WorkflowTestRunner
 from .workflow import Workflow as Workflow
 
 __all__ = [
@@ -125,6 +160,7 @@ __all__ = [
     "ResourceConfig",
     "ResourceError",
     "ResourceManager",
+    "RetryCondition",
     "RetryInfo",
     "RetryPolicy",
     "RunRecord",
@@ -145,10 +181,12 @@ __all__ = [
     "StepState",
     "StepStateChanged",
     "StepTimeoutError",
+    "StopCondition",
     "StopEvent",
     "Take",
     "UnhandledEvent",
     "UnreconstructedException",
+    "WaitStrategy",
     "Workflow",
     "WorkflowCancelledByUser",
     "WorkflowCancelledEvent",
@@ -169,6 +207,8 @@ __all__ = [
     "WorkflowRuntimeError",
     "WorkflowStepDoesNotExistError",
     "WorkflowStepNode",
+    "WorkflowTestResult",
+    "WorkflowTestRunner",
     "WorkflowTimedOutEvent",
     "WorkflowTimeoutError",
     "WorkflowValidationError",
@@ -178,6 +218,33 @@ __all__ = [
     "draw_most_recent_execution",
     "draw_most_recent_execution_mermaid",
     "get_workflow_representation",
+    "retry_all",
+    "retry_always",
+    "retry_any",
+    "retry_if_exception",
+    "retry_if_exception_cause_type",
+    "retry_if_exception_message",
+    "retry_if_exception_type",
+    "retry_if_not_exception_message",
+    "retry_if_not_exception_type",
+    "retry_never",
     "retry_policy",
+    "retry_unless_exception_type",
     "step",
+    "stop_after_attempt",
+    "stop_after_delay",
+    "stop_all",
+    "stop_any",
+    "stop_before_delay",
+    "stop_never",
+    "wait_chain",
+    "wait_combine",
+    "wait_exponential",
+    "wait_exponential_jitter",
+    "wait_fixed",
+    "wait_full_jitter",
+    "wait_incrementing",
+    "wait_none",
+    "wait_random",
+    "wait_random_exponential",
 ]

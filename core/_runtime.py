@@ -64,7 +64,7 @@ from .instrument import (
     StepFinished,
     StepStarted,
 )
-from .retry import RetryInfo
+from .retry import RetryInfo, ask_policy, retry_seed
 from .step import ParamKind, StepSpec
 
 if TYPE_CHECKING:
@@ -239,6 +239,8 @@ class Run:
         #: Recoveries used per (catch_error step, failed step).
         self.recoveries: dict[tuple[str, str], int] = {}
         self.handler: WorkflowHandler | None = None
+        #: Set by cancel(): (queued and in-progress parts, waiters, unread stream events).
+        self.cancelled_view: tuple[Any, list[Waiter], list[Event]] | None = None
         self.started = time.perf_counter()
         self._timeout_handle: asyncio.TimerHandle | None = None
         self._hold = 0
@@ -386,6 +388,12 @@ class Run:
         """End the run as cancelled by the user."""
         if self.status is not RunStatus.RUNNING:
             return
+        # What the run was doing, for ctx.to_dict() afterwards: a cancelled run can be resumed.
+        self.cancelled_view = (
+            self.snapshot_parts(),
+            list(self.waiters.values()),
+            self.stream.pending(),
+        )
         self.stream.put(WorkflowCancelledEvent())
         self.fail(
             WorkflowCancelledByUser(f"The run {self.run_id} was cancelled."), RunStatus.CANCELLED
@@ -719,7 +727,8 @@ class Run:
             return None
         name = ex.lane.spec.name
         try:
-            delay = policy.next(self._clock() - ex.first_started, ex.attempt, error)
+            seed = retry_seed(self.run_id, name, ex.attempt)
+            delay = ask_policy(policy, self._clock() - ex.first_started, ex.attempt, error, seed)
         except Exception as bug:
             raise WorkflowRuntimeError(
                 f"Retry policy {type(policy).__name__}.next() raised {type(bug).__name__}: "
@@ -830,8 +839,9 @@ class Run:
             kinds = tuple(type(item) for item in outputs)
         else:
             error = WorkflowRuntimeError(
-                f"Step {ex.lane.spec.name} returned {type(result).__name__} {result!r:.80}; a "
-                "step must return an Event, a list of events, or None. Wrap the value in an event, e.g. "
+                f"Step function {ex.lane.spec.name} returned {type(result).__name__} instead of "
+                f"an Event instance. It returned {result!r:.80}; a step must return an Event, a "
+                "list of events, or None. Wrap the value in an event, e.g. "
                 "StopEvent(result=value)."
             )
             if self._want_finished:
@@ -851,7 +861,7 @@ class Run:
             self._step_finished(ex, outputs, None, began)
         if self.internal:
             # Reported here, before the outputs are routed (a StopEvent ends the stream).
-            ex.output_name = type(outputs[0]).__name__ if outputs else ""
+            ex.output_name = str(type(outputs[0])) if outputs else ""
             self._state_changed(
                 ex.lane.spec.name, StepState.NOT_RUNNING, ex.id, ex.event, ex.output_name or None
             )
@@ -1043,12 +1053,16 @@ class Run:
         output: str | None = None,
     ) -> None:
         self.stream.has_internal = True
+        # LlamaIndex's formats: a queued execution has no worker yet ("<enqueued>"); a finished
+        # one names its input and output classes as str(type(ev)) ("<class 'mod.Name'>").
         self.stream.put(
             StepStateChanged(
                 name=name,
                 step_state=state,
-                worker_id="" if eid is None else str(eid),
-                input_event_name=type(event).__name__,
+                worker_id="<enqueued>" if eid is None else str(eid),
+                input_event_name=str(type(event))
+                if state is StepState.NOT_RUNNING
+                else type(event).__name__,
                 output_event_name=output,
             )
         )

@@ -98,6 +98,15 @@ def _register(ctx: Context[Any]) -> None:
     graph.registered = True
 
 
+def _requirements(ser: BaseSerializer, requirements: dict[str, Any]) -> Any:
+    # As LlamaIndex, requirements need not be serializable: a waiting step re-runs on resume
+    # and passes them again, so ones that cannot be encoded are saved as None.
+    try:
+        return ser.serialize(requirements)
+    except (SerializationError, TypeError, ValueError):
+        return None
+
+
 def dump(
     ctx: Context[Any], serializer: BaseSerializer | None, *, include_state: bool = True
 ) -> dict[str, Any]:
@@ -125,8 +134,17 @@ def dump(
     run = ctx._run
     snap = ctx._snapshot
     if run is not None:
-        queued, in_progress = run.snapshot_parts()
-        data["is_running"] = run.status is RunStatus.RUNNING
+        cancelled = run.cancelled_view
+        if cancelled is not None:
+            # LlamaIndex saves a cancelled run as still running, so it can be resumed: what
+            # was queued, running and waiting when cancel_run() came.
+            (queued, in_progress), waiters, pending = cancelled
+            data["is_running"] = True
+        else:
+            queued, in_progress = run.snapshot_parts()
+            waiters = list(run.waiters.values())
+            data["is_running"] = run.status is RunStatus.RUNNING
+            pending = run.stream.pending() if data["is_running"] else []
         data["queue"] = [
             {
                 "step": s,
@@ -171,11 +189,11 @@ def dump(
             {
                 "waiter_id": w.waiter_id,
                 "type": w.type_name,
-                "requirements": ser.serialize(w.requirements),
+                "requirements": _requirements(ser, w.requirements),
                 "step": w.step,
                 "execution_id": w.execution_id,
             }
-            for w in run.waiters.values()
+            for w in waiters
         ]
         data["waiter_results"] = {
             k: enc(v, f"answer to {k}") for k, v in run.waiter_results.items()
@@ -183,9 +201,7 @@ def dump(
         data["emitted_waiters"] = sorted(run.emitted_waiters)
         data["stream"] = {
             "position": run.stream.position,
-            "pending": [enc(e, "stream event") for e in run.stream.pending()]
-            if data["is_running"]
-            else [],
+            "pending": [enc(e, "stream event") for e in pending],
         }
         data["next_execution_id"] = run.next_id
         data["joins"] = [
@@ -233,7 +249,7 @@ def dump(
             {
                 "waiter_id": w.waiter_id,
                 "type": w.type_name,
-                "requirements": ser.serialize(w.requirements),
+                "requirements": _requirements(ser, w.requirements),
                 "step": w.step,
                 "execution_id": w.execution_id,
             }
@@ -365,7 +381,9 @@ def restore_into(ctx: Context[Any], data: Any, serializer: BaseSerializer | None
                 dec(e, "a buffered event") for e in item["events"]
             ]
         for item in data["waiters"]:
-            requirements = ser.deserialize(item["requirements"])
+            saved = item["requirements"]
+            # None: they could not be encoded; the waiting step sets them again when it re-runs.
+            requirements = {} if saved is None else ser.deserialize(saved)
             if not isinstance(requirements, dict):
                 raise _bad("a waiter's requirements are not a dict")
             snap.waiters.append(

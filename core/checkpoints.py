@@ -58,6 +58,10 @@ class Checkpoint:
             buffers, waiters (JSON-compatible).
         seq: Position in the run (0 for the start snapshot, then 1, 2, ...).
         final_event: The serialized StopEvent when this step ended the run, else ``None``.
+        input_event: The event the step ran on (the seeds' LlamaIndex name). Kept in memory
+            only: ``None`` for checkpoints read back from a store's file.
+        output_event: The event the step returned (the first one, for a fan-out), ``None``
+            when it returned nothing; in memory only, as ``input_event``.
     """
 
     id: str
@@ -70,6 +74,8 @@ class Checkpoint:
     ctx_data: dict[str, Any] = field(repr=False)
     seq: int = 0
     final_event: str | None = field(default=None, repr=False)
+    input_event: Event | None = field(default=None, repr=False, compare=False)
+    output_event: Event | None = field(default=None, repr=False, compare=False)
 
     @property
     def id_(self) -> str:
@@ -479,6 +485,7 @@ class WorkflowCheckpointer:
             dict(boundary.ctx.to_dict(self.serializer)),
             final_event=self.serializer.serialize(final) if final is not None else None,
             created_at=boundary.finished_at,
+            events=(boundary.input_event, next(iter(boundary.output_events), None)),
         )
 
     def _put(
@@ -491,6 +498,7 @@ class WorkflowCheckpointer:
         *,
         final_event: str | None = None,
         created_at: float | None = None,
+        events: tuple[Event | None, Event | None] = (None, None),
     ) -> None:
         self.store.put(
             Checkpoint(
@@ -504,6 +512,8 @@ class WorkflowCheckpointer:
                 ctx_data=ctx_data,
                 seq=next(self._seq[run_id]),
                 final_event=final_event,
+                input_event=events[0],
+                output_event=events[1],
             )
         )
 

@@ -223,8 +223,8 @@ class Context(Generic[StateT]):
         run = self._run
         if run is None:
             raise ContextStateError(
-                f"ctx.{method}() needs a running workflow; call it from a step, or after "
-                "handler = workflow.run(ctx=ctx)."
+                f"ctx.{method}() requires a running workflow, but it was called before workflow "
+                "started. Call it from a step, or after handler = workflow.run(ctx=ctx)."
             )
         return run
 
@@ -250,8 +250,8 @@ class Context(Generic[StateT]):
         ex = CURRENT_EXECUTION.get()
         if ex is None:
             raise ContextStateError(
-                "Context.get_step_context() can only be called while a step runs; take "
-                "`ctx: Context` as a step parameter or call it from code the step calls."
+                "Context.get_step_context() may only be called from within a step (or code a "
+                "step calls); take `ctx: Context` as a step parameter instead."
             )
         return ex.run.ctx
 
@@ -280,9 +280,12 @@ class Context(Generic[StateT]):
         ]
 
     async def running_steps(self) -> list[str]:
-        """Names of the steps executing right now."""
-        run = self._run
-        return run.running_steps() if run is not None else []
+        """Names of the steps executing right now (none once the run has ended).
+
+        Raises:
+            ContextStateError: No run was started with this context.
+        """
+        return self._live_run("running_steps").running_steps()
 
     # ------------------------------------------------------------------ events
 
@@ -433,6 +436,8 @@ class Context(Generic[StateT]):
             ContextStateError: Called outside a step of this context's run.
         """
         ex = self._execution("collect_events")
+        if not expected:
+            return []  # nothing to wait for (LlamaIndex returns [] too)
         run = ex.run
         if threading.get_ident() != run.thread_id:
             return _in_loop(run, run.collect, ex, ev, expected, buffer_id)  # type: ignore[no-any-return]

@@ -19,7 +19,7 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
     ├── StateError
     │   ├── StateKeyError (KeyError)         a state path that is not there
     │   └── StateValidationError (ValueError) a value that does not fit the typed state
-    ├── SerializationError (TypeError)       a value the serializer cannot encode
+    ├── SerializationError (TypeError, ValueError)  a value the serializer cannot encode
     ├── ContextSerdeError (ValueError)       a serialized context that cannot be restored
     └── CheckpointError                     a checkpoint that is missing, old or corrupt
 """
@@ -102,8 +102,11 @@ class StateValidationError(StateError, ValueError):
     """A value that does not fit the typed state model; the state is left unchanged."""
 
 
-class SerializationError(BatonflowError, TypeError):
-    """A value the serializer cannot encode; the message names its key path."""
+class SerializationError(BatonflowError, TypeError, ValueError):
+    """A value the serializer cannot encode; the message names its key path.
+
+    Also a ``TypeError`` and a ``ValueError`` (what LlamaIndex's serializers raise).
+    """
 
 
 class ContextSerdeError(BatonflowError, ValueError):

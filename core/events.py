@@ -14,9 +14,16 @@ import sys
 from collections.abc import ItemsView, Iterator, KeysView, ValuesView
 from datetime import datetime
 from enum import Enum
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer, PlainValidator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PlainSerializer,
+    PlainValidator,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 _MISSING: Any = object()
 
@@ -24,28 +31,52 @@ _MISSING: Any = object()
 class Event(BaseModel):
     """Base class of every workflow event.
 
-    Declared fields are validated by pydantic as usual. Extra keyword fields are kept too and
-    read like declared ones, so an event doubles as a small dict::
+    Declared fields are validated by pydantic as usual. Extra keyword fields are kept too (in
+    ``ev._data``, as LlamaIndex keeps them) and read like declared ones, so an event doubles as
+    a small dict of its extra fields::
 
         class JokeEvent(Event):
             joke: str
 
         ev = JokeEvent(joke="...", rating=3)
-        ev.joke, ev.rating, ev.get("missing", 0), dict(ev.items())
+        ev.joke, ev.rating, ev["rating"], ev.get("missing", 0)
+        dict(ev) == ev.to_dict() == {"rating": 3}  # len, iteration, keys/values/items too
 
-    Arbitrary (non-pydantic) types are allowed as field values, and subclasses may declare
-    private attributes with ``pydantic.PrivateAttr``.
+    Arbitrary (non-pydantic) types are allowed as field values. Subclasses may declare
+    private attributes with ``pydantic.PrivateAttr``; they can be given as keyword arguments
+    (``MyEvent(_token=t)``) and are never part of the event's fields.
     """
 
     model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
 
+    def __init__(self, /, **data: Any) -> None:
+        private = self.__private_attributes__
+        given = [key for key in data if key in private] if private else None
+        if given:
+            values = {key: data.pop(key) for key in given}
+            self.__pydantic_validator__.validate_python(data, self_instance=self)
+            for key, value in values.items():
+                setattr(self, key, value)
+            return
+        # BaseModel.__init__ does the same; calling the validator here saves a frame per event.
+        self.__pydantic_validator__.validate_python(data, self_instance=self)
+
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            # LlamaIndex keeps extra fields in a private dict `_data`; ours live in pydantic's
+            # extra dict, which `_data` names (the same object, so writes show through).
+            if name == "_data":
+                return self.__pydantic_extra__
+            return super().__getattr__(name)
+
     def get(self, key: str, default: Any = None) -> Any:
-        """Return the field ``key`` (declared or extra), or ``default`` when it is absent."""
-        if key in type(self).model_fields:
-            return getattr(self, key)
+        """Return the field ``key`` (extra or declared), or ``default`` when it is absent."""
         extra = self.__pydantic_extra__
         if extra is not None and key in extra:
             return extra[key]
+        if key in type(self).model_fields:
+            return getattr(self, key)
         return default
 
     def __getitem__(self, key: str) -> Any:
@@ -60,28 +91,35 @@ class Event(BaseModel):
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self.get(key, _MISSING) is not _MISSING
 
+    def _extra(self) -> dict[str, Any]:
+        extra = self.__pydantic_extra__
+        if extra is None:  # only when a subclass sets extra="forbid"/"ignore"
+            return {}
+        return extra
+
     def keys(self) -> KeysView[str]:
-        """The names of the event's fields, declared then extra."""
-        return self.to_dict().keys()
+        """The names of the event's extra fields (as LlamaIndex's ``Event.keys()``)."""
+        return self._extra().keys()
 
     def values(self) -> ValuesView[Any]:
-        """The values of the event's fields, declared then extra."""
-        return self.to_dict().values()
+        """The values of the event's extra fields."""
+        return self._extra().values()
 
     def items(self) -> ItemsView[str, Any]:
-        """``(name, value)`` pairs of the event's fields, declared then extra."""
-        return self.to_dict().items()
+        """``(name, value)`` pairs of the event's extra fields."""
+        return self._extra().items()
 
-    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
-        # pydantic iterates (name, value) pairs; keep that for dict(model) compatibility.
-        return super().__iter__()
+    def __len__(self) -> int:
+        return len(self._extra())
+
+    def __iter__(self) -> Iterator[str]:  # type: ignore[override]
+        # A mapping iterates its keys (LlamaIndex's events do); pydantic's (name, value) pairs
+        # stay available as model_dump().items().
+        return iter(self._extra())
 
     def to_dict(self) -> dict[str, Any]:
-        """The event's fields (declared and extra) as a plain dict, values unconverted."""
-        data = {name: getattr(self, name) for name in type(self).model_fields}
-        if self.__pydantic_extra__:
-            data.update(self.__pydantic_extra__)
-        return data
+        """The event's extra fields as a new plain dict (declared fields: ``model_dump()``)."""
+        return dict(self._extra())
 
     def __bool__(self) -> bool:
         # An event with no fields is still a real event: `if not ev` must not be True for it.
@@ -133,6 +171,30 @@ class StopEvent(Event):
             data[field] = args[0]
         super().__init__(**data)
 
+    @model_serializer(mode="wrap")
+    def _dump_without_empty_result(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # As LlamaIndex: `result` is part of the dump only when set, so a typed StopEvent
+        # subclass (or WorkflowCancelledEvent) dumps just its own fields.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("result", _MISSING) is None:
+            del data["result"]
+        return data
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        # Extra fields first, then the declared ones, `result` only when set (LlamaIndex's
+        # order: "StopEvent(foo='foo', result=42)").
+        extra = self.__pydantic_extra__
+        if extra:
+            yield from extra.items()
+        values = self.__dict__
+        for name, info in type(self).model_fields.items():
+            value = values.get(name)
+            if info.repr and not (name == "result" and value is None):
+                yield name, value
+
+    def __str__(self) -> str:
+        return str(self.result)
+
 
 class InputRequiredEvent(Event):
     """Asks a human for input; written to the event stream automatically when a step returns it.
@@ -168,6 +230,15 @@ class WorkflowCancelledEvent(StopEvent):
     """Written to the stream when the run is cancelled, before the error is raised."""
 
 
+#: An exception field dumped as ``{"exception_type", "exception_message"}`` in every dump mode
+#: (LlamaIndex's WorkflowFailedEvent shape), rebuilt on load. The functions are defined below.
+_DumpedException = Annotated[
+    BaseException,
+    PlainValidator(lambda data: exception_from_data(data)),
+    PlainSerializer(lambda exc: exception_to_data(exc)),
+]
+
+
 class WorkflowFailedEvent(StopEvent):
     """Written to the stream when a step failed for good, before the error is raised.
 
@@ -179,7 +250,7 @@ class WorkflowFailedEvent(StopEvent):
     """
 
     step_name: str
-    exception: Any
+    exception: _DumpedException
     attempts: int | None = None
     elapsed_seconds: float | None = None
 

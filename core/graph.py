@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .errors import WorkflowValidationError
+from .errors import WorkflowConfigurationError, WorkflowValidationError
 from .events import (
     Event,
     HumanResponseEvent,
@@ -155,63 +155,67 @@ def _names(types_: Iterable[type]) -> str:
     return ", ".join(t.__name__ for t in types_)
 
 
+def check_entry_and_exit(graph: Graph) -> None:
+    """Check the workflow has one StartEvent class it accepts and one StopEvent class it emits.
+
+    LlamaIndex checks this when the workflow is created (``Workflow()``), before any run.
+
+    Raises:
+        WorkflowConfigurationError: No step accepts a StartEvent (or returns a StopEvent), or
+            steps use several StartEvent (or StopEvent) classes.
+    """
+    name = graph.name
+    starts = list(dict.fromkeys(a for s in graph.order for a in s.accepted if _is(a, StartEvent)))
+    if not starts:
+        raise WorkflowConfigurationError(
+            "At least one Event of type StartEvent must be received by any step. "
+            f"(Workflow '{name}' has no @step that accepts StartEvent.) Add a step whose event "
+            "parameter is annotated StartEvent (or a subclass)."
+        )
+    if len(starts) > 1:
+        raise WorkflowConfigurationError(
+            f"Only one type of StartEvent is allowed per workflow, found {len(starts)}: "
+            f"{_names(starts)} in workflow '{name}'. Use one StartEvent class for the "
+            "workflow's entry steps."
+        )
+    stops = list(dict.fromkeys(e for s in graph.order for e in s.emitted if _is(e, StopEvent)))
+    if not stops:
+        raise WorkflowConfigurationError(
+            "At least one Event of type StopEvent must be returned by any step. "
+            f"(Workflow '{name}' has no @step that returns StopEvent.) Add StopEvent (or a "
+            "subclass) to the return annotation of the step that finishes the run."
+        )
+    if len(stops) > 1:
+        raise WorkflowConfigurationError(
+            f"Only one type of StopEvent is allowed per workflow, found {len(stops)}: "
+            f"{_names(stops)} in workflow '{name}'. Use one StopEvent class for the "
+            "workflow's result."
+        )
+
+
+def _is(event_type: type, base: type | tuple[type, ...]) -> bool:
+    return issubclass(event_type, base)
+
+
 def _check(graph: Graph, skip: frozenset[str]) -> None:
+    # The order is LlamaIndex's: no steps, entry and exit, event connectivity, error handlers,
+    # then the graph checks, which are reported together in one error.
     name = graph.name
     specs = graph.order
     if not specs:
-        raise WorkflowValidationError(
-            f"{name} has no steps. Decorate methods with @step (or attach functions with "
-            "@step(workflow=...))."
+        raise WorkflowConfigurationError(
+            f"Workflow '{name}' has no configured steps. Did you forget to annotate methods "
+            "with @step or to register free-function steps via @step(workflow=...)?"
         )
-    starts = {acc for s in specs for acc in s.accepted if issubclass(acc, StartEvent)}
-    if not starts:
-        raise WorkflowValidationError(
-            f"{name} has no step that accepts StartEvent. Add a step whose event parameter is "
-            "annotated StartEvent (or a subclass)."
-        )
-    if len(starts) > 1:
-        raise WorkflowValidationError(
-            f"{name} has steps accepting different start events ({_names(starts)}). "
-            "Use one StartEvent class for the workflow's entry steps."
-        )
-    stops = {e for s in specs for e in s.emitted if issubclass(e, StopEvent)}
-    if not stops:
-        raise WorkflowValidationError(
-            f"{name} has no step that can produce StopEvent. Add StopEvent (or a subclass) to "
-            "the return annotation of the step that finishes the run."
-        )
-    if len(stops) > 1:
-        raise WorkflowValidationError(
-            f"{name} has steps producing different stop events ({_names(stops)}). "
-            "Use one StopEvent class for the workflow's result."
-        )
-    accepted = {acc: s for s in specs for acc in s.accepted}
-    for spec in specs:
-        if "terminal_event" in skip:
-            break
-        for ev in spec.emitted:
-            if issubclass(ev, CALLER_EVENTS):
-                continue
-            if not any(issubclass(ev, acc) for acc in accepted):
-                raise WorkflowValidationError(
-                    f"Step {spec.name} of {name} returns {ev.__name__}, but no step accepts "
-                    f"{ev.__name__}. Add a step that takes `ev: {ev.__name__}`, or remove it "
-                    f"from {spec.name}'s return annotation."
-                )
-    emitted = {e for s in specs for e in s.emitted}
-    for spec in specs:
-        if "reachability" in skip or "reachability" in spec.skip_graph_checks:
-            continue
-        for acc in spec.accepted:
-            if issubclass(acc, EXTERNAL_EVENTS):
-                continue
-            if not any(issubclass(e, acc) for e in emitted):
-                raise WorkflowValidationError(
-                    f"Step {spec.name} of {name} accepts {acc.__name__}, but no step produces "
-                    f"{acc.__name__}. Add {acc.__name__} to the return annotation of the step "
-                    "that returns or sends it (ctx.send_event events are declared there too)."
-                )
+    check_entry_and_exit(graph)
+    _check_connectivity(graph, skip)
     _check_error_handlers(graph)
+    problems = _graph_problems(graph, skip)
+    if problems:
+        raise WorkflowValidationError(
+            "Graph validation failed:\n"
+            + "\n".join(f"  - [{check}] {message}\n    {hint}" for check, message, hint in problems)
+        )
     states = {s.state_type: s for s in specs if s.state_type is not None}
     if len(states) > 1:
         described = ", ".join(f"{s.name}: Context[{t.__name__}]" for t, s in states.items())
@@ -221,34 +225,182 @@ def _check(graph: Graph, skip: frozenset[str]) -> None:
         )
 
 
-def _check_error_handlers(graph: Graph) -> None:
-    handlers = [s for s in graph.order if s.error_handler]
-    wildcards = [s.name for s in handlers if s.for_steps is None]
-    if len(wildcards) > 1:
+def _skips_reachability(spec: StepSpec, skip: frozenset[str]) -> bool:
+    return "reachability" in skip or "reachability" in spec.skip_graph_checks
+
+
+def _check_connectivity(graph: Graph, skip: frozenset[str]) -> None:
+    specs = graph.order
+    stop_takers = [s.name for s in specs if any(_is(a, StopEvent) for a in s.accepted)]
+    if stop_takers:
+        plural = "" if len(stop_takers) == 1 else "s"
+        quoted = "', '".join(stop_takers)
         raise WorkflowValidationError(
-            f"{graph.name} has several @catch_error steps without for_steps "
-            f"({', '.join(wildcards)}). Keep one catch-all handler and give the others "
-            "for_steps=[...]."
+            f"Step{plural} '{quoted}' cannot accept StopEvent. StopEvent "
+            "signals the end of the workflow. Use a different Event type instead: return a "
+            "new event class from the step that finishes its part and accept that."
+        )
+    emitted = {e for s in specs for e in s.emitted}
+    # An event is produced when a step may return (or send) it or one of its subclasses.
+    unproduced: dict[type[Event], list[str]] = {}
+    for spec in specs:
+        if _skips_reachability(spec, skip):
+            continue
+        for acc in spec.accepted:
+            if _is(acc, EXTERNAL_EVENTS) or any(_is(e, acc) for e in emitted):
+                continue
+            unproduced.setdefault(acc, []).append(spec.name)
+    if unproduced:
+        raise WorkflowValidationError(
+            "The following events are consumed but never produced: "
+            f"{_names(unproduced)}. Add "
+            + "; ".join(
+                f"{ev.__name__} (taken by {', '.join(takers)})" for ev, takers in unproduced.items()
+            )
+            + " to the return annotation of the step that returns or sends it (ctx.send_event "
+            "events are declared there too), or pass skip_graph_checks=['reachability'] to the "
+            "@step that takes it when it is sent from outside the workflow."
+        )
+    if "terminal_event" in skip:
+        return
+    accepted = {a for s in specs for a in s.accepted}
+    unconsumed: dict[type[Event], list[str]] = {}
+    for spec in specs:
+        for ev in spec.emitted:
+            if _is(ev, CALLER_EVENTS) or any(_is(ev, a) for a in accepted):
+                continue
+            unconsumed.setdefault(ev, []).append(spec.name)
+    if unconsumed:
+        raise WorkflowValidationError(
+            f"The following events are produced but never consumed: {_names(unconsumed)}. "
+            + " ".join(
+                f"Add a step that takes `ev: {ev.__name__}`, or remove {ev.__name__} from the "
+                f"return annotation of {', '.join(producers)}."
+                for ev, producers in unconsumed.items()
+            )
+        )
+
+
+def _graph_problems(graph: Graph, skip: frozenset[str]) -> list[tuple[str, str, str]]:
+    """``(check, message, hint)`` of every failing graph check (LlamaIndex's wording first)."""
+    specs = graph.order
+    problems: list[tuple[str, str, str]] = []
+    takers: dict[type, list[StepSpec]] = {}
+    for ev in {e for s in specs for e in s.emitted}:
+        takers[ev] = [s for s in specs if any(_is(ev, a) for a in s.accepted)]
+    if "reachability" not in skip:
+        # Forward from what enters from outside: the start event, human answers, failures.
+        seen: set[str] = set()
+        frontier = [s for s in specs if any(_is(a, EXTERNAL_EVENTS) for a in s.accepted)]
+        while frontier:
+            spec = frontier.pop()
+            if spec.name in seen:
+                continue
+            seen.add(spec.name)
+            for ev in spec.emitted:
+                frontier.extend(takers[ev])
+        unreachable = sorted(
+            s.name for s in specs if s.name not in seen and not _skips_reachability(s, skip)
+        )
+        if unreachable:
+            problems.append(
+                (
+                    "reachability",
+                    f"Unreachable steps: {', '.join(unreachable)}",
+                    "Steps must be reachable from StartEvent or HumanResponseEvent: return "
+                    "the event they take from a reachable step, or give them "
+                    "skip_graph_checks=['reachability'] when it is sent from outside.",
+                )
+            )
+    if "dead_end" not in skip:
+        # Backward from what leaves the workflow: the StopEvent and requests for input.
+        ends: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for spec in specs:
+                if spec.name in ends:
+                    continue
+                if any(
+                    _is(ev, CALLER_EVENTS) or any(t.name in ends for t in takers[ev])
+                    for ev in spec.emitted
+                ):
+                    ends.add(spec.name)
+                    changed = True
+        dead = sorted(
+            s.name
+            for s in specs
+            if s.emitted and s.name not in ends and "dead_end" not in s.skip_graph_checks
+        )
+        if dead:
+            problems.append(
+                (
+                    "dead_end",
+                    f"Dead-end steps: {', '.join(dead)}",
+                    "Steps must have a path to StopEvent or InputRequiredEvent: make one of "
+                    "the steps they lead to return a StopEvent, or give them "
+                    "skip_graph_checks=['dead_end'].",
+                )
+            )
+    return problems
+
+
+def _check_error_handlers(graph: Graph) -> None:
+    problems = catch_error_problems(graph)
+    if problems:
+        raise WorkflowValidationError("\n".join(problems))
+
+
+def catch_error_problems(graph: Graph) -> list[str]:
+    """What is wrong with the workflow's ``@catch_error`` steps, one message per problem.
+
+    The first sentence of each message is LlamaIndex's (people search for it), the rest says
+    what to do.
+    """
+    problems: list[str] = []
+    handlers = [s for s in graph.order if s.error_handler]
+    handler_names = {s.name for s in handlers}
+    wildcards = sorted(s.name for s in handlers if s.for_steps is None)
+    if len(wildcards) > 1:
+        problems.append(
+            "Only one wildcard @catch_error handler is allowed per workflow, found "
+            f"{len(wildcards)}: {', '.join(wildcards)}. Keep one handler without for_steps in "
+            f"{graph.name} and give the others for_steps=[...]."
         )
     claimed: dict[str, str] = {}
     for handler in handlers:
-        if not any(issubclass(StepFailedEvent, acc) for acc in handler.accepted):
-            raise WorkflowValidationError(
-                f"@catch_error step {handler.name} of {graph.name} does not accept "
-                "StepFailedEvent. Annotate its event parameter `ev: StepFailedEvent`."
+        if handler.accepted != (StepFailedEvent,):
+            problems.append(
+                f"@catch_error handler '{handler.name}' must accept StepFailedEvent as its event "
+                "parameter. Annotate it `ev: StepFailedEvent` (and only that type)."
+            )
+        if handler.max_recoveries < 1:
+            problems.append(
+                f"@catch_error handler '{handler.name}' has "
+                f"max_recoveries={handler.max_recoveries!r}; must be an integer >= 1. Pass "
+                "max_recoveries=1 or more."
             )
         for name in handler.for_steps or ():
             if name not in graph.steps:
-                raise WorkflowValidationError(
-                    f"@catch_error step {handler.name} names step {name!r}, which {graph.name} "
-                    f"does not have; its steps are: {', '.join(graph.steps)}."
+                steps = ", ".join(n for n in graph.steps if n not in handler_names)
+                problems.append(
+                    f"@catch_error handler '{handler.name}' lists unknown step '{name}' in "
+                    f"for_steps. Name steps of {graph.name}: {steps}."
                 )
-            if name in claimed:
-                raise WorkflowValidationError(
-                    f"Step {name} of {graph.name} is handled by two @catch_error steps "
-                    f"({claimed[name]} and {handler.name}); name it in one for_steps only."
+            elif name in handler_names:
+                problems.append(
+                    f"@catch_error handler '{handler.name}' cannot cover another handler step "
+                    f"'{name}'. A failing handler fails the run; remove '{name}' from its "
+                    "for_steps."
                 )
-            claimed[name] = handler.name
+            elif name in claimed:
+                problems.append(
+                    f"Step '{name}' is claimed by two @catch_error handlers: '{claimed[name]}' "
+                    f"and '{handler.name}'. Name it in one handler's for_steps only."
+                )
+            else:
+                claimed[name] = handler.name
+    return problems
 
 
 def compile_graph(name: str, specs: Iterable[StepSpec]) -> Graph:
@@ -322,6 +474,7 @@ __all__ = [
     "EXTERNAL_EVENTS",
     "Graph",
     "StepShape",
+    "check_entry_and_exit",
     "compile_graph",
     "workflow_graph",
 ]

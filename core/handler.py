@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from ._runtime import RunStatus
 from .errors import ContextStateError
 from .events import Event, StopEvent
 
@@ -84,6 +86,21 @@ class WorkflowHandler(asyncio.Future[Any]):
             # else: the handler future itself was cancelled; the run is gone either way
         except Exception:
             pass  # the run's own outcome is what `await handler` raises
+
+    def cancelled(self) -> bool:
+        """Whether the run was cancelled: by ``cancel_run()`` (as LlamaIndex) or ``cancel()``.
+
+        After ``cancel_run()`` the future holds :class:`WorkflowCancelledByUser` (what
+        ``await handler`` raises), so asyncio itself still sees a future with an exception:
+        asyncio's own helpers (``gather``, ``shield``) get ``asyncio.Future.cancelled()``, so
+        that ``gather(handler)`` raises ``WorkflowCancelledByUser``, not ``CancelledError``.
+        """
+        if super().cancelled():
+            return True
+        if self._run.status is not RunStatus.CANCELLED or not self.done():
+            return False
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        return not (caller == "asyncio" or caller.startswith("asyncio."))
 
     def cancel(self, msg: Any | None = None) -> bool:
         """Cancel the run and this future (``await handler`` raises ``CancelledError``)."""

@@ -243,22 +243,61 @@ class InstrumentSet:
 
 
 class PrintingInstrument(Instrument):
-    """Prints each step's start and finish and the events it emits (``verbose=True``)."""
+    """Prints each step's start and finish and the events it emits (``verbose=True``).
 
-    def __init__(self, stream: IO[str] | None = None) -> None:
+    Two formats: ``style="seed"`` (the default, older LlamaIndex's, as the seeds show)::
+
+        Running step generate_joke
+        Step generate_joke produced event JokeEvent
+
+    and ``style="llama"``, the step lines of current LlamaIndex's ``verbose=True``
+    (``Workflow(verbose="llama")`` picks it)::
+
+        [generate_joke:1] started from StartEvent
+        [generate_joke:1] complete with JokeEvent
+
+    Args:
+        stream: Where to print (default: ``sys.stdout`` at the time of printing).
+        style: ``"seed"`` or ``"llama"``.
+
+    Raises:
+        WorkflowConfigurationError: ``style`` is neither.
+    """
+
+    def __init__(self, stream: IO[str] | None = None, style: str = "seed") -> None:
+        if style not in PRINT_STYLES:
+            from .errors import WorkflowConfigurationError
+
+            raise WorkflowConfigurationError(
+                f"PrintingInstrument style {style!r} is not one of {', '.join(PRINT_STYLES)}; "
+                "pass style='seed' or style='llama'."
+            )
         self._stream = stream
+        self._llama = style == "llama"
 
     def _print(self, text: str) -> None:
         print(text, file=self._stream or sys.stdout, flush=True)
 
     def step_started(self, record: StepStarted) -> None:
-        """Print ``Running step NAME``."""
+        """Print ``Running step NAME`` (or ``[NAME:ID] started from EVENT``)."""
+        if self._llama:
+            name = type(record.input_event).__name__
+            self._print(f"[{record.step_name}:{record.execution_id}] started from {name}")
+            return
         suffix = f" (attempt {record.attempt})" if record.attempt > 1 else ""
         self._print(f"Running step {record.step_name}{suffix}")
 
     def step_finished(self, record: StepFinished) -> None:
         """Print what the step produced, or its error."""
-        if record.error is not None:
+        if self._llama:
+            # LlamaIndex reports a failed attempt as finished with no result, too.
+            outcome = (
+                f"complete with {type(record.output_events[0]).__name__}"
+                if record.output_events and record.error is None
+                else "complete with no result"
+            )
+            self._print(f"[{record.step_name}:{record.execution_id}] {outcome}")
+        elif record.error is not None:
             self._print(
                 f"Step {record.step_name} failed: {type(record.error).__name__}: {record.error}"
             )
@@ -269,7 +308,12 @@ class PrintingInstrument(Instrument):
             self._print(f"Step {record.step_name} produced event {names}")
 
 
+#: The formats of :class:`PrintingInstrument` (``verbose=``).
+PRINT_STYLES = ("seed", "llama")
+
+
 __all__ = [
+    "PRINT_STYLES",
     "EventEmitted",
     "EventsJoined",
     "Instrument",

@@ -1,7 +1,11 @@
-"""Module alias of :mod:`batonflow.core.retry` under LlamaIndex's name (``workflows.retry_policy``).
+"""LlamaIndex's import path for the retry vocabulary (``workflows.retry_policy``).
 
-Lets ported code keep ``from ....retry_policy import ConstantDelayRetryPolicy`` with only the
-package prefix changed to ``batonflow.core``.
+Ported code keeps ``from ....retry_policy import retry_policy, wait_fixed`` with only the package
+prefix changed to ``batonflow.core``. It holds the same names as :mod:`batonflow.core.retry`.
+
+``batonflow.core.retry_policy`` the *attribute* stays the :func:`retry_policy` function:
+``batonflow.core`` imports this module before binding the function, so a later
+``import batonflow.core.retry_policy`` finds it loaded and does not rebind the attribute.
 """
 
 from __future__ import annotations

@@ -194,7 +194,8 @@ def step(
     """
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
         raise WorkflowConfigurationError(
-            f"num_workers must be a positive int, got {num_workers!r}; pass num_workers=1 or more."
+            f"num_workers must be an integer greater than 0, got {num_workers!r}; pass "
+            "num_workers=1 or more."
         )
     if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
         raise WorkflowConfigurationError(
@@ -208,26 +209,26 @@ def step(
     if retry_policy is not None and not callable(getattr(retry_policy, "next", None)):
         raise WorkflowConfigurationError(
             f"retry_policy {retry_policy!r} has no next(elapsed_time, attempts, error) method; "
-            "pass a RetryPolicy such as ConstantDelayRetryPolicy(delay=1, maximum_attempts=3)."
+            "pass a RetryPolicy such as retry_policy(wait=wait_fixed(1), stop=stop_after_attempt(3))."
         )
     skips = frozenset(skip_graph_checks or ())
-    unknown = skips - GRAPH_CHECKS
-    if unknown:
-        raise WorkflowConfigurationError(
-            f"Unknown graph check(s) {sorted(unknown)}; skip_graph_checks takes "
-            f"{sorted(GRAPH_CHECKS)}."
-        )
+    check_graph_check_names(skips)
     localns = _caller_namespace()
 
     def decorate(fn: F) -> F:
         if not callable(fn):
             raise WorkflowValidationError(f"@step decorates functions, got {fn!r}.")
+        if workflow is None and _is_free_function(fn):
+            raise WorkflowValidationError(
+                f"To decorate {fn.__name__} please pass a workflow class to the @step "
+                f"decorator. Use @step(workflow=MyWorkflow) (a class, or a Workflow instance), "
+                f"or define {fn.__name__} as a method of a Workflow subclass."
+            )
         setattr(fn, STEP_ATTR, StepOptions(num_workers, retry_policy, timeout, localns, skips))
         _check_annotations_present(fn)
-        # Resolve now when we can, so bad annotations fail at definition time; names defined
-        # later in the module are resolved when the workflow is first used.
-        with contextlib.suppress(NameError):
-            build_spec(fn, fn.__name__)
+        # Annotations are resolved now (LlamaIndex does the same), so a name that is not
+        # defined fails where the step is written, not at the first run.
+        build_spec(fn, fn.__name__)
         if workflow is not None:
             if isinstance(workflow, type):
                 workflow.add_step(fn)
@@ -238,6 +239,42 @@ def step(
     if func is not None:
         return decorate(func)
     return decorate
+
+
+def check_graph_check_names(names: frozenset[str]) -> None:
+    """Reject ``skip_graph_checks`` names that are not graph checks.
+
+    Raises:
+        WorkflowConfigurationError: A name is unknown (also a ``WorkflowValidationError``).
+    """
+    unknown = names - GRAPH_CHECKS
+    if unknown:
+        raise WorkflowConfigurationError(
+            f"Unknown graph check names: {', '.join(sorted(unknown))}. Valid names are: "
+            f"{', '.join(sorted(GRAPH_CHECKS))}; fix skip_graph_checks."
+        )
+
+
+def _is_free_function(fn: Callable[..., Any]) -> bool:
+    # A module-level function ("f") or one nested in a function ("outer.<locals>.f"), not a
+    # method written in a class body ("Flow.f", "outer.<locals>.Flow.f"): PEP 3155 names.
+    parts = getattr(fn, "__qualname__", "").split(".")
+    return len(parts) == 1 or parts[-2] == "<locals>"
+
+
+def _resolve_hints(fn: Callable[..., Any], localns: dict[str, Any] | None) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(fn, localns=localns, include_extras=True)
+    except NameError as exc:
+        missing = getattr(exc, "name", None)
+        name = getattr(fn, "__qualname__", repr(fn))
+        raise WorkflowValidationError(
+            f"Failed to resolve type annotations for {name}."
+            + (f" Missing name: {missing}." if missing else f" ({exc}).")
+            + " If you are using 'from __future__ import annotations' or string annotations, "
+            "ensure referenced names are available in module scope or in the scope where the "
+            "@step decorator is applied: define or import them before the workflow class."
+        ) from exc
 
 
 def _caller_namespace() -> dict[str, Any] | None:
@@ -319,15 +356,15 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
     """Read a decorated function's signature into a :class:`StepSpec`.
 
     Raises:
-        WorkflowValidationError: The signature does not describe a valid step.
-        NameError: An annotation names something that is not defined (yet).
+        WorkflowValidationError: The signature does not describe a valid step, or an
+            annotation names something that is not defined.
     """
     from .context import Context  # a cycle at import time otherwise
     from .workflow import Workflow
 
     options: StepOptions = getattr(fn, STEP_ATTR)
     _check_annotations_present(fn)
-    hints = typing.get_type_hints(fn, localns=options.localns, include_extras=True)
+    hints = _resolve_hints(fn, options.localns)
     sig = inspect.signature(fn)
     params: list[StepParam] = []
     accepted: tuple[type[Event], ...] = ()
@@ -482,19 +519,32 @@ def catch_error(
     Args:
         func: The handler, when used bare.
         for_steps: The step names it handles (default: every step without a scoped handler).
-        max_recoveries: How many failures of each step it handles per run; the next failure
-            fails the run.
+        max_recoveries: How many times it may recover one lineage of events (>= 1): a failure
+            it handles, then a failure further down what its recovery produced, and so on;
+            the next failure fails the run.
 
     Returns:
         The function, marked as a step accepting ``StepFailedEvent``.
+
+    Raises:
+        WorkflowValidationError: ``max_recoveries`` below 1, ``for_steps`` not a list of names,
+            or a handler whose event parameter is not ``StepFailedEvent``.
     """
     if (
         isinstance(max_recoveries, bool)
         or not isinstance(max_recoveries, int)
         or max_recoveries < 1
     ):
-        raise WorkflowConfigurationError(
-            f"max_recoveries must be a positive int, got {max_recoveries!r}."
+        raise WorkflowValidationError(
+            f"@catch_error max_recoveries must be an integer >= 1, got {max_recoveries!r}; "
+            "pass max_recoveries=1 or more."
+        )
+    if for_steps is not None and (
+        isinstance(for_steps, str) or not all(isinstance(name, str) for name in for_steps)
+    ):
+        raise WorkflowValidationError(
+            "@catch_error for_steps must be None or a list of step name strings, got "
+            f"{for_steps!r}; pass e.g. for_steps=['fetch']."
         )
     names = tuple(for_steps) if for_steps is not None else None
     localns = _caller_namespace()
@@ -517,12 +567,13 @@ def catch_error(
 
 
 def _check_handler(spec: StepSpec) -> None:
+    """A ``@catch_error`` step takes exactly ``StepFailedEvent`` (nothing else reaches it)."""
     from .events import StepFailedEvent
 
-    if not any(issubclass(StepFailedEvent, acc) for acc in spec.accepted):
+    if spec.accepted != (StepFailedEvent,):
         raise WorkflowValidationError(
-            f"@catch_error step {spec.name} does not accept StepFailedEvent. Annotate its event "
-            "parameter `ev: StepFailedEvent`."
+            f"@catch_error handler '{spec.name}' must accept StepFailedEvent as its event "
+            "parameter. Annotate it `ev: StepFailedEvent` (and only that type)."
         )
 
 

@@ -21,21 +21,30 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import ValidationError
 
 from ._calls import make_call
-from ._runtime import Run, RunStatus
+from ._runtime import CURRENT_EXECUTION, Run, RunStatus
 from .context import Context
 from .errors import (
+    ContextStateError,
     StartEventError,
     WorkflowConfigurationError,
     WorkflowRuntimeError,
     WorkflowValidationError,
 )
 from .events import Event, StartEvent, StopEvent
-from .graph import Graph, compile_graph
+from .graph import Graph, check_entry_and_exit, compile_graph
 from .handler import WorkflowHandler
 from .hooks import StepBoundary, StepListener
 from .instrument import Instrument, InstrumentSet, PrintingInstrument, global_instruments
 from .resource import ResourceConfig, ResourceManager
-from .step import GRAPH_CHECKS, STEP_ATTR, ParamKind, StepParam, StepSpec, build_spec, is_step
+from .step import (
+    STEP_ATTR,
+    ParamKind,
+    StepParam,
+    StepSpec,
+    build_spec,
+    check_graph_check_names,
+    is_step,
+)
 
 if TYPE_CHECKING:
     from ._snapshot import RunSnapshot
@@ -52,7 +61,9 @@ class Workflow:
         timeout: Seconds a run may take before it fails with ``WorkflowTimeoutError``;
             ``None`` for no limit.
         disable_validation: Skip the graph checks made before the first run.
-        verbose: Print each step's start, finish and emitted events.
+        verbose: Print each step's start, finish and emitted events: ``True`` in the seeds'
+            format ("Running step NAME"), ``"llama"`` in current LlamaIndex's
+            ("[NAME:1] started from StartEvent"); see :class:`PrintingInstrument`.
         resource_manager: Where ``Resource`` factories' results are cached (one per workflow
             instance by default).
         num_concurrent_runs: Most runs of this instance executing at once; more wait their turn.
@@ -73,7 +84,10 @@ class Workflow:
             :class:`SqliteCheckpointStore`.
 
     Raises:
-        WorkflowConfigurationError: ``timeout`` or ``num_concurrent_runs`` is not positive.
+        WorkflowConfigurationError: ``timeout`` or ``num_concurrent_runs`` is not positive,
+            ``skip_graph_checks`` names an unknown check, or the class's steps accept no
+            StartEvent / return no StopEvent, or several classes of either (unless
+            ``disable_validation``).
     """
 
     _added_steps: ClassVar[dict[str, Callable[..., Any]]] = {}
@@ -82,7 +96,7 @@ class Workflow:
         self,
         timeout: float | None = 45.0,
         disable_validation: bool = False,
-        verbose: bool = False,
+        verbose: bool | str = False,
         resource_manager: ResourceManager | None = None,
         num_concurrent_runs: int | None = None,
         runtime: Any = None,
@@ -110,11 +124,7 @@ class Workflow:
                 "loop. Remove the runtime= argument (durable runs use WorkflowCheckpointer)."
             )
         skips = frozenset(skip_graph_checks or ())
-        if skips - GRAPH_CHECKS:
-            raise WorkflowConfigurationError(
-                f"Unknown graph check(s) {sorted(skips - GRAPH_CHECKS)}; skip_graph_checks takes "
-                f"{sorted(GRAPH_CHECKS)}."
-            )
+        check_graph_check_names(skips)
         self._skip_graph_checks = skips
         self._timeout = timeout
         self._disable_validation = disable_validation
@@ -126,7 +136,8 @@ class Workflow:
         self._strict_state = strict_state
         own = list(instruments)
         if verbose:
-            own.append(PrintingInstrument())
+            # verbose="llama" prints current LlamaIndex's format; True the seeds' one.
+            own.append(PrintingInstrument(style=verbose if isinstance(verbose, str) else "seed"))
         self._own_instruments = tuple(own)
         self._instrument_cache: tuple[int, InstrumentSet] | None = None
         self._clock: Callable[[], float] = clock or time.monotonic
@@ -153,6 +164,12 @@ class Workflow:
                     "finish_run, delete)."
                 )
             self._checkpointer = WorkflowCheckpointer(self, store=checkpoint_store)
+        graph = type(self)._class_graph()
+        if graph.order and not disable_validation:
+            # As LlamaIndex: a workflow without its entry or exit fails when it is created.
+            # A bare Workflow() gets its steps afterwards, from @step(workflow=instance); a
+            # class completed that way is created with disable_validation=True.
+            check_entry_and_exit(graph)
 
     # ------------------------------------------------------------------ properties
 
@@ -207,10 +224,24 @@ class Workflow:
 
     @classmethod
     def add_step(cls, func: Callable[..., Any]) -> None:
-        """Add a ``@step``-decorated function to this workflow class (and its subclasses)."""
+        """Add a ``@step``-decorated function to this workflow class (and its subclasses).
+
+        ``@step(workflow=MyWorkflow)`` calls this for you.
+
+        Raises:
+            WorkflowValidationError: ``func`` is not decorated with ``@step``, or the workflow
+                already has a step of that name.
+        """
+        name = getattr(func, "__name__", repr(func))
         if not is_step(func):
             raise WorkflowValidationError(
-                f"{getattr(func, '__name__', func)!r} is not a step; decorate it with @step first."
+                f"Step function {name} is missing the `@step` decorator. Decorate it with "
+                f"@step(workflow={cls.__name__}) (which adds it) instead of calling add_step."
+            )
+        if name in cls._class_steps():
+            raise WorkflowValidationError(
+                f"A step {name} is already part of this workflow, please choose another name. "
+                f"{cls.__name__} has a step {name} already; rename the function."
             )
         if "_added_steps" not in cls.__dict__:
             cls._added_steps = {}
@@ -241,6 +272,29 @@ class Workflow:
                     f"instance; pass one, e.g. add_workflows({name}=MyFlow())."
                 )
         self._nested.update(workflows)
+
+    def send_event(self, message: Event, step: str | None = None) -> None:
+        """Deprecated (older LlamaIndex): ``self.send_event(ev)`` inside a step.
+
+        Sends ``message`` into the run of the step executing now, as ``ctx.send_event`` does;
+        declare its type in the step's return annotation. New code takes ``ctx: Context``.
+
+        Raises:
+            WorkflowRuntimeError: Called outside a step of one of this workflow's runs.
+        """
+        warnings.warn(
+            "Workflow.send_event() is deprecated; take `ctx: Context` in the step and call "
+            "ctx.send_event(...).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        ex = CURRENT_EXECUTION.get()
+        if ex is None or ex.run.workflow is not self:
+            raise WorkflowRuntimeError(
+                f"{self.workflow_name}.send_event() works only inside a step of one of its "
+                "runs; outside, send with handler.ctx.send_event(...)."
+            )
+        ex.run.ctx.send_event(message, step=step)
 
     def _nested_workflow(self, step_name: str, param: StepParam) -> Workflow:
         """The workflow a step parameter annotated with a Workflow class receives."""
@@ -282,7 +336,7 @@ class Workflow:
     def _class_graph(cls) -> Graph:
         graph = _CLASS_GRAPHS.get(cls)
         if graph is None:
-            graph = compile_graph(cls.__name__, _specs(cls.__name__, cls._class_steps()))
+            graph = compile_graph(cls.__name__, _specs(cls._class_steps()))
             _CLASS_GRAPHS[cls] = graph
         return graph
 
@@ -292,9 +346,7 @@ class Workflow:
         graph = self._own_graph
         if graph is None:
             steps = {**type(self)._class_steps(), **self._instance_steps}
-            graph = self._own_graph = compile_graph(
-                self.workflow_name, _specs(self.workflow_name, steps)
-            )
+            graph = self._own_graph = compile_graph(self.workflow_name, _specs(steps))
         return graph
 
     def _bound_calls(self, graph: Graph) -> list[Callable[..., Any]]:
@@ -411,8 +463,16 @@ class Workflow:
         Raises:
             WorkflowValidationError: The workflow's steps do not fit together.
             StartEventError: ``kwargs`` (or ``start_event``) do not fit the workflow's
-                StartEvent; the message names the class and its fields.
+                StartEvent; the message names the class and its fields. Also a
+                ``ValueError``, as LlamaIndex raises for a ``start_event`` of the wrong type.
+            ContextStateError: ``ctx`` is running another run right now.
         """
+        if start_event is not None and not isinstance(start_event, StartEvent):
+            raise StartEventError(
+                "The 'start_event' argument must be an instance of 'StartEvent'; got "
+                f"{type(start_event).__name__}. Pass an instance of "
+                f"{self.start_event_class.__name__}, or its fields as keyword arguments."
+            )
         durable = self._checkpointer
         if durable is not None and not self._checkpointing:
             return durable._run_durable(ctx, start_event=start_event, stepwise=stepwise, **kwargs)
@@ -436,8 +496,12 @@ class Workflow:
             if ctx._workflow is not self:
                 ctx._workflow = self
             live = ctx._run
-            if live is not None and ctx.is_running and live.handler is not None:
-                return live.handler
+            if live is not None and ctx.is_running:
+                raise ContextStateError(
+                    f"The context is already running a workflow (run {live.run_id}); a Context "
+                    "holds one run at a time. Await that run's handler first, or pass a new "
+                    f"Context({self.workflow_name}) (or none) for a concurrent run."
+                )
             if ctx._snapshot is not None and ctx._snapshot.is_running:
                 snapshot = ctx._snapshot
         start: StartEvent | None = None
@@ -513,11 +577,6 @@ class Workflow:
     ) -> StartEvent:
         cls = graph.start_event_class
         if start_event is not None:
-            if not isinstance(start_event, StartEvent):
-                raise StartEventError(
-                    f"start_event must be a StartEvent, got {type(start_event).__name__}; pass "
-                    f"an instance of {cls.__name__}."
-                )
             if not isinstance(start_event, cls):
                 raise StartEventError(
                     f"{graph.name} starts with {cls.__name__}, but run() got a "
@@ -550,8 +609,10 @@ class Workflow:
                 for err in exc.errors()
             )
             raise StartEventError(
-                f"{cls.__name__} rejected the fields given to {graph.name}.run(): {problems}. "
-                f"Its fields are: {_field_list(cls) or '(none)'}; fix the keyword arguments."
+                f"Failed creating a start event of type '{cls.__name__}' with the keyword "
+                f"arguments: {kwargs}. {cls.__name__} rejected the fields given to "
+                f"{graph.name}.run(): {problems}. Its fields are: "
+                f"{_field_list(cls) or '(none)'}; fix the keyword arguments."
             ) from exc
 
 
@@ -591,18 +652,12 @@ def _in_own_loop(coro: Coroutine[Any, Any, list[str]]) -> list[str]:
         return pool.submit(asyncio.run, coro).result()
 
 
-def _specs(owner: str, steps: dict[str, Callable[..., Any]]) -> list[StepSpec]:
+def _specs(steps: dict[str, Callable[..., Any]]) -> list[StepSpec]:
     specs = []
     for name, func in steps.items():
         if not hasattr(func, STEP_ATTR):
             continue
-        try:
-            specs.append(build_spec(func, name))
-        except NameError as exc:
-            raise WorkflowValidationError(
-                f"Step {name} of {owner} has an annotation that cannot be resolved ({exc}). "
-                "Define the event class at module level, before the workflow is run."
-            ) from exc
+        specs.append(build_spec(func, name))
     return specs
 
 

@@ -7,7 +7,7 @@ import respx
 from batonflow.agents import AgentConfigurationError, LLMCallError, LLMConfigurationError
 from batonflow.agents.llm import chat, check_function_calling, check_llm, complete, default_llm
 from batonflow.agents.testing import ScriptedLLM
-from batonflow.core.retry import ConstantDelayRetryPolicy
+from batonflow.core.retry import retry_policy, stop_after_attempt, wait_fixed
 from llama_index.core.llms import ChatMessage, MockLLM
 from llama_index.llms.openai import OpenAI
 from openai_mock import CHAT_URL, completion, error, sent_body, stream
@@ -111,7 +111,7 @@ async def test_retry_policy_retries_failed_calls(
     response = await chat(
         openai_llm,
         USER,
-        retry_policy=ConstantDelayRetryPolicy(delay=0.5, maximum_attempts=5),
+        retry_policy=retry_policy(wait=wait_fixed(0.5), stop=stop_after_attempt(5)),
         sleep=fake_sleep,
     )
     assert response.message.content == "ok"
@@ -132,7 +132,7 @@ async def test_retry_policy_gives_up_with_the_last_error(
         await chat(
             openai_llm,
             USER,
-            retry_policy=ConstantDelayRetryPolicy(delay=0, maximum_attempts=2),
+            retry_policy=retry_policy(wait=wait_fixed(0), stop=stop_after_attempt(2)),
             sleep=fake_sleep,
         )
     assert route.call_count == 2

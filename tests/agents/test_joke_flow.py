@@ -7,7 +7,7 @@ import respx
 from batonflow.agents import AgentInputError, JokeFlow, LLMCallError, LLMConfigurationError
 from batonflow.agents.joke import JokeEvent
 from batonflow.agents.testing import ScriptedLLM
-from batonflow.core import ConstantDelayRetryPolicy, StopEvent, step
+from batonflow.core import StopEvent, retry_policy, step, stop_after_attempt, wait_fixed
 from llama_index.llms.openai import OpenAI
 from openai_mock import CHAT_URL, completion, error, sent_messages
 
@@ -74,7 +74,7 @@ async def test_rate_limit_surfaces_as_llm_call_error(
 class RetryingJokeFlow(JokeFlow):
     """The critique step overridden with a retry policy (a user's subclass)."""
 
-    @step(retry_policy=ConstantDelayRetryPolicy(delay=0.01, maximum_attempts=3))
+    @step(retry_policy=retry_policy(wait=wait_fixed(0.01), stop=stop_after_attempt(3)))
     async def critique_joke(self, ev: JokeEvent) -> StopEvent:
         return await super().critique_joke(ev)
 

@@ -24,7 +24,7 @@ from batonflow.agents import (
     ToolCallResult,
 )
 from batonflow.agents.testing import ScriptedLLM
-from batonflow.core import ConstantDelayRetryPolicy, Context, StopEvent, step
+from batonflow.core import Context, StopEvent, retry_policy, step, stop_after_attempt, wait_fixed
 from llama_index.llms.openai import OpenAI
 from openai_mock import CHAT_URL, completion, error, sent_messages, stream
 
@@ -279,7 +279,7 @@ async def test_agent_retry_policy_retries_llm_calls(
     agent = ReActAgent(
         llm=openai_llm,
         streaming=False,
-        retry_policy=ConstantDelayRetryPolicy(delay=0.01, maximum_attempts=2),
+        retry_policy=retry_policy(wait=wait_fixed(0.01), stop=stop_after_attempt(2)),
     )
     assert (await agent.run(input="hi")).response == "ok"
     assert route.call_count == 2
@@ -309,7 +309,7 @@ def test_bad_options_are_refused_at_construction(kwargs: dict, match: str) -> No
 class RetryingAgent(ReActAgent):
     """A user's subclass giving the LLM step a retry policy."""
 
-    @step(retry_policy=ConstantDelayRetryPolicy(delay=0.01, maximum_attempts=3))
+    @step(retry_policy=retry_policy(wait=wait_fixed(0.01), stop=stop_after_attempt(3)))
     async def call_llm(
         self, ctx: Context, ev: LLMInputEvent
     ) -> RunToolEvent | PrepareEvent | StopEvent | None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from batonflow.core import (
-    ConstantDelayRetryPolicy,
     Event,
     StartEvent,
     StepFailedEvent,
@@ -12,7 +13,10 @@ from batonflow.core import (
     Workflow,
     WorkflowValidationError,
     catch_error,
+    retry_policy,
     step,
+    stop_after_attempt,
+    wait_fixed,
 )
 
 
@@ -25,7 +29,7 @@ async def test_catch_all_handler_recovers_with_a_stop_event() -> None:
     seen: list[StepFailedEvent] = []
 
     class W(Workflow):
-        @step(retry_policy=ConstantDelayRetryPolicy(delay=0, maximum_attempts=2))
+        @step(retry_policy=retry_policy(wait=wait_fixed(0), stop=stop_after_attempt(2)))
         async def flaky(self, ev: StartEvent) -> StopEvent:
             raise ConnectionError("down")
 
@@ -130,63 +134,137 @@ async def test_scoped_handler_wins_over_wildcard() -> None:
     "variant,match",
     [
         pytest.param(
-            "two-wildcards", r"several @catch_error steps without for_steps", id="two-wildcards"
+            "two-wildcards",
+            r"^Only one wildcard @catch_error handler is allowed per workflow, found 2: h1, h2\. "
+            r"Keep one handler without for_steps in W",
+            id="two-wildcards",
         ),
         pytest.param(
-            "unknown-step", r"names step 'nope', which W does not have", id="unknown-step"
+            "unknown-step",
+            r"^@catch_error handler 'h1' lists unknown step 'nope' in for_steps\. "
+            r"Name steps of W: a\.$",
+            id="unknown-step",
         ),
         pytest.param(
-            "claimed-twice", r"Step a of W is handled by two @catch_error steps", id="claimed-twice"
+            "claimed-twice",
+            r"^Step 'a' is claimed by two @catch_error handlers: 'h1' and 'h2'\. Name it in one",
+            id="claimed-twice",
+        ),
+        pytest.param(
+            "covers-handler",
+            r"^@catch_error handler 'h1' cannot cover another handler step 'h2'\. .*remove 'h2'",
+            id="covers-handler",
         ),
     ],
 )
 async def test_bad_handler_configurations(variant: str, match: str) -> None:
-    """Handler mistakes are validation errors naming the steps."""
+    """Handler mistakes are validation errors: LlamaIndex's sentence first, then the fix."""
 
     class W(Workflow):
         @step
         async def a(self, ev: StartEvent) -> StopEvent:
             return StopEvent()
 
-    if variant == "two-wildcards":
+    scopes = {
+        "two-wildcards": (None, None),
+        "unknown-step": (["nope"], ["a"]),
+        "claimed-twice": (["a"], ["a"]),
+        "covers-handler": (["h2"], ["a"]),
+    }[variant]
 
-        @catch_error
-        async def h1(self: W, ev: StepFailedEvent) -> StopEvent:
-            return StopEvent()
+    @catch_error(for_steps=scopes[0])
+    async def h1(self: W, ev: StepFailedEvent) -> StopEvent:
+        return StopEvent()
 
-        @catch_error
-        async def h2(self: W, ev: StepFailedEvent) -> StopEvent:
-            return StopEvent()
-
-    elif variant == "unknown-step":
-
-        @catch_error(for_steps=["nope"])
-        async def h1(self: W, ev: StepFailedEvent) -> StopEvent:
-            return StopEvent()
-
-        h2 = None
-    else:
-
-        @catch_error(for_steps=["a"])
-        async def h1(self: W, ev: StepFailedEvent) -> StopEvent:
-            return StopEvent()
-
-        @catch_error(for_steps=["a"])
-        async def h2(self: W, ev: StepFailedEvent) -> StopEvent:
-            return StopEvent()
+    @catch_error(for_steps=scopes[1])
+    async def h2(self: W, ev: StepFailedEvent) -> StopEvent:
+        return StopEvent()
 
     W.add_step(h1)
-    if h2 is not None:
-        W.add_step(h2)
+    W.add_step(h2)
     with pytest.raises(WorkflowValidationError, match=match):
         W().validate()
 
 
-async def test_handler_must_accept_step_failed_event() -> None:
-    """A @catch_error step whose parameter is not StepFailedEvent is rejected."""
-    with pytest.raises(WorkflowValidationError, match="does not accept StepFailedEvent"):
+async def test_every_handler_problem_is_reported_at_once() -> None:
+    """Several handler mistakes come in one error, one line each."""
 
-        class W(Workflow):
-            @catch_error
-            async def handler(self, ev: Work) -> StopEvent:
-                return StopEvent()
+    class W(Workflow):
+        @step
+        async def a(self, ev: StartEvent) -> StopEvent:
+            return StopEvent()
+
+        @catch_error
+        async def h1(self, ev: StepFailedEvent) -> StopEvent:
+            return StopEvent()
+
+        @catch_error
+        async def h2(self, ev: StepFailedEvent) -> StopEvent:
+            return StopEvent()
+
+        @catch_error(for_steps=["ghost", "h1"])
+        async def h3(self, ev: StepFailedEvent) -> StopEvent:
+            return StopEvent()
+
+    with pytest.raises(WorkflowValidationError) as info:
+        W().validate()
+    lines = str(info.value).splitlines()
+    assert [line.split(".")[0] for line in lines] == [
+        "Only one wildcard @catch_error handler is allowed per workflow, found 2: h1, h2",
+        "@catch_error handler 'h3' lists unknown step 'ghost' in for_steps",
+        "@catch_error handler 'h3' cannot cover another handler step 'h1'",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        pytest.param(
+            {"max_recoveries": 0},
+            r"^@catch_error max_recoveries must be an integer >= 1, got 0; pass max_recoveries=1",
+            id="zero-recoveries",
+        ),
+        pytest.param(
+            {"max_recoveries": True},
+            r"max_recoveries must be an integer >= 1, got True",
+            id="bool-recoveries",
+        ),
+        pytest.param(
+            {"for_steps": "a"},
+            r"^@catch_error for_steps must be None or a list of step name strings, got 'a'; "
+            r"pass e\.g\. for_steps=\['fetch'\]",
+            id="string-for-steps",
+        ),
+        pytest.param(
+            {"for_steps": ["a", 3]},
+            r"for_steps must be None or a list of step name strings",
+            id="non-string-step",
+        ),
+    ],
+)
+async def test_bad_catch_error_arguments_fail_at_decoration(kwargs: dict, match: str) -> None:
+    """@catch_error(...) rejects bad max_recoveries and for_steps before any workflow exists."""
+    with pytest.raises(WorkflowValidationError, match=match):
+        catch_error(**kwargs)
+
+
+async def _takes_work(self: Any, ev: Work) -> StopEvent:
+    return StopEvent()
+
+
+async def _takes_union(self: Any, ev: StepFailedEvent | Work) -> StopEvent:
+    return StopEvent()
+
+
+@pytest.mark.parametrize(
+    "handler",
+    [pytest.param(_takes_work, id="other-event"), pytest.param(_takes_union, id="union")],
+)
+async def test_handler_must_accept_step_failed_event(handler: Any) -> None:
+    """A @catch_error step must take exactly StepFailedEvent (not another event, not a union)."""
+    with pytest.raises(
+        WorkflowValidationError,
+        match=rf"^@catch_error handler '{handler.__name__}' must accept StepFailedEvent as its "
+        r"event parameter\. Annotate it `ev: StepFailedEvent`",
+    ):
+        catch_error(handler)

@@ -291,7 +291,7 @@ async def test_context_methods_outside_a_step() -> None:
         ContextStateError, match=r"ctx\.collect_events\(\) can only be called inside a step"
     ):
         ctx.collect_events(MyEvent(), [MyEvent])
-    with pytest.raises(ContextStateError, match=r"ctx\.send_event\(\) needs a running workflow"):
+    with pytest.raises(ContextStateError, match=r"ctx\.send_event\(\) requires a running workflow"):
         ctx.send_event(MyEvent())
     with pytest.raises(ContextStateError, match=r"ctx\.retry_info\(\)"):
         ctx.retry_info()
@@ -365,3 +365,65 @@ async def test_stepwise_with_send_event_and_collect() -> None:
     assert await handler == 2
     assert waves >= 3
     assert await handler.run_step() is None
+
+
+class Sleepy(Workflow):
+    """One step that waits for a gate: keeps its run in progress."""
+
+    def __init__(self, gate: asyncio.Event, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.gate = gate
+
+    @step
+    async def only(self, ev: StartEvent) -> StopEvent:
+        await self.gate.wait()
+        return StopEvent(result="done")
+
+
+async def test_run_methods_before_a_run_raise_context_state_error() -> None:
+    """running_steps(), send_event() and stream_events() before any run name the phase."""
+    ctx = Context(Sleepy(asyncio.Event()))
+    with pytest.raises(
+        ContextStateError,
+        match=r"ctx\.running_steps\(\) requires a running workflow, but it was called before "
+        r"workflow started\. Call it from a step, or after handler = workflow\.run\(ctx=ctx\)\.",
+    ):
+        await ctx.running_steps()
+    with pytest.raises(ContextStateError, match=r"send_event\(\) requires a running workflow"):
+        ctx.send_event(MyEvent())
+    with (
+        pytest.warns(DeprecationWarning, match="stream_events"),
+        pytest.raises(ContextStateError, match="called before workflow started"),
+    ):
+        ctx.stream_events()
+    with pytest.raises(ContextStateError, match="may only be called from within a step"):
+        Context.get_step_context()
+
+
+async def test_a_context_holds_one_run_at_a_time() -> None:
+    """A second run on a context whose run is in progress is rejected; afterwards it works."""
+    gate = asyncio.Event()
+    flow = Sleepy(gate)
+    ctx = Context(flow)
+    first = flow.run(ctx=ctx)
+    with pytest.raises(
+        ContextStateError,
+        match=r"The context is already running a workflow \(run \w+\); a Context holds one "
+        r"run at a time\. Await that run's handler first",
+    ):
+        flow.run(ctx=ctx)
+    other = flow.run()  # another context is fine
+    gate.set()
+    assert await first == "done" and await other == "done"
+    assert await flow.run(ctx=ctx) == "done"  # sequential runs share the context
+
+
+async def test_collect_events_with_nothing_expected_returns_empty_list() -> None:
+    """``collect_events(ev, [])`` has nothing to wait for and returns ``[]`` at once."""
+
+    class W(Workflow):
+        @step
+        async def only(self, ctx: Context, ev: StartEvent) -> StopEvent:
+            return StopEvent(result=ctx.collect_events(ev, []))
+
+    assert await W().run() == []

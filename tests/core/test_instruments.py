@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from batonflow.core import (
-    ConstantDelayRetryPolicy,
     Context,
     Event,
     HumanResponseEvent,
@@ -21,7 +20,10 @@ from batonflow.core import (
     StartEvent,
     StopEvent,
     Workflow,
+    retry_policy,
     step,
+    stop_after_attempt,
+    wait_fixed,
 )
 from batonflow.core.instrument import (
     EventEmitted,
@@ -144,7 +146,7 @@ async def test_retries_show_attempts_and_will_retry() -> None:
     calls = 0
 
     class Flaky(Workflow):
-        @step(retry_policy=ConstantDelayRetryPolicy(delay=0, maximum_attempts=2))
+        @step(retry_policy=retry_policy(wait=wait_fixed(0), stop=stop_after_attempt(2)))
         async def flaky(self, ev: StartEvent) -> StopEvent:
             nonlocal calls
             calls += 1

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import pytest
 from batonflow.core import (
-    ConstantDelayRetryPolicy,
     Context,
     Event,
     Resource,
@@ -16,7 +15,10 @@ from batonflow.core import (
     StartEvent,
     StopEvent,
     Workflow,
+    retry_policy,
     step,
+    stop_after_attempt,
+    wait_fixed,
 )
 
 
@@ -158,7 +160,7 @@ async def test_retried_step_calls_a_failed_factory_again() -> None:
         return Client()
 
     class W(Workflow):
-        @step(retry_policy=ConstantDelayRetryPolicy(delay=0, maximum_attempts=2))
+        @step(retry_policy=retry_policy(wait=wait_fixed(0), stop=stop_after_attempt(2)))
         async def use(
             self, ev: StartEvent, c: Annotated[Client, Resource(flaky_factory)]
         ) -> StopEvent:

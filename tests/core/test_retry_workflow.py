@@ -5,7 +5,6 @@ from datetime import datetime
 
 import pytest
 from batonflow.core import (
-    ConstantDelayRetryPolicy,
     Context,
     Event,
     ExponentialBackoffRetryPolicy,
@@ -23,9 +22,11 @@ from batonflow.core.retry import (
     RetryInfo,
     retry_if_exception_type,
     retry_policy,
+    retry_seed,
     stop_after_attempt,
     stop_after_delay,
     wait_fixed,
+    wait_random,
 )
 
 
@@ -72,7 +73,7 @@ def flaky_workflow(policy, failures: int, error=ConnectionError, fake: FakeTime 
 
 async def test_step_is_retried_with_the_same_event() -> None:
     """A failing step re-runs on the same input until it succeeds."""
-    w, seen, fake = flaky_workflow(ConstantDelayRetryPolicy(delay=5, maximum_attempts=3), 2)
+    w, seen, fake = flaky_workflow(retry_policy(wait=wait_fixed(5), stop=stop_after_attempt(3)), 2)
     assert await w.run() == "ok after 2 retries"
     assert [n for n, _ in seen] == [7, 7, 7]
     assert fake.sleeps == [5.0, 5.0]
@@ -80,7 +81,7 @@ async def test_step_is_retried_with_the_same_event() -> None:
 
 async def test_retry_info_describes_the_last_failure() -> None:
     """ctx.retry_info() counts retries and carries the previous error and time."""
-    w, seen, _ = flaky_workflow(ConstantDelayRetryPolicy(delay=2, maximum_attempts=5), 2)
+    w, seen, _ = flaky_workflow(retry_policy(wait=wait_fixed(2), stop=stop_after_attempt(5)), 2)
     await w.run()
     first, second, third = (info for _, info in seen)
     assert first == RetryInfo()
@@ -92,7 +93,7 @@ async def test_retry_info_describes_the_last_failure() -> None:
 
 async def test_run_fails_with_the_last_exception_when_policy_gives_up() -> None:
     """After maximum_attempts the run raises the step's own last exception."""
-    w, seen, fake = flaky_workflow(ConstantDelayRetryPolicy(delay=1, maximum_attempts=3), 10)
+    w, seen, fake = flaky_workflow(retry_policy(wait=wait_fixed(1), stop=stop_after_attempt(3)), 10)
     with pytest.raises(ConnectionError, match="^failure 3$"):
         await w.run()
     assert len(seen) == 3 and fake.sleeps == [1.0, 1.0]
@@ -107,13 +108,55 @@ async def test_no_policy_means_no_retry() -> None:
 
 
 async def test_exponential_backoff_delays_in_a_run() -> None:
-    """ExponentialBackoffRetryPolicy's delays are the ones the run sleeps."""
-    policy = ExponentialBackoffRetryPolicy(
-        initial_delay=1, multiplier=3, max_delay=5, maximum_attempts=5
-    )
+    """The legacy ExponentialBackoffRetryPolicy warns, and its delays are the ones the run sleeps."""
+    with pytest.warns(DeprecationWarning, match="ExponentialBackoffRetryPolicy is deprecated"):
+        policy = ExponentialBackoffRetryPolicy(
+            initial_delay=1, multiplier=3, max_delay=5, maximum_attempts=5, jitter=False
+        )
     w, _, fake = flaky_workflow(policy, 4)
     assert await w.run() == "ok after 4 retries"
     assert fake.sleeps == [1.0, 3.0, 5.0, 5.0]
+
+
+async def test_jitter_is_seeded_by_run_step_and_attempt() -> None:
+    """The run passes next() a seed of (run id, step, attempt): a rerun with the same id waits alike."""
+    policy = retry_policy(wait=wait_random(0, 100), stop=stop_after_attempt(5))
+    sleeps = []
+    for run_id in ("run-a", "run-a", "run-b"):
+        w, _, fake = flaky_workflow(policy, 3)
+        assert await w.run(run_id=run_id) == "ok after 3 retries"
+        sleeps.append(fake.sleeps)
+    assert sleeps[0] == sleeps[1]
+    assert sleeps[0] != sleeps[2]
+    assert len(set(sleeps[0])) == 3  # a fresh draw per attempt
+    expected = [wait_random(0, 100)(n - 1, seed=retry_seed("run-a", "work", n)) for n in (1, 2, 3)]
+    assert sleeps[0] == expected
+
+
+async def test_seed_goes_only_to_policies_that_take_it() -> None:
+    """next() gets seed= when its signature has it (or **kwargs), and is called without otherwise."""
+    calls: list[dict] = []
+
+    class Seeded:
+        def next(self, elapsed_time, attempts, error, *, seed=None):
+            calls.append({"seed": seed})
+            return 0 if attempts < 2 else None
+
+    class Kwargs:
+        def next(self, elapsed_time, attempts, error, **kwargs):
+            calls.append(kwargs)
+            return 0 if attempts < 2 else None
+
+    class Plain:
+        def next(self, elapsed_time, attempts, error):
+            calls.append({})
+            return 0 if attempts < 2 else None
+
+    for policy in (Seeded(), Kwargs(), Plain()):
+        w, _, _ = flaky_workflow(policy, 1)
+        await w.run(run_id="r1")
+    seed = retry_seed("r1", "work", 1)
+    assert calls == [{"seed": seed}, {"seed": seed}, {}]
 
 
 async def test_composed_policy_does_not_retry_rejected_errors() -> None:
@@ -163,7 +206,9 @@ async def test_step_timeout_is_retried_by_the_policy() -> None:
     attempts: list[int] = []
 
     class Slow(Workflow):
-        @step(timeout=0.05, retry_policy=ConstantDelayRetryPolicy(delay=0, maximum_attempts=2))
+        @step(
+            timeout=0.05, retry_policy=retry_policy(wait=wait_fixed(0), stop=stop_after_attempt(2))
+        )
         async def work(self, ctx: Context, ev: StartEvent) -> StopEvent:
             info = ctx.retry_info()
             attempts.append(info.retry_number)
@@ -181,7 +226,7 @@ async def test_sync_step_is_retried() -> None:
     fake = FakeTime()
 
     class SyncFlaky(Workflow):
-        @step(retry_policy=ConstantDelayRetryPolicy(delay=1, maximum_attempts=3))
+        @step(retry_policy=retry_policy(wait=wait_fixed(1), stop=stop_after_attempt(3)))
         def work(self, ev: StartEvent) -> StopEvent:
             calls.append(1)
             if len(calls) < 3:

@@ -22,7 +22,10 @@ from batonflow.core import (
     StepTimeoutError,
     StopEvent,
     Workflow,
+    retry_policy,
     step,
+    stop_after_attempt,
+    wait_fixed,
 )
 
 
@@ -41,8 +44,9 @@ class FakeTime:
         self.now += seconds
 
 
+@pytest.mark.filterwarnings("ignore:ConstantDelayRetryPolicy is deprecated:DeprecationWarning")
 async def test_constant_delay_retry_reruns_with_same_event() -> None:
-    """A failing step is retried on the same input event after the policy's delay."""
+    """A failing step is retried on the same input event after the (seed's) policy's delay."""
     fake = FakeTime()
     inputs: list[Any] = []
     infos: list[RetryInfo] = []
@@ -64,6 +68,7 @@ async def test_constant_delay_retry_reruns_with_same_event() -> None:
     assert infos[2].elapsed_seconds == 5
 
 
+@pytest.mark.filterwarnings("ignore:ExponentialBackoffRetryPolicy is deprecated:DeprecationWarning")
 async def test_retry_gives_up_with_last_exception() -> None:
     """When the policy gives up the run fails with the step's last exception."""
     fake = FakeTime()
@@ -72,7 +77,7 @@ async def test_retry_gives_up_with_last_exception() -> None:
     class Flaky(Workflow):
         @step(
             retry_policy=ExponentialBackoffRetryPolicy(
-                initial_delay=1, multiplier=2, max_delay=10, maximum_attempts=4
+                initial_delay=1, multiplier=2, max_delay=10, maximum_attempts=4, jitter=False
             )
         )
         async def always_fails(self, ev: StartEvent) -> StopEvent:
@@ -124,7 +129,9 @@ async def test_step_timeout_cancels_and_is_retryable() -> None:
     attempts = 0
 
     class Slow(Workflow):
-        @step(timeout=0.02, retry_policy=ConstantDelayRetryPolicy(delay=0, maximum_attempts=3))
+        @step(
+            timeout=0.02, retry_policy=retry_policy(wait=wait_fixed(0), stop=stop_after_attempt(3))
+        )
         async def slow(self, ev: StartEvent) -> StopEvent:
             nonlocal attempts
             attempts += 1
@@ -157,7 +164,9 @@ async def test_sync_step_timeout_abandons_the_thread() -> None:
     attempts = 0
 
     class SyncSlow(Workflow):
-        @step(timeout=0.05, retry_policy=ConstantDelayRetryPolicy(delay=0, maximum_attempts=2))
+        @step(
+            timeout=0.05, retry_policy=retry_policy(wait=wait_fixed(0), stop=stop_after_attempt(2))
+        )
         def slow(self, ev: StartEvent) -> StopEvent:
             nonlocal attempts
             attempts += 1
@@ -294,7 +303,7 @@ async def test_retry_elapsed_uses_real_clock_by_default() -> None:
     seen: list[float] = []
 
     class W(Workflow):
-        @step(retry_policy=ConstantDelayRetryPolicy(delay=0.001, maximum_attempts=2))
+        @step(retry_policy=retry_policy(wait=wait_fixed(0.001), stop=stop_after_attempt(2)))
         async def s(self, ctx: Context, ev: StartEvent) -> StopEvent:
             info = ctx.retry_info()
             seen.append(info.elapsed_seconds)

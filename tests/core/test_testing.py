@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import pytest
 from batonflow.core import (
-    ConstantDelayRetryPolicy,
     Context,
     Event,
     StartEvent,
     StepStateChanged,
     StopEvent,
     Workflow,
+    retry_policy,
     step,
+    stop_after_attempt,
+    wait_fixed,
 )
 from batonflow.core.testing import FakeTime, WorkflowTestRunner
 
@@ -64,7 +66,7 @@ async def test_fake_time_makes_retries_instant() -> None:
     calls = 0
 
     class Flaky(Workflow):
-        @step(retry_policy=ConstantDelayRetryPolicy(delay=30, maximum_attempts=3))
+        @step(retry_policy=retry_policy(wait=wait_fixed(30), stop=stop_after_attempt(3)))
         async def flaky(self, ev: StartEvent) -> StopEvent:
             nonlocal calls
             calls += 1

@@ -81,7 +81,7 @@ async def test_non_event_return_annotation() -> None:
 
 
 async def test_no_start_event_consumer() -> None:
-    """A workflow with no step accepting StartEvent fails before running."""
+    """A workflow with no step accepting StartEvent fails when it is created."""
 
     class W(Workflow):
         @step
@@ -89,9 +89,11 @@ async def test_no_start_event_consumer() -> None:
             return StopEvent()
 
     with pytest.raises(
-        WorkflowValidationError, match=r"W has no step that accepts StartEvent\. Add a step"
+        WorkflowConfigurationError,
+        match=r"At least one Event of type StartEvent must be received by any step\. "
+        r"\(Workflow 'W' has no @step that accepts StartEvent\.\) Add a step",
     ):
-        W().run()
+        W()
 
 
 async def test_no_stop_event_producer() -> None:
@@ -106,8 +108,12 @@ async def test_no_stop_event_producer() -> None:
         async def sink(self, ev: AEvent) -> None:
             return None
 
-    with pytest.raises(WorkflowValidationError, match=r"W has no step that can produce StopEvent"):
-        W().run()
+    with pytest.raises(
+        WorkflowConfigurationError,
+        match=r"At least one Event of type StopEvent must be returned by any step\. "
+        r"\(Workflow 'W' has no @step that returns StopEvent\.\) Add StopEvent",
+    ):
+        W()
 
 
 async def test_event_nobody_accepts() -> None:
@@ -120,7 +126,8 @@ async def test_event_nobody_accepts() -> None:
 
     with pytest.raises(
         WorkflowValidationError,
-        match=r"Step only of W returns AEvent, but no step accepts AEvent\. Add a step that takes `ev: AEvent`",
+        match=r"The following events are produced but never consumed: AEvent\. Add a step that "
+        r"takes `ev: AEvent`, or remove AEvent from the return annotation of only\.",
     ):
         W().validate()
 
@@ -139,7 +146,8 @@ async def test_event_nobody_produces() -> None:
 
     with pytest.raises(
         WorkflowValidationError,
-        match=r"Step orphan of W accepts BEvent, but no step produces BEvent",
+        match=r"The following events are consumed but never produced: BEvent\. Add BEvent "
+        r"\(taken by orphan\) to the return annotation",
     ):
         W().run()
 
@@ -208,7 +216,9 @@ async def test_unknown_field_on_typed_start_event() -> None:
 
     with pytest.raises(
         StartEventError,
-        match=r"MyStart rejected the fields given to W\.run\(\): tpoic: Extra inputs are not "
+        match=r"Failed creating a start event of type 'MyStart' with the keyword arguments: "
+        r"\{'tpoic': 'typo'\}\. "
+        r"MyStart rejected the fields given to W\.run\(\): tpoic: Extra inputs are not "
         r"permitted\. Its fields are: topic=\.\.\.; fix the keyword arguments\.",
     ) as caught:
         W().run(tpoic="typo")
@@ -233,7 +243,8 @@ async def test_step_returning_non_event_fails_the_run() -> None:
 
     with pytest.raises(
         WorkflowRuntimeError,
-        match=r"Step only returned str .oops.; a step must return an Event, a list of events, or None",
+        match=r"Step function only returned str instead of an Event instance\. It returned "
+        r"'oops'; a step must return an Event, a list of events, or None",
     ):
         await W().run()
 
@@ -255,7 +266,9 @@ async def test_send_event_to_unknown_step() -> None:
 
 async def test_bad_options() -> None:
     """Non-positive num_workers/timeouts are configuration errors."""
-    with pytest.raises(WorkflowConfigurationError, match="num_workers must be a positive int"):
+    with pytest.raises(
+        WorkflowConfigurationError, match="num_workers must be an integer greater than 0"
+    ):
         step(num_workers=0)
     with pytest.raises(WorkflowConfigurationError, match="timeout must be a positive number"):
         Workflow(timeout=0)
@@ -271,8 +284,14 @@ async def test_start_event_of_wrong_type() -> None:
         async def only(self, ev: StartEvent) -> StopEvent:
             return StopEvent()
 
-    with pytest.raises(WorkflowRuntimeError, match="start_event must be a StartEvent"):
+    with pytest.raises(
+        ValueError,
+        match=r"The 'start_event' argument must be an instance of 'StartEvent'; got AEvent\. "
+        r"Pass an instance of StartEvent",
+    ):
         W().run(start_event=AEvent())  # type: ignore[arg-type]
+    with pytest.raises(StartEventError, match="must be an instance of 'StartEvent'; got dict"):
+        W().run(start_event={"topic": "x"})  # type: ignore[arg-type]
 
 
 def test_run_outside_an_event_loop() -> None:
@@ -309,7 +328,11 @@ async def test_skip_graph_checks() -> None:
             return StopEvent()
 
     assert await FromOutside().run() == "ok"
-    with pytest.raises(WorkflowConfigurationError, match="Unknown graph check"):
+    with pytest.raises(
+        WorkflowConfigurationError,
+        match=r"Unknown graph check names: nope\. Valid names are: dead_end, reachability, "
+        r"terminal_event; fix skip_graph_checks\.",
+    ):
         Workflow(skip_graph_checks={"nope"})
     with pytest.raises(WorkflowConfigurationError, match="runtime="):
         Workflow(runtime=object())

@@ -13,9 +13,11 @@ from batonflow.core import (
     Event,
     PrintingInstrument,
     StartEvent,
+    StepFailedEvent,
     StopEvent,
     Workflow,
     WorkflowHandler,
+    catch_error,
     step,
 )
 
@@ -260,12 +262,17 @@ async def test_add_step_classmethod_adds_a_step() -> None:
         async def first(self, ev: StartEvent) -> JokeEvent:
             return JokeEvent(joke="j")
 
-    @step
+    @catch_error
+    async def recover(self: Any, ev: StepFailedEvent) -> StopEvent:
+        return StopEvent(result="recovered")
+
+    @step(workflow=Base)  # calls Base.add_step
     async def last(self: Any, ev: JokeEvent) -> StopEvent:
         return StopEvent(result=ev.joke + "!")
 
-    Base.add_step(last)
+    Base.add_step(recover)
     assert await Base().run() == "j!"
+    assert set(Base._class_steps()) == {"first", "last", "recover"}
 
 
 async def test_sync_steps_run_in_a_thread() -> None:

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from batonflow.core import (
-    ConstantDelayRetryPolicy,
     Context,
     Event,
     HumanResponseEvent,
@@ -17,6 +16,9 @@ from batonflow.core import (
     StartEvent,
     StopEvent,
     Workflow,
+    retry_policy,
+    stop_after_attempt,
+    wait_fixed,
 )
 from batonflow.core.instrument import StepStarted
 from batonflow.core.step import step
@@ -148,7 +150,7 @@ async def test_fan_out_and_collect_join(spans: Spans) -> None:
 class Flaky(Workflow):
     calls = 0
 
-    @step(retry_policy=ConstantDelayRetryPolicy(delay=0, maximum_attempts=3))
+    @step(retry_policy=retry_policy(wait=wait_fixed(0), stop=stop_after_attempt(3)))
     async def flaky(self, ev: StartEvent) -> StopEvent:
         Flaky.calls += 1
         if Flaky.calls == 1:

@@ -1,0 +1,125 @@
+"""Names the seeds (older LlamaIndex) use keep working next to the current ones."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from batonflow.core import (
+    Context,
+    Event,
+    PrintingInstrument,
+    StartEvent,
+    StepState,
+    StepStateChanged,
+    StopEvent,
+    Workflow,
+    WorkflowCheckpointer,
+    WorkflowConfigurationError,
+    WorkflowRuntimeError,
+    step,
+)
+
+
+class JokeEvent(Event):
+    joke: str
+
+
+class JokeFlow(Workflow):
+    @step
+    async def generate(self, ev: StartEvent) -> JokeEvent:
+        return JokeEvent(joke=f"about {ev.topic}")
+
+    @step
+    async def critique(self, ev: JokeEvent) -> StopEvent:
+        return StopEvent(result=f"critique of {ev.joke}")
+
+
+async def test_checkpoint_input_and_output_events() -> None:
+    """``Checkpoint.input_event`` / ``output_event`` are the step's events, as in the seeds."""
+    cptr = WorkflowCheckpointer(workflow=JokeFlow())
+    handler = cptr.run(topic="ships")
+    assert await handler == "critique of about ships"
+    first, second = cptr.checkpoints[handler.run_id][-2:]
+    assert first.last_completed_step == "generate"
+    assert isinstance(first.input_event, StartEvent) and first.input_event.topic == "ships"
+    assert first.output_event == JokeEvent(joke="about ships")
+    assert second.input_event == JokeEvent(joke="about ships")
+    assert second.output_event == StopEvent(result="critique of about ships")
+
+
+async def test_workflow_send_event_inside_a_step() -> None:
+    """``self.send_event(ev)`` in a step sends into that step's run (deprecated)."""
+
+    class Ping(Event):
+        n: int
+
+    class Flow(Workflow):
+        @step
+        async def start(self, ev: StartEvent) -> Ping | None:
+            for n in (1, 2):
+                self.send_event(Ping(n=n))
+            return None
+
+        @step
+        async def gather(self, ctx: Context, ev: Ping) -> StopEvent | None:
+            got = ctx.collect_events(ev, [Ping, Ping])
+            return None if got is None else StopEvent(result=sorted(p.n for p in got))
+
+    with pytest.warns(DeprecationWarning, match=r"Workflow\.send_event\(\) is deprecated"):
+        assert await Flow().run() == [1, 2]
+
+
+async def test_workflow_send_event_outside_a_step() -> None:
+    """``self.send_event`` outside a run's step says where to send from."""
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(
+            WorkflowRuntimeError, match=r"JokeFlow\.send_event\(\) works only inside a step"
+        ),
+    ):
+        JokeFlow().send_event(JokeEvent(joke="x"))
+
+
+async def test_verbose_seed_format(capsys: pytest.CaptureFixture[str]) -> None:
+    """``verbose=True`` prints the seeds' lines."""
+    await JokeFlow(verbose=True).run(topic="t")
+    assert capsys.readouterr().out.splitlines() == [
+        "Running step generate",
+        "Step generate produced event JokeEvent",
+        "Running step critique",
+        "Step critique produced event StopEvent",
+    ]
+
+
+async def test_verbose_llama_format(capsys: pytest.CaptureFixture[str]) -> None:
+    """``verbose="llama"`` prints current LlamaIndex's step lines."""
+    await JokeFlow(verbose="llama").run(topic="t")
+    assert capsys.readouterr().out.splitlines() == [
+        "[generate:1] started from StartEvent",
+        "[generate:1] complete with JokeEvent",
+        "[critique:2] started from JokeEvent",
+        "[critique:2] complete with StopEvent",
+    ]
+
+
+async def test_llama_format_reports_no_result() -> None:
+    """A step returning nothing (or failing) is 'complete with no result'."""
+
+    class Flow(Workflow):
+        @step
+        async def quiet(self, ev: StartEvent) -> StopEvent | None:
+            return None
+
+    buf = io.StringIO()
+    handler = Flow(timeout=5, instruments=[PrintingInstrument(buf, style="llama")]).run()
+    async for ev in handler.stream_events(expose_internal=True):
+        if isinstance(ev, StepStateChanged) and ev.step_state is StepState.NOT_RUNNING:
+            break
+    await handler.cancel_run()
+    assert buf.getvalue().splitlines() == [
+        "[quiet:1] started from StartEvent",
+        "[quiet:1] complete with no result",
+    ]
+    with pytest.raises(WorkflowConfigurationError, match="style 'json' is not one of seed, llama"):
+        PrintingInstrument(style="json")
