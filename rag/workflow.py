@@ -140,7 +140,7 @@ class RAGWorkflow(Workflow):
         if retry_policy is not None and not callable(getattr(retry_policy, "next", None)):
             raise RAGConfigError(
                 f"RAGWorkflow(retry_policy=...) got {retry_policy!r}, which has no next() "
-                "method; pass a RetryPolicy such as batonflow.core.ConstantDelayRetryPolicy()."
+                "method; pass one built with batonflow.core.retry_policy(...)."
             )
         if filters is not None and retriever is not None:
             raise RAGConfigError(

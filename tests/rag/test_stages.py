@@ -12,7 +12,7 @@ import pytest
 import respx
 from batonflow.agents import LLMCallError
 from batonflow.apps.cli import app
-from batonflow.core import ConstantDelayRetryPolicy
+from batonflow.core import retry_policy, stop_after_attempt, wait_fixed
 from batonflow.rag import AnswerDelta, IngestionWorkflow, QdrantStore, RAGConfigError, RAGWorkflow
 from llama_index.core import get_response_synthesizer
 from llama_index.core.node_parser import SentenceSplitter
@@ -167,7 +167,7 @@ async def test_llm_failure_is_an_llm_call_error_and_retried(ingested: QdrantStor
     retried = RAGWorkflow(
         store=ingested,
         llm=_llm(),
-        retry_policy=ConstantDelayRetryPolicy(delay=0, maximum_attempts=2),
+        retry_policy=retry_policy(wait=wait_fixed(0), stop=stop_after_attempt(2)),
     )
     assert (await retried.run(query="engine oil")).answer == "ok [1]"
 
