@@ -145,7 +145,8 @@ async def test_accumulate_reads_numbers_from_text(numbers: str) -> None:
 async def test_accumulate_refuses_non_numbers(numbers: object, shown: str) -> None:
     """Non-numeric input is refused by run(), quoting what was passed."""
     with pytest.raises(
-        ValueError, match=rf"needs a list of numbers, got {shown}; e\.g\. run\(numbers=\[1, 2, 3\]\)"
+        ValueError,
+        match=rf"needs a list of numbers, got {shown}; e\.g\. run\(numbers=\[1, 2, 3\]\)",
     ):
         AccumulateWorkflow().run(numbers=numbers)
     with pytest.raises(ValueError, match="numbers"):
