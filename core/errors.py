@@ -6,7 +6,9 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
 
     BatonflowError
     ├── WorkflowValidationError            the workflow's steps/events do not fit together
-    │   └── WorkflowConfigurationError     a bad option or resource configuration
+    │   ├── WorkflowConfigurationError     a bad option or resource configuration
+    │   │   └── ConfigFileNotFoundError (FileNotFoundError)   ResourceConfig.load() found no file
+    │   └── StateTypeError (ValueError)    steps' Context[Model] types share no inheritance chain
     ├── WorkflowRuntimeError (RuntimeError)
     │   ├── WorkflowTimeoutError (TimeoutError)   the run passed its ``timeout``
     │   ├── StepTimeoutError (TimeoutError)       one step attempt passed its ``timeout``
@@ -15,6 +17,8 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
     │   ├── ContextStateError                     a Context method used in the wrong phase
     │   ├── StartEventError (ValueError)          run() fields that do not fit the StartEvent
     │   └── ResourceError                         a resource factory failed
+    │       ├── ResourceCycleError (ValueError)   factories that depend on each other
+    │       └── ResourceFileNotFoundError (FileNotFoundError)   a ResourceConfig file is missing
     ├── WorkflowDone                        internal: the run already finished
     ├── StateError
     │   ├── StateKeyError (KeyError)         a state path that is not there
@@ -37,6 +41,15 @@ class WorkflowValidationError(BatonflowError):
 
 class WorkflowConfigurationError(WorkflowValidationError):
     """A workflow, step or resource option has a value that cannot work."""
+
+
+class StateTypeError(WorkflowValidationError, ValueError):
+    """The steps' ``Context[Model]`` state types are not one inheritance chain.
+
+    Steps may take a model and its subclasses (the run's state is the most derived one); two
+    unrelated or sibling models cannot share one state. Also a ``ValueError``, as in
+    LlamaIndex.
+    """
 
 
 class WorkflowRuntimeError(BatonflowError, RuntimeError):
@@ -82,6 +95,21 @@ class ResourceError(WorkflowRuntimeError):
     """A resource factory raised; the message names the resource and the step."""
 
 
+class ResourceCycleError(ResourceError, ValueError):
+    """Resource factories depend on each other in a circle (also a ``ValueError``, as in LlamaIndex)."""
+
+
+class ResourceFileNotFoundError(ResourceError, FileNotFoundError):
+    """The file of a ``ResourceConfig`` a step needs does not exist (also a ``FileNotFoundError``).
+
+    The file is read again at the next run, so creating it is enough.
+    """
+
+
+class ConfigFileNotFoundError(WorkflowConfigurationError, FileNotFoundError):
+    """``ResourceConfig.load()`` found no file at ``config_file`` (also a ``FileNotFoundError``)."""
+
+
 class WorkflowDone(BatonflowError):
     """Internal signal: the run has already finished."""
 
@@ -120,9 +148,12 @@ class CheckpointError(BatonflowError):
 __all__ = [
     "BatonflowError",
     "CheckpointError",
+    "ConfigFileNotFoundError",
     "ContextSerdeError",
     "ContextStateError",
+    "ResourceCycleError",
     "ResourceError",
+    "ResourceFileNotFoundError",
     "SerializationError",
     "StartEventError",
     "StateError",
