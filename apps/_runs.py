@@ -165,15 +165,24 @@ class RunManager:
         event when it died before one). Without, only a run waiting for an answer comes back.
         Any other is marked ``interrupted``.
         """
-        resumed = 0
+        resumed = lost = 0
         for row in self.store.unfinished():
             if self.replicas is not None and (
                 row.workflow not in self.workflows or not self.replicas.claim(row.run_id)
             ):
                 continue  # another replica holds it and is alive, or serves it
-            resumed += self.adopt(row)
+            if self.adopt(row):
+                resumed += 1
+            else:
+                lost += 1
         if self.replicas is not None:
             resumed += await self.replicas.start()
+        if resumed or lost:
+            logger.info(
+                "resumed %d run(s) the previous server left unfinished%s",
+                resumed,
+                f"; {lost} could not be resumed (marked interrupted)" if lost else "",
+            )
         return resumed
 
     def adopt(self, row: Any) -> bool:
@@ -352,6 +361,13 @@ class RunManager:
         if self.replicas is not None:
             await self.replicas.stop()
         runs = list(self.live.values())
+        if runs:
+            what = (
+                "they are checkpointed and resume at the next start"
+                if self.checkpoints is not None
+                else "without checkpoints, only those waiting for input survive a restart"
+            )
+            logger.info("stopping with %d run(s) in progress: %s", len(runs), what)
         for live in runs:
             self.checkpointers[live.workflow_name].release(live.run_id)
         pumps = [live.pump for live in runs if live.pump is not None]
