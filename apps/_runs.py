@@ -161,17 +161,24 @@ class RunManager:
         event when it died before one). Without, only a run waiting for an answer comes back.
         Any other is marked ``interrupted``.
         """
-        resumed = 0
+        resumed = lost = 0
         for row in self.store.unfinished():
             handler = self._reopen(row)
             if handler is None:
                 self._finish_stored(row.run_id, "interrupted", None, INTERRUPTED)
+                lost += 1
                 continue
             status = "waiting" if row.status == "waiting" else "running"
             live = LiveRun(row.run_id, row.workflow, self.workflows[row.workflow], handler)
             live.status = status
             self._follow(live)
             resumed += 1
+        if resumed or lost:
+            logger.info(
+                "resumed %d run(s) the previous server left unfinished%s",
+                resumed,
+                f"; {lost} could not be resumed (marked interrupted)" if lost else "",
+            )
         return resumed
 
     def _reopen(self, row: Any) -> Any:
@@ -301,6 +308,13 @@ class RunManager:
     async def close(self) -> None:
         """Stop following live runs (server shutdown); their stored state stays as it is."""
         runs = list(self.live.values())
+        if runs:
+            what = (
+                "they are checkpointed and resume at the next start"
+                if self.checkpoints is not None
+                else "without checkpoints, only those waiting for input survive a restart"
+            )
+            logger.info("stopping with %d run(s) in progress: %s", len(runs), what)
         for live in runs:
             self.checkpointers[live.workflow_name].release(live.run_id)
         pumps = [live.pump for live in runs if live.pump is not None]

@@ -53,7 +53,19 @@ def ingest(
             collection=collection, qdrant_url=qdrant_url, qdrant_path=qdrant_path
         )
         setup_tracing()
-        report = asyncio.run(ingest_paths(settings, [str(p) for p in paths], progress=not as_json))
+        from ._signals import EXIT_INTERRUPTED, Interrupted, run_interruptibly
+
+        try:
+            report = run_interruptibly(
+                ingest_paths(settings, [str(p) for p in paths], progress=not as_json)
+            )
+        except Interrupted as exc:
+            err.print(
+                f"interrupted by {exc.signal_name}: the chunks stored so far are kept; run the "
+                "same command again to finish (unchanged files are skipped)",
+                markup=False,
+            )
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         if as_json:
             print_json(report)
         else:
@@ -77,10 +89,16 @@ async def ingest_paths(settings: Settings, paths: list[str], progress: bool = Tr
             transient=True,
         ) as bar:
             task = bar.add_task("ingest", total=None)
-            async for event in handler.stream_events():
-                if isinstance(event, IngestProgress):
-                    bar.update(task, completed=event.done, total=event.total)
-            return await handler
+            try:
+                async for event in handler.stream_events():
+                    if isinstance(event, IngestProgress):
+                        bar.update(task, completed=event.done, total=event.total)
+                return await handler
+            except asyncio.CancelledError:  # Ctrl-C or SIGTERM: stop the run, then go
+                from ._signals import stop_handler
+
+                await stop_handler(handler)
+                raise
     finally:
         _close(store)
 
@@ -144,23 +162,16 @@ async def ask_question(settings: Settings, question: str, top_k: int = 5) -> Any
 def _check_collection(store: Any, settings: Settings) -> None:
     """Refuse to ask a collection that does not exist (a typo would answer "found nothing").
 
+    The RAG workflow itself raises the same error (``CollectionNotFoundError``), so the CLI and
+    the server say the same; checking first here just avoids starting a run.
+
     Raises:
         BadParameterError: The collection is not there; the message lists those that are.
     """
-    client = store.client
-    if client.collection_exists(settings.collection):
-        return
-    names = sorted(c.name for c in client.get_collections().collections)
-    where = settings.qdrant_url or str(settings.qdrant_path)
-    there = (
-        f"the collections there are: {', '.join(names)}; pass one with --collection, or"
-        if names
-        else "it has no collections yet;"
-    )
-    raise BadParameterError(
-        f"Collection {settings.collection!r} does not exist at {where}; {there} ingest "
-        f"documents first: batonflow rag ingest PATH --collection {settings.collection}."
-    )
+    from batonflow.rag.retriever import collection_not_found
+
+    if not store.exists():
+        raise BadParameterError(str(collection_not_found(store)))
 
 
 def print_answer(response: Any) -> None:

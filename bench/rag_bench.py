@@ -1,26 +1,31 @@
-"""RAG storage benchmark: batonflow.rag on local Qdrant next to raw qdrant-client.
+"""RAG benchmark: batonflow.rag's embedded store (Qdrant Edge) next to raw qdrant-client.
 
 Usage::
 
-    .venv/bin/python bench/rag_bench.py                 # 10,000 chunks, 200 queries
-    .venv/bin/python bench/rag_bench.py --chunks 2000 --queries 50 --json out.json
+    .venv/bin/python bench/rag_bench.py                      # 10,000 and 100,000 chunks
+    .venv/bin/python bench/rag_bench.py --chunks 10000 --queries 50 --json out.json
 
-What is measured, on embedded (local, on-disk) Qdrant in a temporary folder:
+For each corpus size, in one run and interleaved so machine load hits both alike:
 
 * **ingest (chunks/s)**
-  - ``raw``: ``QdrantClient.upsert`` of ready-made points (sparse vectors precomputed), in
-    batches of 256 — only the client calls;
-  - ``store``: ``QdrantStore.upsert`` of the same chunks — BM25 encoding, point ids, payloads
-    and the same batched client calls;
-  - ``workflow``: ``IngestionWorkflow.run(documents=...)`` — sentence splitting, batching
-    through the engine, the store, and pruning of stale chunks.
+  - ``embedded``: ``QdrantStore.upsert`` on Qdrant Edge in a temporary folder: BM25 encoding,
+    point ids, payloads (llama-index layout) and the engine's writes;
+  - ``client``: raw ``QdrantClient.upsert`` (qdrant-client's local mode, what the store used
+    before, in memory: on disk it commits each point to SQLite) of ready-made points with the
+    same sparse vectors and payloads: only the client's work;
+  - ``workflow``: ``IngestionWorkflow.run(documents=...)`` into Qdrant Edge (sentence
+    splitting, batching through the engine, the store, the content-hash check), on the first
+    ``--workflow-chunks`` chunks.
 * **query latency (ms, p50/p95)** over the same query texts
-  - ``raw``: ``QdrantClient.query_points`` with a precomputed sparse query vector;
-  - ``store``: ``QdrantStore.query`` (encodes the query, then the same call);
-  - ``rag``: a whole ``RAGWorkflow`` run (retrieve + extractive answer, no LLM).
+  - ``embedded``: ``QdrantStore.query`` (encodes the query, BM25 on Qdrant Edge);
+  - ``client``: raw ``QdrantClient.query_points`` with the precomputed sparse query vector
+    (fewer queries at 100,000 chunks: each takes seconds);
+  - ``rag``: a whole ``RAGWorkflow.run`` on the embedded store (retrieve + extractive answer).
+* **answers**: hit@3 (the chunk a query's words were drawn from is in the top 3) on both, and
+  how many top-5 lists have the same scores on both engines.
+* **quality**: hit@3 on the Chinese and English test corpora (``tests/rag/corpora.py``).
 
-Ratios are batonflow's time over raw's for the same work (1.00 = no overhead). All figures come
-from one run, on whatever machine runs it.
+All figures come from one run, on whatever machine runs it.
 """
 
 from __future__ import annotations
@@ -37,12 +42,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from batonflow.rag import IngestionWorkflow, QdrantStore, RAGWorkflow
-from batonflow.rag.sparse import BM25SparseEncoder
-from batonflow.rag.store import SPARSE, Chunk
-from llama_index.core import Document
-from llama_index.core.node_parser import SentenceSplitter
-from qdrant_client import QdrantClient, models
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "rag"))  # the test corpora
+
+from batonflow.rag import IngestionWorkflow, QdrantStore, RAGWorkflow  # noqa: E402
+from batonflow.rag.layout import SPARSE, payload_of  # noqa: E402
+from batonflow.rag.sparse import BM25SparseEncoder  # noqa: E402
+from batonflow.rag.store import Chunk, chunks_of  # noqa: E402
+from corpora import EN_DOCS, EN_QUERIES, ZH_DOCS, ZH_QUERIES, hit_at_k  # noqa: E402
+from llama_index.core import Document  # noqa: E402
+from qdrant_client import QdrantClient, models  # noqa: E402
 
 BATCH = 256
 
@@ -56,20 +65,20 @@ def make_corpus(n: int, seed: int = 7) -> list[str]:
     ]
     # Zipf-like: a few words are common, most are rare.
     weights = [1.0 / (rank + 1) for rank in range(len(vocab))]
-    texts = []
-    for _ in range(n):
-        words = rng.choices(vocab, weights=weights, k=rng.randint(60, 120))
-        texts.append(" ".join(words) + ".")
-    return texts
+    return [
+        " ".join(rng.choices(vocab, weights=weights, k=rng.randint(60, 120))) + "."
+        for _ in range(n)
+    ]
 
 
-def make_queries(texts: list[str], n: int, seed: int = 11) -> list[str]:
-    """``n`` queries of 2-3 words each, taken from random chunks (so each has an answer)."""
+def make_queries(texts: list[str], n: int, seed: int = 11) -> list[tuple[str, int]]:
+    """``n`` queries of 3-4 words, each drawn from one random chunk: (query, that chunk's index)."""
     rng = random.Random(seed)
     out = []
     for _ in range(n):
-        words = rng.choice(texts).rstrip(".").split()
-        out.append(" ".join(rng.sample(words, k=min(len(words), rng.randint(2, 3)))))
+        target = rng.randrange(len(texts))
+        words = texts[target].rstrip(".").split()
+        out.append((" ".join(rng.sample(words, k=min(len(words), rng.randint(3, 4)))), target))
     return out
 
 
@@ -80,160 +89,217 @@ def pct(values: list[float], q: float) -> float:
     return ordered[k]
 
 
-def _raw_points(texts: list[str], first: int, encoder: BM25SparseEncoder) -> list[Any]:
-    chunks = [Chunk(text=t, source=f"doc{first + i}", index=0) for i, t in enumerate(texts)]
+def _chunks(texts: list[str], first: int) -> list[Chunk]:
+    return [Chunk(text=t, source=f"doc{first + i}", index=0) for i, t in enumerate(texts)]
+
+
+def _raw_points(chunks: list[Chunk], encoder: BM25SparseEncoder) -> list[Any]:
     return [
         models.PointStruct(
             id=c.id,
             vector={SPARSE: models.SparseVector(indices=vec.indices, values=vec.values)},
-            payload={"text": c.text, "source": c.source, "chunk": 0, "metadata": {}},
+            payload=payload_of(c),
         )
-        for c, vec in zip(chunks, encoder.encode_documents(texts), strict=True)
+        for c, vec in zip(chunks, encoder.encode_documents([c.text for c in chunks]), strict=True)
     ]
 
 
-def _open(root: Path, name: str, memory: bool) -> dict[str, Any]:
-    return {"location": ":memory:"} if memory else {"path": str(root / name)}
-
-
-async def bench_ingest(
-    root: Path, texts: list[str], encoder: BM25SparseEncoder, memory: bool, slices: int = 10
-) -> tuple[dict[str, float], list[QdrantStore]]:
-    """Seconds per implementation to ingest ``texts``, interleaved slice by slice.
-
-    Each slice is ingested by raw qdrant-client, then QdrantStore, then IngestionWorkflow, each
-    into its own collection, so a change in machine load hits all three alike.
-    """
-    opts = _open(root, "raw", memory)
-    raw = QdrantClient(**opts) if memory else QdrantClient(path=opts["path"])
-    raw.create_collection(
+def bench_ingest(
+    root: Path, texts: list[str], encoder: BM25SparseEncoder, slices: int = 10
+) -> tuple[dict[str, float], QdrantStore, QdrantClient]:
+    """Seconds to ingest ``texts`` on the embedded store and on raw qdrant-client, interleaved."""
+    # In memory: on disk, qdrant-client's local mode commits each point to SQLite (~55 points/s
+    # here, half an hour for 100,000); in memory it is at its fastest.
+    client = QdrantClient(location=":memory:")
+    client.create_collection(
         "docs",
         vectors_config={},
         sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
     )
-    store = QdrantStore(**_open(root, "store", memory), batch_size=BATCH)
-    flow_store = QdrantStore(**_open(root, "flow", memory), batch_size=BATCH)
-    flow = IngestionWorkflow(
-        store=flow_store, splitter=SentenceSplitter(chunk_size=1024), embed_batch_size=BATCH
-    )
-    seconds = {"raw": 0.0, "store": 0.0, "workflow": 0.0}
+    store = QdrantStore(path=root / "edge", batch_size=BATCH)
+    seconds = {"embedded": 0.0, "client": 0.0}
     size = -(-len(texts) // slices)
     for first in range(0, len(texts), size):
-        part = texts[first : first + size]
-        points = _raw_points(
-            part, first, encoder
-        )  # prepared outside the timing: raw has no encoder
+        chunks = _chunks(texts[first : first + size], first)
+        points = _raw_points(chunks, encoder)  # prepared outside the timing: raw has no encoder
         start = time.perf_counter()
         for i in range(0, len(points), BATCH):
-            raw.upsert("docs", points=points[i : i + BATCH], wait=True)
-        seconds["raw"] += time.perf_counter() - start
-
-        chunks = [Chunk(text=t, source=f"doc{first + i}", index=0) for i, t in enumerate(part)]
+            client.upsert("docs", points=points[i : i + BATCH], wait=True)
+        seconds["client"] += time.perf_counter() - start
         start = time.perf_counter()
         store.upsert(chunks)
-        seconds["store"] += time.perf_counter() - start
-
-        docs = [
-            Document(text=t, metadata={"source": f"doc{first + i}"}) for i, t in enumerate(part)
-        ]
-        start = time.perf_counter()
-        report = await flow.run(documents=docs)
-        seconds["workflow"] += time.perf_counter() - start
-        if report.chunks != len(part):
-            raise SystemExit(f"workflow stored {report.chunks} chunks for {len(part)} texts")
-    counts = {raw.count("docs").count, store.count(), flow_store.count()}
+        seconds["embedded"] += time.perf_counter() - start
+    counts = {client.count("docs").count, store.count()}
     if counts != {len(texts)}:
         raise SystemExit(f"collections hold {counts} points, expected {len(texts)}")
-    raw.close()
-    flow_store.close()
-    return seconds, [store]
+    return seconds, store, client
+
+
+async def bench_workflow(root: Path, texts: list[str]) -> float:
+    """Seconds for IngestionWorkflow to ingest ``texts`` as documents into Qdrant Edge."""
+    with QdrantStore(path=root / "flow", batch_size=BATCH) as store:
+        flow = IngestionWorkflow(store=store, embed_batch_size=BATCH)
+        docs = [Document(text=t, metadata={"source": f"doc{i}"}) for i, t in enumerate(texts)]
+        start = time.perf_counter()
+        report = await flow.run(documents=docs)
+        took = time.perf_counter() - start
+    if report.chunks != len(texts):
+        raise SystemExit(f"workflow stored {report.chunks} chunks for {len(texts)} texts")
+    return took
 
 
 async def bench_queries(
-    store: QdrantStore, queries: list[str], encoder: BM25SparseEncoder
-) -> dict[str, list[float]]:
-    """Latencies (ms) of raw query_points, QdrantStore.query and RAGWorkflow.run, interleaved."""
-    client = store.client
+    store: QdrantStore,
+    client: QdrantClient,
+    queries: list[tuple[str, int]],
+    client_queries: int,
+    encoder: BM25SparseEncoder,
+) -> dict[str, Any]:
+    """Latencies (ms) and answers of the embedded store, raw qdrant-client and RAGWorkflow."""
     flow = RAGWorkflow(store=store, top_k=5)
-    lat: dict[str, list[float]] = {"raw": [], "store": [], "rag": []}
-    for q in queries:
-        vec = encoder.encode_query(q)
+    lat: dict[str, list[float]] = {"embedded": [], "client": [], "rag": []}
+    hits = {"embedded": 0, "client": 0}
+    same_scores = 0
+    for n, (q, target) in enumerate(queries):
+        want = f"doc{target}"
         start = time.perf_counter()
-        client.query_points(
-            "docs",
-            query=models.SparseVector(indices=vec.indices, values=vec.values),
-            using=SPARSE,
-            limit=5,
-            with_payload=True,
-        )
-        lat["raw"].append((time.perf_counter() - start) * 1000)
-        start = time.perf_counter()
-        hits = store.query(q, top_k=5)
-        lat["store"].append((time.perf_counter() - start) * 1000)
+        found = store.query(q, top_k=5)
+        lat["embedded"].append((time.perf_counter() - start) * 1000)
+        hits["embedded"] += want in [h.source for h in found[:3]]
         start = time.perf_counter()
         response = await flow.run(query=q)
         lat["rag"].append((time.perf_counter() - start) * 1000)
-        if not hits or not response.sources:
+        if not found or not response.sources:
             raise SystemExit(f"query {q!r} found nothing: the benchmark corpus is broken")
-    return lat
+        if n < client_queries:
+            vec = encoder.encode_query(q)
+            start = time.perf_counter()
+            raw = client.query_points(
+                "docs",
+                query=models.SparseVector(indices=vec.indices, values=vec.values),
+                using=SPARSE,
+                limit=5,
+                with_payload=True,
+            ).points
+            lat["client"].append((time.perf_counter() - start) * 1000)
+            hits["client"] += want in [(p.payload or {}).get("source") for p in raw[:3]]
+            # Ties may come back in another order; the scores must be the same.
+            same_scores += [round(h.score, 4) for h in found] == [round(p.score, 4) for p in raw]
+    return {
+        "query_ms": {
+            name: {"p50": pct(v, 50), "p95": pct(v, 95), "mean": statistics.fmean(v), "n": len(v)}
+            for name, v in lat.items()
+        },
+        "hit_at_3": {
+            "embedded": hits["embedded"] / len(queries),
+            "client": hits["client"] / client_queries,
+        },
+        "same_top5_scores": f"{same_scores}/{client_queries}",
+    }
+
+
+def corpus_quality() -> dict[str, dict[str, float]]:
+    """hit@3 on the Chinese and English test corpora, on both engines."""
+    out: dict[str, dict[str, float]] = {}
+    for lang, docs, queries in (("zh", ZH_DOCS, ZH_QUERIES), ("en", EN_DOCS, EN_QUERIES)):
+        out[lang] = {}
+        for engine in ("embedded", "client"):
+            client = QdrantClient(location=":memory:") if engine == "client" else None
+            store = (
+                QdrantStore(client=client)
+                if client is not None
+                else QdrantStore(location=":memory:")
+            )
+            for source, text in docs.items():
+                store.upsert(chunks_of(source, [text]))
+            found = [[h.source for h in store.query(q, top_k=3)] for q, _ in queries]
+            out[lang][engine] = hit_at_k(found, [want for _, want in queries])
+            store.close()
+            if client is not None:
+                client.close()
+    return out
+
+
+def run_size(n: int, args: argparse.Namespace, encoder: BM25SparseEncoder) -> dict[str, Any]:
+    """Every measurement at ``n`` chunks."""
+    texts = make_corpus(n)
+    queries = make_queries(texts, args.queries)
+    client_queries = min(len(queries), args.queries if n <= 20_000 else args.client_queries_large)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        seconds, store, client = bench_ingest(root, texts, encoder)
+        flow_n = min(n, args.workflow_chunks)
+        flow_s = asyncio.run(bench_workflow(root, texts[:flow_n]))
+        result = asyncio.run(bench_queries(store, client, queries, client_queries, encoder))
+        store.close()
+        client.close()
+    result["chunks"] = n
+    result["ingest_chunks_per_s"] = {
+        "embedded": n / seconds["embedded"],
+        "client": n / seconds["client"],
+        "workflow": flow_n / flow_s,
+    }
+    result["query_p50_ratio_client_over_embedded"] = (
+        result["query_ms"]["client"]["p50"] / result["query_ms"]["embedded"]["p50"]
+    )
+    return result
+
+
+def print_size(r: dict[str, Any]) -> None:
+    """One size's figures, for humans."""
+    ing, q, hit = r["ingest_chunks_per_s"], r["query_ms"], r["hit_at_3"]
+    print(f"\n{r['chunks']:,} chunks")
+    print(f"  {'':<34}{'ingest/s':>10}{'p50 ms':>10}{'p95 ms':>10}{'hit@3':>8}{'queries':>9}")
+    rows = [
+        ("embedded QdrantStore (Qdrant Edge)", ing["embedded"], q["embedded"], hit["embedded"]),
+        ("raw qdrant-client (local, memory)", ing["client"], q["client"], hit["client"]),
+        ("RAGWorkflow.run on embedded", ing["workflow"], q["rag"], None),
+    ]
+    for label, rate, lat, h in rows:
+        shown = f"{h:.2f}" if h is not None else "-"
+        print(
+            f"  {label:<34}{rate:>10,.0f}{lat['p50']:>10.2f}{lat['p95']:>10.2f}"
+            f"{shown:>8}{lat['n']:>9}"
+        )
+    print(
+        f"  query p50 client/embedded: {r['query_p50_ratio_client_over_embedded']:.0f}x; "
+        f"same top-5 scores on both: {r['same_top5_scores']}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chunks", type=int, default=10_000)
+    parser.add_argument("--chunks", type=int, action="append", help="corpus size (repeatable)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument(
-        "--memory", action="store_true", help="local in-memory Qdrant instead of a disk folder"
+        "--client-queries-large",
+        type=int,
+        default=20,
+        help="raw qdrant-client queries above 20,000 chunks (each scans every point in Python)",
     )
+    parser.add_argument("--workflow-chunks", type=int, default=10_000)
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args()
-
-    texts = make_corpus(args.chunks)
-    queries = make_queries(texts, args.queries)
+    sizes = args.chunks or [10_000, 100_000]
     encoder = BM25SparseEncoder()
     results: dict[str, Any] = {
-        "chunks": args.chunks,
-        "queries": args.queries,
         "python": platform.python_version(),
         "machine": platform.machine(),
+        "quality_hit_at_3": corpus_quality(),
+        "sizes": [],
     }
-    with tempfile.TemporaryDirectory() as tmp:
-        seconds, (store,) = asyncio.run(bench_ingest(Path(tmp), texts, encoder, args.memory))
-        lat = asyncio.run(bench_queries(store, queries, encoder))
-        store.close()
-    raw_s, store_s, flow_s = seconds["raw"], seconds["store"], seconds["workflow"]
-
-    n = args.chunks
-    results["ingest_chunks_per_s"] = {
-        "raw": n / raw_s,
-        "store": n / store_s,
-        "workflow": args.chunks / flow_s,
-    }
-    results["ingest_ratio_vs_raw"] = {"store": store_s / raw_s, "workflow": flow_s / raw_s}
-    results["query_ms"] = {
-        name: {"p50": pct(v, 50), "p95": pct(v, 95), "mean": statistics.fmean(v)}
-        for name, v in lat.items()
-    }
-    results["query_p50_ratio_vs_raw"] = {
-        name: results["query_ms"][name]["p50"] / results["query_ms"]["raw"]["p50"]
-        for name in ("store", "rag")
-    }
-
-    ing = results["ingest_chunks_per_s"]
-    ratio = results["ingest_ratio_vs_raw"]
-    where = "in-memory" if args.memory else "on-disk"
-    results["qdrant"] = f"local {where}"
-    print(f"RAG bench: {n:,} chunks, {args.queries} queries, local {where} Qdrant")
-    print(f"{'ingest':<28}{'chunks/s':>12}{'time vs raw':>14}")
-    print(f"{'  raw qdrant-client':<28}{ing['raw']:>12,.0f}{1.0:>14.2f}")
-    print(f"{'  QdrantStore.upsert':<28}{ing['store']:>12,.0f}{ratio['store']:>14.2f}")
-    print(f"{'  IngestionWorkflow':<28}{ing['workflow']:>12,.0f}{ratio['workflow']:>14.2f}")
-    print(f"{'query':<28}{'p50 ms':>12}{'p95 ms':>10}{'p50 vs raw':>12}")
-    labels = {"raw": "raw query_points", "store": "QdrantStore.query", "rag": "RAGWorkflow.run"}
-    for name, label in labels.items():
-        q = results["query_ms"][name]
-        r = 1.0 if name == "raw" else results["query_p50_ratio_vs_raw"][name]
-        print(f"  {label:<26}{q['p50']:>12.2f}{q['p95']:>10.2f}{r:>12.2f}")
+    quality = results["quality_hit_at_3"]
+    print("RAG bench: embedded Qdrant Edge (on disk) vs raw qdrant-client local mode (in memory)")
+    print(
+        "hit@3 on the test corpora: "
+        + ", ".join(
+            f"{lang} {v['embedded']:.2f} (client {v['client']:.2f})" for lang, v in quality.items()
+        )
+    )
+    for n in sizes:
+        r = run_size(n, args, encoder)
+        results["sizes"].append(r)
+        print_size(r)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
         print(f"wrote {args.json}", file=sys.stderr)

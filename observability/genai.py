@@ -10,7 +10,10 @@ the dispatcher's span tree, the object a method ran on, and failures) and one ev
   ``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.response.model``,
   ``gen_ai.response.id``, ``gen_ai.usage.input_tokens`` / ``output_tokens``,
   ``gen_ai.response.finish_reasons``;
-* ``embeddings {model}``; ``retrieval {collection}``.
+* ``embeddings {model}``; ``retrieval {collection}`` with the documents found as OpenInference
+  records them (``retrieval.documents.{i}.document.id`` / ``.score``; ``.content`` and
+  ``.metadata`` only with content capture). A span opened inside another (the query's
+  embedding inside a retrieval) is that span's child.
 
 Each span is a child of the span current where the LLM was called, which inside a traced step
 is the step span. An LLM call nested in another of the same kind (``CustomLLM.chat`` calling
@@ -195,6 +198,8 @@ def _messages_json(messages: Any) -> str:
 
 def _collection(instance: Any) -> str:
     for path in (
+        ("collection",),  # batonflow.rag.QdrantRetriever
+        ("store", "collection"),
         ("collection_name",),
         ("_collection_name",),
         ("_vector_store", "collection_name"),
@@ -248,6 +253,17 @@ class _Tracker:
             _error(found.span, error)
             found.span.end()
 
+    def _enclosing(self, span_id: str) -> Span | None:
+        # The innermost GenAI span open around this call (the query's embedding inside a
+        # retrieval): the new span becomes its child instead of the step's.
+        current = self.parents.get(span_id)
+        while current is not None:
+            found = self.open.get(current)
+            if found is not None:
+                return found.span
+            current = self.parents.get(current)
+        return None
+
     def _nested(self, span_id: str, kind: str) -> bool:
         current: str | None = span_id
         while current is not None:
@@ -266,7 +282,11 @@ class _Tracker:
         with self.lock:
             if self._nested(span_id, kind):
                 return None
-            span = self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs)
+            enclosing = self._enclosing(span_id)
+            context = trace.set_span_in_context(enclosing) if enclosing is not None else None
+            span = self.tracer.start_span(
+                name, context=context, kind=SpanKind.CLIENT, attributes=attrs
+            )
             self.open[span_id] = _Open(kind, span)
             return span
 
@@ -436,6 +456,7 @@ class _EventHandler(BaseEventHandler):
             span = t.finish(event.span_id, "retrieval")
             if span is not None:
                 span.set_attribute("batonflow.retrieval.documents", len(event.nodes))
+                _documents(span, event.nodes, t.capture)
                 span.end()
         elif isinstance(event, ExceptionEvent):
             # raised while a streamed response was being consumed
@@ -444,6 +465,29 @@ class _EventHandler(BaseEventHandler):
                 if span is not None:
                     _error(span, event.exception)
                     span.end()
+
+
+def _documents(span: Span, nodes: Any, capture: bool) -> None:
+    """The retrieved documents, as OpenInference records them: id and score always, content
+    and metadata only when content capture is on."""
+    for i, scored in enumerate(nodes or []):
+        prefix = f"retrieval.documents.{i}.document"
+        node = getattr(scored, "node", None)
+        node_id = getattr(node, "node_id", None)
+        if node_id is not None:
+            span.set_attribute(f"{prefix}.id", str(node_id))
+        score = getattr(scored, "score", None)
+        if isinstance(score, int | float):
+            span.set_attribute(f"{prefix}.score", float(score))
+        if capture and node is not None:
+            get_content = getattr(node, "get_content", None)
+            if callable(get_content):
+                span.set_attribute(f"{prefix}.content", str(get_content()))
+            metadata = getattr(node, "metadata", None)
+            if metadata:
+                span.set_attribute(
+                    f"{prefix}.metadata", json.dumps(metadata, ensure_ascii=False, default=str)
+                )
 
 
 def _llm_response(span: Span, response: Any, capture: bool) -> None:

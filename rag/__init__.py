@@ -17,10 +17,17 @@ from batonflow._extras import require_extra
 require_extra(
     "batonflow.rag",
     "rag",
-    {"llama_index.core": "llama-index-core", "qdrant_client": "qdrant-client", "Stemmer": "PyStemmer"},
+    {
+        "llama_index.core": "llama-index-core",
+        "qdrant_client": "qdrant-client",
+        "qdrant_edge": "qdrant-edge-py",
+        "Stemmer": "PyStemmer",
+    },
 )
 
 from .embeddings import MiniLMEmbedding as MiniLMEmbedding
+from .errors import CollectionNotFoundError as CollectionNotFoundError
+from .errors import RAGConfigError as RAGConfigError
 from .errors import RAGError as RAGError
 from .errors import StoreConfigError as StoreConfigError
 from .errors import StoreLockedError as StoreLockedError
@@ -32,9 +39,11 @@ from .events import RerankedEvent as RerankedEvent
 from .events import RetrievedEvent as RetrievedEvent
 from .events import RetrieveEvent as RetrieveEvent
 from .events import SourcesEvent as SourcesEvent
+from .filters import to_qdrant_filter as to_qdrant_filter
 from .ingestion import IngestionReport as IngestionReport
 from .ingestion import IngestionWorkflow as IngestionWorkflow
 from .loading import SkippedFile as SkippedFile
+from .retriever import QdrantQuery as QdrantQuery
 from .retriever import QdrantRetriever as QdrantRetriever
 from .samples import sample_docs_dir as sample_docs_dir
 from .sparse import BM25SparseEncoder as BM25SparseEncoder
@@ -50,14 +59,17 @@ __all__ = [
     "AnswerDelta",
     "BM25SparseEncoder",
     "Chunk",
+    "CollectionNotFoundError",
     "Hit",
     "IngestProgress",
     "IngestionReport",
     "IngestionWorkflow",
     "MiniLMEmbedding",
+    "QdrantQuery",
     "QdrantRetriever",
     "QdrantStore",
     "QueryEvent",
+    "RAGConfigError",
     "RAGError",
     "RAGResponse",
     "RAGStart",
@@ -72,4 +84,5 @@ __all__ = [
     "StoreLockedError",
     "StoreUnavailableError",
     "sample_docs_dir",
+    "to_qdrant_filter",
 ]

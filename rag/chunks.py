@@ -28,6 +28,8 @@ class Chunk:
         index: the chunk's position within its source.
         metadata: JSON-compatible metadata, returned with the chunk.
         dense: the chunk's dense embedding, when an embedding model is used.
+        content_hash: a hash of the whole source document the chunk came from; ingestion
+            compares it to skip documents that did not change.
     """
 
     text: str
@@ -35,6 +37,7 @@ class Chunk:
     index: int
     metadata: dict[str, Any] = field(default_factory=dict)
     dense: Sequence[float] | None = None
+    content_hash: str | None = None
 
     @property
     def id(self) -> str:

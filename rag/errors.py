@@ -4,7 +4,11 @@ BatonflowError
 └── RAGError
     ├── StoreLockedError (RuntimeError)    a local Qdrant folder another client holds open
     ├── StoreConfigError (ValueError)      a store option or collection that cannot work
-    └── StoreUnavailableError (ConnectionError)  a Qdrant server that cannot be reached
+    ├── StoreUnavailableError (ConnectionError)  a Qdrant server that cannot be reached
+    ├── CollectionNotFoundError (LookupError)    a query on a collection that does not exist
+    └── RAGConfigError (ValueError)          a RAGWorkflow/IngestionWorkflow option that cannot work
+
+An LLM call that fails raises the agents' ``LLMCallError`` (a ``WorkflowRuntimeError``).
 """
 
 from __future__ import annotations
@@ -28,4 +32,19 @@ class StoreUnavailableError(RAGError, ConnectionError):
     """The Qdrant server at ``url=`` could not be reached."""
 
 
-__all__ = ["RAGError", "StoreConfigError", "StoreLockedError", "StoreUnavailableError"]
+class CollectionNotFoundError(RAGError, LookupError):
+    """A query named a collection that does not exist (a typo would otherwise find nothing)."""
+
+
+class RAGConfigError(RAGError, ValueError):
+    """A workflow option that cannot work (a reranker that is not a postprocessor, ...)."""
+
+
+__all__ = [
+    "CollectionNotFoundError",
+    "RAGConfigError",
+    "RAGError",
+    "StoreConfigError",
+    "StoreLockedError",
+    "StoreUnavailableError",
+]

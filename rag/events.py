@@ -7,6 +7,8 @@ between steps; subclasses of the workflows may emit or accept them too.
 
 from __future__ import annotations
 
+from typing import Any
+
 from batonflow.core import Event
 from llama_index.core.schema import NodeWithScore
 
@@ -37,10 +39,16 @@ class BatchStoredEvent(Event):
 
 
 class IngestPlanEvent(Event):
-    """What ingestion read: the files, the files skipped and the number of batches to wait for."""
+    """What ingestion read and decided, and the number of batches to wait for."""
 
-    files: list[str]
+    files: int
     skipped: list[tuple[str, str]]
+    added: list[str]
+    updated: list[str]
+    unchanged: list[str]
+    removed: list[str]
+    changed: list[str]
+    chunks_removed: int
     total_chunks: int
     total_batches: int
 
@@ -52,9 +60,11 @@ class QueryEvent(Event):
 
 
 class RetrieveEvent(Event):
-    """Asks the retrieval step to fetch passages for ``query``."""
+    """Asks the retrieval step to fetch passages for ``query`` (with the run's options)."""
 
     query: str
+    filters: Any = None
+    top_k: int | None = None
 
 
 class RetrievedEvent(Event):

@@ -4,30 +4,43 @@
 
     store = QdrantStore(path=".batonflow/qdrant")
     report = await IngestionWorkflow(store=store).run(paths=["docs/"])
-    print(report.files, report.chunks, report.skipped)
+    print(report.added, report.updated, report.unchanged, report.removed)
 
-Steps: ``load`` reads and splits (bad files are skipped and reported), then sends the chunks
-in batches; ``embed_and_store`` (up to four batches at once) embeds a batch when an embedding
-model is set and upserts it; ``finish`` counts progress, waits for every batch with
-``ctx.collect_events`` and deletes each source's chunks left over from an earlier version.
-Progress is streamed as :class:`IngestProgress` events.
+Re-ingestion is incremental: each source (a file, or the documents sharing one ``source``) is
+hashed with its text, metadata and the splitter and embedding settings; a source whose stored
+chunks carry the same hash is skipped (not split, not embedded, not written). Files that were
+ingested from a folder and are gone from it are removed from the collection. ``run(force=True)``
+re-ingests everything.
+
+Steps: ``load`` reads, compares and splits (bad files are skipped and reported), then sends the
+chunks in batches; ``embed_and_store`` (up to four batches at once) embeds a batch when an
+embedding model is set and upserts it; ``finish`` counts progress, waits for every batch with
+``ctx.collect_events`` and deletes each changed source's chunks left over from its earlier
+version. Progress is streamed as :class:`IngestProgress` events.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 from typing import Any
 
 from batonflow.core import Context, StartEvent, StopEvent, Workflow, step
 from llama_index.core import Document
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.node_parser import NodeParser
 from pydantic import BaseModel, Field
 
 from .errors import StoreConfigError
 from .events import BatchStoredEvent, EmbedBatchEvent, IngestPlanEvent, IngestProgress
-from .loading import SkippedFile, load_files, split_documents
+from .loading import (
+    SkippedFile,
+    check_transformations,
+    content_hashes,
+    load_files,
+    source_of,
+    split_documents,
+)
 from .store import QdrantStore
 
 
@@ -36,31 +49,45 @@ class IngestionReport(BaseModel):
 
     Attributes:
         files: how many files were read (documents passed directly are not files).
-        chunks: how many chunks were stored.
+        chunks: how many chunks were stored (of the added and updated sources).
         skipped: the files that were not read, each with the reason.
-        removed: how many chunks of earlier versions of the sources were deleted.
+        added: the sources that were not in the collection before.
+        updated: the sources whose content (or splitting/embedding) changed, re-ingested.
+        unchanged: the sources skipped because their stored chunks are up to date.
+        removed: the sources deleted because their files are gone from an ingested folder.
+        chunks_removed: how many stored chunks were deleted (old versions and removed sources).
     """
 
     files: int = 0
     chunks: int = 0
     skipped: list[SkippedFile] = Field(default_factory=list)
-    removed: int = 0
+    added: list[str] = Field(default_factory=list)
+    updated: list[str] = Field(default_factory=list)
+    unchanged: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    chunks_removed: int = 0
 
 
 class IngestionWorkflow(Workflow):
     """Ingest files (``paths=``) and/or llama-index documents (``documents=``) into a store.
 
-    Re-ingesting a file replaces its chunks (see :class:`QdrantStore`). A file that is binary,
-    not UTF-8, empty or unreadable is skipped, reported, and leaves its stored chunks as they
-    were.
+    Re-ingesting skips unchanged sources and replaces changed ones (see the module docs). A
+    file that is binary, not UTF-8, empty or unreadable is skipped, reported, and leaves its
+    stored chunks as they were.
 
     Args:
         store: where the chunks go; a local ``QdrantStore()`` by default.
         embed_model: a llama-index embedding model, to add dense vectors (hybrid retrieval).
-        splitter: a llama-index node parser; ``SentenceSplitter()`` by default.
+        splitter: a llama-index node parser, or a list of transformations (node parsers,
+            metadata extractors) applied in order as an ``IngestionPipeline`` would;
+            ``SentenceSplitter()`` by default.
         embed_batch_size: chunks per embedding (and store) batch.
         timeout: the run's time limit in seconds (``None``: no limit).
         **kwargs: passed to :class:`~batonflow.core.Workflow`.
+
+    Raises:
+        RAGConfigError: ``splitter=`` holds something that is not a llama-index transformation.
+        StoreConfigError: ``embed_batch_size < 1``.
     """
 
     def __init__(
@@ -68,13 +95,14 @@ class IngestionWorkflow(Workflow):
         store: QdrantStore | None = None,
         *,
         embed_model: BaseEmbedding | None = None,
-        splitter: NodeParser | None = None,
+        splitter: Any = None,
         embed_batch_size: int = 64,
         timeout: float | None = None,
         **kwargs: Any,
     ) -> None:
         if embed_batch_size < 1:
             raise StoreConfigError(f"embed_batch_size must be at least 1, got {embed_batch_size}.")
+        self.transformations = check_transformations(splitter)
         super().__init__(timeout=timeout, **kwargs)
         self.store = store if store is not None else QdrantStore()
         self.embed_model = embed_model
@@ -85,13 +113,39 @@ class IngestionWorkflow(Workflow):
     async def load(
         self, ctx: Context, ev: StartEvent
     ) -> IngestPlanEvent | EmbedBatchEvent | StopEvent:
-        """Read and split the inputs, then send the chunks on in batches."""
+        """Read the inputs, skip unchanged sources, split the rest and send them on in batches."""
         paths, documents = _inputs(ev)
         docs, files, skipped = await asyncio.to_thread(load_files, paths)
         docs.extend(documents)
-        pending = await asyncio.to_thread(split_documents, docs, self.splitter)
+        hashes = content_hashes(docs, self.transformations, self.embed_model)
+        stored = await self.store.asource_hashes()
+        force = bool(ev.get("force", False))
+        unchanged = [s for s, h in hashes.items() if not force and stored.get(s) == h]
+        added = [s for s in hashes if s not in stored]
+        updated = [s for s in hashes if s in stored and s not in unchanged]
+        gone = _gone_sources(paths, stored, hashes, skipped)
+        chunks_removed = await self.store.adelete_sources(gone) if gone else 0
+        skip = set(unchanged)
+        changed_docs = [d for d in docs if source_of(d) not in skip]
+        pending = await asyncio.to_thread(
+            split_documents, changed_docs, self.transformations, hashes
+        )
+        report = {
+            "files": len(files),
+            "skipped": [tuple(s) for s in skipped],
+            "added": added,
+            "updated": updated,
+            "unchanged": unchanged,
+            "removed": gone,
+            "chunks_removed": chunks_removed,
+        }
         if not pending:
-            return StopEvent(result=IngestionReport(files=len(files), skipped=skipped))
+            # Sources that changed into nothing (all blank chunks) lose their old chunks too.
+            if updated:
+                report["chunks_removed"] += await self.store.adelete_sources(updated)
+            return StopEvent(
+                result=IngestionReport(**{**report, "skipped": [SkippedFile(*s) for s in skipped]})
+            )
         size = self.embed_batch_size
         batches = [pending[i : i + size] for i in range(0, len(pending), size)]
         await ctx.store.set("ingest_done", 0)
@@ -100,8 +154,8 @@ class IngestionWorkflow(Workflow):
         for batch in batches:
             ctx.send_event(EmbedBatchEvent(chunks=batch, total_batches=len(batches)))
         return IngestPlanEvent(
-            files=files,
-            skipped=[tuple(s) for s in skipped],
+            **report,
+            changed=added + updated,
             total_chunks=len(pending),
             total_batches=len(batches),
         )
@@ -140,19 +194,38 @@ class IngestionWorkflow(Workflow):
         plan = collected[0]
         if not isinstance(plan, IngestPlanEvent):  # collect_events keeps the requested order
             raise TypeError(f"expected IngestPlanEvent first, got {type(plan).__name__}")
-        keep: dict[str, set[str]] = {}
+        keep: dict[str, set[str]] = {source: set() for source in plan.changed}
         for stored in collected[1:]:
             for source, ids in stored.ids.items():
                 keep.setdefault(source, set()).update(ids)
         removed = await self.store.aprune_many(keep)
         return StopEvent(
             result=IngestionReport(
-                files=len(plan.files),
+                files=plan.files,
                 chunks=plan.total_chunks,
                 skipped=[SkippedFile(*s) for s in plan.skipped],
-                removed=removed,
+                added=plan.added,
+                updated=plan.updated,
+                unchanged=plan.unchanged,
+                removed=plan.removed,
+                chunks_removed=plan.chunks_removed + removed,
             )
         )
+
+
+def _gone_sources(
+    paths: list[str | os.PathLike[str]],
+    stored: dict[str, str | None],
+    present: dict[str, str],
+    skipped: list[SkippedFile],
+) -> list[str]:
+    """Stored sources that were files under one of the ingested folders and are gone now."""
+    folders = [Path(p).expanduser().resolve() for p in paths if Path(p).expanduser().is_dir()]
+    if not folders:
+        return []
+    kept = set(present) | {str(Path(s.path).resolve()) for s in skipped}
+    prefixes = tuple(str(f) + os.sep for f in folders)
+    return sorted(s for s in stored if s.startswith(prefixes) and s not in kept)
 
 
 def _inputs(ev: StartEvent) -> tuple[list[str | os.PathLike[str]], list[Document]]:

@@ -8,18 +8,23 @@ with any llama-index node parser (``SentenceSplitter`` by default).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import json
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from llama_index.core import Document, SimpleDirectoryReader
-from llama_index.core.node_parser import NodeParser, SentenceSplitter
-from llama_index.core.schema import MetadataMode
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.ingestion import run_transformations
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.schema import MetadataMode, TransformComponent
 from pydantic import BaseModel, ConfigDict, Field
 
+from .errors import RAGConfigError
 from .store import Chunk
 
 #: File types ingestion reads (lowercase suffixes).
@@ -63,6 +68,7 @@ class PendingChunk(BaseModel):
     index: int
     metadata: dict[str, Any] = Field(default_factory=dict)
     embed_text: str
+    content_hash: str | None = None
 
     def to_chunk(self, dense: Sequence[float] | None = None) -> Chunk:
         """The :class:`Chunk` to store, with its dense vector when there is one."""
@@ -72,6 +78,7 @@ class PendingChunk(BaseModel):
             index=self.index,
             metadata=dict(self.metadata),
             dense=dense,
+            content_hash=self.content_hash,
         )
 
 
@@ -177,21 +184,54 @@ def source_of(doc: Document) -> str:
     return str(meta.get("file_path") or meta.get("source") or doc.id_)
 
 
+def check_transformations(splitter: Any) -> list[TransformComponent]:
+    """``splitter=`` as a list of llama-index transformations (a node parser, extractors, ...).
+
+    Raises:
+        RAGConfigError: an item is not a llama-index ``TransformComponent``, or is an embedding
+            model (pass that as ``embed_model=``).
+    """
+    if splitter is None:
+        return [SentenceSplitter()]
+    items = list(splitter) if isinstance(splitter, list | tuple) else [splitter]
+    for item in items:
+        if isinstance(item, BaseEmbedding):
+            raise RAGConfigError(
+                f"splitter= holds the embedding model {type(item).__name__}; pass it as "
+                "embed_model= instead (ingestion embeds the chunks itself)."
+            )
+        if not isinstance(item, TransformComponent):
+            raise RAGConfigError(
+                f"splitter= got {type(item).__name__}; pass a llama-index node parser (e.g. "
+                "SentenceSplitter(chunk_size=512)) or a list of transformations (node parsers "
+                "and metadata extractors), applied in order as an IngestionPipeline would."
+            )
+    if not items:
+        raise RAGConfigError("splitter= is an empty list; leave it out for SentenceSplitter().")
+    return items
+
+
 def split_documents(
-    documents: Sequence[Document], splitter: NodeParser | None = None
+    documents: Sequence[Document],
+    splitter: Any = None,
+    hashes: Mapping[str, str] | None = None,
 ) -> list[PendingChunk]:
     """Split documents into chunks numbered per source (several documents may share one).
 
     Args:
         documents: the documents.
-        splitter: a llama-index node parser; ``SentenceSplitter()`` by default.
+        splitter: a llama-index node parser, or a list of transformations applied in order
+            (as ``IngestionPipeline(transformations=...)`` does); ``SentenceSplitter()`` by
+            default.
+        hashes: each source's content hash, recorded on its chunks.
     """
-    splitter = splitter or SentenceSplitter()
+    hashes = hashes or {}
+    transformations = check_transformations(splitter)
     pending: list[PendingChunk] = []
     next_index: dict[str, int] = {}
     for doc in documents:
         source = source_of(doc)
-        for node in splitter.get_nodes_from_documents([doc]):
+        for node in run_transformations([doc], transformations):
             text = node.get_content(metadata_mode=MetadataMode.NONE)
             if not text.strip():
                 continue
@@ -205,9 +245,51 @@ def split_documents(
                     index=index,
                     metadata=metadata,
                     embed_text=node.get_content(metadata_mode=MetadataMode.EMBED),
+                    content_hash=hashes.get(source),
                 )
             )
     return pending
+
+
+def _describe(component: Any) -> Any:
+    # The settings of a llama-index component (chunk size, model name, ...), for the hash; an
+    # object inside is reduced to its type name so the hash is the same in every process.
+    to_dict = getattr(component, "to_dict", None)
+    data = to_dict() if callable(to_dict) else {}
+    return [type(component).__name__, data]
+
+
+#: File metadata that changes when a file is touched or copied, not when its content does.
+_VOLATILE_METADATA = frozenset({"creation_date", "last_modified_date", "last_accessed_date"})
+
+
+def content_hashes(
+    documents: Sequence[Document], transformations: Sequence[Any], embed_model: Any = None
+) -> dict[str, str]:
+    """A hash per source of its documents' text and metadata and of how they are processed.
+
+    Ingestion skips a source whose hash matches the one its stored chunks carry: the same
+    content, split and embedded the same way, gives the same chunks. Changing the splitter's
+    settings or the embedding model changes every hash, so everything is re-ingested.
+    """
+    pipeline = json.dumps(
+        [_describe(t) for t in transformations]
+        + [[type(embed_model).__name__, getattr(embed_model, "model_name", None)]],
+        sort_keys=True,
+        default=lambda o: type(o).__name__,
+    )
+    digests: dict[str, Any] = {}
+    for doc in documents:
+        source = source_of(doc)
+        h = digests.get(source)
+        if h is None:
+            h = digests[source] = hashlib.sha256(pipeline.encode("utf-8"))
+        kept = {k: v for k, v in doc.metadata.items() if k not in _VOLATILE_METADATA}
+        meta = json.dumps(kept, sort_keys=True, default=str)
+        for part in (doc.text, meta):
+            h.update(len(part).to_bytes(8, "big"))
+            h.update(part.encode("utf-8"))
+    return {source: h.hexdigest() for source, h in digests.items()}
 
 
 def _jsonable(value: Any) -> Any:
@@ -225,6 +307,8 @@ __all__ = [
     "TEXT_SUFFIXES",
     "PendingChunk",
     "SkippedFile",
+    "check_transformations",
+    "content_hashes",
     "discover",
     "load_files",
     "read_file",

@@ -1,12 +1,12 @@
 """BM25-style sparse vectors, computed locally with no model download.
 
-The embedded default retrieval of ``batonflow.rag``. A text becomes a sparse vector in four
+The embedded default retrieval of ``batonflow.rag``. A text becomes a sparse vector in two
 moves:
 
-1. **tokenise**: unicode words (``\\w+``), lowercased;
-2. **drop stopwords** (a built-in English list; pass your own for other languages);
-3. **stem** with PyStemmer (Snowball; English by default, any of ``Stemmer.algorithms()``);
-4. **hash** each stem to a stable 32-bit term id (CRC-32 of its UTF-8 bytes; never Python's
+1. **tokenise** (:mod:`batonflow.rag.tokenize`, pluggable): by default unicode words,
+   lowercased, English stopwords dropped, stemmed with PyStemmer (Snowball), and CJK text as
+   overlapping character bigrams;
+2. **hash** each term to a stable 32-bit term id (CRC-32 of its UTF-8 bytes; never Python's
    salted ``hash()``, so ids agree across processes and machines).
 
 A *document* vector holds, per term, the BM25 term-frequency part::
@@ -27,30 +27,13 @@ yours differ a lot. Its only effect is how much long chunks are penalised agains
 
 from __future__ import annotations
 
-import re
 import zlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-import Stemmer
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-#: English stopwords: function words that carry no topic (kept short on purpose: words such as
-#: "not" or "first" are left in because queries use them to mean something).
-_ENGLISH_STOPWORDS_TEXT = """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its
-    itself just me more most my myself nor of off on once only or other ought our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    s t d ll m re ve
-"""
-ENGLISH_STOPWORDS: frozenset[str] = frozenset(_ENGLISH_STOPWORDS_TEXT.split())
+from .tokenize import ENGLISH_STOPWORDS, MultilingualTokenizer, Tokenizer
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +53,11 @@ class BM25SparseEncoder:
     """Turn texts into BM25-style sparse vectors for Qdrant (``Modifier.IDF`` adds the IDF).
 
     Args:
-        language: Snowball stemmer language (``Stemmer.algorithms()`` lists them), or ``None``
-            to not stem at all.
+        language: Snowball stemmer language of Latin-script words (``Stemmer.algorithms()``
+            lists them), or ``None`` to not stem them.
+        tokenizer: a callable ``text -> list[str]`` to use instead of the default
+            :class:`~batonflow.rag.tokenize.MultilingualTokenizer` (then ``language`` and
+            ``stopwords`` are not used).
         stopwords: words to drop (lowercase). Defaults to :data:`ENGLISH_STOPWORDS` for English
             and to none for other languages.
         k1: term-frequency saturation; higher lets repeated terms count for more.
@@ -86,15 +72,16 @@ class BM25SparseEncoder:
         self,
         language: str | None = "english",
         *,
+        tokenizer: Tokenizer | None = None,
         stopwords: Iterable[str] | None = None,
         k1: float = 1.2,
         b: float = 0.75,
         avg_len: float = 256.0,
     ) -> None:
-        if language is not None and language not in Stemmer.algorithms():
+        if tokenizer is not None and not callable(tokenizer):
             raise ValueError(
-                f"Unknown stemmer language {language!r}; pass one of "
-                f"{', '.join(Stemmer.algorithms())}, or language=None to not stem."
+                f"tokenizer= got {type(tokenizer).__name__}; pass a callable text -> list[str] "
+                "(or leave it out for the multilingual default)."
             )
         if k1 < 0 or not 0 <= b <= 1 or avg_len <= 0:
             raise ValueError(
@@ -105,17 +92,13 @@ class BM25SparseEncoder:
         self.k1 = k1
         self.b = b
         self.avg_len = avg_len
-        if stopwords is None:
-            stopwords = ENGLISH_STOPWORDS if language in ("english", "porter") else ()
-        self.stopwords = frozenset(word.lower() for word in stopwords)
-        self._stemmer = Stemmer.Stemmer(language) if language is not None else None
+        self.tokenizer: Tokenizer = tokenizer or MultilingualTokenizer(
+            language, stopwords=stopwords
+        )
 
     def tokenize(self, text: str) -> list[str]:
-        """The stems of ``text``, in order, stopwords removed."""
-        words = [w for w in _WORD.findall(text.lower()) if w not in self.stopwords]
-        if self._stemmer is None:
-            return words
-        return list(self._stemmer.stemWords(words))
+        """The terms of ``text``, in order (stems, CJK bigrams), stopwords removed."""
+        return self.tokenizer(text)
 
     def encode_document(self, text: str) -> SparseVector:
         """The BM25 term-frequency vector of one document (chunk)."""

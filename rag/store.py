@@ -1,20 +1,24 @@
-"""``QdrantStore``: chunks in a Qdrant collection, embedded locally or on a server.
+"""``QdrantStore``: chunks in a Qdrant collection, embedded in the process or on a server.
 
 The same code talks to three kinds of Qdrant:
 
-* ``QdrantStore(path=".batonflow/qdrant")`` (the default): qdrant-client's embedded local mode,
-  a folder on disk, no server. Only one client may open a folder at a time.
-* ``QdrantStore(location=":memory:")``: local mode in memory, gone when the store closes.
-* ``QdrantStore(url="http://localhost:6333", api_key=...)``: a Qdrant server or cluster.
+* ``QdrantStore(path=".batonflow/qdrant")`` (the default): Qdrant Edge, Qdrant's own engine
+  embedded in the process (``qdrant-edge-py``), a folder on disk, no server. Only one store
+  may open a folder at a time.
+* ``QdrantStore(location=":memory:")``: the same engine in a temporary folder, gone on close.
+* ``QdrantStore(url="http://localhost:6333", api_key=...)`` or ``client=QdrantClient(...)``:
+  through qdrant-client, a Qdrant server or cluster (or qdrant-client's local mode). A folder
+  already holding qdrant-client local-mode data is opened with qdrant-client too.
 
-Every point carries a sparse BM25 vector named ``"sparse"`` (see :mod:`batonflow.rag.sparse`;
-the collection applies IDF with ``Modifier.IDF``) and, when an embedding model is used, a dense
-vector named ``"dense"``. Point ids are UUID5s of (source, chunk index, content hash), so
-writing the same chunk twice overwrites it; :meth:`QdrantStore.replace_source` also deletes the
-source's old chunks that are not in the new set, so re-ingesting a document never duplicates it.
+Points carry a sparse BM25 vector (``"sparse"``, see :mod:`batonflow.rag.sparse`; the collection
+applies IDF) and, with an embedding model, a dense vector (``"text-dense"``), with llama-index's
+payload layout (:mod:`batonflow.rag.layout`), so llama-index's ``QdrantVectorStore`` reads what
+batonflow writes and the other way round. Point ids are UUID5s of (source, chunk index, content
+hash): writing the same chunk twice overwrites it, and :meth:`QdrantStore.replace_source` also
+deletes the source's old chunks, so re-ingesting a document never duplicates it.
 
-qdrant-client's local mode is synchronous (and commits each point); the ``a*`` methods run the
-calls in a worker thread, one at a time, so the event loop stays free.
+The engines are synchronous; the ``a*`` methods run them in a worker thread, one call at a
+time, so the event loop stays free.
 """
 
 from __future__ import annotations
@@ -26,19 +30,20 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from qdrant_client import QdrantClient, models
-from qdrant_client.http.exceptions import ResponseHandlingException
 
+from ._client import ClientEngine, open_local_client
+from ._edge import EdgeEngine, is_client_folder
 from .chunks import Chunk, Hit, chunks_of, point_id
-from .errors import StoreConfigError, StoreLockedError, StoreUnavailableError
+from .errors import StoreConfigError
+from .filters import to_qdrant_filter
+from .layout import DENSE, SPARSE, Layout, hit_of, payload_of
 from .sparse import BM25SparseEncoder
 
-SPARSE = "sparse"
-DENSE = "dense"
 DEFAULT_PATH = ".batonflow/qdrant"
-_SCROLL_PAGE = 1024
-#: Above this many sources, local mode prunes in one scan of the collection: each filtered
-#: request is itself a full scan there, so one filter per source would be quadratic.
-_LOCAL_SCAN_SOURCES = 8
+#: Above this many sources, pruning scans the collection once instead of filtering per source
+#: (a filter on an unindexed field is itself a scan, so per-source filters would be quadratic).
+_SCAN_SOURCES = 8
+_SOURCE_FIELDS = ["source", "content_hash"]
 
 
 class QdrantStore:
@@ -50,18 +55,18 @@ class QdrantStore:
 
     Args:
         path: a local folder for embedded Qdrant (``":memory:"`` means in memory).
-        location: ``":memory:"`` for in-memory local mode (or a URL, as qdrant-client allows).
+        location: ``":memory:"`` for an in-memory store (or a URL, as qdrant-client allows).
         url: the URL of a Qdrant server.
         api_key: the server's API key.
         collection: the collection name.
         client: an existing ``QdrantClient`` to use instead (the store will not close it).
-        encoder: the sparse encoder; defaults to English BM25.
+        encoder: the sparse encoder; defaults to the multilingual BM25 encoder.
         batch_size: points per upsert request.
         timeout: seconds to wait for a Qdrant server's answers (qdrant-client's default: 5).
 
     Raises:
         StoreConfigError: more than one place to store was given.
-        StoreLockedError: the local folder is already open in another client.
+        StoreLockedError: the local folder is already open in another store or process.
         StoreUnavailableError: (on first use) the server at ``url`` cannot be reached.
     """
 
@@ -98,49 +103,66 @@ class QdrantStore:
         self.collection = collection
         self.encoder = encoder or BM25SparseEncoder()
         self.batch_size = batch_size
-        self.url = url if client is None else client.init_options.get("url")
-        self._owns_client = client is None
         self._lock = threading.Lock()
-        self._dense_size: int | None = None
-        self._known = False  # the collection exists and its config was read
+        self._layout: Layout | None = None  # cached once the collection is known to exist
+        self._engine: EdgeEngine | ClientEngine
         if client is not None:
-            self.client = client
-            opts = client.init_options
-            self.is_local = opts.get("location") == ":memory:" or opts.get("path") is not None
-        elif url is not None:
-            self.client = QdrantClient(url=url, api_key=api_key, timeout=timeout)
-            self.is_local = False
+            self._engine = ClientEngine(client, owned=False)
+        elif url is not None or (location is not None and location != ":memory:"):
+            self._engine = ClientEngine(
+                QdrantClient(url=url, location=location, api_key=api_key, timeout=timeout),
+                owned=True,
+            )
         else:
             where = location if location is not None else os.fspath(path or DEFAULT_PATH)
-            self.is_local = True
-            self.client = _open_local(where)
+            if is_client_folder(where):
+                self._engine = ClientEngine(open_local_client(where), owned=True)
+            else:
+                self._engine = EdgeEngine(where)
+        self.is_local = self._engine.is_local
+        self.url = self._engine.url if isinstance(self._engine, ClientEngine) else None
+
+    @property
+    def engine(self) -> str:
+        """``"edge"`` (Qdrant Edge in the process) or ``"client"`` (qdrant-client)."""
+        return "edge" if isinstance(self._engine, EdgeEngine) else "client"
+
+    @property
+    def client(self) -> QdrantClient:
+        """The ``QdrantClient`` (for llama-index's ``QdrantVectorStore``, or your own calls).
+
+        Raises:
+            StoreConfigError: the store runs on embedded Qdrant Edge, which has no client.
+        """
+        if isinstance(self._engine, ClientEngine):
+            return self._engine.client
+        raise StoreConfigError(
+            f"QdrantStore(path={self._engine.where!r}) runs on embedded Qdrant Edge, which has "
+            "no QdrantClient; pass client=QdrantClient(...) or url= to share the collection "
+            "with other qdrant-client code (e.g. llama-index's QdrantVectorStore)."
+        )
+
+    @property
+    def where(self) -> str:
+        """Where the store is (a folder, ``":memory:"`` or a URL), for messages."""
+        return self._engine.where
 
     # --- collection -----------------------------------------------------------------------
 
-    def _read_config(self) -> bool:
-        """Whether the collection exists; caches its dense vector size."""
-        if self._known:
-            return True
-        try:
-            exists = self.client.collection_exists(self.collection)
-        except ResponseHandlingException as exc:  # qdrant-client's "no response" error
-            raise StoreUnavailableError(
-                f"Could not reach Qdrant at {self.url} ({exc}); start the server, check url= "
-                "(and api_key=), or leave url= out to use local embedded Qdrant."
-            ) from exc
-        if not exists:
-            return False
-        params = self.client.get_collection(self.collection).config.params
-        sparse = params.sparse_vectors or {}
-        if SPARSE not in sparse:
-            raise StoreConfigError(
-                f"Collection {self.collection!r} exists but was not created by batonflow (it "
-                f"has no sparse vector named {SPARSE!r}); use another collection= name."
-            )
-        vectors = params.vectors if isinstance(params.vectors, dict) else {}
-        self._dense_size = vectors[DENSE].size if DENSE in vectors else None
-        self._known = True
-        return True
+    def _read_layout(self) -> Layout | None:
+        if self._layout is None:
+            self._layout = self._engine.layout(self.collection)
+        return self._layout
+
+    def exists(self) -> bool:
+        """Whether the collection exists."""
+        with self._lock:
+            return self._read_layout() is not None
+
+    def collections(self) -> list[str]:
+        """The names of the collections in this Qdrant."""
+        with self._lock:
+            return self._engine.collections()
 
     def ensure_collection(self, dense_size: int | None = None) -> None:
         """Create the collection if needed, or check that it fits ``dense_size``.
@@ -151,30 +173,21 @@ class QdrantStore:
         with self._lock:
             self._ensure_collection(dense_size)
 
-    def _ensure_collection(self, dense_size: int | None) -> None:
-        if not self._read_config():
-            self.client.create_collection(
-                self.collection,
-                vectors_config=(
-                    {DENSE: models.VectorParams(size=dense_size, distance=models.Distance.COSINE)}
-                    if dense_size is not None
-                    else {}
-                ),
-                sparse_vectors_config={
-                    SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)
-                },
+    def _ensure_collection(self, dense_size: int | None) -> Layout:
+        layout = self._read_layout()
+        if layout is None:
+            layout = Layout(
+                dense=DENSE if dense_size is not None else None,
+                dense_size=dense_size,
+                sparse=SPARSE,
             )
-            if not self.is_local:  # local mode ignores payload indexes (and warns)
-                self.client.create_payload_index(
-                    self.collection, "source", models.PayloadSchemaType.KEYWORD
-                )
-            self._dense_size = dense_size
-            self._known = True
-            return
-        if dense_size != self._dense_size:
+            self._engine.create(self.collection, layout)
+            self._layout = layout
+            return layout
+        if dense_size != layout.dense_size:
             have = (
-                f"dense vectors of size {self._dense_size}"
-                if self._dense_size
+                f"dense vectors of size {layout.dense_size}"
+                if layout.dense_size
                 else "no dense vectors"
             )
             want = f"dense vectors of size {dense_size}" if dense_size else "no dense vectors"
@@ -183,21 +196,22 @@ class QdrantStore:
                 "Use the same embedding model as before (or none), or ingest into a new "
                 "collection= (store.drop() deletes this one)."
             )
+        return layout
 
     @property
     def dense_size(self) -> int | None:
         """The size of the collection's dense vectors (``None``: sparse only, or no collection)."""
-        if self._known:  # cached: no need to wait for a write holding the lock
-            return self._dense_size
+        if self._layout is not None:  # cached: no need to wait for a write holding the lock
+            return self._layout.dense_size
         with self._lock:
-            return self._dense_size if self._read_config() else None
+            layout = self._read_layout()
+            return layout.dense_size if layout is not None else None
 
     def drop(self) -> None:
         """Delete the collection and everything in it."""
         with self._lock:
-            self.client.delete_collection(self.collection)
-            self._known = False
-            self._dense_size = None
+            self._engine.drop(self.collection)
+            self._layout = None
 
     # --- writes -----------------------------------------------------------------------------
 
@@ -218,29 +232,26 @@ class QdrantStore:
             )
         size = sizes.pop() if sizes else None
         sparse = self.encoder.encode_documents([c.text for c in chunks])
-        # The points are built here from checked parts (ints, floats, JSON payloads), so they
-        # skip pydantic validation, which otherwise costs more than encoding the chunk.
-        point = models.PointStruct.model_construct
-        sparse_vector = models.SparseVector.model_construct
-        points = []
-        for chunk, vec in zip(chunks, sparse, strict=True):
-            vectors: dict[str, Any] = {
-                SPARSE: sparse_vector(indices=vec.indices, values=vec.values)
-            }
-            if chunk.dense is not None:
-                vectors[DENSE] = [float(x) for x in chunk.dense]
-            payload = {
-                "text": chunk.text,
-                "source": chunk.source,
-                "chunk": chunk.index,
-                "metadata": chunk.metadata,
-            }
-            points.append(point(id=chunk.id, vector=vectors, payload=payload))
+        points = [
+            (
+                chunk.id,
+                vec,
+                [float(x) for x in chunk.dense] if chunk.dense is not None else None,
+                payload_of(chunk, chunk.content_hash),
+            )
+            for chunk, vec in zip(chunks, sparse, strict=True)
+        ]
         with self._lock:
-            self._ensure_collection(size)
+            layout = self._ensure_collection(size)
+            if layout.sparse is None and layout.dense is None:
+                raise StoreConfigError(
+                    f"Collection {self.collection!r} has neither a BM25 sparse vector nor a "
+                    "dense one batonflow knows; use another collection=."
+                )
             for start in range(0, len(points), self.batch_size):
-                batch = points[start : start + self.batch_size]
-                self.client.upsert(self.collection, points=batch, wait=True)
+                self._engine.upsert(
+                    self.collection, layout, points[start : start + self.batch_size]
+                )
         return len(points)
 
     def prune(self, source: str, keep: Collection[str]) -> int:
@@ -256,36 +267,20 @@ class QdrantStore:
         if not wanted:
             return 0
         with self._lock:
-            if not self._read_config():
+            if self._read_layout() is None:
                 return 0
-            stale: list[models.ExtendedPointId] = []
-            for flt in self._source_filters(list(wanted)):
-                offset: models.ExtendedPointId | None = None
-                while True:
-                    points, offset = self.client.scroll(
-                        self.collection,
-                        scroll_filter=flt,
-                        limit=_SCROLL_PAGE,
-                        offset=offset,
-                        with_payload=["source"],
-                        with_vectors=False,
-                    )
-                    for p in points:
-                        ids = wanted.get(str((p.payload or {}).get("source")))
-                        if ids is not None and str(p.id) not in ids:
-                            stale.append(p.id)
-                    if offset is None:
-                        break
-            for start in range(0, len(stale), _SCROLL_PAGE):
-                self.client.delete(
-                    self.collection,
-                    points_selector=models.PointIdsList(points=stale[start : start + _SCROLL_PAGE]),
-                    wait=True,
-                )
+            stale = [
+                pid
+                for flt in self._source_filters(list(wanted))
+                for pid, payload in self._engine.scroll(self.collection, flt, ["source"])
+                if (ids := wanted.get(str(payload.get("source")))) is not None and pid not in ids
+            ]
+            for start in range(0, len(stale), 1024):
+                self._engine.delete(self.collection, stale[start : start + 1024])
             return len(stale)
 
     def _source_filters(self, sources: list[str]) -> list[models.Filter | None]:
-        if self.is_local and len(sources) > _LOCAL_SCAN_SOURCES:
+        if len(sources) > _SCAN_SOURCES and (self.is_local or self.engine == "edge"):
             return [None]  # one scan of everything, matched in Python
         step = 256  # keeps each request's filter small for the server's keyword index
         return [
@@ -308,12 +303,37 @@ class QdrantStore:
         """Delete every chunk of ``source``; returns how many."""
         return self.prune(source, ())
 
+    def delete_sources(self, sources: Collection[str]) -> int:
+        """Delete every chunk of each of ``sources``; returns how many."""
+        return self.prune_many({s: () for s in sources})
+
+    def source_hashes(self) -> dict[str, str | None]:
+        """Each stored source with the content hash its chunks were ingested with.
+
+        ``None`` for a source written without one (by hand, or by an earlier version).
+        """
+        with self._lock:
+            if self._read_layout() is None:
+                return {}
+            out: dict[str, str | None] = {}
+            for _, payload in self._engine.scroll(self.collection, None, _SOURCE_FIELDS):
+                source = payload.get("source")
+                if source is None:
+                    continue
+                digest = payload.get("content_hash")
+                # A source counts as unchanged only if all its chunks agree on one hash.
+                if str(source) in out and out[str(source)] != digest:
+                    out[str(source)] = None
+                else:
+                    out[str(source)] = digest
+            return out
+
     # --- reads ------------------------------------------------------------------------------
 
     def count(self, source: str | None = None) -> int:
         """How many chunks the collection holds (of ``source`` only, when given)."""
         with self._lock:
-            if not self._read_config():
+            if self._read_layout() is None:
                 return 0
             flt = (
                 models.Filter(
@@ -324,7 +344,7 @@ class QdrantStore:
                 if source is not None
                 else None
             )
-            return self.client.count(self.collection, count_filter=flt, exact=True).count
+            return self._engine.count(self.collection, flt)
 
     def query(
         self,
@@ -332,55 +352,57 @@ class QdrantStore:
         *,
         dense: Sequence[float] | None = None,
         top_k: int = 5,
-        query_filter: models.Filter | None = None,
+        query_filter: Any = None,
     ) -> list[Hit]:
         """The ``top_k`` best chunks for ``text``.
 
         Sparse BM25 alone by default; with a ``dense`` query embedding (and dense vectors in the
         collection), a hybrid query: sparse and dense candidates fused with reciprocal rank
         fusion (RRF). A missing collection or a query with no usable words finds nothing.
+
+        Args:
+            text: the query.
+            dense: the query's embedding, by the model the documents were embedded with.
+            top_k: how many chunks to return.
+            query_filter: only chunks matching it: a qdrant-client ``models.Filter``, llama-index
+                ``MetadataFilters`` or a dict (see :mod:`batonflow.rag.filters`).
+
+        Raises:
+            StoreConfigError: ``top_k < 1``, a bad filter, a query embedding of the wrong size,
+                or a collection without BM25 vectors queried without an embedding.
         """
         if top_k < 1:
             raise StoreConfigError(f"top_k must be at least 1, got {top_k}.")
+        flt = to_qdrant_filter(query_filter)
         sparse = self.encoder.encode_query(text)
-        sparse_query = models.SparseVector(indices=sparse.indices, values=sparse.values)
         with self._lock:
-            if not self._read_config():
+            layout = self._read_layout()
+            if layout is None:
                 return []
-            use_dense = dense is not None and self._dense_size is not None
-            if use_dense and dense is not None and len(dense) != self._dense_size:
+            use_dense = dense is not None and layout.dense is not None
+            if use_dense and dense is not None and len(dense) != layout.dense_size:
                 raise StoreConfigError(
                     f"The query embedding has {len(dense)} dimensions but collection "
-                    f"{self.collection!r} stores {self._dense_size}; query with the embedding "
+                    f"{self.collection!r} stores {layout.dense_size}; query with the embedding "
                     "model the documents were ingested with."
                 )
-            if not sparse.indices and not use_dense:
-                return []
-            common: dict[str, Any] = {
-                "limit": top_k,
-                "query_filter": query_filter,
-                "with_payload": True,
-            }
-            if use_dense and sparse.indices:
-                wide = max(4 * top_k, 20)
-                response = self.client.query_points(
-                    self.collection,
-                    prefetch=[
-                        models.Prefetch(query=sparse_query, using=SPARSE, limit=wide),
-                        models.Prefetch(query=list(dense or ()), using=DENSE, limit=wide),
-                    ],
-                    query=models.FusionQuery(fusion=models.Fusion.RRF),
-                    **common,
+            if layout.sparse is None and not use_dense:
+                raise StoreConfigError(
+                    f"Collection {self.collection!r} has no BM25 sparse vectors (it was not "
+                    "written by batonflow, e.g. by llama-index's QdrantVectorStore), so it can "
+                    "only be searched by embedding; pass embed_model= (the model its documents "
+                    "were embedded with)."
                 )
-            elif use_dense:
-                response = self.client.query_points(
-                    self.collection, query=list(dense or ()), using=DENSE, **common
-                )
-            else:
-                response = self.client.query_points(
-                    self.collection, query=sparse_query, using=SPARSE, **common
-                )
-        return [_hit(p) for p in response.points]
+            results = self._engine.query(
+                self.collection,
+                layout,
+                sparse=sparse if layout.sparse is not None else None,
+                dense=[float(x) for x in dense] if use_dense and dense is not None else None,
+                top_k=top_k,
+                flt=flt,
+                wide=max(4 * top_k, 20),
+            )
+        return [hit_of(pid, score, payload) for pid, score, payload in results]
 
     # --- async ------------------------------------------------------------------------------
 
@@ -396,6 +418,14 @@ class QdrantStore:
         """:meth:`prune_many` in a worker thread."""
         return await asyncio.to_thread(self.prune_many, keep)
 
+    async def adelete_sources(self, sources: Collection[str]) -> int:
+        """:meth:`delete_sources` in a worker thread."""
+        return await asyncio.to_thread(self.delete_sources, sources)
+
+    async def asource_hashes(self) -> dict[str, str | None]:
+        """:meth:`source_hashes` in a worker thread."""
+        return await asyncio.to_thread(self.source_hashes)
+
     async def acount(self, source: str | None = None) -> int:
         """:meth:`count` in a worker thread."""
         return await asyncio.to_thread(self.count, source)
@@ -406,7 +436,7 @@ class QdrantStore:
         *,
         dense: Sequence[float] | None = None,
         top_k: int = 5,
-        query_filter: models.Filter | None = None,
+        query_filter: Any = None,
     ) -> list[Hit]:
         """:meth:`query` in a worker thread."""
         return await asyncio.to_thread(
@@ -416,10 +446,9 @@ class QdrantStore:
     # --- lifecycle --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the client (releasing a local folder's lock), unless it was passed in."""
-        if self._owns_client:
-            with self._lock:
-                self.client.close()
+        """Close the engine (releasing a local folder's lock); a passed-in client stays open."""
+        with self._lock:
+            self._engine.close()
 
     def __enter__(self) -> QdrantStore:
         return self
@@ -428,35 +457,7 @@ class QdrantStore:
         self.close()
 
     def __repr__(self) -> str:
-        return f"QdrantStore(collection={self.collection!r}, local={self.is_local})"
-
-
-def _open_local(where: str) -> QdrantClient:
-    try:
-        if where == ":memory:":
-            return QdrantClient(location=where, force_disable_check_same_thread=True)
-        # Calls are serialised by the store's lock, so the SQLite file may be used from the
-        # worker thread of the async methods.
-        return QdrantClient(path=where, force_disable_check_same_thread=True)
-    except RuntimeError as exc:
-        if "already accessed" not in str(exc):
-            raise
-        raise StoreLockedError(
-            f"The local Qdrant folder {where!r} is already open in another process (or another "
-            "QdrantStore). Close the other one (store.close()), use another path=, or run a "
-            "Qdrant server and pass url= for concurrent access."
-        ) from exc
-
-
-def _hit(point: models.ScoredPoint) -> Hit:
-    payload = point.payload or {}
-    return Hit(
-        id=str(point.id),
-        text=str(payload.get("text", "")),
-        score=float(point.score),
-        source=str(payload.get("source", "")),
-        metadata=dict(payload.get("metadata") or {}),
-    )
+        return f"QdrantStore(collection={self.collection!r}, engine={self.engine!r})"
 
 
 __all__ = ["DENSE", "SPARSE", "Chunk", "Hit", "QdrantStore", "chunks_of", "point_id"]

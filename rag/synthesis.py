@@ -93,7 +93,8 @@ def build_messages(query: str, nodes: Sequence[NodeWithScore]) -> list[ChatMessa
     ]
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# A sentence ends at . ! ? followed by space, or at the CJK full stops, which need none.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")
 _LIST_ITEM = re.compile(r"^(?:[-*+>]|\d+[.)])\s+")
 
 

@@ -249,7 +249,8 @@ def test_rag_ingest_and_ask(tmp_path):
     assert typo.exit_code == 1, typo.output
     assert typo.stderr.strip().splitlines() == [
         f"error: Collection 'kitchn' does not exist at {tmp_path / 'q'}; the collections there "
-        "are: kitchen; pass one with --collection, or ingest documents first: batonflow rag "
+        "are: kitchen; pass one with collection= (--collection), or ingest documents first: "
+        "batonflow rag "
         "ingest PATH --collection kitchn."
     ]
     nothing = invoke("rag", "ask", "tea?", "--qdrant-path", str(tmp_path / "q2"))

@@ -344,7 +344,7 @@ def test_prebuilt_flows_have_typed_start_events_and_stay_quiet(tmp_path, monkeyp
         assert set(listed["guess-number"]["properties"]) == {"target", "first_guess"}
         assert listed["guess-number"]["additionalProperties"] is False
         assert listed["accumulate"]["required"] == ["numbers"]
-        assert set(listed["rag"]["properties"]) == {"query"}
+        assert set(listed["rag"]["properties"]) == {"query", "filters", "top_k"}
         typo = client.post("/workflows/guess-number/runs", json={"targt": 7})
         assert typo.status_code == 422
         assert typo.json()["detail"] == (

@@ -32,7 +32,8 @@ async def test_ingest_folder_skips_bad_files_and_reports(store: QdrantStore, cor
     """Text and Markdown files are stored; the empty and the binary file are skipped with reasons."""
     report = await IngestionWorkflow(store=store).run(paths=[corpus])
     assert isinstance(report, IngestionReport)
-    assert (report.files, report.chunks, report.removed) == (len(CORPUS), len(CORPUS), 0)
+    assert (report.files, report.chunks, report.chunks_removed) == (len(CORPUS), len(CORPUS), 0)
+    assert len(report.added) == len(CORPUS) and report.updated == report.unchanged == []
     assert _reasons(report) == {"blob.txt": "binary file, not text", "empty.txt": "empty: no text"}
     assert store.count() == len(CORPUS)
     hit = store.query("knead the dough")[0]
@@ -41,10 +42,11 @@ async def test_ingest_folder_skips_bad_files_and_reports(store: QdrantStore, cor
 
 
 async def test_reingesting_never_duplicates(store: QdrantStore, corpus: Path) -> None:
-    """Ingesting the same folder twice leaves the same number of points."""
+    """Ingesting the same folder twice leaves the same number of points, even when forced."""
     await IngestionWorkflow(store=store).run(paths=[corpus])
-    again = await IngestionWorkflow(store=store).run(paths=[str(corpus)])
-    assert again.chunks == len(CORPUS) and again.removed == 0
+    again = await IngestionWorkflow(store=store).run(paths=[str(corpus)], force=True)
+    assert again.chunks == len(CORPUS) and again.chunks_removed == 0
+    assert len(again.updated) == len(CORPUS)
     assert store.count() == len(CORPUS)
 
 
@@ -55,7 +57,8 @@ async def test_reingesting_a_changed_file_replaces_its_chunks(
     await IngestionWorkflow(store=store).run(paths=[corpus])
     (corpus / "cars.md").write_text("Rotate the tyres every season.\n", encoding="utf-8")
     report = await IngestionWorkflow(store=store).run(paths=[corpus / "cars.md"])
-    assert (report.files, report.chunks, report.removed) == (1, 1, 1)
+    assert (report.files, report.chunks, report.chunks_removed) == (1, 1, 1)
+    assert report.updated == [str((corpus / "cars.md").resolve())]
     assert store.count() == len(CORPUS)
     assert store.query("engine oil kilometres") == []
     assert store.query("rotate tyres")[0].text.startswith("Rotate")
@@ -76,7 +79,7 @@ async def test_a_long_file_is_split_with_the_given_splitter(
     assert memory_store.query("topic150")[0].text.count("topic150") == 1
     doc.write_text("Now it is short.")
     report = await flow.run(paths=[doc])
-    assert report.chunks == 1 and memory_store.count() == 1 and report.removed > 10
+    assert report.chunks == 1 and memory_store.count() == 1 and report.chunks_removed > 10
 
 
 async def test_documents_can_be_ingested_directly(memory_store: QdrantStore) -> None:

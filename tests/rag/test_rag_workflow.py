@@ -19,6 +19,8 @@ from batonflow.rag import (
     RetrieveEvent,
     SourcesEvent,
 )
+from batonflow.rag.errors import CollectionNotFoundError, RAGConfigError
+from batonflow.rag.store import chunks_of
 from batonflow.rag.synthesis import SYSTEM_PROMPT
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -136,8 +138,25 @@ async def test_empty_retrieval_says_nothing_was_found(ingested: QdrantStore) -> 
     assert not route.called
 
 
-async def test_empty_store_says_nothing_was_found(memory_store: QdrantStore) -> None:
-    """Asking before anything was ingested is not an error: nothing is found."""
+async def test_missing_collection_is_a_clear_error(
+    memory_store: QdrantStore, tmp_path: Path
+) -> None:
+    """Asking a collection that does not exist says so (a typo would otherwise find nothing)."""
+    with pytest.raises(
+        CollectionNotFoundError,
+        match=r"Collection 'docs' does not exist at :memory:; it has no collections yet; ingest",
+    ):
+        await RAGWorkflow(store=memory_store).run(query="engine oil")
+    with QdrantStore(path=tmp_path / "q", collection="typo") as store:
+        store.upsert(chunks_of("b.md", ["cake"]))
+    with QdrantStore(path=tmp_path / "q", collection="typ") as store:
+        with pytest.raises(LookupError, match=r"the collections there are: typo; pass one with"):
+            await RAGWorkflow(store=store).run(query="cake")
+
+
+async def test_collection_with_no_match_says_nothing_was_found(memory_store: QdrantStore) -> None:
+    """A query no chunk matches is not an error: the answer says nothing was found."""
+    memory_store.upsert(chunks_of("a.md", ["bread and butter"]))
     response = await RAGWorkflow(store=memory_store).run(query="engine oil")
     assert response.sources == [] and "found nothing" in response.answer
 
@@ -220,7 +239,7 @@ async def test_custom_synthesizer_gets_query_and_nodes(
 
 def test_synthesizer_must_be_callable(memory_store: QdrantStore) -> None:
     """A synthesizer that is neither callable nor a llama-index synthesizer is refused."""
-    with pytest.raises(TypeError, match="synthesizer must be a callable"):
+    with pytest.raises(RAGConfigError, match="synthesizer must be a callable"):
         RAGWorkflow(store=memory_store, synthesizer="summarise")
 
 

@@ -6,7 +6,7 @@ import pytest
 from batonflow.rag import QdrantRetriever, QdrantStore, StoreConfigError
 from batonflow.rag.store import Chunk
 from llama_index.core.schema import NodeWithScore
-from qdrant_client import models
+from qdrant_client import QdrantClient, models
 from rag_helpers import CORPUS, ConceptEmbedding
 
 
@@ -62,3 +62,32 @@ def test_top_k_must_be_positive(memory_store: QdrantStore) -> None:
     """top_k=0 is refused with the rule."""
     with pytest.raises(StoreConfigError, match="top_k must be at least 1, got 0"):
         QdrantRetriever(memory_store, top_k=0)
+
+
+def test_score_scales_are_as_documented() -> None:
+    """BM25 scores exceed 1, hybrid RRF scores are at most 1, dense-only scores are cosines."""
+    embed = ConceptEmbedding()
+    with QdrantStore(location=":memory:") as store:
+        for name, text in CORPUS.items():
+            store.upsert([Chunk(text, name, 0, dense=embed.get_text_embedding(text))])
+        bm25 = store.query("engine oil kilometres")
+        assert bm25[0].score > 1.0
+        q = "engine oil"
+        hybrid = store.query(q, dense=embed.get_query_embedding(q))
+        assert hybrid[0].score == pytest.approx(1.0)  # first in both lists: 1/2 + 1/2
+        assert all(0 < h.score <= 1.0 for h in hybrid)
+    client = QdrantClient(location=":memory:")
+    client.create_collection(
+        "dense", vectors_config=models.VectorParams(size=8, distance=models.Distance.COSINE)
+    )
+    client.upsert(
+        "dense",
+        [
+            models.PointStruct(id=i, vector=embed.get_text_embedding(t), payload={"text": t})
+            for i, t in enumerate(CORPUS.values())
+        ],
+    )
+    with QdrantStore(client=client, collection="dense") as store:
+        dense = store.query("x", dense=embed.get_query_embedding("car oil"))
+        assert dense[0].score == pytest.approx(1.0) and all(-1 <= h.score <= 1 for h in dense)
+    client.close()

@@ -22,12 +22,14 @@ def _fill(store: QdrantStore, embed: ConceptEmbedding | None = None) -> None:
         store.replace_source(name, [Chunk(text=text, source=name, index=0, dense=dense)])
 
 
-@pytest.fixture(params=["memory", "path"])
+@pytest.fixture(params=["memory", "path", "client"])
 def store(request: pytest.FixtureRequest, tmp_path: Path):
     if request.param == "memory":
         s = QdrantStore(location=":memory:")
-    else:
+    elif request.param == "path":
         s = QdrantStore(path=tmp_path / "qdrant")
+    else:
+        s = QdrantStore(client=QdrantClient(location=":memory:"))
     yield s
     s.close()
 
@@ -94,7 +96,7 @@ def test_point_ids_are_stable_and_content_addressed() -> None:
 
 def test_upserts_are_batched() -> None:
     """Points go to Qdrant in batches of batch_size, not one request per point."""
-    store = QdrantStore(location=":memory:", batch_size=2)
+    store = QdrantStore(client=QdrantClient(location=":memory:"), batch_size=2)
     sizes: list[int] = []
     real = store.client.upsert
 
@@ -117,14 +119,37 @@ def test_folder_store_persists_across_reopen(tmp_path: Path) -> None:
         assert s.query("dough")[0].source == "bread.txt"
 
 
-def test_collection_has_sparse_idf_vectors(memory_store: QdrantStore) -> None:
+def test_collection_has_sparse_idf_vectors(client_store: QdrantStore) -> None:
     """The collection is created on first write with a sparse vector that applies IDF."""
-    assert memory_store.count() == 0
-    assert not memory_store.client.collection_exists("docs")
-    _fill(memory_store)
-    params = memory_store.client.get_collection("docs").config.params
+    assert client_store.count() == 0
+    assert not client_store.client.collection_exists("docs")
+    assert not client_store.exists()
+    _fill(client_store)
+    assert client_store.exists() and client_store.collections() == ["docs"]
+    params = client_store.client.get_collection("docs").config.params
     assert params.sparse_vectors["sparse"].modifier == models.Modifier.IDF
     assert params.vectors == {}
+
+
+def test_embedded_store_runs_on_qdrant_edge(tmp_path: Path) -> None:
+    """A folder or memory store uses Qdrant Edge; it has no QdrantClient and says what to do."""
+    with QdrantStore(path=tmp_path / "q") as store:
+        assert store.engine == "edge"
+        _fill(store)
+        assert store.collections() == ["docs"]
+        assert (tmp_path / "q" / "docs" / "edge_config.json").exists()
+        with pytest.raises(StoreConfigError, match=r"no QdrantClient; pass client=QdrantClient"):
+            store.client
+
+
+def test_folder_of_qdrant_client_local_mode_stays_on_qdrant_client(tmp_path: Path) -> None:
+    """A folder holding qdrant-client local-mode data (an earlier version's) is still read."""
+    with QdrantStore(client=QdrantClient(path=str(tmp_path / "old"))) as old:
+        _fill(old)
+        old.client.close()
+    with QdrantStore(path=tmp_path / "old") as store:
+        assert store.engine == "client"
+        assert store.query("dough")[0].source == "bread.txt"
 
 
 def test_idf_makes_rare_terms_count_more(memory_store: QdrantStore) -> None:
@@ -181,6 +206,35 @@ def test_locked_folder_held_by_another_process(tmp_path: Path) -> None:
         holder.communicate("", timeout=30)
 
 
+def test_embedded_folder_held_by_another_process(tmp_path: Path) -> None:
+    """A folder another process's QdrantStore holds gives StoreLockedError, until it closes."""
+    folder = tmp_path / "q"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+            import sys
+            from batonflow.rag import QdrantStore
+            store = QdrantStore(path={str(folder)!r})
+            print("ready", flush=True)
+            sys.stdin.read()
+            store.close()
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreLockedError, match="is already open in another process"):
+            QdrantStore(path=folder)
+    finally:
+        holder.communicate("", timeout=30)
+    QdrantStore(path=folder).close()
+
+
 def test_only_one_place_may_be_given(tmp_path: Path) -> None:
     """path= with url= is refused, naming both."""
     with pytest.raises(StoreConfigError, match="got path and url; give only one of"):
@@ -194,7 +248,7 @@ def test_dense_vectors_must_match_the_collection(memory_store: QdrantStore) -> N
     _fill(memory_store)
     with pytest.raises(StoreConfigError, match="holds no dense vectors.*new collection="):
         memory_store.upsert([Chunk("x", "x", 0, dense=[1.0, 0.0])])
-    dense = QdrantStore(client=memory_store.client, collection="dense")
+    dense = QdrantStore(location=":memory:", collection="dense")
     dense.upsert([Chunk("x", "x", 0, dense=[1.0, 0.0])])
     with pytest.raises(
         StoreConfigError,
@@ -207,13 +261,17 @@ def test_dense_vectors_must_match_the_collection(memory_store: QdrantStore) -> N
         dense.upsert([Chunk("a", "a", 0, dense=[1.0, 0.0]), Chunk("b", "b", 0)])
 
 
-def test_foreign_collection_is_refused(memory_store: QdrantStore) -> None:
-    """A collection batonflow did not create (no sparse vector) is not written into."""
-    memory_store.client.create_collection(
+def test_collection_without_bm25_needs_an_embedding(client_store: QdrantStore) -> None:
+    """A collection with only dense vectors (llama-index's) is searched by embedding, or refused."""
+    client_store.client.create_collection(
         "docs", vectors_config=models.VectorParams(size=2, distance=models.Distance.COSINE)
     )
-    with pytest.raises(StoreConfigError, match="was not created by batonflow.*another collection="):
-        memory_store.count()
+    client_store.client.upsert(
+        "docs", [models.PointStruct(id=1, vector=[1.0, 0.0], payload={"text": "one"})]
+    )
+    with pytest.raises(StoreConfigError, match="no BM25 sparse vectors.*pass embed_model="):
+        client_store.query("one")
+    assert client_store.query("one", dense=[1.0, 0.1])[0].text == "one"
 
 
 def test_hybrid_query_finds_paraphrases_sparse_cannot(memory_store: QdrantStore) -> None:

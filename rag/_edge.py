@@ -1,0 +1,328 @@
+"""The embedded engine: Qdrant Edge (``qdrant-edge-py``), Qdrant's own engine in the process.
+
+Why not qdrant-client's local mode: it scores every point in Python, so a sparse query took
+~460 ms at 10,000 chunks on the benchmark machine, where Qdrant Edge (the Rust engine behind a
+Qdrant server, with the same IDF and RRF) takes under a millisecond and returns the same
+scores (see ``docs/rag.md``, Performance). qdrant-client stays the engine for a server by URL
+(:mod:`batonflow.rag._client`).
+
+One Edge shard is one collection, in the folder ``<path>/<collection>``; a lock file on
+``<path>`` keeps a second store (or process) out, as qdrant-client's local mode does. In-memory
+stores (``":memory:"``) are shards in a temporary folder deleted on close.
+
+Filters arrive as qdrant-client ``models.Filter`` (the public type) and are translated here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import portalocker
+import qdrant_edge as qe
+from qdrant_client import models
+
+from .errors import StoreConfigError, StoreLockedError
+from .layout import Layout, detect
+from .sparse import SparseVector
+
+_CONFIG = "edge_config.json"
+_PAGE = 1024
+#: Search in one thread. Edge's default pool (one thread per CPU) is no faster for a top-k
+#: query of a single user, and it is much slower when the process also runs CPU-heavy code:
+#: after a numpy/torch burst (an embedding model, qdrant-client) a query's p50 went from
+#: 0.26 ms to 12 ms with the pool (10,000 chunks, 2-core machine).
+_SEARCH_THREADS = 1
+
+
+class EdgeEngine:
+    """Collections as Qdrant Edge shards under one folder (see the module docs)."""
+
+    is_local = True
+
+    def __init__(self, where: str) -> None:
+        self.memory = where == ":memory:"
+        self.root = (
+            Path(tempfile.mkdtemp(prefix="batonflow-qdrant-")) if self.memory else Path(where)
+        )
+        self.where = where
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock_file = (self.root / ".lock").open("a")
+        try:
+            portalocker.lock(self._lock_file, portalocker.LOCK_EX | portalocker.LOCK_NB)
+        except portalocker.exceptions.LockException as exc:
+            self._lock_file.close()
+            raise StoreLockedError(
+                f"The local Qdrant folder {where!r} is already open in another process (or "
+                "another QdrantStore). Close the other one (store.close()), use another path=, "
+                "or run a Qdrant server and pass url= for concurrent access."
+            ) from exc
+        self._shards: dict[str, qe.EdgeShard] = {}
+
+    # --- collections ----------------------------------------------------------------------
+
+    def _folder(self, collection: str) -> Path:
+        if not collection or "/" in collection or collection.startswith("."):
+            raise StoreConfigError(
+                f"Collection name {collection!r} cannot be a folder name; use letters, digits, "
+                "'-' and '_'."
+            )
+        return self.root / collection
+
+    def _shard(self, collection: str) -> qe.EdgeShard | None:
+        shard = self._shards.get(collection)
+        if shard is None:
+            layout = self._stored_layout(collection)
+            if layout is not None:
+                shard = self._shards[collection] = qe.EdgeShard.load(
+                    str(self._folder(collection)), _config(layout)
+                )
+        return shard
+
+    def _stored_layout(self, collection: str) -> Layout | None:
+        path = self._folder(collection) / _CONFIG
+        if not path.exists():
+            return None
+        config = json.loads(path.read_text(encoding="utf-8"))
+        vectors = config.get("vectors") or {}
+        dense = {name: int(v["size"]) for name, v in vectors.items() if "size" in v}
+        return detect(dense, set(config.get("sparse_vectors") or {}))
+
+    def layout(self, collection: str) -> Layout | None:
+        """The collection's vectors, or ``None`` when it does not exist."""
+        return self._stored_layout(collection) if self._shard(collection) is not None else None
+
+    def create(self, collection: str, layout: Layout) -> None:
+        """Create the collection's shard with ``layout``'s vectors."""
+        self._shards[collection] = qe.EdgeShard.create(
+            str(self._folder(collection)), _config(layout)
+        )
+
+    def collections(self) -> list[str]:
+        """The names of the collections in the folder."""
+        return sorted(p.name for p in self.root.iterdir() if (p / _CONFIG).exists())
+
+    def drop(self, collection: str) -> None:
+        """Delete the collection's shard and its folder."""
+        shard = self._shards.pop(collection, None)
+        if shard is not None:
+            shard.close()
+        shutil.rmtree(self._folder(collection), ignore_errors=True)
+
+    # --- points ---------------------------------------------------------------------------
+
+    def upsert(
+        self,
+        collection: str,
+        layout: Layout,
+        points: Sequence[tuple[str, SparseVector | None, list[float] | None, dict[str, Any]]],
+    ) -> None:
+        """Write points ``(id, sparse, dense, payload)``."""
+        shard = self._need(collection)
+        batch = []
+        for pid, sparse, dense, payload in points:
+            vector: dict[str, Any] = {}
+            if sparse is not None and layout.sparse is not None:
+                vector[layout.sparse] = qe.SparseVector(sparse.indices, sparse.values)
+            if dense is not None and layout.dense is not None:
+                vector[layout.dense] = dense
+            batch.append(qe.Point(pid, vector, payload))
+        shard.update(qe.UpdateOperation.upsert_points(batch))
+
+    def delete(self, collection: str, ids: Sequence[str]) -> None:
+        """Delete points by id."""
+        if ids:
+            self._need(collection).update(qe.UpdateOperation.delete_points(list(ids)))
+
+    def scroll(
+        self, collection: str, flt: models.Filter | None, fields: list[str]
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Every point matching ``flt``, as ``(id, payload with only fields)``."""
+        shard = self._need(collection)
+        offset: Any = None
+        edge_filter = to_edge_filter(flt)
+        while True:
+            records, offset = shard.scroll(
+                qe.ScrollRequest(
+                    offset=offset, limit=_PAGE, filter=edge_filter, with_payload=fields
+                )
+            )
+            for r in records:
+                yield str(r.id), dict(r.payload or {})
+            if offset is None:
+                return
+
+    def count(self, collection: str, flt: models.Filter | None) -> int:
+        """How many points match ``flt``."""
+        return int(self._need(collection).count(qe.CountRequest(filter=to_edge_filter(flt))))
+
+    def query(
+        self,
+        collection: str,
+        layout: Layout,
+        *,
+        sparse: SparseVector | None,
+        dense: list[float] | None,
+        top_k: int,
+        flt: models.Filter | None,
+        wide: int,
+    ) -> list[tuple[str, float, dict[str, Any]]]:
+        """The best ``top_k`` points: sparse, dense, or both fused with RRF (k=2, as Qdrant)."""
+        shard = self._need(collection)
+        edge_filter = to_edge_filter(flt)
+        sparse_q = (
+            qe.Query.Nearest(qe.SparseVector(sparse.indices, sparse.values), using=layout.sparse)
+            if sparse is not None and sparse.indices and layout.sparse is not None
+            else None
+        )
+        dense_q = qe.Query.Nearest(dense, using=layout.dense) if dense is not None else None
+        if sparse_q is not None and dense_q is not None:
+            request = qe.QueryRequest(
+                limit=top_k,
+                prefetches=[
+                    qe.Prefetch(limit=wide, query=sparse_q, filter=edge_filter),
+                    qe.Prefetch(limit=wide, query=dense_q, filter=edge_filter),
+                ],
+                query=qe.Fusion.Rrf(k=2),
+                filter=edge_filter,
+                with_payload=True,
+            )
+        else:
+            only = sparse_q if sparse_q is not None else dense_q
+            if only is None:
+                return []
+            request = qe.QueryRequest(
+                limit=top_k, query=only, filter=edge_filter, with_payload=True
+            )
+        return [(str(p.id), float(p.score), dict(p.payload or {})) for p in shard.query(request)]
+
+    def _need(self, collection: str) -> qe.EdgeShard:
+        shard = self._shard(collection)
+        if shard is None:
+            raise StoreConfigError(f"Collection {collection!r} does not exist; ingest first.")
+        return shard
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Write pending changes to disk."""
+        for shard in self._shards.values():
+            shard.flush()
+
+    def close(self) -> None:
+        """Close every shard and release the folder (deleting it when in memory)."""
+        for shard in self._shards.values():
+            with contextlib.suppress(Exception):  # closing is best effort; the WAL is durable
+                shard.close()
+        self._shards.clear()
+        with contextlib.suppress(OSError):
+            portalocker.unlock(self._lock_file)
+        self._lock_file.close()
+        if self.memory:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _config(layout: Layout) -> qe.EdgeConfig:
+    vectors = (
+        {layout.dense: qe.EdgeVectorParams(size=layout.dense_size, distance=qe.Distance.Cosine)}
+        if layout.dense is not None and layout.dense_size is not None
+        else None
+    )
+    sparse = (
+        {layout.sparse: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
+        if layout.sparse is not None
+        else None
+    )
+    return qe.EdgeConfig(vectors=vectors, sparse_vectors=sparse, max_search_threads=_SEARCH_THREADS)
+
+
+def is_client_folder(where: str) -> bool:
+    """Whether ``where`` holds qdrant-client local-mode data (kept on that engine)."""
+    return where != ":memory:" and os.path.exists(os.path.join(where, "meta.json"))
+
+
+# --- filters --------------------------------------------------------------------------------
+
+
+def _unsupported(what: object) -> StoreConfigError:
+    return StoreConfigError(
+        f"The embedded Qdrant engine does not support the filter condition "
+        f"{type(what).__name__} ({what!r:.80}); use match (value/any/except/text), range, "
+        "is_empty, is_null, has_id or nested filters, or a Qdrant server (url=)."
+    )
+
+
+def _match(m: Any) -> Any:
+    if isinstance(m, models.MatchValue):
+        return qe.MatchValue(m.value)
+    if isinstance(m, models.MatchAny):
+        return qe.MatchAny(list(m.any))
+    if isinstance(m, models.MatchExcept):
+        return qe.MatchExcept(list(m.except_))
+    if isinstance(m, models.MatchText):
+        return qe.MatchText(m.text)
+    raise _unsupported(m)
+
+
+def _condition(c: Any) -> Any:
+    if isinstance(c, models.Filter):
+        return to_edge_filter(c)
+    if isinstance(c, models.FieldCondition):
+        if c.match is not None:
+            return qe.FieldCondition(c.key, match=_match(c.match))
+        if isinstance(c.range, models.Range):
+            r = c.range
+            return qe.FieldCondition(
+                c.key, range=qe.RangeFloat(gte=r.gte, gt=r.gt, lte=r.lte, lt=r.lt)
+            )
+        if c.is_empty is not None:
+            return qe.FieldCondition(c.key, is_empty=c.is_empty)
+        if c.is_null is not None:
+            return qe.FieldCondition(c.key, is_null=c.is_null)
+        raise _unsupported(c)
+    if isinstance(c, models.IsEmptyCondition):
+        return qe.IsEmptyCondition(c.is_empty.key)
+    if isinstance(c, models.IsNullCondition):
+        return qe.IsNullCondition(c.is_null.key)
+    if isinstance(c, models.HasIdCondition):
+        return qe.HasIdCondition({str(i) for i in c.has_id})
+    if isinstance(c, models.NestedCondition):
+        return qe.NestedCondition(c.nested.key, to_edge_filter(c.nested.filter))
+    raise _unsupported(c)
+
+
+def _conditions(part: Any) -> list[Any] | None:
+    if part is None:
+        return None
+    items = part if isinstance(part, list) else [part]
+    return [_condition(c) for c in items]
+
+
+def to_edge_filter(flt: models.Filter | None) -> Any:
+    """A qdrant-client filter as a Qdrant Edge filter (``None`` stays ``None``).
+
+    Raises:
+        StoreConfigError: the filter uses a condition the embedded engine does not take.
+    """
+    if flt is None:
+        return None
+    min_should = None
+    if flt.min_should is not None:
+        min_should = qe.MinShould(
+            [_condition(c) for c in flt.min_should.conditions], flt.min_should.min_count
+        )
+    return qe.Filter(
+        must=_conditions(flt.must),
+        should=_conditions(flt.should),
+        must_not=_conditions(flt.must_not),
+        min_should=min_should,
+    )
+
+
+__all__ = ["EdgeEngine", "is_client_folder", "to_edge_filter"]

@@ -1,0 +1,115 @@
+"""The payload layout of a stored chunk, shared with llama-index's ``QdrantVectorStore``.
+
+A point written by :class:`~batonflow.rag.QdrantStore` carries:
+
+* vectors: ``"sparse"``, the BM25 sparse vector (the collection applies IDF), and, when an
+  embedding model is used, ``"text-dense"`` (cosine), the name llama-index's
+  ``QdrantVectorStore`` looks for;
+* payload, the fields llama-index writes (``node_to_metadata_dict``): the chunk's metadata keys at
+  the top level, ``_node_content`` (the node as JSON), ``_node_type``, and ``document_id`` /
+  ``doc_id`` / ``ref_doc_id`` (the chunk's source); plus batonflow's own ``text`` (the chunk),
+  ``source``, ``chunk`` (its index in the source) and ``content_hash`` (of the whole source
+  document, for incremental re-ingestion).
+
+So ``VectorStoreIndex.from_vector_store(QdrantVectorStore(client=..., collection_name=...))``
+reads what batonflow ingests, and :class:`QdrantStore` reads collections llama-index wrote (by
+their dense vectors; they have no BM25 vector). Collections from earlier batonflow versions
+(dense vector ``"dense"``, metadata under ``"metadata"``) are read as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.vector_stores.utils import node_to_metadata_dict
+
+from .chunks import Chunk, Hit
+
+SPARSE = "sparse"
+DENSE = "text-dense"
+#: Dense vector names of earlier layouts, looked for in this order after :data:`DENSE`
+#: (``""``: llama-index's old unnamed vector).
+LEGACY_DENSE = ("dense", "")
+#: Payload fields batonflow writes next to the metadata keys.
+RESERVED = frozenset(
+    {"text", "source", "chunk", "content_hash", "_node_content", "_node_type"}
+    | {"document_id", "doc_id", "ref_doc_id", "metadata"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """The vectors a collection holds.
+
+    Attributes:
+        dense: the name of its dense vector (``None``: none).
+        dense_size: the dense vector's size.
+        sparse: the name of its BM25 sparse vector (``None``: none, e.g. made by llama-index).
+    """
+
+    dense: str | None
+    dense_size: int | None
+    sparse: str | None
+
+
+def detect(dense: dict[str, int], sparse: set[str]) -> Layout:
+    """The layout of a collection with these dense (name → size) and sparse vector names."""
+    name = next((n for n in (DENSE, *LEGACY_DENSE) if n in dense), None)
+    return Layout(
+        dense=name,
+        dense_size=dense[name] if name is not None else None,
+        sparse=SPARSE if SPARSE in sparse else None,
+    )
+
+
+def payload_of(chunk: Chunk, content_hash: str | None = None) -> dict[str, Any]:
+    """The payload of ``chunk``: llama-index's fields plus batonflow's (see the module docs)."""
+    node = TextNode(
+        id_=chunk.id,
+        text=chunk.text,
+        metadata=dict(chunk.metadata),
+        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=chunk.source)},
+    )
+    payload = node_to_metadata_dict(node, remove_text=False, flat_metadata=False)
+    payload.update(text=chunk.text, source=chunk.source, chunk=chunk.index)
+    if content_hash is not None:
+        payload["content_hash"] = content_hash
+    return payload
+
+
+def hit_of(point_id: Any, score: float, payload: dict[str, Any] | None) -> Hit:
+    """A :class:`Hit` from a stored point, in batonflow's layout, llama-index's, or an older one."""
+    payload = payload or {}
+    text = payload.get("text")
+    metadata = payload.get("metadata")
+    content = payload.get("_node_content")
+    if isinstance(content, str) and (text is None or not isinstance(metadata, dict)):
+        node = json.loads(content)
+        text = text if text is not None else node.get("text", "")
+        metadata = node.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        metadata = {k: v for k, v in payload.items() if k not in RESERVED}
+    source = payload.get("source") or payload.get("ref_doc_id") or payload.get("document_id")
+    source = source or metadata.get("file_path") or metadata.get("source") or ""
+    return Hit(
+        id=str(point_id),
+        text=str(text or ""),
+        score=float(score),
+        source=str(source),
+        metadata=dict(metadata),
+    )
+
+
+__all__ = [
+    "DENSE",
+    "LEGACY_DENSE",
+    "RESERVED",
+    "SPARSE",
+    "Layout",
+    "detect",
+    "hit_of",
+    "payload_of",
+]
