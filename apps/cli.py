@@ -134,10 +134,10 @@ def run(
         setup_tracing()
         workflow = load_workflow(flow, settings)
         checkpoints = None
-        on_start = None
+        flow_ref = None
         if durable:
             checkpoints = settings.open_store()
-            on_start = _flow_reference(flow)
+            flow_ref = _flow_reference(flow)
         stdout = sys.stdout
         # With --json, stdout carries only JSON: whatever the steps print goes to stderr.
         redirect = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
@@ -147,8 +147,6 @@ def run(
 
         def on_run(run_id: str) -> None:
             started.append(run_id)
-            if on_start is not None:
-                on_start(run_id)
 
         try:
             with redirect, _durability_explained(durable):
@@ -162,6 +160,7 @@ def run(
                         stdout=stdout,
                         checkpoints=checkpoints,
                         on_start=on_run,
+                        flow_ref=flow_ref,
                     )
                 )
         except Interrupted as exc:
@@ -265,6 +264,7 @@ async def run_flow(
     stdout: Any = None,
     checkpoints: Any = None,
     on_start: Any = None,
+    flow_ref: str | None = None,
 ) -> tuple[Any, str]:
     """Run ``workflow`` with start fields, answering input requests; return (result, run id).
 
@@ -293,7 +293,7 @@ async def run_flow(
     if checkpoints is not None:
         from batonflow.core.checkpoints import RunInfo, WorkflowCheckpointer
 
-        flow_ref = on_start if isinstance(on_start, str) else None
+        flow_ref = on_start if isinstance(on_start, str) else flow_ref
         info = RunInfo(owner="cli", flow_ref=flow_ref)
         handler = WorkflowCheckpointer(workflow, store=checkpoints).start(
             start_event=start, info=info
