@@ -143,10 +143,10 @@ def test_a_signal_stops_rag_ingest_which_can_be_run_again(tmp_path):
     again = batonflow(*args, cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["files"] == 30
-    from qdrant_client import QdrantClient
+    from batonflow.rag import QdrantStore  # the embedded engine the CLI wrote with
 
-    store = QdrantClient(path=str(tmp_path / "q"))
+    store = QdrantStore(tmp_path / "q", collection="docs")
     try:
-        assert store.count("docs").count == 30  # each file's chunk once
+        assert store.count() == 30  # each file's chunk once
     finally:
         store.close()
