@@ -119,6 +119,18 @@ class Event(BaseModel):
         # An event with no fields is still a real event: `if not ev` must not be True for it.
         return True
 
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        # Declared fields only, as LlamaIndex prints its events (its extra fields are private
+        # data): repr(Event(a=1)) is "Event()", str() of it is "".
+        fields = type(self).__pydantic_fields__
+        for name, value in self.__dict__.items():
+            info = fields.get(name)
+            if info is not None and info.repr:
+                yield name, value
+        for name, computed in type(self).__pydantic_computed_fields__.items():
+            if computed.repr:
+                yield name, getattr(self, name)
+
 
 #: Marks a ``model_post_init`` that already moves private keywords (see below).
 _MOVES_PRIVATE = "_batonflow_moves_private"
