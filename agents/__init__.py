@@ -8,6 +8,9 @@ offline scripted LLM.
 * :class:`JokeFlow` — write a joke about ``topic``, then critique it.
 * :class:`ReActAgent` — Thought / Action / Observation loop over tools, with any LLM.
 * :class:`FunctionCallingAgent` — the same contract with the LLM's native tool calls.
+* :class:`AgentWorkflow`, :class:`FunctionAgent`, :class:`CodeActAgent` — llama-index's agent
+  names and shapes: several agents with handoffs, structured output (``output_cls=``),
+  llama-index memory, ``return_direct`` tools; the run's result is an :class:`AgentOutput`.
 * :class:`GuessNumberWorkflow`, :class:`AccumulateWorkflow` — loops and shared state.
 
 Needs the ``agents`` extra: ``pip install 'batonflow[agents]'``.
@@ -15,15 +18,21 @@ Needs the ``agents`` extra: ``pip install 'batonflow[agents]'``.
 
 from __future__ import annotations
 
+from importlib.util import find_spec
+
 from .errors import MissingDependencyError
 
+# Checked without importing it: llama-index takes seconds to import, and the flows that need
+# no LLM (guess-number, accumulate) must start fast; the modules that use it import it.
 try:
-    import llama_index.core  # noqa: F401
-except ImportError as _exc:  # pragma: no cover - exercised in a subprocess test
+    _llama_index = find_spec("llama_index.core")
+except ImportError:  # a parent package is missing
+    _llama_index = None
+if _llama_index is None:
     raise MissingDependencyError(
         "batonflow.agents needs llama-index-core, which is not installed. Install the agents "
         "extra: pip install 'batonflow[agents]'"
-    ) from _exc
+    )
 
 from typing import TYPE_CHECKING, Any
 
@@ -33,16 +42,6 @@ from .errors import AgentInputError as AgentInputError
 from .errors import LLMCallError as LLMCallError
 from .errors import LLMConfigurationError as LLMConfigurationError
 from .errors import MaxIterationsError as MaxIterationsError
-from .events import AgentInput as AgentInput
-from .events import AgentOutput as AgentOutput
-from .events import AgentStart as AgentStart
-from .events import AgentStream as AgentStream
-from .events import LLMInputEvent as LLMInputEvent
-from .events import PrepareEvent as PrepareEvent
-from .events import RunToolEvent as RunToolEvent
-from .events import ToolCall as ToolCall
-from .events import ToolCallResult as ToolCallResult
-from .events import ToolResultEvent as ToolResultEvent
 from .results import AgentResult as AgentResult
 from .results import ToolCallRecord as ToolCallRecord
 
@@ -51,7 +50,25 @@ if TYPE_CHECKING:
     from .accumulate import AccumulateWorkflow as AccumulateWorkflow
     from .accumulate import NumberAdded as NumberAdded
     from .accumulate import NumberEvent as NumberEvent
+    from .chat_memory import ChatMemory as ChatMemory
+    from .codeact import CodeActAgent as CodeActAgent
+    from .events import AgentInput as AgentInput
+    from .events import AgentOutput as AgentOutput
+    from .events import AgentSetup as AgentSetup
+    from .events import AgentStart as AgentStart
+    from .events import AgentStream as AgentStream
+    from .events import AgentStreamStructuredOutput as AgentStreamStructuredOutput
+    from .events import LLMInputEvent as LLMInputEvent
+    from .events import PrepareEvent as PrepareEvent
+    from .events import PydanticConversionWarning as PydanticConversionWarning
+    from .events import RunToolEvent as RunToolEvent
+    from .events import ToolCall as ToolCall
+    from .events import ToolCallResult as ToolCallResult
+    from .events import ToolResultEvent as ToolResultEvent
+    from .function_agent import FunctionAgent as FunctionAgent
+    from .function_agent import WorkflowAgent as WorkflowAgent
     from .function_calling import FunctionCallingAgent as FunctionCallingAgent
+    from .guess_number import GuessChecked as GuessChecked
     from .guess_number import GuessEvent as GuessEvent
     from .guess_number import GuessNumberStart as GuessNumberStart
     from .guess_number import GuessNumberWorkflow as GuessNumberWorkflow
@@ -59,15 +76,45 @@ if TYPE_CHECKING:
     from .joke import JokeFlow as JokeFlow
     from .joke import JokeStart as JokeStart
     from .react import ReActAgent as ReActAgent
+    from .structured import StructuredOutputWarning as StructuredOutputWarning
+    from .workflow import AgentWorkflow as AgentWorkflow
+    from .workflow import AgentWorkflowStartEvent as AgentWorkflowStartEvent
 
 # The flows load on first use: `import batonflow.agents` stays cheap, and the flows' modules
 # import the engine only when a flow is asked for.
 _FLOWS = {
+    # the agents' events import llama-index's chat types
+    **dict.fromkeys(
+        [
+            "AgentInput",
+            "AgentOutput",
+            "AgentSetup",
+            "AgentStart",
+            "AgentStream",
+            "AgentStreamStructuredOutput",
+            "LLMInputEvent",
+            "PrepareEvent",
+            "PydanticConversionWarning",
+            "RunToolEvent",
+            "ToolCall",
+            "ToolCallResult",
+            "ToolResultEvent",
+        ],
+        "events",
+    ),
     "AccumulateStart": "accumulate",
     "AccumulateWorkflow": "accumulate",
     "NumberAdded": "accumulate",
     "NumberEvent": "accumulate",
+    "AgentWorkflow": "workflow",
+    "AgentWorkflowStartEvent": "workflow",
+    "ChatMemory": "chat_memory",
+    "CodeActAgent": "codeact",
+    "FunctionAgent": "function_agent",
     "FunctionCallingAgent": "function_calling",
+    "StructuredOutputWarning": "structured",
+    "WorkflowAgent": "function_agent",
+    "GuessChecked": "guess_number",
     "GuessEvent": "guess_number",
     "GuessNumberStart": "guess_number",
     "GuessNumberWorkflow": "guess_number",
@@ -98,9 +145,17 @@ __all__ = [
     "AgentInputError",
     "AgentOutput",
     "AgentResult",
+    "AgentSetup",
     "AgentStart",
     "AgentStream",
+    "AgentStreamStructuredOutput",
+    "AgentWorkflow",
+    "AgentWorkflowStartEvent",
+    "ChatMemory",
+    "CodeActAgent",
+    "FunctionAgent",
     "FunctionCallingAgent",
+    "GuessChecked",
     "GuessEvent",
     "GuessNumberStart",
     "GuessNumberWorkflow",
@@ -114,10 +169,13 @@ __all__ = [
     "NumberAdded",
     "NumberEvent",
     "PrepareEvent",
+    "PydanticConversionWarning",
     "ReActAgent",
     "RunToolEvent",
+    "StructuredOutputWarning",
     "ToolCall",
     "ToolCallRecord",
     "ToolCallResult",
     "ToolResultEvent",
+    "WorkflowAgent",
 ]

@@ -15,7 +15,7 @@ State keys (in ``ctx.store``; plain data, so the context serializes):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from batonflow.core import Context, StartEvent, StopEvent, Workflow, step
@@ -23,8 +23,9 @@ from batonflow.core.retry import RetryPolicy
 from batonflow.core.tracing import tool_span
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
+from llama_index.core.tools import ToolSelection
 from llama_index.core.tools.types import AsyncBaseTool
-from opentelemetry.trace import Status, StatusCode
+from pydantic import BaseModel
 
 from .errors import AgentConfigurationError, AgentInputError, MaxIterationsError
 from .events import (
@@ -37,9 +38,11 @@ from .events import (
     ToolResultEvent,
 )
 from .llm import DeltaCallback, check_llm, default_llm
+from .members import DEFAULT_AGENT_DESCRIPTION, AgentMember
 from .memory import coerce_history, message_to_dict
 from .results import AgentResult, ToolCallRecord
 from .tools import ToolLike, call_tool, to_tools
+from .tracing import record_tool_outcome
 
 HISTORY = "chat_history"
 ITERATIONS = "iterations"
@@ -49,8 +52,12 @@ REASONING = "reasoning"
 PENDING = "pending_tools"
 
 
-class ToolAgentBase(Workflow):
-    """Options and helpers shared by :class:`ReActAgent` and :class:`FunctionCallingAgent`."""
+class ToolAgentBase(AgentMember, Workflow):
+    """Options and helpers shared by :class:`ReActAgent` and :class:`FunctionCallingAgent`.
+
+    Each is a workflow of its own (returning an :class:`AgentResult`) and, with ``name=``
+    and ``description=``, an agent of an :class:`~batonflow.agents.AgentWorkflow`.
+    """
 
     def __init__(
         self,
@@ -63,6 +70,10 @@ class ToolAgentBase(Workflow):
         retry_policy: RetryPolicy | None = None,
         name: str = "agent",
         timeout: float | None = None,
+        description: str = DEFAULT_AGENT_DESCRIPTION,
+        can_handoff_to: list[str] | None = None,
+        output_cls: type[BaseModel] | None = None,
+        structured_output_fn: Callable[[list[ChatMessage]], Any] | None = None,
         **workflow_kwargs: Any,
     ) -> None:
         owner = type(self).__name__
@@ -88,6 +99,14 @@ class ToolAgentBase(Workflow):
         self.streaming = streaming
         self.retry_policy = retry_policy
         self.agent_name = name
+        # The settings an AgentWorkflow reads when this agent is one of its agents.
+        self.configure_member(
+            name=name,
+            description=description,
+            can_handoff_to=can_handoff_to,
+            output_cls=output_cls,
+            structured_output_fn=structured_output_fn,
+        )
 
     # -- the LLM ---------------------------------------------------------------------------
 
@@ -225,21 +244,28 @@ class ToolAgentBase(Workflow):
         self, ctx: Context, name: str, kwargs: dict[str, Any], tool_id: str, index: int
     ) -> ToolResultEvent:
         """Run one tool call, streaming :class:`ToolCall` before and :class:`ToolCallResult` after."""
-        ctx.write_event_to_stream(ToolCall(tool_name=name, tool_kwargs=kwargs, tool_id=tool_id))
+        ctx.write_event_to_stream(
+            ToolCall(
+                tool_name=name,
+                tool_kwargs=kwargs,
+                tool_id=tool_id,
+                current_agent_name=self.agent_name,
+            )
+        )
         tool = self.tools.get(name)
         description = tool.metadata.description if tool is not None else None
         with tool_span(name, call_id=tool_id, description=description, arguments=kwargs) as span:
             outcome = await call_tool(self.tools, name, kwargs, ctx)
-            if outcome.is_error:
-                span.set_attribute("error.type", "ToolError")
-                span.set_status(Status(StatusCode.ERROR, outcome.output[:500]))
+            record_tool_outcome(span, outcome)
         ctx.write_event_to_stream(
             ToolCallResult(
                 tool_name=name,
                 tool_kwargs=kwargs,
                 tool_id=tool_id,
-                tool_output=outcome.output,
+                tool_output=outcome.as_tool_output(name, kwargs),
                 is_error=outcome.is_error,
+                return_direct=bool(tool is not None and tool.metadata.return_direct),
+                current_agent_name=self.agent_name,
             )
         )
         return ToolResultEvent(
@@ -300,7 +326,9 @@ class ToolAgentBase(Workflow):
             AgentOutput(
                 response=text,
                 tool_calls=[
-                    ToolCall(tool_name=c.tool_name, tool_kwargs=c.tool_kwargs, tool_id=c.tool_id)
+                    ToolSelection(
+                        tool_name=c.tool_name, tool_kwargs=c.tool_kwargs, tool_id=c.tool_id
+                    )
                     for c in calls
                 ],
                 current_agent_name=self.agent_name,
@@ -309,5 +337,6 @@ class ToolAgentBase(Workflow):
         await ctx.store.set(PENDING, len(calls))
         for call in calls:
             ctx.send_event(call)
+
 
 __all__ = ["ToolAgentBase"]

@@ -2,7 +2,7 @@
 
 ::
 
-    AccumulateStart(numbers) ──init──▶ NumberEvent ──accumulate──▶ StopEvent("总和: T,数量: N")
+    AccumulateStart(numbers) ──init──▶ NumberEvent ──accumulate──▶ StopEvent("Sum: T, count: N")
 """
 
 from __future__ import annotations
@@ -76,10 +76,10 @@ class AccumulateWorkflow(Workflow):
 
     Start argument (:class:`AccumulateStart`): ``numbers`` (a list of numbers, or a string such
     as ``"[1, 2, 3]"``); anything else is refused by ``run()``. The result is
-    ``"总和: T,数量: N"`` (sum T, count N). State keys: ``total``, ``count``.
+    ``"Sum: T, count: N"``. State keys: ``total``, ``count``.
 
     Progress: each addition is written to the event stream as a :class:`NumberAdded` and (as
-    in the tutorial) printed as ``当前累加: …``. ``batonflow serve`` turns the printing off
+    in the tutorial) printed as ``Running total: …``. ``batonflow serve`` turns the printing off
     (``print_progress=False``) so concurrent runs do not fill the server log.
 
     Args:
@@ -108,10 +108,10 @@ class AccumulateWorkflow(Workflow):
             count += 1
             ctx.write_event_to_stream(NumberAdded(total=total, count=count))
             if self.print_progress:
-                print(f"当前累加: {total},已处理 {count} 个数")
+                print(f"Running total: {total} after {count} number(s)")
         await ctx.store.set("total", total)
         await ctx.store.set("count", count)
-        return StopEvent(result=f"总和: {total},数量: {count}")
+        return StopEvent(result=f"Sum: {total}, count: {count}")
 
 
 __all__ = ["AccumulateStart", "AccumulateWorkflow", "NumberAdded", "NumberEvent"]

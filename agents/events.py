@@ -17,22 +17,57 @@ that reads them ports unchanged.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import json
+import warnings
+from typing import Annotated, Any, TypeVar
 
 from batonflow.core import Event, StartEvent
-from llama_index.core.base.llms.types import ChatMessage
-from pydantic import Field, WithJsonSchema
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.tools import ToolOutput, ToolSelection
+from pydantic import BaseModel, Field, ValidationError, WithJsonSchema, field_validator
+
+from .errors import AgentInputError
+
+_E = TypeVar("_E", bound="AgentInput | AgentSetup")
+
+
+class PydanticConversionWarning(Warning):
+    """A structured response does not validate against the model asked for."""
 
 
 class AgentInput(Event):
-    """The user's message an agent run starts from.
+    """What an agent is given: the user's message, or the messages of its next LLM call.
 
     Attributes:
-        input: The user's message.
+        input: The user's message (``ReActAgent``/``FunctionCallingAgent`` runs), or the
+            messages an :class:`~batonflow.agents.AgentWorkflow` agent is about to send.
         current_agent_name: The agent's name (``name=`` of the agent).
     """
 
-    input: str
+    input: str | list[ChatMessage]
+    current_agent_name: str = "agent"
+
+
+def messages_event(cls: type[_E], messages: list[ChatMessage], agent_name: str) -> _E:
+    """An :class:`AgentInput` or :class:`AgentSetup` over ``messages``, without revalidation.
+
+    The messages are ``ChatMessage`` objects the agent built; validating the whole list again
+    for every event (pydantic runs ChatMessage's validators per message) made each turn of an
+    agent loop cost in proportion to the history, so a long run was quadratic. Built with
+    ``model_construct``, an event costs the same at any history length.
+    """
+    return cls.model_construct(input=messages, current_agent_name=agent_name)
+
+
+class AgentSetup(Event):
+    """An :class:`~batonflow.agents.AgentWorkflow` agent's LLM input, system prompt included.
+
+    Attributes:
+        input: The messages of the next LLM call.
+        current_agent_name: The agent that makes it.
+    """
+
+    input: list[ChatMessage]
     current_agent_name: str = "agent"
 
 
@@ -77,6 +112,56 @@ class AgentStart(StartEvent):
     max_iterations: int | None = Field(None, description="this run's bound on LLM calls")
 
 
+class AgentWorkflowStartEvent(StartEvent):
+    """The start of an agent run: ``workflow.run(user_msg="...", ...)``.
+
+    Attributes:
+        user_msg: The user's message (text or a ``ChatMessage``); ``input=`` is accepted too.
+        chat_history: Messages to start from (``ChatMessage`` or role/content dicts); they
+            replace what the memory holds.
+        memory: A llama-index memory (``Memory``, ``ChatMemoryBuffer``) for this run.
+        max_iterations: The most LLM calls of this run (default 20).
+        early_stopping_method: ``"force"`` (default: raise MaxIterationsError at the bound)
+            or ``"generate"`` (one last LLM call, without tools, writes the answer).
+        output_cls: A pydantic model for this run's structured output.
+        tool_choice: The first LLM call's tool choice (``"required"``, ``"none"``,
+            ``"auto"`` or a tool's name); later calls are free.
+    """
+
+    user_msg: str | ChatMessage | None = None
+    chat_history: list[Any] | None = None
+    memory: Any = Field(default=None, exclude=True)
+    max_iterations: int | None = None
+    early_stopping_method: str | None = None
+    output_cls: Any = Field(default=None, exclude=True)
+    tool_choice: str | None = None
+
+
+def history_messages(value: Any, owner: str) -> list[ChatMessage]:
+    """Read a ``chat_history=`` run argument: ChatMessages or role/content dicts.
+
+    Raises:
+        AgentInputError: the value is not a list of messages.
+    """
+    if not isinstance(value, list | tuple):
+        raise AgentInputError(
+            f"{owner}.run(chat_history=...) needs a list of ChatMessage (or dicts like "
+            f"{{'role': 'user', 'content': '...'}}), got {type(value).__name__}."
+        )
+    out = []
+    for item in value:
+        if isinstance(item, ChatMessage):
+            out.append(item)
+        elif isinstance(item, dict):
+            out.append(ChatMessage.model_validate(item))
+        else:
+            raise AgentInputError(
+                f"{owner}.run(chat_history=...) holds {item!r:.60}; each message must be a "
+                "ChatMessage or a dict like {'role': 'user', 'content': '...'}."
+            )
+    return out
+
+
 class AgentStream(Event):
     """A piece of the LLM's answer as it streams in.
 
@@ -84,11 +169,49 @@ class AgentStream(Event):
         delta: The new text.
         response: All the text of this LLM turn so far.
         current_agent_name: The agent's name.
+        tool_calls: The tool calls seen so far in this turn (native tool calling).
+        raw: The provider's raw chunk (not serialized).
+        thinking_delta: New reasoning text, for models that stream their thinking.
     """
 
     delta: str
     response: str = ""
     current_agent_name: str = "agent"
+    tool_calls: list[ToolSelection] = Field(default_factory=list)
+    raw: Any | None = Field(default=None, exclude=True)
+    thinking_delta: str | None = None
+
+
+class AgentStreamStructuredOutput(Event):
+    """The structured output of a run, written once it is generated.
+
+    Attributes:
+        output: The structured response as a dict.
+    """
+
+    output: dict[str, Any]
+
+    def get_pydantic_model(self, model: type[BaseModel]) -> BaseModel | None:
+        """The output validated as ``model`` (``None``, with a warning, if it does not fit)."""
+        return _as_model(self.output, model)
+
+    def __str__(self) -> str:
+        return json.dumps(self.output, indent=4)
+
+
+def _as_model(data: dict[str, Any] | None, model: type[BaseModel]) -> BaseModel | None:
+    if data is None:
+        return None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        warnings.warn(
+            f"The structured response does not fit {model.__name__}: {exc.title}. Check the "
+            "output_cls= you gave, or read the raw dict in .structured_response.",
+            PydanticConversionWarning,
+            stacklevel=3,
+        )
+        return None
 
 
 class ToolCall(Event):
@@ -98,11 +221,13 @@ class ToolCall(Event):
         tool_name: The tool's name.
         tool_kwargs: The arguments the LLM gave.
         tool_id: The call's id.
+        current_agent_name: The agent that asked for it.
     """
 
     tool_name: str
     tool_kwargs: dict[str, Any] = Field(default_factory=dict)
     tool_id: str = ""
+    current_agent_name: str = "agent"
 
 
 class ToolCallResult(Event):
@@ -112,31 +237,75 @@ class ToolCallResult(Event):
         tool_name: The tool's name.
         tool_kwargs: The arguments it was called with.
         tool_id: The call's id.
-        tool_output: The output as text, or the error the LLM is shown.
+        tool_output: llama-index's ``ToolOutput``: ``.content`` is the text the LLM is shown
+            (the error text when the call failed), ``.raw_output`` what the tool returned.
         is_error: Whether the call failed.
+        return_direct: Whether the tool's output ends the run as the answer.
+        current_agent_name: The agent that asked for the call.
     """
 
     tool_name: str
     tool_kwargs: dict[str, Any] = Field(default_factory=dict)
     tool_id: str = ""
-    tool_output: str = ""
+    tool_output: ToolOutput
     is_error: bool = False
+    return_direct: bool = False
+    current_agent_name: str = "agent"
+
+    @field_validator("tool_output", mode="before")
+    @classmethod
+    def _text_output(cls, value: Any, info: Any) -> Any:
+        # A plain text output (older callers) becomes a ToolOutput carrying it.
+        if isinstance(value, str):
+            name = info.data.get("tool_name", "")
+            return ToolOutput(content=value, tool_name=name, raw_input={}, raw_output=value)
+        return value
 
 
 class AgentOutput(Event):
-    """One LLM turn finished.
+    """One LLM turn finished; also the result of an :class:`~batonflow.agents.AgentWorkflow` run.
+
+    ``str(output)`` is the text of the response.
 
     Attributes:
-        response: The text of the turn (the final answer when ``is_final``).
-        tool_calls: The tool calls the LLM asked for in this turn.
+        response: The assistant's message (a llama-index ``ChatMessage``; ``.content`` is its
+            text). A plain string given here becomes an assistant message.
+        structured_response: The structured output as a dict, when ``output_cls=`` or
+            ``structured_output_fn=`` asked for one.
+        tool_calls: The tool calls the LLM asked for in this turn (in a run's result: every
+            tool call of the run).
         is_final: Whether this turn ends the run with an answer.
         current_agent_name: The agent's name.
+        raw: The provider's raw response (not serialized).
+        retry_messages: Messages sent back to the LLM to fix its output (ReAct format errors).
     """
 
-    response: str = ""
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    response: ChatMessage = Field(
+        default_factory=lambda: ChatMessage(role=MessageRole.ASSISTANT, content="")
+    )
+    structured_response: dict[str, Any] | None = None
+    tool_calls: list[ToolSelection] = Field(default_factory=list)
     is_final: bool = False
     current_agent_name: str = "agent"
+    raw: Any | None = Field(default=None, exclude=True)
+    retry_messages: list[ChatMessage] = Field(default_factory=list)
+
+    @field_validator("response", mode="before")
+    @classmethod
+    def _text_response(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return ChatMessage(role=MessageRole.ASSISTANT, content=value)
+        return value
+
+    def get_pydantic_model(self, model: type[BaseModel]) -> BaseModel | None:
+        """The structured response validated as ``model`` (``None`` if there is none).
+
+        Warns with :class:`PydanticConversionWarning` and returns ``None`` when it does not fit.
+        """
+        return _as_model(self.structured_response, model)
+
+    def __str__(self) -> str:
+        return self.response.content or ""
 
 
 class PrepareEvent(Event):
@@ -192,12 +361,18 @@ class ToolResultEvent(Event):
 __all__ = [
     "AgentInput",
     "AgentOutput",
+    "AgentSetup",
     "AgentStart",
     "AgentStream",
+    "AgentStreamStructuredOutput",
+    "AgentWorkflowStartEvent",
     "LLMInputEvent",
     "PrepareEvent",
+    "PydanticConversionWarning",
     "RunToolEvent",
     "ToolCall",
     "ToolCallResult",
     "ToolResultEvent",
+    "history_messages",
+    "messages_event",
 ]

@@ -33,6 +33,7 @@ from .events import (
     ToolResultEvent,
 )
 from .llm import chat, check_function_calling
+from .members import FunctionCallingMember
 from .memory import message_to_dict, messages_from_dicts
 from .tools import ToolLike
 
@@ -42,7 +43,7 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
-class FunctionCallingAgent(ToolAgentBase):
+class FunctionCallingAgent(FunctionCallingMember, ToolAgentBase):
     """An agent that uses the LLM's native tool calling (OpenAI tools, ...).
 
     Same contract as :class:`~batonflow.agents.ReActAgent`::
@@ -153,7 +154,6 @@ class FunctionCallingAgent(ToolAgentBase):
         ]
         await self.dispatch_tools(ctx, text, calls)
         return None
-
 
     @step
     async def gather_tool_results(self, ctx: Context, ev: ToolResultEvent) -> PrepareEvent | None:

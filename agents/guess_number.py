@@ -5,7 +5,8 @@ A step that returns its own input type loops; the search interval and the attemp
 
     GuessNumberStart ──init──▶ GuessEvent ──accumulate──▶ GuessEvent (again) ... ──▶ StopEvent
 
-Run it with ``await GuessNumberWorkflow().run(target=42)`` (``target`` defaults to a random
+Each checked guess is written to the event stream as a :class:`GuessChecked` carrying its own
+verdict, the winning one included. Run it with ``await GuessNumberWorkflow().run(target=42)`` (``target`` defaults to a random
 number in 1..100, ``first_guess`` to the middle of the interval). It gives up after 10 attempts.
 """
 
@@ -23,16 +24,39 @@ MAX_ATTEMPTS = 10
 LOW, HIGH = 1, 100
 
 
+#: The verdicts on a guess.
+TOO_SMALL, TOO_BIG, CORRECT = "too small", "too big", "correct"
+
+
 class GuessEvent(Event):
-    """One guess, and the feedback on the previous one.
+    """One guess to check, and the feedback on the previous one that led to it.
 
     Attributes:
         guess: The number to try.
-        feedback: What the last guess taught ("太小了" too small, "太大了" too big).
+        feedback: What the previous guess taught (``"start"`` for the first guess, then
+            ``"too small"`` or ``"too big"``).
     """
 
     guess: int
     feedback: str = ""
+
+
+class GuessChecked(Event):
+    """Progress, written to the stream after each guess is checked: the guess and its verdict.
+
+    Attributes:
+        attempt: The attempt's number, from 1.
+        guess: The number tried.
+        verdict: ``"too small"``, ``"too big"`` or ``"correct"`` (for this guess).
+        low: The lowest number still possible.
+        high: The highest number still possible.
+    """
+
+    attempt: int
+    guess: int
+    verdict: str
+    low: int
+    high: int
 
 
 class GuessNumberStart(StartEvent):
@@ -50,18 +74,23 @@ class GuessNumberStart(StartEvent):
     )
 
 
+def _attempts(n: int) -> str:
+    return "1 attempt" if n == 1 else f"{n} attempts"
+
+
 class GuessNumberWorkflow(Workflow):
     """Guess a number between 1 and 100 by binary search, in at most 10 attempts.
 
     Start arguments (:class:`GuessNumberStart`): ``target`` (the number to find, 1..100;
     random when omitted) and ``first_guess`` (default: the middle of the interval). A target
     outside 1..100 or an unknown field is refused by ``run()``. The result is
-    ``"猜对了!用了 N 次"`` (found in N attempts) or ``"超时失败,目标数字是 T"`` (gave up;
-    the target was T). State keys: ``target``, ``low``, ``high``, ``attempts``.
+    ``"Found T in N attempts"`` (``"1 attempt"``) or ``"Gave up after N attempts; the number was T"``. State
+    keys: ``target``, ``low``, ``high``, ``attempts``.
 
-    Progress: each guess is written to the event stream as a :class:`GuessEvent`, and (as in
-    the tutorial) printed as a line ``第 N 次猜 …``. ``batonflow serve`` turns the printing off
-    (``print_progress=False``) so concurrent runs do not fill the server log.
+    Progress: each checked guess is written to the event stream as a :class:`GuessChecked`,
+    and each wrong one (as in the tutorial) printed as a line ``Attempt N: …``.
+    ``batonflow serve`` turns the printing off (``print_progress=False``) so concurrent runs do
+    not fill the server log.
 
     Args:
         print_progress: Print a line per wrong guess (default True).
@@ -86,9 +115,7 @@ class GuessNumberWorkflow(Workflow):
         await ctx.store.set("low", low)
         await ctx.store.set("high", high)
         await ctx.store.set("attempts", 0)
-        first = GuessEvent(guess=first_guess, feedback="开始猜数")
-        ctx.write_event_to_stream(first)  # callers (CLI, server) can follow the guesses
-        return first
+        return GuessEvent(guess=first_guess, feedback="start")
 
     @step
     async def accumulate(self, ctx: Context, ev: GuessEvent) -> StopEvent | GuessEvent:
@@ -102,27 +129,41 @@ class GuessNumberWorkflow(Workflow):
         await ctx.store.set("attempts", attempts)
 
         if ev.guess == target:
-            return StopEvent(result=f"猜对了!用了 {attempts} 次")
+            verdict = CORRECT
+            low = high = target
         elif ev.guess < target:
-            feedback = "太小了"
+            verdict = TOO_SMALL
             low = max(low, ev.guess + 1)  # the target is in [guess + 1, high]
         else:
-            feedback = "太大了"
+            verdict = TOO_BIG
             high = min(high, ev.guess - 1)  # the target is in [low, guess - 1]
-
+        # callers (CLI, server) follow the guesses, each with its own verdict
+        ctx.write_event_to_stream(
+            GuessChecked(attempt=attempts, guess=ev.guess, verdict=verdict, low=low, high=high)
+        )
+        if verdict == CORRECT:
+            return StopEvent(result=f"Found {target} in {_attempts(attempts)}")
         if attempts >= MAX_ATTEMPTS:
-            return StopEvent(result=f"超时失败,目标数字是 {target}")
+            return StopEvent(result=f"Gave up after {_attempts(attempts)}; the number was {target}")
 
         next_guess = (low + high) // 2  # binary search
         if self.print_progress:
             print(
-                f"第 {attempts} 次猜 {ev.guess},{feedback},区间 [{low}, {high}],下次猜 {next_guess}"
+                f"Attempt {attempts}: {ev.guess} is {verdict}; the number is in "
+                f"[{low}, {high}]; next guess {next_guess}"
             )
         await ctx.store.set("low", low)
         await ctx.store.set("high", high)
-        guess = GuessEvent(guess=next_guess, feedback=feedback)
-        ctx.write_event_to_stream(guess)
-        return guess
+        return GuessEvent(guess=next_guess, feedback=verdict)
 
 
-__all__ = ["MAX_ATTEMPTS", "GuessEvent", "GuessNumberStart", "GuessNumberWorkflow"]
+__all__ = [
+    "CORRECT",
+    "MAX_ATTEMPTS",
+    "TOO_BIG",
+    "TOO_SMALL",
+    "GuessChecked",
+    "GuessEvent",
+    "GuessNumberStart",
+    "GuessNumberWorkflow",
+]

@@ -138,30 +138,69 @@ def llm_call_error(exc: Exception, llm: LLM) -> LLMCallError:
     return LLMCallError(message, status_code=status)
 
 
+#: Called with each streamed chunk (a ``ChatResponse``: ``.delta``, ``.message``, ``.raw``).
+ChunkCallback = Callable[[ChatResponse], Awaitable[None]]
+
+# llama-index LLM classes whose API takes OpenAI's stream_options (the OpenAI and Azure OpenAI
+# clients; OpenAILike servers may not, so they are left alone).
+_USAGE_ON_STREAM = frozenset({"openai_llm", "azure_openai_llm"})
+
+
+def stream_usage_kwargs(llm: LLM) -> dict[str, Any]:
+    """The keyword arguments that make a streamed call report token usage, where supported.
+
+    OpenAI sends no usage on a streamed completion unless asked with
+    ``stream_options={"include_usage": True}``; its last chunk then carries it, and the traces
+    record it as ``gen_ai.usage.*``. Other LLMs get nothing (they report usage themselves or
+    would reject the option). An ``additional_kwargs["stream_options"]`` the user set wins.
+    """
+    try:
+        name = llm.class_name()
+    except Exception:  # a custom LLM without class_name()
+        return {}
+    extra = getattr(llm, "additional_kwargs", None) or {}
+    if name in _USAGE_ON_STREAM and "stream_options" not in extra:
+        return {"stream_options": {"include_usage": True}}
+    return {}
+
+
 async def _once(
     llm: LLM,
     messages: Sequence[ChatMessage],
     tools: Sequence[BaseTool] | None,
     on_delta: DeltaCallback | None,
+    on_chunk: ChunkCallback | None = None,
+    options: dict[str, Any] | None = None,
+    allow_parallel_tool_calls: bool = True,
 ) -> ChatResponse:
     # Tools are only passed for LLMs checked with check_function_calling at construction.
     fc = cast(FunctionCallingLLM, llm)
-    if on_delta is None:
+    extra = dict(options or {})
+    if on_delta is None and on_chunk is None:
         if tools:
             return await fc.achat_with_tools(
-                list(tools), chat_history=list(messages), allow_parallel_tool_calls=True
+                list(tools),
+                chat_history=list(messages),
+                allow_parallel_tool_calls=allow_parallel_tool_calls,
+                **extra,
             )
-        return await llm.achat(list(messages))
+        return await llm.achat(list(messages), **extra)
+    extra.update(stream_usage_kwargs(llm))
     if tools:
         gen = await fc.astream_chat_with_tools(
-            list(tools), chat_history=list(messages), allow_parallel_tool_calls=True
+            list(tools),
+            chat_history=list(messages),
+            allow_parallel_tool_calls=allow_parallel_tool_calls,
+            **extra,
         )
     else:
-        gen = await llm.astream_chat(list(messages))
+        gen = await llm.astream_chat(list(messages), **extra)
     last: ChatResponse | None = None
     async for chunk in gen:
         last = chunk
-        if chunk.delta:
+        if on_chunk is not None:
+            await on_chunk(chunk)
+        if on_delta is not None and chunk.delta:
             await on_delta(chunk.delta, chunk.message.content or "")
     if last is None:
         return ChatResponse(message=ChatMessage(role="assistant", content=""))
@@ -176,6 +215,9 @@ async def chat(
     on_delta: DeltaCallback | None = None,
     retry_policy: RetryPolicy | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    on_chunk: ChunkCallback | None = None,
+    options: dict[str, Any] | None = None,
+    allow_parallel_tool_calls: bool = True,
 ) -> ChatResponse:
     """Make one chat call to ``llm``.
 
@@ -185,6 +227,9 @@ async def chat(
         tools: Tools to offer for native tool calling (``achat_with_tools``); ``None`` for a
             plain chat.
         on_delta: When given, the call streams and this is awaited with each delta.
+        on_chunk: When given, the call streams and this is awaited with each chunk.
+        options: Extra keyword arguments for the LLM call (``tool_choice=...``).
+        allow_parallel_tool_calls: Let the LLM ask for several tool calls in one turn.
         retry_policy: When given, a failed call is retried as long as the policy returns a
             delay (``policy.next(elapsed, attempts, error)``; ``error`` is the LLMCallError).
         sleep: The sleep used between attempts (tests pass a fake one).
@@ -199,7 +244,9 @@ async def chat(
     attempts = 0
     while True:
         try:
-            return await _once(llm, messages, tools, on_delta)
+            return await _once(
+                llm, messages, tools, on_delta, on_chunk, options, allow_parallel_tool_calls
+            )
         except Exception as exc:
             error = llm_call_error(exc, llm)
             error.__cause__ = exc
@@ -224,6 +271,7 @@ async def complete(llm: LLM, prompt: str) -> str:
 
 __all__ = [
     "DEFAULT_MODEL",
+    "ChunkCallback",
     "DeltaCallback",
     "chat",
     "check_function_calling",
@@ -232,4 +280,5 @@ __all__ = [
     "default_llm",
     "llm_call_error",
     "model_name",
+    "stream_usage_kwargs",
 ]

@@ -39,6 +39,35 @@ Answer: your answer, in the language of the user's question.
 
 NO_TOOLS_DESCRIPTION = "(no tools: answer directly)"
 
+#: The handoff tool's description, formatted with ``{agent_info}`` (name -> description).
+HANDOFF_PROMPT = """\
+Pass the conversation to another agent. Use it when another agent is better placed than you to
+do what the user asks, and say why in `reason`.
+
+The agents you can pass to:
+{agent_info}
+"""
+
+#: What the handoff tool returns, formatted with ``{to_agent}`` and ``{reason}``.
+HANDOFF_OUTPUT_PROMPT = (
+    "The request now goes to agent {to_agent}, because: {reason}. Carry on with it."
+)
+
+#: How the shared state is shown with the user's message: ``{state}`` and ``{msg}``.
+STATE_PROMPT = """\
+The shared state now:
+{state}
+
+The user's message:
+{msg}
+"""
+
+#: The last call's instruction when max_iterations is reached with early_stopping="generate".
+EARLY_STOPPING_PROMPT = (
+    "You made {max_iterations} steps, the most allowed. Use no more tools: answer the user's "
+    "request as well as you can with what you found so far."
+)
+
 
 def react_system_prompt(
     tools: Mapping[str, BaseTool],
@@ -79,8 +108,12 @@ def observation_message(observations: list[tuple[str, str]]) -> str:
 
 __all__ = [
     "CRITIQUE_PROMPT",
+    "EARLY_STOPPING_PROMPT",
+    "HANDOFF_OUTPUT_PROMPT",
+    "HANDOFF_PROMPT",
     "JOKE_PROMPT",
     "REACT_SYSTEM_PROMPT",
+    "STATE_PROMPT",
     "observation_message",
     "react_system_prompt",
 ]

@@ -34,6 +34,7 @@ from .events import (
     ToolResultEvent,
 )
 from .llm import chat
+from .members import ReActMember
 from .memory import messages_from_dicts
 from .prompts import REACT_SYSTEM_PROMPT, observation_message, react_system_prompt
 from .react_parser import FORMAT_REMINDER, ReActParseError, parse_react_output
@@ -43,7 +44,7 @@ from .tools import ToolLike
 SCRATCHPAD = "scratchpad"
 
 
-class ReActAgent(ToolAgentBase):
+class ReActAgent(ReActMember, ToolAgentBase):
     """An agent that reasons in text (Thought / Action / Observation) and calls tools.
 
     Works with any llama-index LLM, with or without native tool calling::
@@ -177,7 +178,6 @@ class ReActAgent(ToolAgentBase):
         ]
         await self.dispatch_tools(ctx, text, calls)
         return None
-
 
     @step
     async def gather_tool_results(self, ctx: Context, ev: ToolResultEvent) -> PrepareEvent | None:

@@ -93,6 +93,7 @@ class ScriptedLLM(FunctionCallingLLM):
     _script: list[ScriptEntry] = PrivateAttr(default_factory=list)
     _calls: list[list[ChatMessage]] = PrivateAttr(default_factory=list)
     _tools_offered: list[list[str]] = PrivateAttr(default_factory=list)
+    _options: list[dict[str, Any]] = PrivateAttr(default_factory=list)
 
     def __init__(
         self,
@@ -106,6 +107,7 @@ class ScriptedLLM(FunctionCallingLLM):
         self._script = list(responses)
         self._calls = []
         self._tools_offered = []
+        self._options = []
 
     @classmethod
     def class_name(cls) -> str:
@@ -128,6 +130,11 @@ class ScriptedLLM(FunctionCallingLLM):
     def tools_offered(self) -> list[list[str]]:
         """The tool names offered in each ``chat_with_tools`` call so far."""
         return self._tools_offered
+
+    @property
+    def options(self) -> list[dict[str, Any]]:
+        """The extra keyword arguments of each ``chat_with_tools`` call (``tool_choice``...)."""
+        return self._options
 
     @property
     def remaining(self) -> int:
@@ -276,6 +283,7 @@ class ScriptedLLM(FunctionCallingLLM):
         tools = kwargs.get("tools")
         if tools is not None:
             self._tools_offered.append([t.metadata.get_name() for t in tools])
+            self._options.append({k: v for k, v in kwargs.items() if k != "tools"})
 
     def _prepare_chat_with_tools(
         self,
@@ -292,7 +300,12 @@ class ScriptedLLM(FunctionCallingLLM):
             messages.append(ChatMessage(role=MessageRole.USER, content=user_msg))
         elif user_msg is not None:
             messages.append(user_msg)
-        return {"messages": messages, "tools": list(tools), **kwargs}
+        return {
+            "messages": messages,
+            "tools": list(tools),
+            "tool_required": tool_required,
+            **kwargs,
+        }
 
     def get_tool_calls_from_response(
         self, response: ChatResponse, error_on_no_tool_call: bool = True, **kwargs: Any

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from batonflow.core import Context
-from llama_index.core.tools import BaseTool, FunctionTool
+from llama_index.core.tools import BaseTool, FunctionTool, ToolOutput
 from llama_index.core.tools.types import AsyncBaseTool, adapt_to_async_tool
 from llama_index.core.tools.utils import create_schema_from_function
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from .errors import AgentConfigurationError
 
@@ -40,10 +40,33 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
-    """The outcome of one tool call: the text the LLM sees, and whether it is an error."""
+    """The outcome of one tool call.
+
+    Attributes:
+        output: The text the LLM sees (the error text when the call failed).
+        is_error: Whether the call failed.
+        tool_output: The call's llama-index ``ToolOutput`` (``.raw_output``: what the tool
+            returned).
+        exception: The exception the tool raised, if it raised.
+    """
 
     output: str
     is_error: bool
+    tool_output: ToolOutput | None = None
+    exception: BaseException | None = None
+
+    def as_tool_output(self, name: str, kwargs: Mapping[str, Any]) -> ToolOutput:
+        """The outcome as a ``ToolOutput`` (built for errors that never reached the tool)."""
+        if self.tool_output is not None:
+            return self.tool_output
+        return ToolOutput(
+            content=self.output,
+            tool_name=name,
+            raw_input=dict(kwargs),
+            raw_output=self.output,
+            is_error=self.is_error,
+            exception=self.exception if isinstance(self.exception, Exception) else None,
+        )
 
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
@@ -206,7 +229,12 @@ def describe_tools(tools: Mapping[str, BaseTool]) -> str:
 
 
 def _check_arguments(tool: BaseTool, kwargs: Mapping[str, Any]) -> dict[str, Any] | str:
-    """Validate arguments against the tool's schema: the (coerced) kwargs, or an error text."""
+    """Validate arguments against the tool's schema: the kwargs to call with, or an error text.
+
+    A value that already fits its annotation strictly is passed as the model sent it (``42``
+    for a ``float`` parameter stays ``42``, as llama-index passes it); only values that need
+    it are converted (``"3"`` for an ``int``, a dict for a pydantic model parameter).
+    """
     schema = tool.metadata.fn_schema
     if schema is None:
         return dict(kwargs)
@@ -229,7 +257,20 @@ def _check_arguments(tool: BaseTool, kwargs: Mapping[str, Any]) -> dict[str, Any
             f"Error: bad arguments for tool {name!r}: {problems}. "
             f"Its arguments are: {json.dumps(tool_parameters(tool).get('properties', {}))}."
         )
-    return {key: getattr(model, key) for key in kwargs if key in fields} or dict(kwargs)
+    out = dict(kwargs)
+    for key, value in kwargs.items():
+        info = fields.get(key)
+        if info is not None and not _fits_strictly(info.annotation, value):
+            out[key] = getattr(model, key)
+    return out
+
+
+def _fits_strictly(annotation: Any, value: Any) -> bool:
+    try:
+        TypeAdapter(annotation).validate_python(value, strict=True)
+    except (ValidationError, TypeError, ValueError):
+        return False
+    return True
 
 
 async def call_tool(
@@ -258,7 +299,7 @@ async def call_tool(
         )
     checked = _check_arguments(tool, kwargs)
     if isinstance(checked, str):
-        return ToolOutcome(checked, True)
+        return ToolOutcome(checked, True, exception=ToolArgumentsError(checked))
     if ctx is not None and isinstance(tool, FunctionTool):
         ctx_param = context_parameter(tool.real_fn)
         if ctx_param is not None:
@@ -266,11 +307,33 @@ async def call_tool(
     try:
         output = await tool.acall(**checked)
     except Exception as exc:
-        return ToolOutcome(f"Error: tool {name!r} raised {type(exc).__name__}: {exc}", True)
-    return ToolOutcome(str(output.content), bool(getattr(output, "is_error", False)))
+        text = f"Error: tool {name!r} raised {type(exc).__name__}: {exc}"
+        return ToolOutcome(
+            text,
+            True,
+            ToolOutput(
+                content=text,
+                tool_name=name,
+                raw_input=dict(kwargs),
+                raw_output=str(exc),
+                is_error=True,
+                exception=exc,
+            ),
+            exc,
+        )
+    if not isinstance(output, ToolOutput):  # a custom tool that returns something else
+        output = ToolOutput(
+            content=str(output), tool_name=name, raw_input=dict(kwargs), raw_output=output
+        )
+    return ToolOutcome(str(output.content), bool(output.is_error), output)
+
+
+class ToolArgumentsError(ValueError):
+    """The LLM called a tool with arguments that do not fit its schema (shown to the LLM)."""
 
 
 __all__ = [
+    "ToolArgumentsError",
     "ToolLike",
     "ToolOutcome",
     "call_tool",

@@ -1,5 +1,5 @@
-"""``python -m batonflow.apps`` runs the ``batonflow`` command line."""
+"""``python -m batonflow.apps`` runs the ``batonflow`` command line (as ``python -m batonflow``)."""
 
-from .cli import main
+from batonflow.__main__ import main
 
 main()

@@ -26,6 +26,15 @@ _SELF_EXPLAINING = (
     "BadParameterError",
     "ConfigError",
     "TracingConfigurationError",
+    "MissingDependencyError",
+    "PortInUseError",
+    # batonflow.client: the server's own sentence, after its status code
+    "APIError",
+    "AuthenticationError",
+    "ConflictError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "ServerUnavailableError",
 )
 
 

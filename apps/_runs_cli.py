@@ -1,10 +1,12 @@
-"""``batonflow runs list | show | resume``: the durable run store (``.batonflow/runs.db``).
+"""``batonflow runs list | show | resume | cancel | delete | prune``: the run store.
 
 One SQLite file holds two kinds of records: the server's runs (status, result, streamed
 events, snapshots of runs waiting for a human) and the engine's checkpoints (one per completed
 step, written by ``WorkflowCheckpointer`` with a ``SqliteCheckpointStore``, and by
 ``batonflow serve``). These commands show both; ``resume`` continues a run that waited for a
-human, or one that stopped mid-way, from its last checkpoint.
+human, or one that stopped mid-way, from its last checkpoint; ``cancel`` ends a run nobody
+runs any more, ``delete`` and ``prune`` forget runs. With ``--server URL``, ``list``, ``show``
+and ``cancel`` ask that server instead (through :mod:`batonflow.client`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
+import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,10 +23,12 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from . import _remote
 from ._console import cli_errors, err, out, print_json, print_result
 from ._wire import jsonable
 from .config import Settings
 from .registry import PREBUILT, BadParameterError, FlowNotFoundError, load_workflow
+from .run_store import FINISHED
 
 runs_app = typer.Typer(
     help="List, inspect and resume runs kept in the run store.",
@@ -32,6 +38,19 @@ runs_app = typer.Typer(
 
 _DB = typer.Option(None, "--db", help="Run store \\[env BATONFLOW_DB; .batonflow/runs.db].")
 _DEBUG = typer.Option(False, "--debug", help="Show tracebacks of errors.")
+_SERVER = typer.Option(
+    None,
+    "--server",
+    metavar="URL",
+    help="Ask this batonflow server instead of the local run store \\[env BATONFLOW_SERVER].",
+)
+_TOKEN = typer.Option(None, "--token", help="The server's token \\[env BATONFLOW_API_TOKEN].")
+
+#: What ``--status`` takes: the stored statuses, and ``stopped`` (a durable CLI run whose
+#: process is gone).
+STATUSES = ("running", "waiting", *sorted(FINISHED), "stopped")
+#: Statuses of runs that ended by themselves: what ``prune`` forgets by default.
+ENDED = frozenset(FINISHED)
 
 
 @dataclass
@@ -111,6 +130,27 @@ def _mark_stopped(stores: Stores, row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _check_status(status: str | None) -> None:
+    if status is not None and status not in STATUSES:
+        raise BadParameterError(f"Unknown status {status!r}; use one of {', '.join(STATUSES)}.")
+
+
+def _local_rows(stores: Stores, workflow: str | None, status: str | None) -> list[dict[str, Any]]:
+    """Every run of the local store (server and checkpointed), newest first, filtered."""
+    stored = "running" if status == "stopped" else status  # 'stopped' is derived from 'running'
+    rows = [
+        {**r.public(), "source": "server"} for r in stores.runs.list(workflow, stored, limit=2**62)
+    ]
+    seen = {r["run_id"] for r in rows}
+    for record in stores.checkpoints.runs(workflow_name=workflow, status=stored):
+        if record.run_id not in seen:
+            rows.append(_checkpoint_run(record))
+    rows = [_mark_stopped(stores, r) for r in rows]
+    if status is not None:
+        rows = [r for r in rows if r["status"] == status]
+    return sorted(rows, key=lambda r: r["created_at"], reverse=True)
+
+
 def _unknown_run(run_id: str) -> BadParameterError:
     return BadParameterError(
         f"Run {run_id!r} is not in the run store; 'batonflow runs list' shows the ids."
@@ -124,21 +164,23 @@ def list_runs(
     limit: int = typer.Option(50, min=1, help="At most this many runs, newest first."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     db: Path | None = _DB,
+    server: str | None = _SERVER,
+    token: str | None = _TOKEN,
     debug: bool = _DEBUG,
 ) -> None:
     """List runs, newest first: server runs and checkpointed runs."""
     with cli_errors(debug):
-        stores = _open(db)
-        rows = [
-            {**r.public(), "source": "server"} for r in stores.runs.list(workflow, status, limit)
-        ]
-        seen = {r["run_id"] for r in rows}
-        for record in stores.checkpoints.runs(workflow_name=workflow, status=status):
-            if record.run_id not in seen:
-                rows.append(_checkpoint_run(record))
-        rows = [_mark_stopped(stores, r) for r in rows]
-        rows = sorted(rows, key=lambda r: r["created_at"], reverse=True)[:limit]
-        stores.close()
+        url = _remote.server_url(server)
+        if url is not None:
+            rows = _remote.list_remote(url, token, workflow, status, limit)
+        else:
+            _check_status(status)
+            stores = _open(db)
+            try:
+                rows = _local_rows(stores, workflow, status)
+            finally:
+                stores.close()
+            rows = rows[:limit]
         if as_json:
             print_json(rows)
             return
@@ -160,24 +202,18 @@ def show(
     events: bool = typer.Option(False, "--events", help="Also list the events it streamed."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     db: Path | None = _DB,
+    server: str | None = _SERVER,
+    token: str | None = _TOKEN,
     debug: bool = _DEBUG,
 ) -> None:
     """Show one run: status, start fields, result or error, checkpoints."""
     with cli_errors(debug):
-        stores = _open(db)
-        row = stores.runs.get(run_id)
-        record = stores.checkpoints.run(run_id)
-        if row is None and record is None:
-            raise _unknown_run(run_id)
-        data = {**row.public(), "source": "server"} if row is not None else _checkpoint_run(record)
-        data = _mark_stopped(stores, data)
-        data["checkpoints"] = [
-            {"seq": c.seq, "step": c.step_name, "created_at": c.created_at}
-            for c in stores.checkpoints.list(run_id)
-        ]
-        if events and row is not None:
-            data["events"] = [e.body for e in stores.runs.events(run_id)]
-        stores.close()
+        url = _remote.server_url(server)
+        data = (
+            _remote.show_remote(url, token, run_id, events)
+            if url is not None
+            else _show_local(db, run_id, events)
+        )
         if as_json:
             print_json(data)
             return
@@ -203,6 +239,21 @@ def show(
         for entry in data.get("events", []):
             label = entry.get("type") or f"end ({entry.get('status')})"
             out.print(f"  #{entry['seq']} {label} {entry.get('value', '')}", markup=False)
+
+
+def _show_local(db: Path | None, run_id: str, events: bool) -> dict[str, Any]:
+    stores = _open(db)
+    try:
+        data = _state(stores, run_id)
+        data["checkpoints"] = [
+            {"seq": c.seq, "step": c.step_name, "created_at": c.created_at}
+            for c in stores.checkpoints.list(run_id)
+        ]
+        if events and data["source"] == "server":
+            data["events"] = [e.body for e in stores.runs.events(run_id)]
+    finally:
+        stores.close()
+    return data
 
 
 @runs_app.command()
@@ -235,6 +286,12 @@ def resume(
                 workflow = _workflow_for(flow, row.workflow, run_id)
                 first = pending.pop(0) if pending else _ask(_last_prefix(stores.runs, run_id))
                 result = asyncio.run(_from_snapshot(workflow, row.snapshot, first, pending))
+            elif _not_resumable(_state(stores, run_id)):
+                status = _state(stores, run_id)["status"]
+                raise BadParameterError(
+                    f"Run {run_id!r} is {status}: it has ended, so there is nothing to continue; "
+                    "start a new run instead."
+                )
             elif stores.checkpoints.latest(run_id) is not None:
                 name = row.workflow if row is not None else record.workflow_name
                 workflow = _workflow_for(flow, name, run_id)
@@ -308,3 +365,149 @@ async def _from_checkpoint(workflow: Any, store: Any, run_id: str, answers: list
 
     handler = WorkflowCheckpointer(workflow, store=store).resume(run_id)
     return await _answering(handler, answers)
+
+
+def _state(stores: Stores, run_id: str) -> dict[str, Any]:
+    """The run as ``runs show`` sees it (status ``stopped`` when its process is gone)."""
+    row = stores.runs.get(run_id)
+    record = stores.checkpoints.run(run_id)
+    if row is None and record is None:
+        raise _unknown_run(run_id)
+    data = {**row.public(), "source": "server"} if row is not None else _checkpoint_run(record)
+    return _mark_stopped(stores, data)
+
+
+#: The error of a run cancelled by ``batonflow runs cancel``.
+CANCELLED_HERE = "Cancelled with 'batonflow runs cancel'."
+
+
+def _not_resumable(data: dict[str, Any]) -> bool:
+    """Whether the run ended for good: completed, or cancelled on purpose.
+
+    A checkpointed run whose process was stopped may show ``cancelled`` or ``failed`` too (the
+    store cannot tell an interrupted task from a cancelled one yet); those stay resumable.
+    """
+    return data["status"] == "completed" or data.get("error") == CANCELLED_HERE
+
+
+def _refuse_running(stores: Stores, data: dict[str, Any], action: str) -> None:
+    """A run some process still runs cannot be changed from here: say where to do it."""
+    if data["status"] != "running":
+        return
+    run_id = data["run_id"]
+    pid = stores.runs.flow_pid(run_id)
+    if pid is not None:
+        raise BadParameterError(
+            f"Run {run_id!r} is running in process {pid}; stop it there (Ctrl-C, or kill -INT "
+            f"{pid}: it is then recorded interrupted) before you {action} it."
+        )
+    raise BadParameterError(
+        f"Run {run_id!r} is running in a server; {action} it through that server: batonflow "
+        f"runs {action} {run_id} --server URL (or stop the server first)."
+    )
+
+
+@runs_app.command()
+def cancel(
+    run_id: str = typer.Argument(..., help="The run id."),
+    db: Path | None = _DB,
+    server: str | None = _SERVER,
+    token: str | None = _TOKEN,
+    debug: bool = _DEBUG,
+) -> None:
+    """Cancel a run: on its server (--server), or here one that nobody runs any more."""
+    with cli_errors(debug):
+        url = _remote.server_url(server)
+        if url is not None:
+            status = _remote.cancel_remote(url, token, run_id)
+            out.print(f"run {run_id}: {status}", markup=False)
+            return
+        stores = _open(db)
+        try:
+            data = _state(stores, run_id)
+            if data["status"] in ENDED:
+                raise BadParameterError(
+                    f"Run {run_id!r} has already ended ({data['status']}); nothing to cancel "
+                    f"(batonflow runs delete {run_id} forgets it)."
+                )
+            _refuse_running(stores, data, "cancel")
+            reason = CANCELLED_HERE
+            if stores.runs.get(run_id) is not None:
+                stores.runs.update(run_id, status="cancelled", error=reason)
+            if stores.checkpoints.run(run_id) is not None:
+                stores.checkpoints.finish_run(run_id, "cancelled", error=reason)
+        finally:
+            stores.close()
+        out.print(f"run {run_id}: cancelled (was {data['status']})", markup=False)
+
+
+@runs_app.command()
+def delete(
+    run_ids: list[str] = typer.Argument(..., help="The run ids."),
+    db: Path | None = _DB,
+    debug: bool = _DEBUG,
+) -> None:
+    """Forget runs: their records, events and checkpoints (not while they run)."""
+    with cli_errors(debug):
+        stores = _open(db)
+        try:
+            for run_id in run_ids:
+                _refuse_running(stores, _state(stores, run_id), "delete")
+            for run_id in run_ids:
+                _forget(stores, run_id)
+                out.print(f"deleted run {run_id}", markup=False)
+        finally:
+            stores.close()
+
+
+def _forget(stores: Stores, run_id: str) -> None:
+    stores.runs.delete(run_id)
+    stores.checkpoints.delete(run_id)
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``"90s"``, ``"30m"``, ``"12h"``, ``"7d"`` or ``"2w"``.
+
+    Raises:
+        BadParameterError: Anything else.
+    """
+    match = _DURATION.match(text.lower())
+    if match is None:
+        raise BadParameterError(
+            f"--older-than expects a duration such as 30m, 12h, 7d or 2w; got {text!r}."
+        )
+    return float(match[1]) * _UNIT[match[2]]
+
+
+@runs_app.command()
+def prune(
+    older_than: str = typer.Option(
+        ..., "--older-than", metavar="DURATION", help="e.g. 30m, 12h, 7d, 2w: since last change."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Only list what would be deleted."),
+    db: Path | None = _DB,
+    debug: bool = _DEBUG,
+) -> None:
+    """Forget runs that ended (completed, failed, cancelled, ...) longer ago than DURATION."""
+    with cli_errors(debug):
+        cutoff = time.time() - parse_duration(older_than)
+        stores = _open(db)
+        try:
+            old = [
+                r
+                for r in _local_rows(stores, None, None)
+                if r["status"] in ENDED and r["updated_at"] < cutoff
+            ]
+            if not dry_run:
+                for row in old:
+                    _forget(stores, row["run_id"])
+        finally:
+            stores.close()
+        for row in old:
+            out.print(f"  {row['run_id']} {row['workflow']} {row['status']}", markup=False)
+        verb = "would delete" if dry_run else "deleted"
+        out.print(f"{verb} {len(old)} run(s) that ended more than {older_than} ago", markup=False)

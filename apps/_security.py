@@ -1,8 +1,17 @@
-"""ASGI middleware of the server: bearer-token auth and the request body limit."""
+"""ASGI middleware of the server: bearer-token auth, host checks, the body limit, JSON bodies.
+
+Without a token, a server on ``127.0.0.1`` is still reachable from any web page the user opens:
+a page may POST ``text/plain`` to it (no CORS preflight) or, through DNS rebinding, talk to it
+under a name of its own. :class:`HostGuard` and :class:`JsonBody` close both doors: only the
+bound address (or a configured allowed host) is served, cross-site ``Origin`` headers are
+refused, and bodies must be JSON. Every check answers a 4xx naming the fix, so a client mistake
+never reaches the application as a 500.
+"""
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
@@ -118,14 +127,214 @@ class BodyLimit:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        body = b"".join(chunks)
-        replayed = False
+        await self.app(scope, replaying(b"".join(chunks), receive), send)
 
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
 
-        await self.app(scope, replay, send)
+async def read_body(receive: Receive) -> bytes | None:
+    """The whole request body, or ``None`` when the client disconnected first."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives ``body`` once, then defers to the real one."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value)
+    return None
+
+
+#: How deep a request's JSON may nest (objects and arrays); deeper is refused with 422.
+MAX_JSON_DEPTH = 100
+
+
+class _NotJson(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity``: Python reads them, JSON has no such thing."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NotJson(name)
+
+
+def _depth(value: Any) -> int:
+    """How deep ``value`` nests, without recursion (it came from a client)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_JSON_DEPTH:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def json_problem(raw: bytes) -> str | None:
+    """Why ``raw`` is not an acceptable JSON body, or ``None`` when it is.
+
+    Refused: text that is not JSON, ``NaN`` / ``Infinity`` (not JSON, and they cannot be sent
+    back), and nesting deeper than :data:`MAX_JSON_DEPTH`.
+    """
+    try:
+        data = json.loads(raw, parse_constant=_reject_constant)
+    except RecursionError:
+        return f"The request body nests deeper than {MAX_JSON_DEPTH} levels; send flatter JSON."
+    except _NotJson as exc:
+        return f"The request body contains {exc}, which is not JSON; send a number or null."
+    except ValueError as exc:
+        return f"The request body is not valid JSON ({exc}); send a JSON object."
+    if _depth(data) > MAX_JSON_DEPTH:
+        return f"The request body nests deeper than {MAX_JSON_DEPTH} levels; send flatter JSON."
+    return None
+
+
+class JsonBody:
+    """Check that request bodies are JSON the application can take.
+
+    A non-empty body that is not valid JSON, holds ``NaN``/``Infinity``, or nests deeper than
+    :data:`MAX_JSON_DEPTH` gets a 422. With ``require_content_type`` (a server without a
+    token), a non-empty body must also be declared ``application/json`` (or ``+json``), else
+    415: web pages can send ``text/plain`` cross-site without asking, but not JSON.
+    """
+
+    def __init__(self, app: ASGIApp, require_content_type: bool = True) -> None:
+        self.app = app
+        self.require_content_type = require_content_type
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        body = await read_body(receive)
+        if body is None:
+            return
+        if body.strip():
+            kind = (_header(scope, b"content-type") or b"").split(b";")[0].strip().lower()
+            is_json = kind == b"application/json" or kind.endswith(b"+json")
+            if self.require_content_type and not is_json:
+                given = kind.decode("latin-1") or "none"
+                await send_json(
+                    send,
+                    415,
+                    {
+                        "detail": f"The request body must be JSON, sent with 'Content-Type: "
+                        f"application/json' (got {given})."
+                    },
+                )
+                return
+            problem = json_problem(body)
+            if problem is not None:
+                await send_json(send, 422, {"detail": problem})
+                return
+        await self.app(scope, replaying(body, receive), send)
+
+
+_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _split_host(value: str) -> tuple[str, str]:
+    """``"[::1]:8000"`` → ``("::1", "8000")``; ``"example.org"`` → ``("example.org", "")``."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        name, _, rest = value[1:].partition("]")
+        return name, rest.removeprefix(":")
+    name, _, port = value.partition(":") if value.count(":") == 1 else (value, "", "")
+    return name, port
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+class HostGuard:
+    """Serve only requests addressed to this server: a defence against DNS rebinding.
+
+    The ``Host`` header must name the address the server is bound to (for a loopback
+    address: ``127.0.0.1``, ``localhost`` or ``[::1]``; for a wildcard bind such as
+    ``0.0.0.0``: any IP address) or one of ``allowed_hosts``; else 400. A browser's ``Origin``
+    header, when sent, must name an allowed host too; else 403 (a cross-site request).
+
+    Args:
+        app: The ASGI application.
+        allowed_hosts: More host names to serve (``batonflow serve --allowed-host``);
+            ``"*"`` turns the check off.
+    """
+
+    def __init__(self, app: ASGIApp, allowed_hosts: Sequence[str] = ()) -> None:
+        self.app = app
+        self.allowed = frozenset(_split_host(h)[0] for h in allowed_hosts)
+
+    def _allowed(self, name: str, scope: Scope) -> bool:
+        if "*" in self.allowed or name in self.allowed:
+            return True
+        server = scope.get("server") or ("", None)
+        bound = str(server[0]).lower()
+        if name == bound:
+            return True
+        if bound in _LOOPBACK_NAMES or bound.startswith("127."):
+            return name in _LOOPBACK_NAMES or name.startswith("127.")
+        wildcard = bound in ("0.0.0.0", "::", "")
+        return wildcard and _is_ip(name)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        host = (_header(scope, b"host") or b"").decode("latin-1")
+        name, _ = _split_host(host)
+        if not self._allowed(name, scope):
+            await send_json(
+                send,
+                400,
+                {
+                    "detail": f"Host {host!r} is not served here; use the server's own address, "
+                    "or start it with --allowed-host NAME (BATONFLOW_ALLOWED_HOSTS) to serve "
+                    "another name."
+                },
+            )
+            return
+        origin = _header(scope, b"origin")
+        if origin is not None:  # "null" too: sandboxed frames and files send it
+            text = origin.decode("latin-1")
+            origin_name, _ = _split_host(text.partition("://")[2].partition("/")[0])
+            if not self._allowed(origin_name, scope):
+                await send_json(
+                    send,
+                    403,
+                    {
+                        "detail": f"Cross-site request from {text!r} refused; call the API from "
+                        "its own pages, or start the server with a token (--token) or "
+                        "--allowed-host NAME."
+                    },
+                )
+                return
+        await self.app(scope, receive, send)

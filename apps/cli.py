@@ -101,15 +101,31 @@ def run(
     db: Path | None = typer.Option(
         None, "--db", help="Run store for --durable \\[env BATONFLOW_DB; .batonflow/runs.db]."
     ),
+    server: str | None = typer.Option(
+        None,
+        "--server",
+        metavar="URL",
+        help="Run it on this batonflow server (FLOW = a name it serves) \\[env BATONFLOW_SERVER].",
+    ),
+    token: str | None = typer.Option(
+        None, "--token", help="The server's token \\[env BATONFLOW_API_TOKEN]."
+    ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
     """Run a flow and print its result.
 
     Examples: [bold]batonflow run guess-number --set target=42 --stream[/],
-    [bold]batonflow run accumulate --set numbers='[1, 2, 3]' --json[/].
+    [bold]batonflow run accumulate --set numbers='[1, 2, 3]' --json[/],
+    [bold]batonflow run hitl --server http://127.0.0.1:8000 --answer yes[/].
     """
     with cli_errors(debug):
         fields = parse_sets(sets)
+        from ._remote import server_url
+
+        url = server_url(server)
+        if url is not None:
+            _run_on_server(url, token, flow, fields, stream, as_json, list(answers), durable)
+            return
         settings = Settings.load(db_path=db)
         setup_tracing()
         workflow = load_workflow(flow, settings)
@@ -142,6 +158,41 @@ def run(
             print_json({"run_id": run_id, "flow": flow, "result": result}, stdout)
         else:
             print_result(result)
+
+
+def _run_on_server(
+    url: str,
+    token: str | None,
+    flow: str,
+    fields: dict[str, Any],
+    stream: bool,
+    as_json: bool,
+    answers: list[str],
+    durable: bool,
+) -> None:
+    from ._remote import run_remote
+
+    if durable:
+        raise BadParameterError(
+            "--durable is for runs in this process; a server checkpoints its runs itself "
+            "(batonflow serve --durable, the default): drop --durable or --server."
+        )
+    stdout = sys.stdout
+    result, run_id = run_remote(
+        url,
+        token,
+        flow,
+        fields,
+        stream=stream,
+        as_json=as_json,
+        answers=answers,
+        ask=_ask,
+        stdout=stdout,
+    )
+    if as_json:
+        print_json({"run_id": run_id, "flow": flow, "result": result}, stdout)
+    else:
+        print_result(result)
 
 
 @contextlib.contextmanager
@@ -308,11 +359,31 @@ def serve(
     durable: bool = typer.Option(
         True, help="Checkpoint every step, so runs in progress resume after a restart."
     ),
+    allowed_hosts: list[str] = typer.Option(
+        [],
+        "--allowed-host",
+        metavar="NAME",
+        help="Without a token, also serve requests addressed to NAME (repeatable; '*' = any) "
+        "\\[env BATONFLOW_ALLOWED_HOSTS, comma-separated].",
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No access log line per request."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
-    """Serve workflows over HTTP: runs, SSE event streams, human-in-the-loop, cancel."""
+    """Serve workflows over HTTP: runs, SSE event streams, human-in-the-loop, cancel.
+
+    Needs the server extra: pip install 'batonflow[server]'. Stop it with Ctrl-C or SIGTERM:
+    runs in progress are checkpointed and resume at the next start.
+    """
     with cli_errors(debug):
+        from batonflow._extras import require_extra
+
+        require_extra("batonflow serve", "server", {"fastapi": "fastapi", "uvicorn": "uvicorn"})
         settings = Settings.load(host=host, port=port, api_token=token, db_path=db)
+        from ._uvicorn import bind_socket
+
+        sock = bind_socket(settings.host, settings.port)  # a port in use fails before set-up
+        env_hosts = os.environ.get("BATONFLOW_ALLOWED_HOSTS", "")
+        hosts = [*allowed_hosts, *(h.strip() for h in env_hosts.split(",") if h.strip())]
         served = _served_workflows(settings, workflows, prebuilt)
         traces = setup_tracing("batonflow-server")
         from .run_store import RunStore
@@ -331,6 +402,7 @@ def serve(
             token=settings.api_token,
             max_body_bytes=settings.max_body_bytes,
             checkpoints=checkpoints,
+            allowed_hosts=hosts,
         )
         if settings.host not in ("127.0.0.1", "localhost", "::1") and not settings.api_token:
             err.print(
@@ -346,15 +418,37 @@ def serve(
             )
             sys.stderr.flush()
 
+        _log_to_stderr()
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a server is stopped
-            run_server(app_, settings.host, settings.port, log_level="warning", on_ready=ready)
+            run_server(
+                app_,
+                settings.host,
+                settings.port,
+                log_level="warning",
+                on_ready=ready,
+                access_log=not quiet,
+                sock=sock,
+            )
         err.print("batonflow server stopped")
 
 
+def _log_to_stderr() -> None:
+    """Show the server's own log lines (runs resumed, errors) on stderr, as uvicorn does."""
+    import logging
+
+    logger = logging.getLogger("batonflow.apps")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s:  %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+
+
 def _served_workflows(settings: Settings, extra: list[str], prebuilt: bool) -> dict[str, Any]:
-    from .registry import FlowSetupError
+    from .registry import FlowSetupError, LLMNotConfiguredError
 
     served: dict[str, Any] = {}
+    need_llm: list[str] = []
     if prebuilt:
         for name in PREBUILT:
             try:
@@ -363,9 +457,13 @@ def _served_workflows(settings: Settings, extra: list[str], prebuilt: bool) -> d
                     # Concurrent runs' print()s would interleave in the server log; the
                     # progress is in each run's event stream.
                     served[name].print_progress = False
+            except LLMNotConfiguredError:
+                need_llm.append(name)
             except Exception as exc:  # one flow that cannot be built must not stop the others
                 reason = str(exc) if isinstance(exc, FlowSetupError) else one_line(exc)
                 err.print(f"not serving {name!r}: {reason}", markup=False)
+    if need_llm:
+        err.print(f"not serving {', '.join(need_llm)} (set OPENAI_API_KEY)", markup=False)
     for item in extra:
         name, sep, spec = item.partition("=")
         if not sep or not name or not spec:
@@ -385,6 +483,19 @@ def demo(
 ) -> None:
     """The offline tour: RAG over the sample docs, guess-number, human in the loop, traces."""
     with cli_errors(debug):
+        from batonflow._extras import require_extra
+
+        require_extra(
+            "batonflow demo",
+            "all",
+            {
+                "llama_index.core": "llama-index-core",
+                "qdrant_client": "qdrant-client",
+                "fastapi": "fastapi",
+                "uvicorn": "uvicorn",
+                "httpx_sse": "httpx-sse",
+            },
+        )
         from .demo import run_demo
 
         run_demo(Settings.load())

@@ -83,13 +83,15 @@ def sample_docs() -> Path:
 
 
 def _guess(settings: Settings) -> None:
-    from batonflow.agents import GuessNumberWorkflow
+    from batonflow.agents import GuessChecked, GuessNumberWorkflow
 
     async def go() -> Any:
-        handler = GuessNumberWorkflow(timeout=30).run(target=73)
+        handler = GuessNumberWorkflow(timeout=30, print_progress=False).run(target=73)
         async for event in handler.stream_events():
-            if type(event).__name__ != "StopEvent":
-                out.print(f"  {type(event).__name__} {_fields(event)}", markup=False)
+            if isinstance(event, GuessChecked):  # each guess with its own verdict
+                out.print(
+                    f"  attempt {event.attempt}: {event.guess} is {event.verdict}", markup=False
+                )
         return await handler
 
     out.print(
@@ -117,7 +119,7 @@ def _hitl(settings: Settings) -> None:
 
 
 def _server(settings: Settings) -> None:
-    import httpx
+    from batonflow.client import Client
     from batonflow.core.checkpoints import SqliteCheckpointStore
 
     from .examples.approval import ApprovalFlow
@@ -127,31 +129,19 @@ def _server(settings: Settings) -> None:
     store = RunStore(settings.db_path)
     checkpoints = SqliteCheckpointStore(settings.db_path)
     app = create_app({"hitl": ApprovalFlow(timeout=None)}, store=store, checkpoints=checkpoints)
-    with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=30) as http:
+    with BackgroundServer(app) as server, Client(server.url) as client:
         out.print(f"server on {server.url} (runs kept in {settings.db_path})", markup=False)
-        run = http.post("/workflows/hitl/runs", json={"topic": "the HTTP API"}).json()
-        out.print(f"  POST /workflows/hitl/runs → {run}", markup=False)
-        with http.stream("GET", f"/runs/{run['run_id']}/events") as events:
-            for line in events.iter_lines():
-                if line.startswith("data:") and "InputRequiredEvent" in line:
-                    break
-        out.print("  GET /runs/{id}/events → InputRequiredEvent (the run waits)", markup=False)
-        answer = {"type": "HumanResponseEvent", "data": {"response": "lgtm"}}
-        sent = http.post(f"/runs/{run['run_id']}/events", json=answer).json()
-        out.print(f"  POST /runs/{{id}}/events → {sent}", markup=False)
-        for _ in range(200):
-            status = http.get(f"/runs/{run['run_id']}").json()
-            if status["status"] not in ("running", "waiting"):
-                break
-            time.sleep(0.02)
-        out.print(f"  GET /runs/{{id}} → {status['status']}: {status['result']}", markup=False)
+        run = client.start("hitl", {"topic": "the HTTP API"})
+        out.print(f"  POST /workflows/hitl/runs → run {run.run_id}: {run.status}", markup=False)
+        for event in client.events(run.run_id):
+            if event.type == "InputRequiredEvent":
+                out.print(f"  GET /runs/{{id}}/events → #{event.seq} {event.type}", markup=False)
+                sent = client.answer(run.run_id, "lgtm")
+                out.print(
+                    f"  POST /runs/{{id}}/events (answer 'lgtm') → {sent.status}", markup=False
+                )
+        done = client.get(run.run_id)
+        out.print(f"  GET /runs/{{id}} → {done.status}: {done.result}", markup=False)
     store.close()
     checkpoints.close()
     err.print("  (see them later with: batonflow runs list)")
-
-
-def _fields(event: Any) -> dict[str, Any]:
-    from ._wire import event_envelope
-
-    value: dict[str, Any] = event_envelope(event)["value"]
-    return value

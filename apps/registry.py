@@ -35,6 +35,10 @@ class FlowSetupError(RuntimeError):
     """A prebuilt flow that cannot be built here (e.g. it needs an LLM and none is configured)."""
 
 
+class LLMNotConfiguredError(FlowSetupError):
+    """A prebuilt flow needs an LLM and no ``OPENAI_API_KEY`` is set."""
+
+
 class BadParameterError(ValueError):
     """A ``--set key=value`` parameter that cannot be parsed."""
 
@@ -53,11 +57,16 @@ class PrebuiltFlow:
 def _llm(settings: Settings, flow: str) -> Any:
     """The LLM for flows that need one: OpenAI when ``OPENAI_API_KEY`` is set."""
     if not settings.openai_api_key:
-        raise FlowSetupError(
+        raise LLMNotConfiguredError(
             f"The {flow!r} flow needs an LLM and none is configured; set OPENAI_API_KEY "
             f"(model from BATONFLOW_MODEL, default {settings.model!r}), or build the flow in "
             "Python with llm=... and run it as module:instance."
         )
+    from batonflow._extras import require_extra
+
+    require_extra(
+        f"The {flow!r} flow", "agents", {"llama_index.llms.openai": "llama-index-llms-openai"}
+    )
     from llama_index.llms.openai import OpenAI
 
     return OpenAI(model=settings.model, api_key=settings.openai_api_key)
@@ -360,6 +369,7 @@ __all__ = [
     "BadParameterError",
     "FlowNotFoundError",
     "FlowSetupError",
+    "LLMNotConfiguredError",
     "PrebuiltFlow",
     "load_workflow",
     "load_workflow_class",

@@ -212,6 +212,12 @@ class RunStore:
                     ),
                 )
 
+    def delete(self, run_id: str) -> None:
+        """Forget a run: its record, its events and the flow it was started with."""
+        with self._tx() as db:
+            for table in ("server_events", "flow_refs", "server_runs"):
+                db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+
     def append_event(self, run_id: str, seq: int, kind: str, body: dict[str, Any]) -> None:
         """Store one streamed event (idempotent per ``(run_id, seq)``)."""
         with self._lock:

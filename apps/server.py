@@ -43,7 +43,7 @@ from ._introspect import (
     start_schema,
 )
 from ._runs import RunManager, RunStateError
-from ._security import BearerAuth, BodyLimit
+from ._security import BearerAuth, BodyLimit, HostGuard, JsonBody
 from ._uvicorn import BackgroundServer as BackgroundServer
 from ._uvicorn import bind_socket as bind_socket
 from ._uvicorn import serve as serve
@@ -99,6 +99,25 @@ async def _json_object(request: Request, what: str) -> dict[str, Any]:
     return data
 
 
+#: The largest event sequence number a client may resume after (SQLite's INTEGER range).
+MAX_SEQ = 2**63 - 1
+
+
+def _last_event_id(text: str) -> int:
+    """The sequence number in a ``Last-Event-ID`` header; a 422 when it is not one."""
+    try:
+        seq = int(text.strip())
+    except ValueError:
+        seq = -1
+    if not 0 <= seq <= MAX_SEQ:
+        raise HTTPException(
+            422,
+            f"Last-Event-ID must be a sequence number from 0 to {MAX_SEQ}, got {text[:40]!r}; "
+            "send the id of the last event received.",
+        )
+    return seq
+
+
 def create_app(
     workflows: dict[str, Any],
     store: RunStore | None = None,
@@ -108,6 +127,7 @@ def create_app(
     heartbeat: float = 15.0,
     checkpoints: Any = None,
     title: str = "batonflow",
+    allowed_hosts: tuple[str, ...] | list[str] = (),
 ) -> FastAPI:
     """Build the FastAPI application that serves ``workflows``.
 
@@ -123,6 +143,8 @@ def create_app(
             store's file). Runs then record a checkpoint after every completed step, and a
             restarted server resumes runs that were in progress from their last one.
         title: The OpenAPI title.
+        allowed_hosts: Without a token, only requests whose ``Host`` is the bound address are
+            served (against DNS rebinding); these names are served too (``"*"``: any).
 
     Returns:
         The FastAPI application; ``app.state.manager`` holds its runs.
@@ -252,19 +274,14 @@ def create_app(
 
     @app.get("/runs/{run_id}/events")
     async def stream(
-        run_id: str, request: Request, after: int | None = Query(None, ge=0)
+        run_id: str, request: Request, after: int | None = Query(None, ge=0, le=MAX_SEQ)
     ) -> StreamingResponse:
         if run_store.get(run_id) is None:
             raise _not_found_run(run_id)
         start = after or 0
         last_id = request.headers.get("last-event-id")
         if last_id is not None:
-            try:
-                start = max(start, int(last_id))
-            except ValueError:
-                raise HTTPException(
-                    422, f"Last-Event-ID must be a sequence number, got {last_id!r}."
-                ) from None
+            start = max(start, _last_event_id(last_id))
 
         async def body() -> AsyncIterator[bytes]:
             yield b": batonflow event stream\nretry: 1000\n\n"
@@ -376,9 +393,14 @@ def create_app(
             raise HTTPException(409, str(exc)) from None
         return {"run_id": run_id, "status": status}
 
+    # Without a token, bodies must be declared JSON and requests addressed to this server:
+    # a web page can neither post text/plain to it nor reach it under a rebound DNS name.
+    app.add_middleware(JsonBody, require_content_type=not token)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     if token:
         app.add_middleware(BearerAuth, token=token)
+    else:
+        app.add_middleware(HostGuard, allowed_hosts=tuple(allowed_hosts))
     return app
 
 
@@ -396,7 +418,7 @@ def _event_fields_problem(cls: Any, data: dict[str, Any]) -> dict[str, Any] | No
     if known and unknown:
         return {
             "detail": f"{cls.__name__} has no field {unknown[0]!r}; its fields are "
-            f"{', '.join(known)}: send {{\"type\": \"{cls.__name__}\", \"data\": "
+            f'{", ".join(known)}: send {{"type": "{cls.__name__}", "data": '
             f"{{{example}}}}}.",
             "errors": [
                 {

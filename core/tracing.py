@@ -321,6 +321,15 @@ def _current(span: Span, tracer: trace.Tracer) -> Iterator[Span]:
         otel_context.detach(token)
 
 
+def current_tracer() -> trace.Tracer:
+    """The tracer of the step span that is current, else the global provider's.
+
+    Spans opened inside a step with it go to the same provider as the step span, also when the
+    workflow's instrument was given its own ``tracer_provider=``.
+    """
+    return _step_tracer.get() or trace.get_tracer(TRACER_NAME)
+
+
 @contextlib.contextmanager
 def tool_span(
     name: str,
@@ -346,7 +355,7 @@ def tool_span(
     Yields:
         The span, to add attributes such as the result size.
     """
-    tracer = _step_tracer.get() or trace.get_tracer(TRACER_NAME)
+    tracer = current_tracer()
     attributes: dict[str, Any] = {
         ATTR_OPERATION: "execute_tool",
         "gen_ai.tool.name": name,
@@ -379,4 +388,4 @@ def _capture_content() -> bool:
     return value.strip().lower() in ("true", "1", "yes")
 
 
-__all__ = ["TRACER_NAME", "OpenTelemetryInstrument", "tool_span"]
+__all__ = ["TRACER_NAME", "OpenTelemetryInstrument", "current_tracer", "tool_span"]

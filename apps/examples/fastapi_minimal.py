@@ -39,7 +39,7 @@ class MyFlow(Workflow):
         """Ask the LLM for a one-sentence introduction of the topic."""
         llm = self.llm or default_llm()
         prompt = ev.get("topic", "AI Agent")
-        resp = await llm.acomplete(f"用一句话介绍：{prompt}")
+        resp = await llm.acomplete(f"Introduce in one sentence: {prompt}")
         return StopEvent(result=str(resp))
 
 

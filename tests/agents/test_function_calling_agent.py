@@ -94,7 +94,7 @@ async def test_streamed_reply_with_tool_calls_over_openai_sse(
         "in Rome.",
     ]
     results = [ev for ev in events if isinstance(ev, ToolCallResult)]
-    assert [(r.tool_id, r.tool_output) for r in results] == [("call_1", "24C clear")]
+    assert [(r.tool_id, r.tool_output.content) for r in results] == [("call_1", "24C clear")]
 
 
 async def test_parallel_calls_run_at_the_same_time() -> None:

@@ -12,36 +12,40 @@ async def test_binary_search_finds_the_target(target: int) -> None:
     handler = GuessNumberWorkflow().run(target=target)
     result = await handler
     attempts = await handler.ctx.store.get("attempts")
-    assert result == f"猜对了!用了 {attempts} 次"
+    assert result == f"Found {target} in {attempts} attempt" + ("s" if attempts > 1 else "")
     assert 1 <= attempts <= 7
 
 
 async def test_guess_progress_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
     """Each wrong guess prints the feedback, the interval and the next guess."""
-    assert await GuessNumberWorkflow().run(target=37) == "猜对了!用了 3 次"
+    assert await GuessNumberWorkflow().run(target=37) == "Found 37 in 3 attempts"
     assert capsys.readouterr().out.splitlines() == [
-        "第 1 次猜 50,太大了,区间 [1, 49],下次猜 25",
-        "第 2 次猜 25,太小了,区间 [26, 49],下次猜 37",
+        "Attempt 1: 50 is too big; the number is in [1, 49]; next guess 25",
+        "Attempt 2: 25 is too small; the number is in [26, 49]; next guess 37",
     ]
 
 
-async def test_guesses_are_streamed() -> None:
-    """Every guess is written to the event stream with the feedback that led to it."""
-    from batonflow.agents import GuessEvent
+async def test_guesses_are_streamed_each_with_its_own_verdict() -> None:
+    """Every checked guess is streamed with its own verdict, the winning one as correct."""
+    from batonflow.agents import GuessChecked
 
     handler = GuessNumberWorkflow().run(target=37)
-    guesses = [
-        (ev.guess, ev.feedback)
+    checked = [
+        (ev.attempt, ev.guess, ev.verdict, ev.low, ev.high)
         async for ev in handler.stream_events()
-        if isinstance(ev, GuessEvent)
+        if isinstance(ev, GuessChecked)
     ]
     await handler
-    assert guesses == [(50, "开始猜数"), (25, "太大了"), (37, "太小了")]
+    assert checked == [
+        (1, 50, "too big", 1, 49),
+        (2, 25, "too small", 26, 49),
+        (3, 37, "correct", 37, 37),
+    ]
 
 
 async def test_first_guess_is_used() -> None:
     """first_guess= replaces the middle of the interval as the first try."""
-    assert await GuessNumberWorkflow().run(target=10, first_guess=10) == "猜对了!用了 1 次"
+    assert await GuessNumberWorkflow().run(target=10, first_guess=10) == "Found 10 in 1 attempt"
 
 
 async def test_gives_up_after_max_attempts(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -50,7 +54,7 @@ async def test_gives_up_after_max_attempts(monkeypatch: pytest.MonkeyPatch) -> N
 
     monkeypatch.setattr(guess_number, "MAX_ATTEMPTS", 2)
     handler = GuessNumberWorkflow().run(target=1)
-    assert await handler == "超时失败,目标数字是 1"
+    assert await handler == "Gave up after 2 attempts; the number was 1"
     assert await handler.ctx.store.get("attempts") == 2
 
 
@@ -91,7 +95,7 @@ def test_progress_printing_can_be_turned_off(capsys: pytest.CaptureFixture[str])
 
     async def main() -> list[object]:
         guess = GuessNumberWorkflow(print_progress=False)
-        assert await guess.run(target=37) == "猜对了!用了 3 次"
+        assert await guess.run(target=37) == "Found 37 in 3 attempts"
         handler = AccumulateWorkflow(print_progress=False).run(numbers=[1, 2])
         added = [ev async for ev in handler.stream_events() if isinstance(ev, NumberAdded)]
         await handler
@@ -104,13 +108,13 @@ def test_progress_printing_can_be_turned_off(capsys: pytest.CaptureFixture[str])
 async def test_random_target_when_none_given() -> None:
     """Without target=, a random number in 1..100 is picked and found."""
     handler = GuessNumberWorkflow().run()
-    assert (await handler).startswith("猜对了!")
+    assert (await handler).startswith("Found ")
     assert 1 <= await handler.ctx.store.get("target") <= 100
 
 
 async def test_string_numbers_from_a_command_line_work() -> None:
     """target='42' (as a CLI passes it) is read as a number; a non-number is a clear error."""
-    assert (await GuessNumberWorkflow().run(target="42")).startswith("猜对了!")
+    assert (await GuessNumberWorkflow().run(target="42")).startswith("Found 42 in ")
     with pytest.raises(ValueError, match=r"target.*Input should be a valid integer"):
         GuessNumberWorkflow().run(target="x")
 
@@ -118,20 +122,20 @@ async def test_string_numbers_from_a_command_line_work() -> None:
 async def test_accumulate_sums_and_counts(capsys: pytest.CaptureFixture[str]) -> None:
     """The total and count are kept in the state; each step of the sum is printed."""
     handler = AccumulateWorkflow().run(numbers=[1, 2, 3.5])
-    assert await handler == "总和: 6.5,数量: 3"
+    assert await handler == "Sum: 6.5, count: 3"
     assert await handler.ctx.store.get("total") == 6.5
     assert await handler.ctx.store.get("count") == 3
     assert capsys.readouterr().out.splitlines() == [
-        "当前累加: 1,已处理 1 个数",
-        "当前累加: 3,已处理 2 个数",
-        "当前累加: 6.5,已处理 3 个数",
+        "Running total: 1 after 1 number(s)",
+        "Running total: 3 after 2 number(s)",
+        "Running total: 6.5 after 3 number(s)",
     ]
 
 
 @pytest.mark.parametrize("numbers", ["[4, 5]", "4,5"])
 async def test_accumulate_reads_numbers_from_text(numbers: str) -> None:
     """numbers='[4, 5]' or '4,5' (from a command line) work."""
-    assert await AccumulateWorkflow().run(numbers=numbers) == "总和: 9,数量: 2"
+    assert await AccumulateWorkflow().run(numbers=numbers) == "Sum: 9, count: 2"
 
 
 @pytest.mark.parametrize(
@@ -141,7 +145,8 @@ async def test_accumulate_reads_numbers_from_text(numbers: str) -> None:
 async def test_accumulate_refuses_non_numbers(numbers: object, shown: str) -> None:
     """Non-numeric input is refused by run(), quoting what was passed."""
     with pytest.raises(
-        ValueError, match=rf"needs a list of numbers, got {shown}; e\.g\. run\(numbers=\[1, 2, 3\]\)"
+        ValueError,
+        match=rf"needs a list of numbers, got {shown}; e\.g\. run\(numbers=\[1, 2, 3\]\)",
     ):
         AccumulateWorkflow().run(numbers=numbers)
     with pytest.raises(ValueError, match="numbers"):

@@ -177,3 +177,8 @@ class OpaqueStreamFlow(Workflow):
     async def go(self, ctx: Context, ev: StartEvent) -> StopEvent:
         ctx.write_event_to_stream(OpaqueEvent(payload=Opaque()))
         return StopEvent(result="done")
+
+
+#: Ready instances for `batonflow serve -w name=flows.py:...` (flows that wait need no timeout).
+approval_flow = ApprovalFlow(timeout=None)
+sleepy_flow = SleepyFlow(timeout=None)

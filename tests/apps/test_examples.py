@@ -16,7 +16,7 @@ def test_fastapi_minimal_post_run_topic_over_http(monkeypatch):
     with BackgroundServer(fastapi_minimal.app) as server:
         response = httpx.post(f"{server.url}/run", params={"topic": "Agent"}, timeout=20)
     assert response.status_code == 200
-    assert response.json() == {"result": "用一句话介绍：Agent"}
+    assert response.json() == {"result": "Introduce in one sentence: Agent"}
 
 
 def test_fastapi_minimal_requires_topic():
@@ -39,7 +39,10 @@ async def test_fastapi_minimal_flow_with_openai_mocked(monkeypatch):
             {
                 "index": 0,
                 "finish_reason": "stop",
-                "message": {"role": "assistant", "content": "Agent 是会用工具的程序。"},
+                "message": {
+                    "role": "assistant",
+                    "content": "An agent is a program that uses tools.",
+                },
             }
         ],
         "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10},
@@ -47,8 +50,8 @@ async def test_fastapi_minimal_flow_with_openai_mocked(monkeypatch):
     with respx.mock(assert_all_called=True) as mock:
         route = mock.post("https://api.openai.com/v1/chat/completions").respond(json=completion)
         result = await fastapi_minimal.MyFlow(timeout=10).run(topic="Agent")
-    assert result == "Agent 是会用工具的程序。"
-    assert "用一句话介绍：Agent" in route.calls[0].request.content.decode()
+    assert result == "An agent is a program that uses tools."
+    assert "Introduce in one sentence: Agent" in route.calls[0].request.content.decode()
 
 
 async def test_approval_flow_records_the_decision():

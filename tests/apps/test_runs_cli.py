@@ -78,7 +78,9 @@ def test_resume_a_waiting_server_run_from_the_cli(tmp_path):
     assert json.loads(result.stdout)["result"] == "cli: approved"
     assert RunStore(db).get(waiting).status == "completed"
     again = runner.invoke(app, ["runs", "resume", waiting, "--db", str(db), "--flow", flow])
-    assert again.exit_code == 1 and "is completed and has no saved context" in again.stderr
+    assert (
+        again.exit_code == 1 and "is completed: it has ended, so there is nothing" in again.stderr
+    )
 
 
 def test_resume_a_checkpointed_run_skips_completed_steps(tmp_path):

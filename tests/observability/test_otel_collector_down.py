@@ -82,8 +82,8 @@ def test_cli_with_collector_down_prints_one_line_and_exits_0(tmp_path: Path) -> 
         env=env,
     )
     assert proc.returncode == 0, proc.stderr
-    assert '"result": "总和: 3,数量: 2"' in proc.stdout
-    warnings = [ln for ln in proc.stderr.splitlines() if not ln.startswith("当前累加")]
+    assert '"result": "Sum: 3, count: 2"' in proc.stdout
+    warnings = [ln for ln in proc.stderr.splitlines() if not ln.startswith("Running total")]
     assert warnings == [
         f"traces not sent: the collector at http://127.0.0.1:{port}/v1/traces did not answer "
         "(connection refused); start it (e.g. Jaeger, OTLP on port 4318) or unset "

@@ -1,0 +1,335 @@
+"""What an agent is inside an :class:`~batonflow.agents.AgentWorkflow`: its settings and its turn.
+
+:class:`AgentMember` holds the settings llama-index users know from
+``llama_index.core.agent.workflow`` (``name``, ``description``, ``system_prompt``, ``tools``,
+``can_handoff_to``, ``output_cls``, ``structured_output_fn``, ...) and three hooks the
+workflow calls:
+
+* :meth:`AgentMember.take_step` makes one LLM call and returns an
+  :class:`~batonflow.agents.AgentOutput` (its ``tool_calls`` say which tools to run);
+* :meth:`AgentMember.handle_tool_call_results` records the tool results for the next call;
+* :meth:`AgentMember.finalize` moves the turn's messages into the run's memory.
+
+The messages of the agent's current turn live in ``ctx.store["scratchpad"]`` as
+``ChatMessage`` objects: each LLM call appends to it, none rebuilds it, so the work per call
+does not grow with the length of the history beyond building the list that is sent.
+
+:class:`FunctionCallingMember` uses the LLM's native tool calls (``FunctionAgent``);
+:class:`ReActMember` writes Thought / Action / Answer text (``ReActAgent``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from batonflow.core import Context
+from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
+from llama_index.core.llms import LLM
+from llama_index.core.memory import BaseMemory
+from llama_index.core.tools import ToolSelection
+from llama_index.core.tools.types import AsyncBaseTool
+from pydantic import BaseModel
+
+from .errors import AgentConfigurationError
+from .events import AgentInput, AgentOutput, AgentStream, ToolCallResult, messages_event
+from .llm import chat, check_function_calling
+from .prompts import REACT_SYSTEM_PROMPT, observation_message, react_system_prompt
+from .react_parser import FORMAT_REMINDER, ReActParseError, parse_react_output
+
+#: The state key of the current agent's in-progress messages.
+SCRATCHPAD = "scratchpad"
+DEFAULT_AGENT_NAME = "Agent"
+DEFAULT_AGENT_DESCRIPTION = "An agent that can perform a task"
+
+
+class AgentMember:
+    """The settings and turn hooks every agent of an AgentWorkflow has (see the module docs).
+
+    Subclasses call :meth:`configure_member` from ``__init__`` and implement
+    :meth:`take_step`; they also provide ``tools`` (name -> tool), ``system_prompt``,
+    ``streaming``, ``retry_policy`` and ``get_llm()``.
+    """
+
+    name: str
+    description: str
+    system_prompt: str | None
+    tools: dict[str, AsyncBaseTool]
+    streaming: bool
+    can_handoff_to: list[str] | None
+    output_cls: type[BaseModel] | None
+    structured_output_fn: Callable[[list[ChatMessage]], Any] | None
+    initial_tool_choice: str | None
+    allow_parallel_tool_calls: bool
+    retry_policy: Any
+    #: The agent's LLM (the agent classes provide it).
+    get_llm: Callable[[], LLM]
+
+    def configure_member(
+        self,
+        *,
+        name: str,
+        description: str,
+        can_handoff_to: Sequence[str] | None = None,
+        output_cls: type[BaseModel] | None = None,
+        structured_output_fn: Callable[[list[ChatMessage]], Any] | None = None,
+        initial_tool_choice: str | None = None,
+        allow_parallel_tool_calls: bool = True,
+    ) -> None:
+        """Check and keep the member settings.
+
+        Raises:
+            AgentConfigurationError: an option has the wrong type.
+        """
+        owner = type(self).__name__
+        if not isinstance(name, str) or not name.strip():
+            raise AgentConfigurationError(
+                f"{owner}(name=...) must be a non-empty str, got {name!r}; give each agent a "
+                "name such as name='researcher'."
+            )
+        if can_handoff_to is not None and (
+            isinstance(can_handoff_to, str) or not all(isinstance(n, str) for n in can_handoff_to)
+        ):
+            raise AgentConfigurationError(
+                f"{owner}(can_handoff_to=...) takes a list of agent names, got "
+                f"{can_handoff_to!r}; write can_handoff_to=['writer']."
+            )
+        if output_cls is not None and not (
+            isinstance(output_cls, type) and issubclass(output_cls, BaseModel)
+        ):
+            raise AgentConfigurationError(
+                f"{owner}(output_cls=...) must be a pydantic BaseModel subclass, got "
+                f"{output_cls!r}; define class Answer(BaseModel): ... and pass output_cls=Answer."
+            )
+        self.name = name
+        self.description = description
+        self.can_handoff_to = list(can_handoff_to) if can_handoff_to is not None else None
+        self.output_cls = output_cls
+        # As in llama-index, output_cls wins over structured_output_fn when both are given.
+        self.structured_output_fn = structured_output_fn if output_cls is None else None
+        self.initial_tool_choice = initial_tool_choice
+        self.allow_parallel_tool_calls = allow_parallel_tool_calls
+
+    # -- the turn ------------------------------------------------------------------------
+
+    async def take_step(
+        self,
+        ctx: Context,
+        llm_input: list[ChatMessage],
+        tools: Sequence[AsyncBaseTool],
+        tool_choice: str | None,
+    ) -> AgentOutput:
+        """Make one LLM call with ``llm_input`` and the scratchpad; say what to do next."""
+        raise NotImplementedError  # pragma: no cover
+
+    async def handle_tool_call_results(self, ctx: Context, results: list[ToolCallResult]) -> None:
+        """Add one turn's tool results to the scratchpad, for the next LLM call."""
+        raise NotImplementedError  # pragma: no cover
+
+    async def finalize(self, ctx: Context, output: AgentOutput, memory: BaseMemory) -> AgentOutput:
+        """Move the scratchpad into ``memory`` (the agent's turn is over, or it handed off)."""
+        scratchpad: list[ChatMessage] = await ctx.store.get(SCRATCHPAD, default=[])
+        await memory.aput_messages(scratchpad)
+        await ctx.store.set("memory", memory)  # changed in place: tell the store
+        await ctx.store.set(SCRATCHPAD, [])
+        return output
+
+    # -- helpers -------------------------------------------------------------------------
+
+    async def _scratchpad(self, ctx: Context) -> list[ChatMessage]:
+        pad: list[ChatMessage] | None = await ctx.store.get(SCRATCHPAD, default=None)
+        if pad is None:
+            pad = []
+            await ctx.store.set(SCRATCHPAD, pad)
+        return pad
+
+    def _stream_writer(self, ctx: Context, native_tools: bool) -> Any:
+        if not self.streaming:
+            return None
+        llm = self.get_llm()
+
+        async def write(chunk: ChatResponse) -> None:
+            calls: list[ToolSelection] = []
+            if native_tools:
+                calls = check_function_calling(
+                    llm, type(self).__name__
+                ).get_tool_calls_from_response(chunk, error_on_no_tool_call=False)
+            raw = chunk.raw.model_dump() if isinstance(chunk.raw, BaseModel) else chunk.raw
+            ctx.write_event_to_stream(
+                AgentStream(
+                    delta=chunk.delta or "",
+                    response=chunk.message.content or "",
+                    tool_calls=calls,
+                    raw=raw,
+                    current_agent_name=self.name,
+                    thinking_delta=chunk.additional_kwargs.get("thinking_delta"),
+                )
+            )
+
+        return write
+
+
+def _raw(response: ChatResponse) -> Any:
+    return response.raw.model_dump() if isinstance(response.raw, BaseModel) else response.raw
+
+
+class FunctionCallingMember(AgentMember):
+    """An agent turn with the LLM's native tool calls (``FunctionAgent``)."""
+
+    async def take_step(
+        self,
+        ctx: Context,
+        llm_input: list[ChatMessage],
+        tools: Sequence[AsyncBaseTool],
+        tool_choice: str | None,
+    ) -> AgentOutput:
+        """Call the LLM with the tools; its tool calls (if any) are the output's ``tool_calls``."""
+        llm = check_function_calling(self.get_llm(), type(self).__name__)
+        scratchpad = await self._scratchpad(ctx)
+        messages = [*llm_input, *scratchpad]
+        ctx.write_event_to_stream(messages_event(AgentInput, messages, self.name))
+        choice = tool_choice
+        if choice is None and self.initial_tool_choice and messages[-1].role == MessageRole.USER:
+            choice = self.initial_tool_choice
+        response = await chat(
+            llm,
+            messages,
+            tools=list(tools),
+            on_chunk=self._stream_writer(ctx, native_tools=True),
+            retry_policy=self.retry_policy,
+            options={"tool_choice": choice} if choice else None,
+            allow_parallel_tool_calls=self.allow_parallel_tool_calls,
+        )
+        calls = llm.get_tool_calls_from_response(response, error_on_no_tool_call=False)
+        scratchpad.append(response.message)
+        await ctx.store.set(SCRATCHPAD, scratchpad)
+        return AgentOutput(
+            response=response.message,
+            tool_calls=list(calls),
+            raw=_raw(response),
+            current_agent_name=self.name,
+        )
+
+    async def handle_tool_call_results(self, ctx: Context, results: list[ToolCallResult]) -> None:
+        """One ``tool`` message per result, with the call's id, as the provider expects."""
+        scratchpad = await self._scratchpad(ctx)
+        for result in results:
+            scratchpad.append(
+                ChatMessage(
+                    role=MessageRole.TOOL,
+                    content=result.tool_output.content,
+                    additional_kwargs={"tool_call_id": result.tool_id, "name": result.tool_name},
+                )
+            )
+            if result.return_direct and result.tool_name != "handoff" and not result.is_error:
+                # The tool's output is the answer: keep it in the history as the reply.
+                scratchpad.append(
+                    ChatMessage(role=MessageRole.ASSISTANT, content=result.tool_output.content)
+                )
+                break
+        await ctx.store.set(SCRATCHPAD, scratchpad)
+
+
+class ReActMember(AgentMember):
+    """An agent turn in the ReAct text format, with any LLM (``ReActAgent``)."""
+
+    react_prompt: str = REACT_SYSTEM_PROMPT
+
+    async def take_step(
+        self,
+        ctx: Context,
+        llm_input: list[ChatMessage],
+        tools: Sequence[AsyncBaseTool],
+        tool_choice: str | None,
+    ) -> AgentOutput:
+        """Call the LLM with the ReAct instructions; parse its actions or answer."""
+        by_name = {t.metadata.get_name(): t for t in tools}
+        header = react_system_prompt(
+            by_name, template=self.react_prompt, system_prompt=self.system_prompt
+        )
+        # The workflow put the agent's system prompt first; the ReAct header replaces it.
+        body = llm_input[1:] if llm_input and llm_input[0].role == MessageRole.SYSTEM else llm_input
+        scratchpad = await self._scratchpad(ctx)
+        messages = [ChatMessage(role=MessageRole.SYSTEM, content=header), *body, *scratchpad]
+        ctx.write_event_to_stream(messages_event(AgentInput, messages, self.name))
+        response = await chat(
+            self.get_llm(),
+            messages,
+            on_chunk=self._stream_writer(ctx, native_tools=False),
+            retry_policy=self.retry_policy,
+        )
+        text = response.message.content or ""
+        try:
+            parsed = parse_react_output(text)
+        except ReActParseError as err:
+            retry = [
+                ChatMessage(role=MessageRole.ASSISTANT, content=text),
+                ChatMessage(
+                    role=MessageRole.USER,
+                    content=f"Observation: Error: your output could not be parsed: {err}. "
+                    f"{FORMAT_REMINDER}",
+                ),
+            ]
+            scratchpad.extend(retry)
+            await ctx.store.set(SCRATCHPAD, scratchpad)
+            return AgentOutput(
+                response=response.message,
+                raw=_raw(response),
+                current_agent_name=self.name,
+                retry_messages=retry,
+            )
+        scratchpad.append(ChatMessage(role=MessageRole.ASSISTANT, content=text))
+        await ctx.store.set(SCRATCHPAD, scratchpad)
+        if parsed.answer is not None:
+            return AgentOutput(
+                response=ChatMessage(role=MessageRole.ASSISTANT, content=parsed.answer),
+                raw=_raw(response),
+                current_agent_name=self.name,
+            )
+        turn = sum(1 for m in scratchpad if m.role == MessageRole.ASSISTANT)
+        calls = [
+            ToolSelection(
+                tool_id=f"react_{turn}_{i}", tool_name=a.tool_name, tool_kwargs=a.tool_kwargs
+            )
+            for i, a in enumerate(parsed.actions)
+        ]
+        return AgentOutput(
+            response=ChatMessage(role=MessageRole.ASSISTANT, content=parsed.thought),
+            tool_calls=calls,
+            raw=_raw(response),
+            current_agent_name=self.name,
+        )
+
+    async def handle_tool_call_results(self, ctx: Context, results: list[ToolCallResult]) -> None:
+        """The results go back as one ``Observation`` message, in the order asked for."""
+        scratchpad = await self._scratchpad(ctx)
+        scratchpad.append(
+            ChatMessage(
+                role=MessageRole.USER,
+                content=observation_message(
+                    [(r.tool_name, r.tool_output.content) for r in results]
+                ),
+            )
+        )
+        await ctx.store.set(SCRATCHPAD, scratchpad)
+
+    async def finalize(self, ctx: Context, output: AgentOutput, memory: BaseMemory) -> AgentOutput:
+        """Keep the reasoning and the answer in memory (the answer as a plain message)."""
+        scratchpad: list[ChatMessage] = await ctx.store.get(SCRATCHPAD, default=[])
+        if not output.tool_calls and scratchpad and not output.retry_messages:
+            # The last message is the raw "Thought: ... Answer: ..." text: keep the answer.
+            scratchpad = [*scratchpad[:-1], output.response]
+        await memory.aput_messages(scratchpad)
+        await ctx.store.set("memory", memory)
+        await ctx.store.set(SCRATCHPAD, [])
+        return output
+
+
+__all__ = [
+    "DEFAULT_AGENT_DESCRIPTION",
+    "DEFAULT_AGENT_NAME",
+    "SCRATCHPAD",
+    "AgentMember",
+    "FunctionCallingMember",
+    "ReActMember",
+]

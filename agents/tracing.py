@@ -1,0 +1,122 @@
+"""Agent spans: ``invoke_agent``, tool outcomes and handoffs, on the OpenTelemetry API.
+
+The engine traces runs and steps (:mod:`batonflow.core.tracing`), llama-index's dispatcher
+traces LLM calls (:mod:`batonflow.observability.genai`). This module adds what only the agents
+know, following the GenAI semantic conventions:
+
+* ``invoke_agent {name}`` around each agent turn (the LLM call nests under it), with
+  ``gen_ai.agent.name`` and ``gen_ai.agent.description``;
+* on ``execute_tool`` spans: the tool's own exception type in ``error.type`` (``ValueError``,
+  not a generic "tool error"), the agent's name, and ``gen_ai.tool.call.result`` when message
+  content capture is on (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``);
+* a handoff as attributes and an event on the handoff tool's span
+  (``batonflow.agent.handoff.from`` / ``.to``).
+
+With no SDK configured every span here is a non-recording no-op.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from batonflow.core.tracing import current_tracer
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from .tools import ToolOutcome
+
+CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+ATTR_AGENT_NAME = "gen_ai.agent.name"
+ATTR_AGENT_DESCRIPTION = "gen_ai.agent.description"
+ATTR_HANDOFF_FROM = "batonflow.agent.handoff.from"
+ATTR_HANDOFF_TO = "batonflow.agent.handoff.to"
+_MAX_RESULT = 4096
+
+
+def capture_content() -> bool:
+    """Whether message content may be recorded on spans (opt-in, as the conventions say)."""
+    return os.environ.get(CAPTURE_ENV, "").strip().lower() in ("true", "1", "yes")
+
+
+def _error_type(error: BaseException) -> str:
+    cls = type(error)
+    if cls.__module__ in ("builtins", "__main__"):
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def record_tool_outcome(span: Span, outcome: ToolOutcome, agent_name: str | None = None) -> None:
+    """Put a tool call's outcome on its ``execute_tool`` span.
+
+    A failed call gets status ERROR and, in ``error.type``, the type of the exception the tool
+    raised (``ToolArgumentsError`` for arguments that do not fit, ``ToolNotFound`` for an
+    unknown tool). The result text is recorded only with content capture on.
+    """
+    if not span.is_recording():
+        return
+    if agent_name:
+        span.set_attribute(ATTR_AGENT_NAME, agent_name)
+    if outcome.is_error:
+        error = outcome.exception
+        span.set_attribute("error.type", _error_type(error) if error else "ToolNotFound")
+        if error is not None:
+            span.record_exception(error)
+        span.set_status(Status(StatusCode.ERROR, outcome.output[:500]))
+    if capture_content():
+        span.set_attribute("gen_ai.tool.call.result", outcome.output[:_MAX_RESULT])
+
+
+def record_handoff(span: Span, from_agent: str, to_agent: str, accepted: bool) -> None:
+    """Mark the handoff tool's span with who handed off to whom."""
+    if not span.is_recording():
+        return
+    span.set_attribute(ATTR_HANDOFF_FROM, from_agent)
+    span.set_attribute(ATTR_HANDOFF_TO, to_agent)
+    span.add_event(
+        "batonflow.agent.handoff",
+        {ATTR_HANDOFF_FROM: from_agent, ATTR_HANDOFF_TO: to_agent, "accepted": accepted},
+    )
+
+
+@contextlib.contextmanager
+def agent_span(name: str, description: str | None = None) -> Iterator[Span]:
+    """An ``invoke_agent {name}`` span around one agent turn, current inside the block.
+
+    Inside a traced step it is a child of the step span; the exception of a failed turn is
+    recorded and propagates unchanged.
+    """
+    tracer = current_tracer()
+    attributes: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent", ATTR_AGENT_NAME: name}
+    if description:
+        attributes[ATTR_AGENT_DESCRIPTION] = description
+    with tracer.start_as_current_span(
+        f"invoke_agent {name}",
+        kind=SpanKind.INTERNAL,
+        attributes=attributes,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as span:
+        try:
+            yield span
+        except Exception as error:
+            span.record_exception(error)
+            span.set_attribute("error.type", _error_type(error))
+            span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+            raise
+
+
+def tool_arguments_json(kwargs: dict[str, Any]) -> str:
+    """Tool arguments as JSON text for a span attribute."""
+    return json.dumps(kwargs, default=str)
+
+
+__all__ = [
+    "ATTR_AGENT_NAME",
+    "agent_span",
+    "capture_content",
+    "record_handoff",
+    "record_tool_outcome",
+]

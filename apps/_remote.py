@@ -1,0 +1,113 @@
+"""The command line's ``--server URL`` variants: ``run`` and ``runs`` through batonflow.client.
+
+They do over HTTP what the local variants do on this machine, and print the same way: the
+result of a run (answering its questions from ``--answer`` or stdin), a run's record, the
+list of runs, a cancellation.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ._console import err, print_json
+
+#: The server URL when ``--server`` is not given (empty: the local run store).
+SERVER_ENV = "BATONFLOW_SERVER"
+
+
+def server_url(flag: str | None) -> str | None:
+    """``--server``, else ``BATONFLOW_SERVER``, else ``None`` (work locally)."""
+    return flag or os.environ.get(SERVER_ENV) or None
+
+
+def connect(url: str, token: str | None) -> Any:
+    """A :class:`batonflow.client.Client` for ``url`` (token: flag, then the environment)."""
+    from batonflow._extras import require_extra
+
+    require_extra("batonflow --server", "client", {"httpx": "httpx", "httpx_sse": "httpx-sse"})
+    from batonflow.client import Client
+
+    return Client(url, token=token or os.environ.get("BATONFLOW_API_TOKEN") or None)
+
+
+def run_remote(
+    url: str,
+    token: str | None,
+    flow: str,
+    fields: dict[str, Any],
+    *,
+    stream: bool,
+    as_json: bool,
+    answers: list[str],
+    ask: Any,
+    stdout: Any,
+) -> tuple[Any, str]:
+    """Start ``flow`` on the server, follow it, answer its questions; return (result, run id).
+
+    Raises:
+        BadParameterError: The run did not complete (its error is the message).
+    """
+    from .registry import BadParameterError
+
+    pending = list(answers)
+    with connect(url, token) as client:
+        run = client.start(flow, fields)
+        err.print(f"run {run.run_id} on {client.base_url}", markup=False)
+        for event in client.events(run.run_id):
+            if event.is_end:
+                break
+            if stream and event.type != "StopEvent":
+                if as_json:
+                    print_json(
+                        {"event": {k: v for k, v in event.data.items() if k != "seq"}}, stdout
+                    )
+                else:
+                    err.print(f"[cyan]{event.type}[/] {event.value}", markup=True)
+            if event.type == "InputRequiredEvent":
+                prefix = str(event.value.get("prefix") or "> ")
+                answer = pending.pop(0) if pending else ask(prefix)
+                client.answer(run.run_id, answer)
+        done = client.get(run.run_id)
+    if done.status != "completed":
+        raise BadParameterError(
+            f"Run {done.run_id} on {url} ended {done.status}: {done.error or 'no error given'}"
+        )
+    return done.result, done.run_id
+
+
+def list_remote(
+    url: str, token: str | None, workflow: str | None, status: str | None, limit: int
+) -> list[dict[str, Any]]:
+    """The server's runs as rows like the local ones (``source`` = the server's URL)."""
+    with connect(url, token) as client:
+        runs = client.list(workflow=workflow, status=status, limit=limit)
+    return [{**run.raw, "source": url} for run in runs]
+
+
+def show_remote(url: str, token: str | None, run_id: str, events: bool) -> dict[str, Any]:
+    """One run from the server; with ``events``, what it streamed (once it has ended)."""
+    with connect(url, token) as client:
+        run = client.get(run_id)
+        data: dict[str, Any] = {**run.raw, "source": url, "checkpoints": []}
+        if events and run.done:
+            data["events"] = [event.data for event in client.events(run_id)]
+    return data
+
+
+def cancel_remote(url: str, token: str | None, run_id: str) -> str:
+    """Cancel a run on the server; return its final status."""
+    with connect(url, token) as client:
+        status: str = client.cancel(run_id).status
+    return status
+
+
+__all__ = [
+    "SERVER_ENV",
+    "cancel_remote",
+    "connect",
+    "list_remote",
+    "run_remote",
+    "server_url",
+    "show_remote",
+]

@@ -1,0 +1,105 @@
+"""What the client returns: :class:`Run` (a run's record) and :class:`RunEvent` (one SSE message).
+
+Both are frozen records built from the server's JSON; fields the server adds later stay
+reachable through ``raw``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Statuses after which a run never changes again.
+FINISHED_STATUSES = frozenset({"completed", "failed", "cancelled", "timed_out", "interrupted"})
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """A run as the server reports it (``GET /runs/{id}``).
+
+    Attributes:
+        run_id: The run's id.
+        status: ``running``, ``waiting`` (it asked for input), ``completed``, ``failed``,
+            ``cancelled``, ``timed_out`` or ``interrupted``.
+        workflow: The name the workflow is served under (empty when the server did not say).
+        start: The start event's fields.
+        result: The run's result once ``completed``.
+        error: Why it failed, was cancelled or was interrupted.
+        waiting_for_input: Whether it waits for an answer.
+        created_at: When it started (seconds since the epoch), when known.
+        updated_at: When it last changed, when known.
+        raw: The whole JSON object the server sent.
+    """
+
+    run_id: str
+    status: str
+    workflow: str = ""
+    start: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+    error: str | None = None
+    waiting_for_input: bool = False
+    created_at: float | None = None
+    updated_at: float | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def done(self) -> bool:
+        """Whether the run has ended (its status never changes again)."""
+        return self.status in FINISHED_STATUSES
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Run:
+        """Build a run from the server's JSON object."""
+        return cls(
+            run_id=str(data["run_id"]),
+            status=str(data.get("status", "")),
+            workflow=str(data.get("workflow") or ""),
+            start=dict(data.get("start") or {}),
+            result=data.get("result"),
+            error=data.get("error"),
+            waiting_for_input=bool(data.get("waiting_for_input", data.get("status") == "waiting")),
+            created_at=data.get("created_at"),
+            updated_at=data.get("updated_at"),
+            raw=data,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RunEvent:
+    """One message of a run's event stream.
+
+    Attributes:
+        seq: Its sequence number (the SSE ``id``): 1, 2, 3, ... for each run.
+        kind: ``"event"`` for an event the run streamed, ``"end"`` for the last message.
+        data: The message's JSON: ``{"seq", "type", "qualified_name", "value"}`` for an
+            event, ``{"seq", "status", "result", "error"}`` for the end.
+    """
+
+    seq: int
+    kind: str
+    data: dict[str, Any]
+
+    @property
+    def type(self) -> str | None:
+        """The event's class name (``"InputRequiredEvent"``), ``None`` for the end."""
+        value = self.data.get("type")
+        return value if isinstance(value, str) else None
+
+    @property
+    def value(self) -> dict[str, Any]:
+        """The event's fields (empty for the end)."""
+        value = self.data.get("value")
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def is_end(self) -> bool:
+        """Whether this is the stream's last message, carrying the final status."""
+        return self.kind == "end"
+
+    @property
+    def status(self) -> str | None:
+        """The final status, on the end message."""
+        return self.data.get("status") if self.is_end else None
+
+
+__all__ = ["FINISHED_STATUSES", "Run", "RunEvent"]
