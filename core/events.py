@@ -145,7 +145,7 @@ def _move_private_keywords(cls: type[Event]) -> None:
     """
     original = cls.model_post_init
 
-    def model_post_init(self: Event, context: Any, /) -> None:
+    def model_post_init(self: BaseModel, context: Any, /) -> None:
         original(self, context)
         extra = self.__pydantic_extra__
         if extra:
