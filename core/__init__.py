@@ -30,6 +30,7 @@ from .errors import SerializationError as SerializationError
 from .errors import StartEventError as StartEventError
 from .errors import StateError as StateError
 from .errors import StateKeyError as StateKeyError
+from .errors import StateTypeError as StateTypeError
 from .errors import StateValidationError as StateValidationError
 from .errors import StepTimeoutError as StepTimeoutError
 from .errors import WorkflowCancelledByUser as WorkflowCancelledByUser
@@ -175,6 +176,7 @@ __all__ = [
     "StateError",
     "StateKeyError",
     "StateStore",
+    "StateTypeError",
     "StateValidationError",
     "StepBoundary",
     "StepFailedEvent",

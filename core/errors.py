@@ -6,7 +6,8 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
 
     BatonflowError
     ├── WorkflowValidationError            the workflow's steps/events do not fit together
-    │   └── WorkflowConfigurationError     a bad option or resource configuration
+    │   ├── WorkflowConfigurationError     a bad option or resource configuration
+    │   └── StateTypeError (ValueError)    steps' Context[Model] types share no inheritance chain
     ├── WorkflowRuntimeError (RuntimeError)
     │   ├── WorkflowTimeoutError (TimeoutError)   the run passed its ``timeout``
     │   ├── StepTimeoutError (TimeoutError)       one step attempt passed its ``timeout``
@@ -37,6 +38,15 @@ class WorkflowValidationError(BatonflowError):
 
 class WorkflowConfigurationError(WorkflowValidationError):
     """A workflow, step or resource option has a value that cannot work."""
+
+
+class StateTypeError(WorkflowValidationError, ValueError):
+    """The steps' ``Context[Model]`` state types are not one inheritance chain.
+
+    Steps may take a model and its subclasses (the run's state is the most derived one); two
+    unrelated or sibling models cannot share one state. Also a ``ValueError``, as in
+    LlamaIndex.
+    """
 
 
 class WorkflowRuntimeError(BatonflowError, RuntimeError):

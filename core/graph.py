@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .errors import WorkflowConfigurationError, WorkflowValidationError
+from ._state_types import most_derived_state_type
+from .errors import StateTypeError, WorkflowConfigurationError, WorkflowValidationError
 from .events import (
     Event,
     HumanResponseEvent,
@@ -216,13 +217,8 @@ def _check(graph: Graph, skip: frozenset[str]) -> None:
             "Graph validation failed:\n"
             + "\n".join(f"  - [{check}] {message}\n    {hint}" for check, message, hint in problems)
         )
-    states = {s.state_type: s for s in specs if s.state_type is not None}
-    if len(states) > 1:
-        described = ", ".join(f"{s.name}: Context[{t.__name__}]" for t, s in states.items())
-        raise WorkflowValidationError(
-            f"{name} declares different state types ({described}). All steps of a workflow "
-            "share one state; annotate them with the same Context[Model]."
-        )
+    # Models of one inheritance chain are fine (the most derived one is the state).
+    most_derived_state_type(((s.name, s.state_type) for s in specs if s.state_type), name)
 
 
 def _skips_reachability(spec: StepSpec, skip: frozenset[str]) -> bool:
@@ -408,14 +404,19 @@ def compile_graph(name: str, specs: Iterable[StepSpec]) -> Graph:
     order = tuple(specs)
     starts = [acc for s in order for acc in s.accepted if issubclass(acc, StartEvent)]
     stops = [e for s in order for e in s.emitted if issubclass(e, StopEvent)]
-    states = [s.state_type for s in order if s.state_type is not None]
+    try:
+        state_type = most_derived_state_type(
+            ((s.name, s.state_type) for s in order if s.state_type), name
+        )
+    except StateTypeError:
+        state_type = None  # reported by validate_graph
     return Graph(
         name=name,
         steps={s.name: s for s in order},
         order=order,
         start_event_class=starts[0] if starts else StartEvent,
         stop_event_classes=tuple(dict.fromkeys(stops)) or (StopEvent,),
-        state_type=states[0] if states else None,
+        state_type=state_type,
         nested_workflows=tuple(
             (s.name, p) for s in order for p in s.params if p.kind is ParamKind.WORKFLOW
         ),

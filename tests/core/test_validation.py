@@ -187,7 +187,8 @@ async def test_different_state_types_are_rejected() -> None:
 
     with pytest.raises(
         WorkflowValidationError,
-        match=r"different state types \(first: Context\[S1\], second: Context\[S2\]\)",
+        match=r"not in a compatible inheritance hierarchy.*first: Context\[S1\], second: "
+        r"Context\[S2\]\)\. Annotate the steps with one Context\[Model\]",
     ):
         W().run()
 
