@@ -236,8 +236,13 @@ class Run:
         #: Open collection streams (fan-outs of list-returning steps) by id.
         self.streams: dict[int, CollectionStream] = {}
         self.next_stream = 1
-        #: Recoveries used per (catch_error step, failed step).
-        self.recoveries: dict[tuple[str, str], int] = {}
+        #: @catch_error recoveries used on each execution's lineage (the events that led to
+        #: it), by handler name; only executions downstream of a recovery have an entry. Kept
+        #: for the run's life: executions started later look their emitters' entries up.
+        self.recoveries: dict[int, dict[str, int]] = {}
+        #: The counts a routed StepFailedEvent carries to its handler's execution, by id(event)
+        #: (the event is kept too, so its id cannot be reused while the entry exists).
+        self.recovering: dict[int, tuple[Event, dict[str, int]]] = {}
         self.handler: WorkflowHandler | None = None
         #: Set by cancel(): (queued and in-progress parts, waiters, unread stream events).
         self.cancelled_view: tuple[Any, list[Waiter], list[Event]] | None = None
@@ -601,6 +606,8 @@ class Run:
             self.next_id += 1
         ex = Execution(self, eid, lane, event, origin)
         ex.tag = tag
+        if self.recoveries or self.recovering:
+            self._inherit_recoveries(ex)
         lane.active += 1
         self.running[eid] = ex
         ex.task = self.loop.create_task(self._execute(ex))
@@ -691,7 +698,12 @@ class Run:
             self._release(ex)
 
     def _recover(self, ex: Execution, error: Exception) -> bool:
-        """Hand a failed execution to its ``@catch_error`` step, if it has one left to give."""
+        """Hand a failed execution to its ``@catch_error`` step, if it has one left to give.
+
+        ``max_recoveries`` is a budget per lineage, as in LlamaIndex: a failure downstream of
+        what a recovery produced counts against the same handler's budget, while independent
+        branches (fan-out items, say) each have their own.
+        """
         spec = ex.lane.spec
         if spec.error_handler:
             return False  # a handler that raises fails the run
@@ -699,11 +711,10 @@ class Run:
         if index is None:
             return False
         handler = self.graph.order[index]
-        key = (handler.name, spec.name)
-        used = self.recoveries.get(key, 0)
+        counts = self.recoveries.get(ex.id, {})
+        used = counts.get(handler.name, 0)
         if used >= handler.max_recoveries:
             return False
-        self.recoveries[key] = used + 1
         failed = StepFailedEvent(
             step_name=spec.name,
             input_event=ex.event,
@@ -712,8 +723,22 @@ class Run:
             elapsed_seconds=self._clock() - ex.first_started,
             failed_at=datetime.now(UTC),
         )
+        self.recovering[id(failed)] = (failed, {**counts, handler.name: used + 1})
         self.route(failed, ex.id, index, emitter=ex)
         return True
+
+    def _inherit_recoveries(self, ex: Execution) -> None:
+        """Give ``ex`` the recovery counts of the lineage its input event comes from."""
+        carried = self.recovering.pop(id(ex.event), None)
+        counts = carried[1] if carried is not None and carried[0] is ex.event else None
+        if counts is None:
+            for origin in ex.origins:
+                found = self.recoveries.get(origin)
+                if found is not None:
+                    # A join of several lineages: the most used budget per handler counts.
+                    counts = found if counts is None else _max_counts(counts, found)
+        if counts:
+            self.recoveries[ex.id] = counts
 
     def _retry_delay(self, ex: Execution, error: Exception) -> float | None:
         """Seconds before the next attempt, or None to give up.
@@ -786,6 +811,7 @@ class Run:
     async def _resources(self, spec: StepSpec) -> dict[str, Any]:
         manager = self.workflow.resource_manager
         values: dict[str, Any] = {}
+        scope: dict[Any, Any] = {}  # one execution: uncached resources are shared within it
         for param in spec.params:
             if param.kind is ParamKind.WORKFLOW:
                 values[param.name] = self.workflow._nested_workflow(spec.name, param)
@@ -795,6 +821,8 @@ class Run:
                     step_name=spec.name,
                     param_name=param.name,
                     annotation=param.annotation,
+                    localns=param.localns,
+                    scope=scope,
                 )
         return values
 
@@ -1243,6 +1271,10 @@ class Run:
     def running_steps(self) -> list[str]:
         """Names of the steps with an execution in progress."""
         return sorted({ex.lane.spec.name for ex in self.running.values()})
+
+
+def _max_counts(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    return {name: max(a.get(name, 0), b.get(name, 0)) for name in a.keys() | b.keys()}
 
 
 def _origin_of(origins: tuple[int, ...]) -> Origin:

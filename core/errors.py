@@ -7,6 +7,7 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
     BatonflowError
     ├── WorkflowValidationError            the workflow's steps/events do not fit together
     │   ├── WorkflowConfigurationError     a bad option or resource configuration
+    │   │   └── ConfigFileNotFoundError (FileNotFoundError)   ResourceConfig.load() found no file
     │   └── StateTypeError (ValueError)    steps' Context[Model] types share no inheritance chain
     ├── WorkflowRuntimeError (RuntimeError)
     │   ├── WorkflowTimeoutError (TimeoutError)   the run passed its ``timeout``
@@ -16,6 +17,8 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
     │   ├── ContextStateError                     a Context method used in the wrong phase
     │   ├── StartEventError (ValueError)          run() fields that do not fit the StartEvent
     │   └── ResourceError                         a resource factory failed
+    │       ├── ResourceCycleError (ValueError)   factories that depend on each other
+    │       └── ResourceFileNotFoundError (FileNotFoundError)   a ResourceConfig file is missing
     ├── WorkflowDone                        internal: the run already finished
     ├── StateError
     │   ├── StateKeyError (KeyError)         a state path that is not there
@@ -92,6 +95,21 @@ class ResourceError(WorkflowRuntimeError):
     """A resource factory raised; the message names the resource and the step."""
 
 
+class ResourceCycleError(ResourceError, ValueError):
+    """Resource factories depend on each other in a circle (also a ``ValueError``, as in LlamaIndex)."""
+
+
+class ResourceFileNotFoundError(ResourceError, FileNotFoundError):
+    """The file of a ``ResourceConfig`` a step needs does not exist (also a ``FileNotFoundError``).
+
+    The file is read again at the next run, so creating it is enough.
+    """
+
+
+class ConfigFileNotFoundError(WorkflowConfigurationError, FileNotFoundError):
+    """``ResourceConfig.load()`` found no file at ``config_file`` (also a ``FileNotFoundError``)."""
+
+
 class WorkflowDone(BatonflowError):
     """Internal signal: the run has already finished."""
 
@@ -130,9 +148,12 @@ class CheckpointError(BatonflowError):
 __all__ = [
     "BatonflowError",
     "CheckpointError",
+    "ConfigFileNotFoundError",
     "ContextSerdeError",
     "ContextStateError",
+    "ResourceCycleError",
     "ResourceError",
+    "ResourceFileNotFoundError",
     "SerializationError",
     "StartEventError",
     "StateError",

@@ -33,7 +33,13 @@ from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import ResourceError, WorkflowConfigurationError
+from .errors import (
+    ConfigFileNotFoundError,
+    ResourceCycleError,
+    ResourceError,
+    ResourceFileNotFoundError,
+    WorkflowConfigurationError,
+)
 
 T = TypeVar("T")
 
@@ -115,8 +121,9 @@ class ResourceConfig:
             The validated model instance.
 
         Raises:
+            ConfigFileNotFoundError: The file does not exist (also a ``FileNotFoundError``).
             WorkflowConfigurationError: The annotation is not a pydantic model, the file is
-                missing or not JSON, the path is not in it, or the data does not validate.
+                not JSON, the path is not in it, or the data does not validate.
         """
         model = _strip_annotated(annotation)
         if not (isinstance(model, type) and issubclass(model, BaseModel)):
@@ -128,9 +135,9 @@ class ResourceConfig:
         try:
             data: Any = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
-            raise WorkflowConfigurationError(
-                f"Config file {os.fspath(path)!r} of ResourceConfig({self.name!r}) does not "
-                "exist; create it or fix config_file."
+            raise ConfigFileNotFoundError(
+                f"No such file: {os.fspath(path)} (the config_file of "
+                f"ResourceConfig({self.name!r})); create it or fix config_file."
             ) from exc
         except (OSError, ValueError) as exc:
             raise WorkflowConfigurationError(
@@ -179,14 +186,19 @@ class ResourceParam:
     descriptor: ResourceDescriptor
 
 
-def resource_params(fn: Callable[..., Any]) -> dict[str, ResourceParam]:
+def resource_params(
+    fn: Callable[..., Any], localns: Mapping[str, Any] | None = None
+) -> dict[str, ResourceParam]:
     """The parameters of ``fn`` annotated ``Annotated[T, Resource(...)]`` or ``ResourceConfig``.
 
     Reads annotations with ``typing.get_type_hints(include_extras=True)``, so string annotations
-    (``from __future__ import annotations``) work when their names are importable.
+    (``from __future__ import annotations``) work. Names resolve in ``fn``'s own module first;
+    ``localns`` (the names local to where the step using it was defined) only fills in names
+    that module does not have, so a local class never shadows the factory's own types.
 
     Args:
         fn: A step function or a resource factory (a callable object's ``__call__`` is read).
+        localns: Names of the scope that defined the step (a test or notebook function).
 
     Returns:
         The resource parameters by name, in signature order.
@@ -194,10 +206,11 @@ def resource_params(fn: Callable[..., Any]) -> dict[str, ResourceParam]:
     target: Any = fn
     if not (inspect.isfunction(target) or inspect.ismethod(target)) and callable(target):
         target = getattr(type(target), "__call__", target)  # noqa: B004
+    local = _local_names(target, localns)
     try:
-        hints = typing.get_type_hints(target, include_extras=True)
+        hints = typing.get_type_hints(target, localns=local, include_extras=True)
     except Exception:
-        hints = _hints_one_by_one(target)
+        hints = _hints_one_by_one(target, local)
     found: dict[str, ResourceParam] = {}
     for name, hint in hints.items():
         if name == "return" or typing.get_origin(hint) is not Annotated:
@@ -210,6 +223,11 @@ def resource_params(fn: Callable[..., Any]) -> dict[str, ResourceParam]:
     return found
 
 
+#: Resources made for one step execution: a ``cache=False`` factory several of its resources
+#: depend on runs once per execution, not once per dependency.
+Scope = dict[Hashable, Any]
+
+
 @dataclass(eq=False)
 class ResourceManager:
     """Makes and caches the resources of one workflow instance.
@@ -218,6 +236,8 @@ class ResourceManager:
     the value to inject. Cached resources are keyed by factory identity (a ``ResourceConfig`` by
     file, path and model): concurrent first uses from several steps call the factory once and
     all get the same object. A failed factory is not cached, so a retried step calls it again.
+    Within one step execution (one ``scope``), an uncached resource is made once even when
+    several of the step's resources depend on it.
     """
 
     _values: dict[Hashable, Any] = field(default_factory=dict)
@@ -230,6 +250,8 @@ class ResourceManager:
         step_name: str,
         param_name: str,
         annotation: Any = Any,
+        localns: Mapping[str, Any] | None = None,
+        scope: Scope | None = None,
     ) -> Any:
         """The value of ``resource`` for parameter ``param_name`` of step ``step_name``.
 
@@ -238,23 +260,34 @@ class ResourceManager:
             step_name: The step being injected (for error messages).
             param_name: The parameter being injected (for error messages).
             annotation: The parameter's declared type (a ``ResourceConfig`` validates into it).
+            localns: Names local to where the step was defined, for factories' annotations.
+            scope: Shared by the resolutions of one step execution (``None``: this call only).
 
         Returns:
             The (possibly cached) resource object.
 
         Raises:
-            ResourceError: The factory (or one it depends on) raised, a dependency cycle, or a
-                bad config; names the resource, the step and the parameter, and chains the
-                original error.
+            ResourceCycleError: Factories depend on each other in a circle.
+            ResourceFileNotFoundError: A ``ResourceConfig`` file does not exist (yet).
+            ResourceError: A factory (or one it depends on) raised, or a config is bad; names
+                the resource, the step and the parameter, and chains the original error.
         """
-        return await self._resolve(resource, annotation, (step_name, param_name), ())
+        where = _Where(step_name, param_name, localns, {} if scope is None else scope)
+        return await self._resolve(resource, annotation, where, ())
 
     async def resolve_all(
-        self, params: Mapping[str, ResourceParam], *, step_name: str
+        self,
+        params: Mapping[str, ResourceParam],
+        *,
+        step_name: str,
+        localns: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Resolve every parameter of :func:`resource_params` for one step execution."""
+        scope: Scope = {}
         return {
-            name: await self._resolve(p.descriptor, p.annotation, (step_name, name), ())
+            name: await self._resolve(
+                p.descriptor, p.annotation, _Where(step_name, name, localns, scope), ()
+            )
             for name, p in params.items()
         }
 
@@ -269,7 +302,7 @@ class ResourceManager:
         self,
         resource: ResourceDescriptor,
         annotation: Any,
-        where: tuple[str, str],
+        where: _Where,
         chain: tuple[ResourceDescriptor, ...],
     ) -> Any:
         key = _cache_key(resource, annotation)
@@ -277,12 +310,17 @@ class ResourceManager:
             return self._values[key]
         if any(_cache_key(r, None) == _cache_key(resource, None) for r in chain):
             cycle = " -> ".join(r.name for r in (*chain, resource))
-            raise ResourceError(
-                f"Resource cycle {cycle} while injecting parameter {where[1]!r} of step "
-                f"{where[0]!r}; break the cycle so no factory depends on itself."
+            raise ResourceCycleError(
+                f"Circular resource dependency detected: {cycle} (injecting parameter "
+                f"{where.param!r} of step {where.step!r}). Break the cycle so that no factory "
+                "depends on itself."
             )
         if not resource.cache:
-            return await self._make(resource, annotation, where, chain)
+            if key in where.scope:
+                return where.scope[key]
+            value = await self._make(resource, annotation, where, chain)
+            where.scope[key] = value
+            return value
         loop = asyncio.get_running_loop()
         pending = self._pending.get(key)
         if pending is not None and pending.get_loop() is loop:
@@ -291,7 +329,7 @@ class ResourceManager:
             except Exception as exc:
                 # The first caller's error names its own step; say where *this* one was.
                 cause = exc.__cause__ if isinstance(exc, ResourceError) else exc
-                if not isinstance(cause, Exception):
+                if not isinstance(cause, Exception) or isinstance(exc, ResourceCycleError):
                     raise
                 raise self._error(resource, where, chain, cause) from cause
         future: asyncio.Future[Any] = loop.create_future()
@@ -314,7 +352,7 @@ class ResourceManager:
         self,
         resource: ResourceDescriptor,
         annotation: Any,
-        where: tuple[str, str],
+        where: _Where,
         chain: tuple[ResourceDescriptor, ...],
     ) -> Any:
         try:
@@ -322,7 +360,7 @@ class ResourceManager:
                 return resource.load(annotation)
             kwargs = {
                 name: await self._resolve(dep.descriptor, dep.annotation, where, (*chain, resource))
-                for name, dep in resource_params(resource.factory).items()
+                for name, dep in resource_params(resource.factory, where.localns).items()
             }
             value = resource.factory(**kwargs)
             if inspect.isawaitable(value):
@@ -336,20 +374,81 @@ class ResourceManager:
     @staticmethod
     def _error(
         resource: ResourceDescriptor,
-        where: tuple[str, str],
+        where: _Where,
         chain: tuple[ResourceDescriptor, ...],
         exc: Exception,
     ) -> ResourceError:
-        kind = "ResourceConfig" if isinstance(resource, ResourceConfig) else "Resource factory"
         via = f" (needed by {' -> '.join(r.name for r in reversed(chain))})" if chain else ""
+        if isinstance(resource, ResourceConfig) and isinstance(exc, FileNotFoundError):
+            # Also a FileNotFoundError, as LlamaIndex raises; the file is read at every run.
+            return ResourceFileNotFoundError(
+                f"No such file: {os.fspath(resource.config_file)}, the config_file of "
+                f"ResourceConfig({resource.name!r}){via} for parameter {where.param!r} of step "
+                f"{where.step!r}. Create the file (it is read again at the next run) or fix "
+                "config_file."
+            )
+        kind = "ResourceConfig" if isinstance(resource, ResourceConfig) else "Resource factory"
         return ResourceError(
-            f"{kind} {resource.name!r}{via} failed while injecting parameter {where[1]!r} of step "
-            f"{where[0]!r}: {type(exc).__name__}: {exc}. Fix the factory or its configuration; "
-            "the original error is chained as __cause__."
+            f"{kind} {resource.name!r}{via} failed while injecting parameter {where.param!r} of "
+            f"step {where.step!r}: {type(exc).__name__}: {exc}. Fix the factory or its "
+            "configuration; the original error is chained as __cause__."
         )
 
 
-def _hints_one_by_one(fn: Any) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """The step parameter a resolution is for, and what that resolution shares."""
+
+    step: str
+    param: str
+    localns: Mapping[str, Any] | None
+    scope: Scope
+
+
+def nested_configs(
+    resource: ResourceDescriptor, annotation: Any, localns: Mapping[str, Any] | None = None
+) -> list[tuple[tuple[str, ...], ResourceConfig, Any]]:
+    """Every ``ResourceConfig`` that resolving ``resource`` reads, without calling a factory.
+
+    A factory whose annotations cannot be evaluated here is not walked (as in LlamaIndex):
+    running the step reports that with the factory's name, and validation must not fail on
+    what only the run can tell (names that exist once the step runs).
+
+    Returns:
+        ``(names of the factories on the way, the config, its annotation)`` per config, the
+        direct one first; a factory seen twice (a cycle) is not walked again.
+    """
+    found: list[tuple[tuple[str, ...], ResourceConfig, Any]] = []
+    seen: set[Hashable] = set()
+
+    def walk(res: ResourceDescriptor, ann: Any, path: tuple[str, ...]) -> None:
+        if isinstance(res, ResourceConfig):
+            found.append((path, res, ann))
+            return
+        key = _cache_key(res, None)
+        if key in seen:
+            return
+        seen.add(key)
+        try:
+            deps = resource_params(res.factory, localns)
+        except WorkflowConfigurationError:
+            return
+        for dep in deps.values():
+            walk(dep.descriptor, dep.annotation, (*path, res.name))
+
+    walk(resource, annotation, ())
+    return found
+
+
+def _local_names(fn: Any, localns: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """``localns`` without the names ``fn``'s module defines (those win, as Python would)."""
+    if not localns:
+        return None
+    fn_globals = getattr(inspect.unwrap(fn), "__globals__", {})
+    return {k: v for k, v in localns.items() if k not in fn_globals} or None
+
+
+def _hints_one_by_one(fn: Any, localns: dict[str, Any] | None = None) -> dict[str, Any]:
     """Evaluate annotations one at a time, so one unrelated bad name does not hide resources."""
     hints: dict[str, Any] = {}
     fn_globals = getattr(inspect.unwrap(fn), "__globals__", {})
@@ -358,13 +457,13 @@ def _hints_one_by_one(fn: Any) -> dict[str, Any]:
             hints[name] = hint
             continue
         try:
-            hints[name] = eval(hint, fn_globals)
+            hints[name] = eval(hint, fn_globals, localns)
         except Exception as exc:
             if "Resource" in hint:
                 raise WorkflowConfigurationError(
                     f"Cannot evaluate the annotation {hint!r} of parameter {name!r} of "
                     f"{_callable_name(fn)} ({type(exc).__name__}: {exc}); define the names it "
-                    "uses at module level, or drop 'from __future__ import annotations'."
+                    "uses before the workflow class, or at module level."
                 ) from exc
     return hints
 
@@ -419,5 +518,6 @@ __all__ = [
     "ResourceDescriptor",
     "ResourceManager",
     "ResourceParam",
+    "nested_configs",
     "resource_params",
 ]

@@ -28,6 +28,7 @@ import hashlib
 import inspect
 import math
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -372,9 +373,26 @@ def ask_policy(
     return policy.next(elapsed_time, attempts, error)  # type: ignore[call-arg]
 
 
+# Whether a policy class's next() takes seed=, so the signature is read once per class and not
+# on every failure (inspect.signature costs ~50 us). Weak keys: classes defined in a function
+# (a workflow per test, say) are not kept alive by this cache.
+_TAKES_SEED: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+
+
 def _takes_seed(policy: object) -> bool:
+    own = getattr(policy, "__dict__", None)
+    if own is not None and "next" in own:  # next set on the instance: no class-wide answer
+        return _signature_takes_seed(own["next"])
+    cls = type(policy)
+    known = _TAKES_SEED.get(cls)
+    if known is None:
+        known = _TAKES_SEED[cls] = _signature_takes_seed(policy.next)  # type: ignore[attr-defined]
+    return known
+
+
+def _signature_takes_seed(method: Any) -> bool:
     try:
-        params = inspect.signature(policy.next).parameters  # type: ignore[attr-defined]
+        params = inspect.signature(method).parameters
     except (TypeError, ValueError):  # builtins without a signature
         return False
     return "seed" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())

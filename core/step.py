@@ -18,8 +18,8 @@ import inspect
 import sys
 import types
 import typing
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, overload
 
@@ -76,6 +76,9 @@ class StepParam:
     positional: bool = True
     annotation: Any = None  # the T of Annotated[T, Resource(...)]
     event_types: tuple[type[Event], ...] = ()  # what an EVENT parameter accepts
+    #: RESOURCE: names local to where the step was defined, for the factories' own postponed
+    #: annotations (see ``resource_params``).
+    localns: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +101,7 @@ class StepSpec:
         skip_graph_checks: Validation checks not applied to this step (``"reachability"``).
         error_handler: Whether this is a ``@catch_error`` step.
         for_steps: The steps it handles (``None``: every step without a scoped handler).
-        max_recoveries: How many failures per failed step and run it may handle.
+        max_recoveries: How many recoveries it may make along one lineage of events.
         join: The event parameters, when there are several: the step then runs once per full
             set (one event for each), receiving a :class:`JoinedEvents` as its input event.
         collects: Whether the step takes a ``list[E]`` collection parameter.
@@ -383,7 +386,14 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
         marker = _resource_marker(ann)
         if marker is not None:
             params.append(
-                StepParam(param.name, ParamKind.RESOURCE, marker, positional, get_args(ann)[0])
+                StepParam(
+                    param.name,
+                    ParamKind.RESOURCE,
+                    marker,
+                    positional,
+                    get_args(ann)[0],
+                    localns=options.localns,
+                )
             )
             continue
         collect_marker = None

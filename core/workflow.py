@@ -35,7 +35,7 @@ from .graph import Graph, check_entry_and_exit, compile_graph
 from .handler import WorkflowHandler
 from .hooks import StepBoundary, StepListener
 from .instrument import Instrument, InstrumentSet, PrintingInstrument, global_instruments
-from .resource import ResourceConfig, ResourceManager
+from .resource import ResourceManager, nested_configs
 from .step import (
     STEP_ATTR,
     ParamKind,
@@ -386,7 +386,6 @@ class Workflow:
             for spec in graph.order
             for p in spec.params
             if p.kind is ParamKind.RESOURCE
-            and (validate_resources or isinstance(p.resource, ResourceConfig))
         ]
         if not (validate_resource_configs or validate_resources) or not wanted:
             return graph.uses_hitl
@@ -395,10 +394,7 @@ class Workflow:
             problems = _in_own_loop(_resolve_all(wanted))
         else:
             for step_name, param in wanted:
-                try:
-                    param.resource.load(param.annotation)
-                except WorkflowConfigurationError as exc:
-                    problems.append(f"step {step_name} parameter '{param.name}': {exc}")
+                problems.extend(_config_problems(step_name, param))
         if problems:
             raise WorkflowValidationError(
                 f"Resource validation of {self.workflow_name} failed:\n"
@@ -636,9 +632,23 @@ async def _resolve_all(wanted: list[tuple[str, StepParam]]) -> list[str]:
                 step_name=step_name,
                 param_name=param.name,
                 annotation=param.annotation,
+                localns=param.localns,
             )
         except Exception as exc:
-            problems.append(f"step {step_name} parameter '{param.name}': {exc}")
+            problems.append(f"step '{step_name}', parameter '{param.name}': {exc}")
+    return problems
+
+
+def _config_problems(step_name: str, param: StepParam) -> list[str]:
+    """Load every ``ResourceConfig`` the parameter reads, its factories' own ones included."""
+    where = f"step '{step_name}', parameter '{param.name}'"
+    problems = []
+    for path, config, annotation in nested_configs(param.resource, param.annotation, param.localns):
+        via = f" (via {' -> '.join(path)})" if path else ""
+        try:
+            config.load(annotation)
+        except WorkflowConfigurationError as exc:
+            problems.append(f"{where}{via}: {exc}")
     return problems
 
 

@@ -6,11 +6,13 @@ from typing import Any
 
 import pytest
 from batonflow.core import (
+    Context,
     Event,
     StartEvent,
     StepFailedEvent,
     StopEvent,
     Workflow,
+    WorkflowFailedEvent,
     WorkflowValidationError,
     catch_error,
     retry_policy,
@@ -89,6 +91,87 @@ async def test_recoveries_run_out_and_the_run_fails() -> None:
 
     with pytest.raises(ValueError, match="n=1"):
         await W().run()
+
+
+class Again(Event):
+    pass
+
+
+def chained_flow(max_recoveries: int, calls: list[str]) -> Workflow:
+    """`a` fails, its handler sends Again, `retry_a` fails too: both are the handler's steps."""
+
+    class Chain(Workflow):
+        @step
+        async def a(self, ev: StartEvent) -> StopEvent:
+            calls.append("a")
+            raise RuntimeError("a failed")
+
+        @step
+        async def retry_a(self, ev: Again) -> StopEvent:
+            calls.append("retry_a")
+            raise RuntimeError(f"retry_a failed {calls.count('retry_a')}")
+
+        @catch_error(for_steps=["a", "retry_a"], max_recoveries=max_recoveries)
+        async def handle(self, ev: StepFailedEvent) -> Again:
+            calls.append("handle")
+            return Again()
+
+    return Chain()
+
+
+@pytest.mark.parametrize("budget", [1, 2, 3])
+async def test_max_recoveries_is_a_budget_per_lineage(budget: int) -> None:
+    """max_recoveries=N: N recoveries along one chain of events, the next failure fails the run."""
+    calls: list[str] = []
+    with pytest.raises(RuntimeError, match=f"retry_a failed {budget}$"):
+        await chained_flow(budget, calls).run()
+    assert calls.count("handle") == budget
+    assert calls == ["a", "handle"] + ["retry_a", "handle"] * (budget - 1) + ["retry_a"]
+
+
+async def test_independent_branches_each_have_their_own_budget() -> None:
+    """Failures on separate branches (fan-out items) are each recovered once with max_recoveries=1."""
+
+    class Recovered(Event):
+        n: int
+
+    class FanOut(Workflow):
+        @step
+        async def start(self, ctx: Context, ev: StartEvent) -> Work | None:
+            for n in range(3):
+                ctx.send_event(Work(n=n))
+            return None
+
+        @step(num_workers=3)
+        async def work(self, ev: Work) -> Recovered:
+            raise ValueError(f"item {ev.n}")
+
+        @catch_error(for_steps=["work"])
+        async def rescue(self, ev: StepFailedEvent) -> Recovered:
+            return Recovered(n=ev.input_event.n)
+
+        @step
+        async def gather(self, ctx: Context, ev: Recovered) -> StopEvent | None:
+            done = ctx.collect_events(ev, [Recovered] * 3)
+            return None if done is None else StopEvent(result=sorted(e.n for e in done))
+
+    assert await FanOut().run() == [0, 1, 2]
+
+
+async def test_unrecovered_failure_is_announced_on_the_stream() -> None:
+    """A failure nothing recovers puts a WorkflowFailedEvent on the stream, then fails the run."""
+
+    class W(Workflow):
+        @step(retry_policy=retry_policy(wait=wait_fixed(0), stop=stop_after_attempt(2)))
+        async def bad(self, ev: StartEvent) -> StopEvent:
+            raise ValueError("boom")
+
+    handler = W().run()
+    seen = [ev async for ev in handler.stream_events()]
+    with pytest.raises(ValueError, match="boom"):
+        await handler
+    (failed,) = [ev for ev in seen if isinstance(ev, WorkflowFailedEvent)]
+    assert (failed.step_name, failed.attempts, str(failed.exception)) == ("bad", 2, "boom")
 
 
 async def test_handler_that_raises_fails_the_run() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import pytest
-from batonflow.core.errors import ResourceError, WorkflowConfigurationError
+from batonflow.core.errors import ResourceCycleError, ResourceError, WorkflowConfigurationError
 from batonflow.core.resource import (
     Resource,
     ResourceConfig,
@@ -113,7 +113,7 @@ async def test_factory_dependencies_are_injected() -> None:
 
 
 async def test_dependency_cycle_is_reported() -> None:
-    """Factories that depend on each other raise a ResourceError naming the cycle."""
+    """Factories that depend on each other raise a ResourceCycleError (a ValueError) naming the cycle."""
 
     def make_a(b: Annotated[object, Resource(lambda: None)]) -> object:  # replaced below
         return b
@@ -123,9 +123,12 @@ async def test_dependency_cycle_is_reported() -> None:
 
     make_a.__annotations__["b"] = Annotated[object, Resource(make_b)]
     with pytest.raises(
-        ResourceError, match=r"Resource cycle .*make_a -> .*make_b -> .*make_a .*break the cycle"
-    ):
+        ResourceCycleError,
+        match=r"^Circular resource dependency detected: .*make_a -> .*make_b -> .*make_a "
+        r"\(injecting .*\)\. Break the cycle so that no factory depends on itself\.$",
+    ) as info:
         await resolve(ResourceManager(), Resource(make_a))
+    assert isinstance(info.value, ValueError) and isinstance(info.value, ResourceError)
 
 
 async def test_failing_factory_names_resource_step_and_parameter() -> None:
@@ -265,7 +268,7 @@ async def test_unresolvable_resource_annotation_is_a_clear_error() -> None:
 
     with pytest.raises(
         WorkflowConfigurationError,
-        match=r"parameter 'client' .*NameError.*define the names it uses at module level",
+        match=r"parameter 'client' .*NameError.*define the names it uses before the workflow class",
     ):
         resource_params(my_step)
 
@@ -313,7 +316,8 @@ async def test_resource_config_is_cached(tmp_path: Path) -> None:
             "models.chat",
             LLMConfig,
             None,
-            r"does not exist; create it or fix config_file",
+            r"^No such file: .*config\.json \(the config_file of ResourceConfig\(.*\)\); create "
+            r"it or fix config_file\.$",
             id="missing-file",
         ),
         pytest.param(
@@ -356,9 +360,11 @@ async def test_resource_config_errors(tmp_path: Path, selector, annotation, cont
     cfg = ResourceConfig(path, path_selector=selector)
     with pytest.raises(WorkflowConfigurationError, match=match):
         cfg.load(annotation)
-    with pytest.raises(ResourceError, match=r"ResourceConfig .* of step 's'") as info:
+    with pytest.raises(ResourceError, match=r"ResourceConfig.* of step 's'") as info:
         await resolve(ResourceManager(), cfg, annotation=annotation)
     assert isinstance(info.value.__cause__, WorkflowConfigurationError)
+    # A missing file is also a FileNotFoundError, at load() and when a step needs it.
+    assert isinstance(info.value, FileNotFoundError) is (content is None)
 
 
 async def test_resource_config_name_prefers_label(tmp_path: Path) -> None:

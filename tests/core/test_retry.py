@@ -411,3 +411,17 @@ async def test_retry_always_value_works_in_a_policy() -> None:
     assert retry_policy(retry=retry_always).next(0.0, 1, ERR) == retry_policy(
         retry=retry_always()
     ).next(0.0, 1, ERR)
+
+
+async def test_ask_policy_reads_each_policys_own_signature() -> None:
+    """ask_policy passes seed= per the policy's next(): class-wide, or the instance's own next."""
+    from types import SimpleNamespace
+
+    from batonflow.core.retry import ask_policy
+
+    with_seed = SimpleNamespace(next=lambda elapsed, attempts, error, seed=None: seed)
+    without = SimpleNamespace(next=lambda elapsed, attempts, error: "no seed")
+    assert ask_policy(with_seed, 0.0, 1, ERR, 11) == 11
+    assert ask_policy(without, 0.0, 1, ERR, 11) == "no seed"
+    seeded = retry_policy(wait=wait_random(0, 10), stop=stop_never)
+    assert ask_policy(seeded, 0.0, 1, ERR, 11) == wait_random(0, 10)(0, seed=11)

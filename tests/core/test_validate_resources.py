@@ -53,8 +53,8 @@ async def test_resource_configs_are_checked_by_default(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
     with pytest.raises(
         WorkflowValidationError,
-        match=r"(?s)^Resource validation of Configured failed:\n  - step answer parameter "
-        r"'cfg': Config file .*settings\.json' of ResourceConfig.* does not exist",
+        match=r"(?s)^Resource validation of Configured failed:\n  - step 'answer', parameter "
+        r"'cfg': No such file: .*settings\.json \(the config_file of ResourceConfig",
     ):
         config_flow(path).validate()
     path.write_text(json.dumps({"llm": {"temperature": 1}}))
@@ -99,7 +99,7 @@ async def test_failing_factory_is_reported_by_validate() -> None:
     Broken().validate()
     with pytest.raises(
         WorkflowValidationError,
-        match=r"(?s)^Resource validation of Broken failed:\n  - step use parameter 'client': "
+        match=r"(?s)^Resource validation of Broken failed:\n  - step 'use', parameter 'client': "
         r".*broken_client.*ConnectionError: no API key",
     ):
         Broken().validate(validate_resources=True)
