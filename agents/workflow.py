@@ -30,7 +30,7 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from batonflow.core import Context, StopEvent, Workflow, step
+from batonflow.core import Context, StopEvent, Workflow, WorkflowHandler, step
 from batonflow.core.tracing import tool_span
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.memory import BaseMemory
@@ -260,7 +260,7 @@ class AgentWorkflow(Workflow):
 
     # -- the run -------------------------------------------------------------------------
 
-    def run(self, *args: Any, **kwargs: Any) -> Any:
+    def run(self, *args: Any, **kwargs: Any) -> WorkflowHandler:
         """Start a run: ``run(user_msg="...")`` (or ``input=``), with optional ``memory=``,
         ``chat_history=``, ``max_iterations=``, ``output_cls=``, ``tool_choice=``, ``ctx=``.
 

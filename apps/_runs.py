@@ -148,11 +148,13 @@ class RunManager:
         resumes from its last checkpoint when checkpoints are on. Any other is marked
         ``interrupted``.
         """
+        resumed = lost = 0
         for row in self.store.unfinished():
             handler = self._reopen(row)
             if handler is None:
                 last = len(self.store.events(row.run_id))
                 self._finish_stored(row.run_id, last, "interrupted", None, INTERRUPTED)
+                lost += 1
                 continue
             status = "waiting" if row.status == "waiting" else "running"
             workflow = self.workflows[row.workflow]
@@ -160,6 +162,13 @@ class RunManager:
             live.log = self.store.events(row.run_id)
             self.store.update(row.run_id, status=status, keep_snapshot=True)
             self._follow(live)
+            resumed += 1
+        if resumed or lost:
+            logger.info(
+                "resumed %d run(s) the previous server left unfinished%s",
+                resumed,
+                f"; {lost} could not be resumed (marked interrupted)" if lost else "",
+            )
 
     def _reopen(self, row: Any) -> Any:
         """A handler continuing ``row``'s run, or ``None`` when it cannot continue."""
@@ -299,6 +308,13 @@ class RunManager:
     async def close(self) -> None:
         """Stop following live runs (server shutdown); their stored state stays as it is."""
         runs = list(self.live.values())
+        if runs:
+            what = (
+                "they are checkpointed and resume at the next start"
+                if self.checkpoints is not None
+                else "without checkpoints, only those waiting for input survive a restart"
+            )
+            logger.info("stopping with %d run(s) in progress: %s", len(runs), what)
         pumps = [live.pump for live in runs if live.pump is not None]
         for pump in pumps:
             pump.cancel()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,25 +140,58 @@ def run(
         stdout = sys.stdout
         # With --json, stdout carries only JSON: whatever the steps print goes to stderr.
         redirect = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
-        with redirect, _durability_explained(durable):
-            result, run_id = asyncio.run(
-                run_flow(
-                    workflow,
-                    fields,
-                    stream=stream,
-                    as_json=as_json,
-                    answers=list(answers),
-                    stdout=stdout,
-                    checkpoints=checkpoints,
-                    on_start=on_start,
+        from ._signals import Interrupted, run_interruptibly
+
+        started: list[str] = []
+
+        def on_run(run_id: str) -> None:
+            started.append(run_id)
+            if on_start is not None:
+                on_start(run_id)
+
+        try:
+            with redirect, _durability_explained(durable):
+                result, run_id = run_interruptibly(
+                    run_flow(
+                        workflow,
+                        fields,
+                        stream=stream,
+                        as_json=as_json,
+                        answers=list(answers),
+                        stdout=stdout,
+                        checkpoints=checkpoints,
+                        on_start=on_run,
+                    )
                 )
-            )
+        except Interrupted as exc:
+            _interrupted(exc.signal_name, checkpoints, started[0] if started else None)
         if checkpoints is not None:
             checkpoints.close()
         if as_json:
             print_json({"run_id": run_id, "flow": flow, "result": result}, stdout)
         else:
             print_result(result)
+
+
+def _interrupted(signal_name: str, checkpoints: Any, run_id: str | None) -> None:
+    """Record a durable run stopped by a signal as interrupted; say how to continue; exit 130."""
+    from ._signals import EXIT_INTERRUPTED
+
+    if checkpoints is not None and run_id is not None:
+        checkpoints.finish_run(
+            run_id,
+            "interrupted",
+            error=f"Interrupted by {signal_name}; continue it with: batonflow runs resume {run_id}",
+        )
+        checkpoints.close()
+        err.print(
+            f"interrupted by {signal_name}: run {run_id} stopped after its last completed step; "
+            f"continue it with: batonflow runs resume {run_id}",
+            markup=False,
+        )
+    else:
+        err.print(f"interrupted by {signal_name}", markup=False)
+    raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def _run_on_server(
@@ -276,17 +310,23 @@ async def run_flow(
         )
     else:
         handler = workflow.run(start_event=start)
-    async for event in handler.stream_events():
-        if stream and not isinstance(event, StopEvent):
-            if as_json:
-                print_json({"event": event_envelope(event)}, stdout)
-            else:
-                body = event_envelope(event)["value"]
-                err.print(f"[cyan]{type(event).__name__}[/] {body}", markup=True)
-        if isinstance(event, InputRequiredEvent):
-            answer = pending.pop(0) if pending else _ask(str(event.get("prefix", "") or "> "))
-            handler.ctx.send_event(HumanResponseEvent(response=answer))
-    result = await handler
+    try:
+        async for event in handler.stream_events():
+            if stream and not isinstance(event, StopEvent):
+                if as_json:
+                    print_json({"event": event_envelope(event)}, stdout)
+                else:
+                    body = event_envelope(event)["value"]
+                    err.print(f"[cyan]{type(event).__name__}[/] {body}", markup=True)
+            if isinstance(event, InputRequiredEvent):
+                answer = pending.pop(0) if pending else _ask(str(event.get("prefix", "") or "> "))
+                handler.ctx.send_event(HumanResponseEvent(response=answer))
+        result = await handler
+    except asyncio.CancelledError:  # Ctrl-C or SIGTERM (see _signals): stop the run, then go
+        from ._signals import stop_handler
+
+        await stop_handler(handler)
+        raise
     return result, str(handler.run_id)
 
 
@@ -419,6 +459,8 @@ def serve(
             sys.stderr.flush()
 
         _log_to_stderr()
+        # uvicorn stops gracefully on SIGTERM, then re-raises it: make that a clean exit too.
+        signal.signal(signal.SIGTERM, _stop_on_sigterm)
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a server is stopped
             run_server(
                 app_,
@@ -430,6 +472,10 @@ def serve(
                 sock=sock,
             )
         err.print("batonflow server stopped")
+
+
+def _stop_on_sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # stopped like Ctrl-C: runs in progress stay checkpointed
 
 
 def _log_to_stderr() -> None:

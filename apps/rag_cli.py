@@ -53,7 +53,19 @@ def ingest(
             collection=collection, qdrant_url=qdrant_url, qdrant_path=qdrant_path
         )
         setup_tracing()
-        report = asyncio.run(ingest_paths(settings, [str(p) for p in paths], progress=not as_json))
+        from ._signals import EXIT_INTERRUPTED, Interrupted, run_interruptibly
+
+        try:
+            report = run_interruptibly(
+                ingest_paths(settings, [str(p) for p in paths], progress=not as_json)
+            )
+        except Interrupted as exc:
+            err.print(
+                f"interrupted by {exc.signal_name}: the chunks stored so far are kept; run the "
+                "same command again to finish (unchanged files are skipped)",
+                markup=False,
+            )
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         if as_json:
             print_json(report)
         else:
@@ -77,10 +89,16 @@ async def ingest_paths(settings: Settings, paths: list[str], progress: bool = Tr
             transient=True,
         ) as bar:
             task = bar.add_task("ingest", total=None)
-            async for event in handler.stream_events():
-                if isinstance(event, IngestProgress):
-                    bar.update(task, completed=event.done, total=event.total)
-            return await handler
+            try:
+                async for event in handler.stream_events():
+                    if isinstance(event, IngestProgress):
+                        bar.update(task, completed=event.done, total=event.total)
+                return await handler
+            except asyncio.CancelledError:  # Ctrl-C or SIGTERM: stop the run, then go
+                from ._signals import stop_handler
+
+                await stop_handler(handler)
+                raise
     finally:
         _close(store)
 

@@ -524,6 +524,7 @@
 
   async function runView(runId) {
     var run = await api("runs/" + encodeURIComponent(runId));
+    var resumable = false;
     var prompt = null;
     var facts = el("dl", { className: "facts" });
     var actions = el("div", { className: "row" });
@@ -554,14 +555,16 @@
           }
           refresh();
         } }, "Cancel"),
-        el("button", { type: "button", name: "resume", disabled: live || run.status === "completed", onclick: async function () {
+        // Resume shows only where the API offers it (a server whose runs can continue from
+        // a checkpoint); its answer is the run that continues.
+        resumable ? el("button", { type: "button", name: "resume", disabled: live || run.status === "completed", onclick: async function () {
           try {
-            await api("runs/" + encodeURIComponent(runId) + "/resume", { method: "POST" });
-            location.reload();
+            var resumed = await api("runs/" + encodeURIComponent(runId) + "/resume", { method: "POST" });
+            location.hash = "#/runs/" + resumed.run_id;
           } catch (e) {
             outcome.replaceChildren(problem(e));
           }
-        } }, "Resume"));
+        } }, "Resume") : null);
       outcome.parentNode.hidden = !(run.status === "completed" || run.error);
       if (run.status === "completed") {
         outcome.replaceChildren(el("h2", {}, "Result"), el("pre", { className: "json", id: "result" }, JSON.stringify(run.result, null, 2)));
@@ -674,6 +677,10 @@
             el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "step"), el("th", {}, "event in → out"), el("th", {}, "took"))), steps)),
           el("section", { className: "card" }, el("h2", {}, "State"), stateBox))));
     renderFacts();
+    openapi().then(function (spec) {
+      resumable = "/runs/{run_id}/resume" in spec.paths;
+      if (resumable) renderFacts();
+    }, function () {});
     await refresh();
   }
 

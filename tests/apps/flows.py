@@ -129,6 +129,7 @@ class NeedsArgs(EchoFlow):
 
 class Halfway(Event):
     value: int
+    log: str = ""
 
 
 class TwoStepFlow(Workflow):
@@ -182,3 +183,23 @@ class OpaqueStreamFlow(Workflow):
 #: Ready instances for `batonflow serve -w name=flows.py:...` (flows that wait need no timeout).
 approval_flow = ApprovalFlow(timeout=None)
 sleepy_flow = SleepyFlow(timeout=None)
+
+
+class SlowSecondStepFlow(TwoStepFlow):
+    """TwoStepFlow whose second step waits until a file ``<log>.go`` exists (or 60 s)."""
+
+    @step
+    async def first(self, ev: StartEvent) -> Halfway:
+        with open(ev.log, "a") as f:
+            f.write("first\n")
+        return Halfway(value=int(ev.value), log=ev.log)
+
+    @step
+    async def second(self, ev: Halfway) -> StopEvent:
+        import os
+
+        for _ in range(6000):
+            if os.path.exists(f"{ev.log}.go"):
+                break
+            await asyncio.sleep(0.01)
+        return StopEvent(result=ev.value + 1)

@@ -37,7 +37,8 @@ class Served:
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
-        match = self.wait_for(r"batonflow server on (http://\S+) ")
+        # a loaded machine may take long to import the prebuilt flows (llama-index, Qdrant)
+        match = self.wait_for(r"batonflow server on (http://\S+) ", timeout=180)
         self.url = match[1]
 
     def _read(self) -> None:

@@ -214,15 +214,21 @@ def test_start_a_run_watch_it_answer_it_and_see_it_complete(console):
     assert "Recorded run" in drawing and "publish" in drawing
     ui.shot("console-run-completed.png")
 
+    # A few more runs, so the list has something to filter.
+    httpx.post(f"{ui.url}/workflows/ticks/runs?wait=true", json={"count": 2, "delay": 0})
+    httpx.post(f"{ui.url}/workflows/sleepy/runs", json={"seconds": 60})
+    httpx.post(f"{ui.url}/workflows/guess/runs", json={})
     page.goto(ui.url + "/#/")
     row = page.locator(f"#runs tr[data-run-id='{run_id}']")
     row.wait_for()
     assert row.get_attribute("data-status") == "completed"
+    expect(page.locator("#runs tr")).to_have_count(4)
+    ui.shot("console-home.png")
     page.select_option("#filter-status", "waiting")
     row.wait_for(state="detached")
     page.select_option("#filter-status", "completed")
     row.wait_for()
-    ui.shot("console-home.png")
+    expect(page.locator("#runs tr")).to_have_count(2)  # review and ticks
     assert httpx.get(f"{ui.url}/runs/{run_id}").json()["result"] == "release notes: yes, ship it"
     ui.check_offline()
 
@@ -282,6 +288,8 @@ def test_cancel_a_run_from_its_page(console):
     page.locator("#run-status [data-status=cancelled]").wait_for()
     assert page.locator("#error").inner_text() == "The run was cancelled."
     assert page.locator("button[name=cancel]").is_disabled()
+    # This server offers no POST /runs/{id}/resume, so the page shows no Resume button.
+    assert page.locator("button[name=resume]").count() == 0
     ui.check_offline()
 
 

@@ -27,6 +27,9 @@ def page_script(page: Path) -> str:
     return "\n\n".join(blocks)
 
 
+# A page runs many subprocesses (cli.md: about 20 commands); the subprocess has 240 s, so
+# the test gets a little more than that, not the suite's 120 s default.
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize(
     "page", [p for p in PAGES if p.exists() and page_script(p).strip()], ids=lambda p: p.name
 )
