@@ -380,8 +380,8 @@ class Context(Generic[StateT]):
         if spec is None:
             known = ", ".join(graph.steps)
             raise WorkflowStepDoesNotExistError(
-                f"Step '{step}' does not exist in {graph.name}; the steps are: {known}. "
-                "Pass one of those names as step=."
+                f"Step {step} does not exist. {graph.name} has no step '{step}'; its steps are: "
+                f"{known}. Pass one of those names as step=."
             )
         if not isinstance(message, spec.accepted) and not awaited_by(step):
             takers = [s.name for s in graph.order if isinstance(message, s.accepted)]
@@ -391,7 +391,7 @@ class Context(Generic[StateT]):
                 else f"no step accepts {kind}"
             )
             raise WorkflowRuntimeError(
-                f"Step {step} does not accept event of type {kind}: it accepts "
+                f"Step {step} does not accept event of type {type(message)}: it accepts "
                 f"{', '.join(a.__name__ for a in spec.accepted)}. Send it an event of those "
                 f"types, or {alternative}."
             )

@@ -49,17 +49,11 @@ class Event(BaseModel):
 
     model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
 
-    def __init__(self, /, **data: Any) -> None:
-        private = self.__private_attributes__
-        given = [key for key in data if key in private] if private else None
-        if given:
-            values = {key: data.pop(key) for key in given}
-            self.__pydantic_validator__.validate_python(data, self_instance=self)
-            for key, value in values.items():
-                setattr(self, key, value)
-            return
-        # BaseModel.__init__ does the same; calling the validator here saves a frame per event.
-        self.__pydantic_validator__.validate_python(data, self_instance=self)
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if cls.__private_attributes__ and not hasattr(cls.model_post_init, _MOVES_PRIVATE):
+            _move_private_keywords(cls)
 
     if not TYPE_CHECKING:
 
@@ -124,6 +118,43 @@ class Event(BaseModel):
     def __bool__(self) -> bool:
         # An event with no fields is still a real event: `if not ev` must not be True for it.
         return True
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        # Declared fields only, as LlamaIndex prints its events (its extra fields are private
+        # data): repr(Event(a=1)) is "Event()", str() of it is "".
+        fields = type(self).__pydantic_fields__
+        for name, value in self.__dict__.items():
+            info = fields.get(name)
+            if info is not None and info.repr:
+                yield name, value
+        for name, computed in type(self).__pydantic_computed_fields__.items():
+            if computed.repr:
+                yield name, getattr(self, name)
+
+
+#: Marks a ``model_post_init`` that already moves private keywords (see below).
+_MOVES_PRIVATE = "_batonflow_moves_private"
+
+
+def _move_private_keywords(cls: type[Event]) -> None:
+    """Let ``cls(_token=...)`` set the private attribute ``_token``, as LlamaIndex's events do.
+
+    pydantic keeps such a keyword as an extra field. Only classes that declare private
+    attributes get this post-init step (pydantic runs one for them anyway), so creating any
+    other event costs nothing more than pydantic's own validation.
+    """
+    original = cls.model_post_init
+
+    def model_post_init(self: BaseModel, context: Any, /) -> None:
+        original(self, context)
+        extra = self.__pydantic_extra__
+        if extra:
+            private = type(self).__private_attributes__
+            for name in [key for key in extra if key in private]:
+                setattr(self, name, extra.pop(name))
+
+    setattr(model_post_init, _MOVES_PRIVATE, True)
+    cls.model_post_init = model_post_init  # type: ignore[method-assign]
 
 
 class StartEvent(Event):

@@ -315,6 +315,7 @@ def _check_annotations_present(fn: Callable[..., Any]) -> None:
             )
     if sig.return_annotation is inspect.Signature.empty:
         raise WorkflowValidationError(
+            "Return types of workflows step functions must be annotated with their type. "
             f"Step {name} has no return annotation. Annotate the events it returns, e.g. "
             "`-> StopEvent`, `-> MyEvent | None`, or `-> None` when it returns nothing."
         )
@@ -457,6 +458,7 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
         )
     if not event_params and collect_param is None:
         raise WorkflowValidationError(
+            "Step signature must have at least one parameter annotated as type Event. "
             f"Step {name} has no event parameter. Add one annotated with the event it "
             "accepts, e.g. `ev: StartEvent`."
         )

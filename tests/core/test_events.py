@@ -119,6 +119,14 @@ async def test_stop_event_repr_and_str() -> None:
     assert str(StopEvent(result={"a": 1})) == "{'a': 1}"
 
 
+async def test_event_repr_shows_declared_fields_only() -> None:
+    """Events print as LlamaIndex's do: declared fields, not the extra ones."""
+    assert repr(Event(a=1)) == "Event()" and str(Event(a=1)) == ""
+    assert repr(Tagged(label="x", note="n")) == "Tagged(label='x')"
+    assert str(Tagged(label="x", note="n")) == "label='x'"
+    assert repr(StartEvent(topic="t")) == "StartEvent()"
+
+
 async def test_failed_event_dumps_its_exception_as_data() -> None:
     """WorkflowFailedEvent dumps the exception as type and message, and loads it back."""
     ev = WorkflowFailedEvent(

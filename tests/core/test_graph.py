@@ -342,3 +342,28 @@ async def test_local_names_resolve_at_decoration() -> None:
 
     result: Any = await Flow().run()
     assert isinstance(result, LocalStop) and result.result == "local"
+
+
+async def test_signature_errors_start_with_llamaindex_wording() -> None:
+    """A step without an event parameter or a return annotation: LlamaIndex's sentence, then ours."""
+    with pytest.raises(
+        WorkflowValidationError,
+        match=r"^Step signature must have at least one parameter annotated as type Event\. "
+        r"Step lonely has no event parameter\. Add one",
+    ):
+
+        class NoEvent(Workflow):
+            @step
+            async def lonely(self, ctx: Context) -> StopEvent:
+                return StopEvent()
+
+    with pytest.raises(
+        WorkflowValidationError,
+        match=r"^Return types of workflows step functions must be annotated with their type\. "
+        r"Step open_ended has no return annotation\.",
+    ):
+
+        class NoReturn(Workflow):
+            @step
+            async def open_ended(self, ev: StartEvent):  # type: ignore[no-untyped-def]
+                return StopEvent()

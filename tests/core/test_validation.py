@@ -260,7 +260,8 @@ async def test_send_event_to_unknown_step() -> None:
             return StopEvent()
 
     with pytest.raises(
-        WorkflowStepDoesNotExistError, match=r"Step 'nope' does not exist in W; the steps are: only"
+        WorkflowStepDoesNotExistError,
+        match=r"Step nope does not exist\. W has no step 'nope'; its steps are: only\. Pass",
     ):
         await W().run()
 

@@ -1,0 +1,109 @@
+"""Two versions of ``batonflow.core`` side by side in one process: event creation and the chain.
+
+Usage::
+
+    mkdir /tmp/old && git archive <commit> core | tar -x -C /tmp/old
+    .venv/bin/python bench/core_ab.py /tmp/old/core core
+
+Both ``core`` folders are copied into a temporary folder as packages ``old_core`` and
+``new_core`` (``core`` imports only itself relatively), loaded in one interpreter, and measured
+alternately, round by round, in CPU time (``time.process_time``), taking each figure's best
+round: on a shared, noisy machine that is the figure least disturbed by other processes. The
+workloads are event creation (a two-field event, ``StopEvent(result=...)``,
+``StartEvent(topic=...)``) and bench's ``chain`` (one step looping by returning its own event).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import shutil
+import sys
+import tempfile
+import time
+import timeit
+from pathlib import Path
+from typing import Any
+
+ROUNDS = 30
+
+
+def load(core_dir: Path, name: str, root: Path) -> Any:
+    """Copy ``core_dir`` to ``root/name/core`` and import it as ``name.core``."""
+    package = root / name
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    shutil.copytree(core_dir, package / "core")
+    return importlib.import_module(f"{name}.core")
+
+
+def chain_flow(core: Any) -> Any:
+    """bench's chain workload for one core."""
+
+    class Tick(core.Event):
+        i: int
+        n: int
+
+    class ChainFlow(core.Workflow):
+        @core.step
+        async def begin(self, ev: core.StartEvent) -> Tick:
+            return Tick(i=0, n=ev.n)
+
+        @core.step
+        async def loop(self, ev: Tick) -> Tick | core.StopEvent:
+            if ev.i + 1 >= ev.n:
+                return core.StopEvent(result=ev.i + 1)
+            return Tick(i=ev.i + 1, n=ev.n)
+
+    return Tick, ChainFlow(timeout=None)
+
+
+async def measure(cores: dict[str, Any]) -> dict[tuple[str, str], float]:
+    """Best per-item CPU time in µs for each (core, workload)."""
+    setups = {name: chain_flow(core) for name, core in cores.items()}
+    statements = {
+        "event(i, n)": "Tick(i=1, n=2)",
+        "StopEvent(result)": "StopEvent(result=1)",
+        "StartEvent(topic)": "StartEvent(topic='x')",
+    }
+    best: dict[tuple[str, str], float] = {}
+    for flow in (setup[1] for setup in setups.values()):
+        assert await flow.run(n=500) == 500  # warm-up
+    for round_ in range(ROUNDS):
+        names = list(cores) if round_ % 2 else list(reversed(cores))
+        for name in names:
+            core, (tick, flow) = cores[name], setups[name]
+            scope = {"Tick": tick, "StopEvent": core.StopEvent, "StartEvent": core.StartEvent}
+            for label, statement in statements.items():
+                timer = timeit.Timer(statement, globals=scope, timer=time.process_time)
+                cost = timer.timeit(20_000) / 20_000 * 1e6
+                best[(name, label)] = min(best.get((name, label), cost), cost)
+            n = 3_000
+            start = time.process_time()
+            assert await flow.run(n=n) == n
+            cost = (time.process_time() - start) / n * 1e6
+            best[(name, "chain (per step)")] = min(best.get((name, "chain (per step)"), cost), cost)
+    return best
+
+
+def main() -> None:
+    """Parse the two folders, measure, print a table of new/old ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("old", type=Path, help="the old version's core/ folder")
+    parser.add_argument("new", type=Path, help="the new version's core/ folder")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        sys.path.insert(0, tmp)
+        cores = {"old": load(args.old, "old_core", root), "new": load(args.new, "new_core", root)}
+        best = asyncio.run(measure(cores))
+    print("| workload | old (µs) | new (µs) | new / old |")
+    print("|---|---|---|---|")
+    for label in dict.fromkeys(label for _, label in best):
+        old, new = best[("old", label)], best[("new", label)]
+        print(f"| {label} | {old:.2f} | {new:.2f} | {new / old:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
