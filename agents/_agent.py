@@ -11,6 +11,7 @@ State keys (in ``ctx.store``; plain data, so the context serializes):
 * ``tool_calls`` — :class:`~batonflow.agents.ToolCallRecord` dicts of the current run.
 * ``reasoning`` — the agent's reasoning per LLM turn in the current run.
 * ``pending_tools`` — how many tool results the current turn waits for.
+* ``tool_choice`` — the run's ``tool_choice=`` for its first LLM call (function calling).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .events import (
     AgentInput,
     AgentOutput,
     AgentStream,
+    LLMInputEvent,
     RunToolEvent,
     ToolCall,
     ToolCallResult,
@@ -39,10 +41,10 @@ from .events import (
 )
 from .llm import DeltaCallback, check_llm, default_llm
 from .members import DEFAULT_AGENT_DESCRIPTION, AgentMember
-from .memory import coerce_history, message_to_dict
+from .memory import MessageCache, coerce_history, message_to_dict
 from .results import AgentResult, ToolCallRecord
 from .tools import ToolLike, call_tool, to_tools
-from .tracing import record_tool_outcome
+from .tracing import ensure_llm_spans, record_tool_outcome
 
 HISTORY = "chat_history"
 ITERATIONS = "iterations"
@@ -50,6 +52,7 @@ MAX_ITERATIONS = "max_iterations"
 TOOL_CALLS = "tool_calls"
 REASONING = "reasoning"
 PENDING = "pending_tools"
+TOOL_CHOICE = "tool_choice"
 
 
 class ToolAgentBase(AgentMember, Workflow):
@@ -99,6 +102,7 @@ class ToolAgentBase(AgentMember, Workflow):
         self.streaming = streaming
         self.retry_policy = retry_policy
         self.agent_name = name
+        self.message_cache = MessageCache()
         # The settings an AgentWorkflow reads when this agent is one of its agents.
         self.configure_member(
             name=name,
@@ -136,6 +140,14 @@ class ToolAgentBase(AgentMember, Workflow):
         """A system message dict."""
         return {"role": MessageRole.SYSTEM.value, "content": content}
 
+    def llm_input(self, messages: list[dict[str, Any]]) -> LLMInputEvent:
+        """The LLM call's event, over the history dicts as they are (no copy, no revalidation).
+
+        Validating the event would copy every dict, so the message cache would never hit and
+        each call would cost in proportion to the history.
+        """
+        return LLMInputEvent.model_construct(messages=messages)
+
     # -- run state -------------------------------------------------------------------------
 
     async def start_run(self, ctx: Context, ev: StartEvent) -> str:
@@ -152,6 +164,7 @@ class ToolAgentBase(AgentMember, Workflow):
             AgentInputError: there is no user message.
         """
         owner = type(self).__name__
+        ensure_llm_spans()
         raw = ev.get("input")
         if raw is None:
             raw = ev.get("user_msg")
@@ -186,6 +199,7 @@ class ToolAgentBase(AgentMember, Workflow):
         await ctx.store.set(TOOL_CALLS, [])
         await ctx.store.set(REASONING, [])
         await ctx.store.set(PENDING, 0)
+        await ctx.store.set(TOOL_CHOICE, ev.get("tool_choice"))
         ctx.write_event_to_stream(AgentInput(input=text, current_agent_name=self.agent_name))
         return text
 
@@ -306,6 +320,24 @@ class ToolAgentBase(AgentMember, Workflow):
         await ctx.store.set(TOOL_CALLS, records)
         await ctx.store.set(PENDING, 0)
         return results
+
+    async def direct_answer(self, ctx: Context, results: list[ToolResultEvent]) -> StopEvent | None:
+        """End the run with the output of a ``return_direct`` tool, if one of the turn's ran.
+
+        A tool built with ``FunctionTool.from_defaults(fn, return_direct=True)`` answers
+        itself: its output is the run's answer, with no further LLM call. A failed call does
+        not count (the LLM sees the error instead).
+        """
+        for r in results:
+            tool = self.tools.get(r.tool_name)
+            if tool is not None and tool.metadata.return_direct and not r.is_error:
+                ctx.write_event_to_stream(
+                    AgentOutput(
+                        response=r.output, is_final=True, current_agent_name=self.agent_name
+                    )
+                )
+                return await self.finish(ctx, r.output)
+        return None
 
     @step(num_workers=8)
     async def run_tool(self, ctx: Context, ev: RunToolEvent) -> ToolResultEvent:

@@ -24,7 +24,14 @@ from typing import Annotated, Any, TypeVar
 from batonflow.core import Event, StartEvent
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.tools import ToolOutput, ToolSelection
-from pydantic import BaseModel, Field, ValidationError, WithJsonSchema, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_serializer,
+    field_validator,
+)
 
 from .errors import AgentInputError
 
@@ -92,6 +99,7 @@ class AgentStart(StartEvent):
         chat_history: The conversation so far (``ChatMessage`` objects or role/content dicts);
             replaces what the agent remembers.
         max_iterations: This run's bound on LLM calls, instead of the agent's.
+        tool_choice: The tool choice of the run's first LLM call (function calling only).
     """
 
     input: Annotated[str | ChatMessage | None, _MESSAGE_SCHEMA] = None
@@ -110,6 +118,9 @@ class AgentStart(StartEvent):
         ),
     ] = None
     max_iterations: int | None = Field(None, description="this run's bound on LLM calls")
+    tool_choice: str | None = Field(
+        None, description="the first LLM call's tool choice: 'required', 'none', 'auto', a tool"
+    )
 
 
 class AgentWorkflowStartEvent(StartEvent):
@@ -199,6 +210,13 @@ class AgentStreamStructuredOutput(Event):
         return json.dumps(self.output, indent=4)
 
 
+def _json_safe(value: Any) -> Any:
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError):
+        return json.loads(json.dumps(value, default=str)) if isinstance(value, dict) else str(value)
+
+
 def _as_model(data: dict[str, Any] | None, model: type[BaseModel]) -> BaseModel | None:
     if data is None:
         return None
@@ -260,6 +278,18 @@ class ToolCallResult(Event):
             name = info.data.get("tool_name", "")
             return ToolOutput(content=value, tool_name=name, raw_input={}, raw_output=value)
         return value
+
+    @field_serializer("tool_output")
+    def _json_output(self, value: ToolOutput) -> dict[str, Any]:
+        # What a tool returns can be anything (a query engine's Response, a client object):
+        # the event is streamed and stored, so what JSON cannot hold is kept as its text.
+        return {
+            "tool_name": value.tool_name,
+            "blocks": [block.model_dump(mode="json") for block in value.blocks],
+            "raw_input": _json_safe(value.raw_input),
+            "raw_output": _json_safe(value.raw_output),
+            "is_error": value.is_error,
+        }
 
 
 class AgentOutput(Event):

@@ -23,7 +23,7 @@ from llama_index.core.base.llms.types import MessageRole
 from llama_index.core.llms import LLM
 from llama_index.core.llms.function_calling import FunctionCallingLLM
 
-from ._agent import HISTORY, ToolAgentBase
+from ._agent import HISTORY, ITERATIONS, TOOL_CHOICE, ToolAgentBase
 from .events import (
     AgentOutput,
     AgentStart,
@@ -34,7 +34,7 @@ from .events import (
 )
 from .llm import chat, check_function_calling
 from .members import FunctionCallingMember
-from .memory import message_to_dict, messages_from_dicts
+from .memory import message_to_dict
 from .tools import ToolLike
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -117,18 +117,21 @@ class FunctionCallingAgent(FunctionCallingMember, ToolAgentBase):
         await self.check_iterations(ctx)
         history = await ctx.store.get(HISTORY, default=[])
         system = self.system_message(self.system_prompt or DEFAULT_SYSTEM_PROMPT)
-        return LLMInputEvent(messages=[system, *history])
+        return self.llm_input([system, *history])
 
     @step
     async def call_llm(self, ctx: Context, ev: LLMInputEvent) -> RunToolEvent | StopEvent | None:
         """Call the LLM with the tools; answer, or run the tool calls it asked for."""
         llm = self.get_function_calling_llm()
+        first = int(await ctx.store.get(ITERATIONS, default=0)) == 0
+        choice = await ctx.store.get(TOOL_CHOICE, default=None) if first else None
         response = await chat(
             llm,
-            messages_from_dicts(ev.messages),
+            self.message_cache.messages(ev.messages),
             tools=list(self.tools.values()),
             on_delta=self.delta_writer(ctx),
             retry_policy=self.retry_policy,
+            options={"tool_choice": choice} if choice else None,
         )
         # Nothing is written to the state before the call succeeds (safe to retry the step).
         await self.count_iteration(ctx)
@@ -156,8 +159,13 @@ class FunctionCallingAgent(FunctionCallingMember, ToolAgentBase):
         return None
 
     @step
-    async def gather_tool_results(self, ctx: Context, ev: ToolResultEvent) -> PrepareEvent | None:
-        """Wait for every tool result of the turn, then add them to the conversation."""
+    async def gather_tool_results(
+        self, ctx: Context, ev: ToolResultEvent
+    ) -> PrepareEvent | StopEvent | None:
+        """Wait for every tool result of the turn, then add them to the conversation.
+
+        A ``return_direct`` tool's output ends the run as the answer (no more LLM calls).
+        """
         results = await self.collect_tool_results(ctx, ev)
         if results is None:
             return None
@@ -171,7 +179,8 @@ class FunctionCallingAgent(FunctionCallingMember, ToolAgentBase):
             for r in results
         )
         await ctx.store.set(HISTORY, history)
-        return PrepareEvent()
+        direct = await self.direct_answer(ctx, results)
+        return direct if direct is not None else PrepareEvent()
 
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "FunctionCallingAgent"]

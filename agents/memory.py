@@ -8,6 +8,7 @@ read back with :func:`message_from_dict`.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,6 +37,47 @@ def messages_from_dicts(items: Iterable[dict[str, Any] | ChatMessage]) -> list[C
     return [message_from_dict(item) for item in items]
 
 
+class MessageCache:
+    """The ``ChatMessage`` of each history dict, built once per dict object.
+
+    The agents keep their history as dicts in ``ctx.store`` (it serializes as it is) and send
+    it to the LLM as ``ChatMessage`` objects. Rebuilding every message on every call made a run
+    quadratic in its length (a 200-turn run validated 40,000 messages); here a dict already
+    seen (the same object: the history list is extended, never rebuilt) gives back its message.
+    A restored context has new dicts, which are converted once. Bounded: the least recently
+    used entries go first.
+
+    Args:
+        size: The most messages kept.
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        # id(dict) -> (the dict, kept so its id is not reused while cached; its message)
+        self._items: OrderedDict[int, tuple[dict[str, Any], ChatMessage]] = OrderedDict()
+
+    def messages(self, items: Iterable[dict[str, Any] | ChatMessage]) -> list[ChatMessage]:
+        """The chat messages of ``items`` (ChatMessages pass through)."""
+        out: list[ChatMessage] = []
+        cache = self._items
+        for item in items:
+            if isinstance(item, ChatMessage):
+                out.append(item)
+                continue
+            key = id(item)
+            hit = cache.get(key)
+            if hit is not None and hit[0] is item:
+                cache.move_to_end(key)
+                out.append(hit[1])
+                continue
+            message = message_from_dict(item)
+            cache[key] = (item, message)
+            if len(cache) > self.size:
+                cache.popitem(last=False)
+            out.append(message)
+        return out
+
+
 def coerce_history(value: Any, owner: str) -> list[dict[str, Any]]:
     """Read a ``chat_history=`` start argument: ChatMessages or dicts, as dicts.
 
@@ -61,4 +103,10 @@ def coerce_history(value: Any, owner: str) -> list[dict[str, Any]]:
     return out
 
 
-__all__ = ["coerce_history", "message_from_dict", "message_to_dict", "messages_from_dicts"]
+__all__ = [
+    "MessageCache",
+    "coerce_history",
+    "message_from_dict",
+    "message_to_dict",
+    "messages_from_dicts",
+]

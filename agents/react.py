@@ -35,7 +35,6 @@ from .events import (
 )
 from .llm import chat
 from .members import ReActMember
-from .memory import messages_from_dicts
 from .prompts import REACT_SYSTEM_PROMPT, observation_message, react_system_prompt
 from .react_parser import FORMAT_REMINDER, ReActParseError, parse_react_output
 from .tools import ToolLike
@@ -124,7 +123,7 @@ class ReActAgent(ReActMember, ToolAgentBase):
         )
         history = await ctx.store.get(HISTORY, default=[])
         scratchpad = await ctx.store.get(SCRATCHPAD, default=[])
-        return LLMInputEvent(messages=[self.system_message(system), *history, *scratchpad])
+        return self.llm_input([self.system_message(system), *history, *scratchpad])
 
     @step
     async def call_llm(
@@ -133,7 +132,7 @@ class ReActAgent(ReActMember, ToolAgentBase):
         """Call the LLM and act on its output: answer, run tools, or ask it to fix the format."""
         response = await chat(
             self.get_llm(),
-            messages_from_dicts(ev.messages),
+            self.message_cache.messages(ev.messages),
             on_delta=self.delta_writer(ctx),
             retry_policy=self.retry_policy,
         )
@@ -180,8 +179,13 @@ class ReActAgent(ReActMember, ToolAgentBase):
         return None
 
     @step
-    async def gather_tool_results(self, ctx: Context, ev: ToolResultEvent) -> PrepareEvent | None:
-        """Wait for every tool result of the turn, then show them to the LLM as Observations."""
+    async def gather_tool_results(
+        self, ctx: Context, ev: ToolResultEvent
+    ) -> PrepareEvent | StopEvent | None:
+        """Wait for every tool result of the turn, then show them to the LLM as Observations.
+
+        A ``return_direct`` tool's output ends the run as the answer (no more LLM calls).
+        """
         results = await self.collect_tool_results(ctx, ev)
         if results is None:
             return None
@@ -193,7 +197,8 @@ class ReActAgent(ReActMember, ToolAgentBase):
             }
         )
         await ctx.store.set(SCRATCHPAD, scratchpad)
-        return PrepareEvent()
+        direct = await self.direct_answer(ctx, results)
+        return direct if direct is not None else PrepareEvent()
 
 
 __all__ = ["SCRATCHPAD", "ReActAgent"]

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 from batonflow.core.tracing import current_tracer
+from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from .tools import ToolOutcome
@@ -34,6 +37,34 @@ ATTR_AGENT_DESCRIPTION = "gen_ai.agent.description"
 ATTR_HANDOFF_FROM = "batonflow.agent.handoff.from"
 ATTR_HANDOFF_TO = "batonflow.agent.handoff.to"
 _MAX_RESULT = 4096
+
+
+logger = logging.getLogger("batonflow.agents")
+_llm_spans_on: list[bool] = [False]
+
+
+def ensure_llm_spans() -> None:
+    """Trace LLM calls too when the application set a global SDK tracer provider.
+
+    Called at the start of every agent run; after the first check that finds a provider it is
+    one list lookup. Runs and steps are traced by the engine's global-provider instrument; LLM
+    calls come through llama-index's dispatcher, whose handlers
+    (:func:`batonflow.observability.genai.instrument_llama_index`) are added here once, unless
+    ``configure_tracing()`` already added them. With no SDK imported nothing is done.
+    """
+    if _llm_spans_on[0] or "opentelemetry.sdk.trace" not in sys.modules:
+        return
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+        return
+    _llm_spans_on[0] = True
+    try:
+        from batonflow.observability import genai
+    except ImportError as exc:  # the otel extra is only partly installed
+        logger.warning("LLM calls are not traced: %s. Install 'batonflow[otel]'.", exc)
+        return
+    if not genai.is_instrumented():
+        genai.instrument_llama_index()
 
 
 def capture_content() -> bool:
@@ -117,6 +148,7 @@ __all__ = [
     "ATTR_AGENT_NAME",
     "agent_span",
     "capture_content",
+    "ensure_llm_spans",
     "record_handoff",
     "record_tool_outcome",
 ]

@@ -62,7 +62,7 @@ from .structured import (
     resolve_output_cls,
 )
 from .tools import ToolOutcome, call_tool
-from .tracing import agent_span, record_handoff, record_tool_outcome
+from .tracing import agent_span, ensure_llm_spans, record_handoff, record_tool_outcome
 
 DEFAULT_MAX_ITERATIONS = 20
 
@@ -292,6 +292,7 @@ class AgentWorkflow(Workflow):
     async def init_run(self, ctx: Context, ev: AgentWorkflowStartEvent) -> AgentInput:
         """Set up the run: memory, state, the user's message, the run's options."""
         owner = type(self).__name__
+        ensure_llm_spans()
         memory = await self._memory(ctx, ev)
         if await ctx.store.get("state", default=None) is None:
             await ctx.store.set("state", copy.deepcopy(self.initial_state))
@@ -400,6 +401,8 @@ class AgentWorkflow(Workflow):
             output = await agent.finalize(ctx, ev, memory)
             return await self._stop(ctx, output, agent, memory)
         await ctx.store.set("num_tool_calls", len(ev.tool_calls))
+        # Results are joined in the order the LLM asked for them, whatever order they finish in.
+        await ctx.store.set("tool_call_order", [c.tool_id for c in ev.tool_calls])
         for call in ev.tool_calls:
             ctx.send_event(
                 ToolCall(
@@ -449,9 +452,14 @@ class AgentWorkflow(Workflow):
         collected = ctx.collect_events(ev, [ToolCallResult] * expected)
         if collected is None:
             return None
-        results = [r for r in collected if isinstance(r, ToolCallResult)]
-        order = {r.tool_id: i for i, r in enumerate(results)}
-        results.sort(key=lambda r: order[r.tool_id])
+        order = {
+            tool_id: i
+            for i, tool_id in enumerate(await ctx.store.get("tool_call_order", default=[]))
+        }
+        results = sorted(
+            (r for r in collected if isinstance(r, ToolCallResult)),
+            key=lambda r: order.get(r.tool_id, len(order)),
+        )
         memory: BaseMemory = await ctx.store.get("memory")
         name: str = await ctx.store.get("current_agent_name")
         agent = self.agents[name]

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from batonflow.agents import FunctionAgent as OurAgent
+from batonflow.agents import FunctionCallingAgent
 from batonflow.agents.testing import ScriptedLLM, ScriptedResponse, ScriptedToolCall
 from llama_index.core.agent.workflow import FunctionAgent as LlamaAgent
 
@@ -48,9 +49,14 @@ def script(turns: int) -> list[Any]:
     return [*calls, "done"]
 
 
+# Which batonflow agent runs: FunctionAgent (llama-index's API) or FunctionCallingAgent.
+AGENT = ["function"]
+
+
 async def run_ours(turns: int) -> float:
     llm = ScriptedLLM(script(turns))
-    agent = OurAgent(tools=[ping], llm=llm)
+    cls = OurAgent if AGENT[0] == "function" else FunctionCallingAgent
+    agent = cls(tools=[ping], llm=llm)
     started = time.perf_counter()
     output = await agent.run(user_msg="ping", max_iterations=turns + 2)
     elapsed = time.perf_counter() - started
@@ -92,10 +98,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", default="10,200", help="comma list of turns per run")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per size")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    parser.add_argument(
+        "--agent",
+        choices=["function", "function-calling"],
+        default="function",
+        help="batonflow's FunctionAgent (default) or its FunctionCallingAgent",
+    )
     args = parser.parse_args(argv)
+    AGENT[0] = "function" if args.agent == "function" else "function-calling"
     sizes = [int(t) for t in args.turns.split(",") if t.strip()]
     rows = [asyncio.run(measure(n, args.rounds)) for n in sizes]
-    print(f"python {platform.python_version()}, {args.rounds} rounds, best of each")
+    print(
+        f"python {platform.python_version()}, batonflow {args.agent} agent, {args.rounds} "
+        "rounds, best of each"
+    )
     print(f"{'turns':>6} {'batonflow us/turn':>18} {'llama us/turn':>14} {'speed-up':>9}")
     for row in rows:
         print(

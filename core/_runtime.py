@@ -233,6 +233,7 @@ class Run:
         #: Whether internal events (StepStateChanged, WorkflowIdleEvent) are written.
         self.internal = False
         self.waiting = 0
+        self.paused_steps: tuple[str, ...] = ()
         #: Open collection streams (fan-outs of list-returning steps) by id.
         self.streams: dict[int, CollectionStream] = {}
         self.next_stream = 1
@@ -453,6 +454,8 @@ class Run:
                     # finally), so it is released here.
                     del self.running[ex.id]
                     ex.task = None  # as in _release: no Execution-Task cycle left for the GC
+        # Steps waiting for an event when the run ends: cancelled then, the run is paused.
+        self.paused_steps = tuple(dict.fromkeys(w.step for w in self.waiters.values()))
         for waiter in self.waiters.values():
             if waiter.future is not None and not waiter.future.done():
                 waiter.future.cancel()
@@ -482,6 +485,7 @@ class Run:
                     self.error,
                     time.perf_counter() - self.started,
                     self.meta,
+                    self.paused_steps,
                 ),
             )
         self.workflow._run_finished(self)

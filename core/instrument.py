@@ -43,7 +43,12 @@ class RunStarted:
 
 @dataclass(frozen=True, slots=True)
 class RunFinished:
-    """A run ended. ``status`` is one of ``completed``, ``failed``, ``timed_out``, ``cancelled``."""
+    """A run ended. ``status`` is one of ``completed``, ``failed``, ``timed_out``, ``cancelled``.
+
+    ``paused_steps`` names the steps that were waiting for an event (``ctx.wait_for_event``,
+    e.g. for a human) when the run ended: a run cancelled then is paused, to be resumed from a
+    snapshot, rather than abandoned.
+    """
 
     run_id: str
     workflow_name: str
@@ -52,6 +57,7 @@ class RunFinished:
     error: BaseException | None
     duration: float
     meta: dict[str, str] = field(default_factory=dict)
+    paused_steps: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +357,18 @@ def remove_global_instrument(instrument: Instrument) -> None:
         _GLOBAL_VERSION[0] += 1
 
 
+# The instrument that traces to the application's global OpenTelemetry SDK provider (see
+# batonflow.core.tracing.GlobalProviderInstrument). Created only once the SDK is imported, so
+# an application without OpenTelemetry never loads it; it always comes last.
+_GLOBAL_TRACING: list[Instrument] = []
+_SDK_MODULE = "opentelemetry.sdk.trace"
+
+
 def global_instruments() -> tuple[tuple[Instrument, ...], int]:
     """The globally installed instruments and a version number that changes with them."""
-    return tuple(_GLOBAL_INSTRUMENTS), _GLOBAL_VERSION[0]
+    if not _GLOBAL_TRACING and _SDK_MODULE in sys.modules:
+        from .tracing import GlobalProviderInstrument
+
+        _GLOBAL_TRACING.append(GlobalProviderInstrument())
+        _GLOBAL_VERSION[0] += 1
+    return (*_GLOBAL_INSTRUMENTS, *_GLOBAL_TRACING), _GLOBAL_VERSION[0]

@@ -24,15 +24,21 @@ Resume. The run span's W3C ``traceparent`` (and ``tracestate``) is written into 
 ``meta``, which the engine saves with ``ctx.to_dict()`` and checkpoints. A resumed run opens a
 new ``invoke_workflow`` span in the *same trace*, as a child of the original run span, marked
 ``batonflow.run.resumed=true``; ``meta`` keeps the original run span's ``traceparent``, so every
-resumption of a run hangs under the one original run span.
+resumption of a run hangs under the one original run span. A run cancelled while a step waits
+for an event (``ctx.wait_for_event``, a human's answer) is *paused*: its span has
+``batonflow.run.status="paused"`` and its open step spans ``batonflow.step.paused=true``, with
+no error status, so a run paused in one process and resumed in another shows no red spans.
 
 This module never installs an SDK nor calls ``trace.set_tracer_provider``: pass
 ``tracer_provider=`` or let the global provider be used. With no SDK configured, spans are
-invalid no-ops and the instrument stops after one check per run.
+invalid no-ops and the instrument stops after one check per run. When the application sets a
+global SDK provider itself, :class:`GlobalProviderInstrument` (installed by the engine once
+the SDK is imported) traces every run there without ``configure_tracing()``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import json
@@ -72,8 +78,15 @@ ATTR_INPUT = "batonflow.step.input_event"
 ATTR_OUTPUT = "batonflow.step.output_events"
 ATTR_SENT = "batonflow.step.sent_events"
 ATTR_WILL_RETRY = "batonflow.step.will_retry"
+ATTR_PAUSED = "batonflow.step.paused"
 ATTR_LINK_KIND = "batonflow.link.kind"
 ATTR_ERROR_TYPE = "error.type"
+
+# The run an OpenTelemetryInstrument last agreed to trace. The engine asks a run's instruments
+# in order (the workflow's own, the installed ones, the global-provider one last) within one
+# call, so GlobalProviderInstrument sees here whether another instrument already traces the
+# run, and stands down instead of recording every span twice.
+_claimed_run: list[str | None] = [None]
 
 # How many step executions per run are remembered for linking to their emitted events; an event
 # consumed after this many later executions loses its link (never its parent).
@@ -139,7 +152,10 @@ class OpenTelemetryInstrument(Instrument):
         provider = self._provider
         if provider is None or isinstance(provider, trace.ProxyTracerProvider):
             provider = trace.get_tracer_provider()
-        return not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+        wanted = not isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+        if wanted:
+            _claimed_run[0] = run_id
+        return wanted
 
     # -- runs -----------------------------------------------------------------------------
 
@@ -178,12 +194,20 @@ class OpenTelemetryInstrument(Instrument):
         run = self._runs.pop(record.run_id, None)
         if run is None:
             return
+        # Cancelled while waiting for an event (a human): the run is paused, to be resumed
+        # from a snapshot, so its open steps are interrupted, not failed.
+        paused = record.status == "cancelled" and bool(record.paused_steps)
         for step_span in run.open_steps.values():
-            step_span.set_attribute(ATTR_ERROR_TYPE, "cancelled")
-            step_span.set_status(Status(StatusCode.ERROR, f"run {record.status}"))
+            if paused:
+                step_span.set_attribute(ATTR_PAUSED, True)
+            else:
+                step_span.set_attribute(ATTR_ERROR_TYPE, "cancelled")
+                step_span.set_status(Status(StatusCode.ERROR, f"run {record.status}"))
             step_span.end()
         span = run.span
-        span.set_attribute(ATTR_RUN_STATUS, record.status)
+        span.set_attribute(ATTR_RUN_STATUS, "paused" if paused else record.status)
+        if paused:
+            span.set_attribute("batonflow.run.paused_steps", list(record.paused_steps))
         if record.error is not None and record.status != "cancelled":
             _fail(span, record.error)
         elif record.status in ("failed", "timed_out"):
@@ -297,6 +321,29 @@ class OpenTelemetryInstrument(Instrument):
         return found
 
 
+class GlobalProviderInstrument(OpenTelemetryInstrument):
+    """Traces runs to the application's global SDK provider, with no ``configure_tracing()``.
+
+    OpenTelemetry's convention for libraries: emit spans through the API and let the
+    application choose the SDK. When the application set a global SDK tracer provider
+    (``trace.set_tracer_provider(...)``, or ``opentelemetry-instrument`` did it), every run is
+    traced there. The engine installs this instrument itself once the OpenTelemetry SDK has been
+    imported (never before: with no SDK it is not even created). It declines a run when the
+    global provider is the API's default (no SDK configured), and when another
+    :class:`OpenTelemetryInstrument` already traces the run (``configure_tracing()``'s, or one
+    given to the workflow), so no span is recorded twice.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(tracer_provider=None)
+
+    def wants_run(self, run_id: str, workflow_name: str) -> bool:
+        """Trace the run unless another instrument does, or no SDK provider is set globally."""
+        if _claimed_run[0] == run_id:
+            return False
+        return super().wants_run(run_id, workflow_name)
+
+
 def _links_of(span: Span) -> Iterable[Link]:
     # SDK spans expose the links they were started with; API spans have none to show.
     links = getattr(span, "links", ())
@@ -378,6 +425,10 @@ def tool_span(
     ) as span:
         try:
             yield span
+        except asyncio.CancelledError:
+            # Cancelled from outside (the run ended or paused for a human), not a tool error.
+            span.set_attribute("batonflow.cancelled", True)
+            raise
         except BaseException as error:
             _fail(span, error)
             raise
@@ -388,4 +439,10 @@ def _capture_content() -> bool:
     return value.strip().lower() in ("true", "1", "yes")
 
 
-__all__ = ["TRACER_NAME", "OpenTelemetryInstrument", "current_tracer", "tool_span"]
+__all__ = [
+    "TRACER_NAME",
+    "GlobalProviderInstrument",
+    "OpenTelemetryInstrument",
+    "current_tracer",
+    "tool_span",
+]

@@ -127,15 +127,69 @@ def _finish_reasons(response: Any) -> list[str]:
     return reasons
 
 
+def _role(message: Any) -> str:
+    role = getattr(message, "role", "")
+    return str(getattr(role, "value", role))
+
+
+def _parts(message: Any) -> list[dict[str, Any]]:
+    """A message's parts in the GenAI conventions' shape: text, tool calls, tool results."""
+    parts: list[dict[str, Any]] = []
+    extra = getattr(message, "additional_kwargs", None) or {}
+    if _role(message) == "tool":
+        return [
+            {
+                "type": "tool_call_response",
+                "id": str(extra.get("tool_call_id", "")),
+                "response": str(getattr(message, "content", "") or ""),
+            }
+        ]
+    seen: set[str] = set()
+    for block in getattr(message, "blocks", None) or []:
+        kind = getattr(block, "block_type", "")
+        if kind == "text" and getattr(block, "text", ""):
+            parts.append({"type": "text", "content": block.text})
+        elif kind == "tool_call":
+            call_id = str(getattr(block, "tool_call_id", "") or "")
+            seen.add(call_id)
+            parts.append(
+                {
+                    "type": "tool_call",
+                    "id": call_id,
+                    "name": getattr(block, "tool_name", ""),
+                    "arguments": _arguments(getattr(block, "tool_kwargs", None)),
+                }
+            )
+    for call in extra.get("tool_calls") or []:  # providers that keep calls in additional_kwargs
+        call_id = str(_get(call, "id") or "")
+        function = _get(call, "function")
+        if call_id in seen or function is None:
+            continue
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": call_id,
+                "name": str(_get(function, "name") or ""),
+                "arguments": _arguments(_get(function, "arguments")),
+            }
+        )
+    if not parts:
+        parts.append({"type": "text", "content": str(getattr(message, "content", "") or "")})
+    return parts
+
+
+def _arguments(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value if value is not None else {}
+
+
 def _messages_json(messages: Any) -> str:
-    out = [
-        {
-            "role": str(getattr(getattr(m, "role", None), "value", getattr(m, "role", ""))),
-            "parts": [{"type": "text", "content": str(getattr(m, "content", "") or "")}],
-        }
-        for m in messages or []
-    ]
-    return json.dumps(out, ensure_ascii=False)
+    out = [{"role": _role(m), "parts": _parts(m)} for m in messages or []]
+    return json.dumps(out, ensure_ascii=False, default=str)
 
 
 def _collection(instance: Any) -> str:
@@ -203,7 +257,9 @@ class _Tracker:
         return False
 
     # GenAI spans
-    def start(self, span_id: str | None, kind: str, name: str, attrs: dict[str, Any]) -> Span | None:
+    def start(
+        self, span_id: str | None, kind: str, name: str, attrs: dict[str, Any]
+    ) -> Span | None:
         if span_id is None:
             return None
         with self.lock:
@@ -260,15 +316,23 @@ class _SpanHandler(BaseSpanHandler[Any]):
         return None
 
     def prepare_to_exit_span(
-        self, id_: str, bound_args: Any, instance: Any | None = None, result: Any | None = None,
+        self,
+        id_: str,
+        bound_args: Any,
+        instance: Any | None = None,
+        result: Any | None = None,
         **kwargs: Any,
     ) -> None:
         self._tracker.left(id_, None)
         return None
 
     def prepare_to_drop_span(
-        self, id_: str, bound_args: Any, instance: Any | None = None,
-        err: BaseException | None = None, **kwargs: Any,
+        self,
+        id_: str,
+        bound_args: Any,
+        instance: Any | None = None,
+        err: BaseException | None = None,
+        **kwargs: Any,
     ) -> None:
         self._tracker.left(id_, err or RuntimeError("llama-index span dropped"))
         return None
@@ -297,9 +361,16 @@ class _EventHandler(BaseEventHandler):
                 "gen_ai.provider.name": _provider(event.model_dict),
                 "gen_ai.request.model": model,
             }
-            for src, dst in (("temperature", "gen_ai.request.temperature"),
-                             ("max_tokens", "gen_ai.request.max_tokens")):
-                value = event.model_dict.get(src)
+            # llama-index's payload holds the LLM's metadata only: the settings are read from
+            # the LLM object the call ran on (the span handler saw it), then from the payload.
+            llm = t.instance_of(event.span_id)
+            for src, dst in (
+                ("temperature", "gen_ai.request.temperature"),
+                ("max_tokens", "gen_ai.request.max_tokens"),
+            ):
+                value = getattr(llm, src, None)
+                if value is None:
+                    value = event.model_dict.get(src)
                 if isinstance(value, int | float) and not isinstance(value, bool):
                     attrs[dst] = value
             if t.capture:
@@ -320,11 +391,16 @@ class _EventHandler(BaseEventHandler):
             span.end()
         elif isinstance(event, EmbeddingStartEvent):
             model = _model(event.model_dict)
-            t.start(event.span_id, "embeddings", f"embeddings {model}", {
-                "gen_ai.operation.name": "embeddings",
-                "gen_ai.provider.name": _provider(event.model_dict),
-                "gen_ai.request.model": model,
-            })
+            t.start(
+                event.span_id,
+                "embeddings",
+                f"embeddings {model}",
+                {
+                    "gen_ai.operation.name": "embeddings",
+                    "gen_ai.provider.name": _provider(event.model_dict),
+                    "gen_ai.request.model": model,
+                },
+            )
         elif isinstance(event, EmbeddingEndEvent):
             span = t.finish(event.span_id, "embeddings")
             if span is not None:
@@ -373,10 +449,26 @@ def _llm_response(span: Span, response: Any, capture: bool) -> None:
         if message is not None:
             span.set_attribute("gen_ai.output.messages", _messages_json([message]))
         else:
-            span.set_attribute("gen_ai.output.messages", json.dumps(
-                [{"role": "assistant",
-                  "parts": [{"type": "text", "content": str(_get(response, "text") or "")}]}]
-            ))
+            span.set_attribute(
+                "gen_ai.output.messages",
+                json.dumps(
+                    [
+                        {
+                            "role": "assistant",
+                            "parts": [
+                                {"type": "text", "content": str(_get(response, "text") or "")}
+                            ],
+                        }
+                    ]
+                ),
+            )
+
+
+def is_instrumented() -> bool:
+    """Whether batonflow's LLM span handlers are on llama-index's root dispatcher."""
+    return any(
+        h.class_name() == "BatonflowOTelEventHandler" for h in root_dispatcher.event_handlers
+    )
 
 
 def instrument_llama_index(
@@ -395,8 +487,9 @@ def instrument_llama_index(
     """
     if capture_content is None:
         capture_content = capture_content_from_env()
-    tracker = _Tracker(trace.get_tracer(TRACER_NAME, tracer_provider=tracer_provider),
-                       capture_content)
+    tracker = _Tracker(
+        trace.get_tracer(TRACER_NAME, tracer_provider=tracer_provider), capture_content
+    )
     span_handler = _SpanHandler(tracker)
     event_handler = _EventHandler(tracker)
     root_dispatcher.add_span_handler(span_handler)
@@ -413,4 +506,9 @@ def instrument_llama_index(
     return uninstrument
 
 
-__all__ = ["CAPTURE_ENV", "capture_content_from_env", "instrument_llama_index"]
+__all__ = [
+    "CAPTURE_ENV",
+    "capture_content_from_env",
+    "instrument_llama_index",
+    "is_instrumented",
+]

@@ -46,3 +46,20 @@ def test_coerce_history_refuses_other_values(bad: object) -> None:
     """Anything else is a clear input error."""
     with pytest.raises(AgentInputError, match=r"ReActAgent\.run\(chat_history=\.\.\.\)"):
         coerce_history(bad, "ReActAgent")
+
+
+def test_message_cache_builds_each_message_once_and_stays_bounded() -> None:
+    """The same history dict gives the same ChatMessage; a copy is converted anew; LRU bound."""
+    from batonflow.agents.memory import MessageCache
+
+    cache = MessageCache(size=2)
+    a, b, c = ({"role": "user", "content": x} for x in "abc")
+    first = cache.messages([a, b])
+    assert [m.content for m in first] == ["a", "b"]
+    again = cache.messages([a, b])
+    assert again[0] is first[0] and again[1] is first[1]
+    assert cache.messages([dict(a)])[0] is not first[0]  # a copy is another dict
+    cache.messages([c])
+    assert cache.messages([b])[0] is not first[1]  # b was evicted (size 2)
+    passthrough = ChatMessage(role="user", content="z")
+    assert cache.messages([passthrough])[0] is passthrough

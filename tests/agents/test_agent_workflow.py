@@ -398,3 +398,31 @@ async def test_bad_run_input_is_refused_clearly() -> None:
         await agent.run(user_msg="x", memory={"not": "memory"})
     with pytest.raises(AgentInputError, match=r"output_cls=\.\.\.\) must be a pydantic"):
         await agent.run(user_msg="x", output_cls=dict)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param({"rows": [1, 2]}, id="json"),
+        pytest.param(object(), id="object"),
+        pytest.param(ChatMessage(role="user", content="x"), id="model"),
+    ],
+)
+def test_tool_call_results_serialize_whatever_the_tool_returned(raw: object) -> None:
+    """A ToolCallResult round-trips through JSON; what JSON cannot hold is kept as text."""
+    from batonflow.core.serialization import JsonSerializer
+
+    event = ToolCallResult(
+        tool_name="t",
+        tool_output=ToolOutput(content="out", tool_name="t", raw_input={"a": 1}, raw_output=raw),
+        current_agent_name="researcher",
+    )
+    serializer = JsonSerializer()
+    back = serializer.deserialize(serializer.serialize(event))
+    assert isinstance(back.tool_output, ToolOutput)
+    assert (back.tool_output.content, back.current_agent_name) == ("out", "researcher")
+    assert back.tool_output.raw_input == {"a": 1}
+    if isinstance(raw, dict):
+        assert back.tool_output.raw_output == raw
+    else:
+        assert isinstance(back.tool_output.raw_output, str | dict)

@@ -116,5 +116,11 @@ async def test_start_fields_are_typed() -> None:
     assert agent.start_event_class is AgentStart
     assert llm.calls == []
     schema = AgentStart.model_json_schema()
-    assert set(schema["properties"]) == {"input", "user_msg", "chat_history", "max_iterations"}
+    assert set(schema["properties"]) == {
+        "input",
+        "user_msg",
+        "chat_history",
+        "max_iterations",
+        "tool_choice",
+    }
     assert schema["properties"]["input"]["anyOf"][0] == {"type": "string"}

@@ -88,8 +88,10 @@ class Spans:
     def tree(self) -> str:
         """The span tree as indented names, children sorted by (start time, name)."""
         return render_tree(
-            [(s.context.span_id, s.parent.span_id if s.parent else None, s.name, s.start_time)
-             for s in self.finished]
+            [
+                (s.context.span_id, s.parent.span_id if s.parent else None, s.name, s.start_time)
+                for s in self.finished
+            ]
         )
 
 
@@ -201,25 +203,37 @@ class OTLPReceiver:
                 for scope_spans in resource_spans.scope_spans:
                     for span in scope_spans.spans:
                         trace_id = span.trace_id.hex()
-                        entry = traces.setdefault(trace_id, {
-                            "traceID": trace_id,
-                            "spans": [],
-                            "processes": {"p1": {"serviceName": service, "tags": []}},
-                            "warnings": None,
-                        })
+                        entry = traces.setdefault(
+                            trace_id,
+                            {
+                                "traceID": trace_id,
+                                "spans": [],
+                                "processes": {"p1": {"serviceName": service, "tags": []}},
+                                "warnings": None,
+                            },
+                        )
                         entry["spans"].append(self._jaeger_span(span))
-        return {"data": list(traces.values()), "total": 0, "limit": 0, "offset": 0,
-                "errors": None}
+        return {"data": list(traces.values()), "total": 0, "limit": 0, "offset": 0, "errors": None}
 
     @staticmethod
     def _jaeger_span(span: Any) -> dict[str, Any]:
         references = []
         if span.parent_span_id:
-            references.append({"refType": "CHILD_OF", "traceID": span.trace_id.hex(),
-                               "spanID": span.parent_span_id.hex()})
+            references.append(
+                {
+                    "refType": "CHILD_OF",
+                    "traceID": span.trace_id.hex(),
+                    "spanID": span.parent_span_id.hex(),
+                }
+            )
         for link in span.links:
-            references.append({"refType": "FOLLOWS_FROM", "traceID": link.trace_id.hex(),
-                               "spanID": link.span_id.hex()})
+            references.append(
+                {
+                    "refType": "FOLLOWS_FROM",
+                    "traceID": link.trace_id.hex(),
+                    "spanID": link.span_id.hex(),
+                }
+            )
         tags = []
         for kv in span.attributes:
             kind, value = _any_value(kv.value)
@@ -237,8 +251,10 @@ class OTLPReceiver:
             "duration": (span.end_time_unix_nano - span.start_time_unix_nano) // 1000,
             "tags": tags,
             "logs": [
-                {"timestamp": ev.time_unix_nano // 1000,
-                 "fields": [{"key": "event", "type": "string", "value": ev.name}]}
+                {
+                    "timestamp": ev.time_unix_nano // 1000,
+                    "fields": [{"key": "event", "type": "string", "value": ev.name}],
+                }
                 for ev in span.events
             ],
             "processID": "p1",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from batonflow.core import instrument as core_instrument
+from batonflow.core.tracing import GlobalProviderInstrument
 from batonflow.observability import (
     TracingConfigurationError,
     configure_tracing,
@@ -24,7 +25,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _installed() -> tuple[object, ...]:
-    return core_instrument.global_instruments()[0]
+    # The engine's own global-provider instrument is always there once the SDK is imported.
+    return tuple(
+        i
+        for i in core_instrument.global_instruments()[0]
+        if not isinstance(i, GlobalProviderInstrument)
+    )
 
 
 def test_none_exporter_turns_tracing_off() -> None:
@@ -101,30 +107,38 @@ def test_console_exporter_prints_spans(capfd: pytest.CaptureFixture[str]) -> Non
 
 def test_base_url_endpoint_reaches_the_traces_path(otlp_receiver: OTLPReceiver) -> None:
     """A Jaeger-style base URL is completed with /v1/traces, so spans really arrive."""
-    handle = configure_tracing("wire-base", endpoint=otlp_receiver.url, instrument_llama_index=False)
+    handle = configure_tracing(
+        "wire-base", endpoint=otlp_receiver.url, instrument_llama_index=False
+    )
     assert handle.endpoint == otlp_receiver.url + "/v1/traces"
     assert handle.tracer_provider is not None
     handle.tracer_provider.get_tracer("t").start_span("over-the-wire").end()
     assert handle.force_flush(5_000)
     assert otlp_receiver.paths == ["/v1/traces"]
-    names = [s["operationName"] for t in otlp_receiver.jaeger_traces("wire-base")["data"]
-             for s in t["spans"]]
+    names = [
+        s["operationName"]
+        for t in otlp_receiver.jaeger_traces("wire-base")["data"]
+        for s in t["spans"]
+    ]
     assert names == ["over-the-wire"]
 
 
 def test_spans_are_flushed_at_exit(otlp_receiver: OTLPReceiver, tmp_path: Path) -> None:
     """A process that never calls shutdown() still exports its spans when it exits."""
     script = tmp_path / "app.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         from batonflow.observability import configure_tracing
         handle = configure_tracing("exit-flush", instrument_llama_index=False)
         handle.tracer_provider.get_tracer("t").start_span("last-words").end()
-    """))
+    """)
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp_receiver.url
     env["PYTHONPATH"] = str(ROOT)
-    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     deadline = time.monotonic() + 5
     while not otlp_receiver.requests and time.monotonic() < deadline:

@@ -17,25 +17,57 @@ HTTP = "http/protobuf"
     ("endpoint", "environ", "expected"),
     [
         pytest.param(None, {}, "http://localhost:4318/v1/traces", id="default"),
-        pytest.param("http://localhost:4318", {}, "http://localhost:4318/v1/traces",
-                     id="jaeger-base-url"),
-        pytest.param("http://localhost:4318/", {}, "http://localhost:4318/v1/traces",
-                     id="base-url-trailing-slash"),
-        pytest.param("http://jaeger:4318/v1/traces", {}, "http://jaeger:4318/v1/traces",
-                     id="full-url-kept"),
-        pytest.param("https://otel.example.com/otlp/v1/traces", {},
-                     "https://otel.example.com/otlp/v1/traces", id="proxy-path-kept"),
-        pytest.param(None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"},
-                     "http://collector:4318/v1/traces", id="env-base"),
-        pytest.param(None, {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/otlp/"},
-                     "http://collector:4318/otlp/v1/traces", id="env-base-with-path"),
-        pytest.param(None, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/custom",
-                            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://ignored:4318"},
-                     "http://c:4318/custom", id="env-traces-endpoint-wins-as-is"),
-        pytest.param(None, {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318"},
-                     "http://c:4318/v1/traces", id="env-traces-endpoint-without-path-guarded"),
-        pytest.param("http://arg:4318", {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://env:4318"},
-                     "http://arg:4318/v1/traces", id="argument-beats-env"),
+        pytest.param(
+            "http://localhost:4318", {}, "http://localhost:4318/v1/traces", id="jaeger-base-url"
+        ),
+        pytest.param(
+            "http://localhost:4318/",
+            {},
+            "http://localhost:4318/v1/traces",
+            id="base-url-trailing-slash",
+        ),
+        pytest.param(
+            "http://jaeger:4318/v1/traces", {}, "http://jaeger:4318/v1/traces", id="full-url-kept"
+        ),
+        pytest.param(
+            "https://otel.example.com/otlp/v1/traces",
+            {},
+            "https://otel.example.com/otlp/v1/traces",
+            id="proxy-path-kept",
+        ),
+        pytest.param(
+            None,
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"},
+            "http://collector:4318/v1/traces",
+            id="env-base",
+        ),
+        pytest.param(
+            None,
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/otlp/"},
+            "http://collector:4318/otlp/v1/traces",
+            id="env-base-with-path",
+        ),
+        pytest.param(
+            None,
+            {
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/custom",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://ignored:4318",
+            },
+            "http://c:4318/custom",
+            id="env-traces-endpoint-wins-as-is",
+        ),
+        pytest.param(
+            None,
+            {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318"},
+            "http://c:4318/v1/traces",
+            id="env-traces-endpoint-without-path-guarded",
+        ),
+        pytest.param(
+            "http://arg:4318",
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://env:4318"},
+            "http://arg:4318/v1/traces",
+            id="argument-beats-env",
+        ),
     ],
 )
 def test_endpoint_resolution(endpoint: str | None, environ: dict[str, str], expected: str) -> None:
@@ -46,11 +78,15 @@ def test_endpoint_resolution(endpoint: str | None, environ: dict[str, str], expe
 @pytest.mark.parametrize(
     ("endpoint", "match"),
     [
-        pytest.param("http://localhost:16686", r"Jaeger's UI port.*Send OTLP/HTTP to port 4318",
-                     id="jaeger-ui-port"),
+        pytest.param(
+            "http://localhost:16686",
+            r"Jaeger's UI port.*Send OTLP/HTTP to port 4318",
+            id="jaeger-ui-port",
+        ),
         pytest.param("http://localhost:4317", r"OTLP/gRPC port.*Use port 4318", id="grpc-port"),
-        pytest.param("localhost:4318", r"not an http\(s\) URL.*http://localhost:4318",
-                     id="no-scheme"),
+        pytest.param(
+            "localhost:4318", r"not an http\(s\) URL.*http://localhost:4318", id="no-scheme"
+        ),
     ],
 )
 def test_endpoint_mistakes_get_a_clear_error(endpoint: str, match: str) -> None:
@@ -70,11 +106,13 @@ def test_env_endpoint_mistake_names_the_variable() -> None:
     [
         pytest.param(None, {}, ["otlp"], id="default-otlp"),
         pytest.param(None, {"OTEL_TRACES_EXPORTER": "console"}, ["console"], id="env-console"),
-        pytest.param(None, {"OTEL_TRACES_EXPORTER": "otlp, console"}, ["otlp", "console"],
-                     id="env-list"),
+        pytest.param(
+            None, {"OTEL_TRACES_EXPORTER": "otlp, console"}, ["otlp", "console"], id="env-list"
+        ),
         pytest.param(None, {"OTEL_TRACES_EXPORTER": "none"}, [], id="env-none"),
-        pytest.param("console", {"OTEL_TRACES_EXPORTER": "none"}, ["console"],
-                     id="argument-beats-env"),
+        pytest.param(
+            "console", {"OTEL_TRACES_EXPORTER": "none"}, ["console"], id="argument-beats-env"
+        ),
         pytest.param("otlp", {"OTEL_SDK_DISABLED": "true"}, [], id="sdk-disabled"),
     ],
 )
@@ -96,9 +134,15 @@ def test_unknown_exporter_points_jaeger_users_to_otlp() -> None:
     [
         pytest.param(None, {}, "http/protobuf", id="default"),
         pytest.param(None, {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, "grpc", id="env"),
-        pytest.param(None, {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
-                            "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"},
-                     "http/protobuf", id="traces-specific-wins"),
+        pytest.param(
+            None,
+            {
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+                "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf",
+            },
+            "http/protobuf",
+            id="traces-specific-wins",
+        ),
     ],
 )
 def test_protocol_resolution(protocol: str | None, environ: dict[str, str], expected: str) -> None:
@@ -108,5 +152,7 @@ def test_protocol_resolution(protocol: str | None, environ: dict[str, str], expe
 
 def test_http_json_protocol_is_refused() -> None:
     """http/json is not available in Python: the error says to use http/protobuf."""
-    with pytest.raises(TracingConfigurationError, match="OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"):
+    with pytest.raises(
+        TracingConfigurationError, match="OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"
+    ):
         resolve_protocol("http/json", {})

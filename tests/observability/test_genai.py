@@ -69,8 +69,12 @@ def test_predict_and_complete(traced: Spans) -> None:
     _under_parent(traced, lambda: llm.predict(PromptTemplate("hi {who}"), who="you"))
     _under_parent(traced, lambda: llm.complete("x y"))
     names = sorted(s.name for s in traced.finished)
-    assert names == ["step work", "step work", "text_completion scripted-1",
-                     "text_completion scripted-1"]
+    assert names == [
+        "step work",
+        "step work",
+        "text_completion scripted-1",
+        "text_completion scripted-1",
+    ]
 
 
 async def test_async_chat(traced: Spans) -> None:
@@ -116,8 +120,11 @@ def test_message_content_only_when_asked(traced: Spans, monkeypatch: pytest.Monk
     finally:
         undo()
     # two handlers are installed now (the fixture's and this one); each makes its own span
-    captured = [s for s in traced.named("chat scripted-1")
-                if "gen_ai.input.messages" in (s.attributes or {})]
+    captured = [
+        s
+        for s in traced.named("chat scripted-1")
+        if "gen_ai.input.messages" in (s.attributes or {})
+    ]
     assert len(captured) == 1
     attrs = captured[0].attributes or {}
     assert json.loads(str(attrs["gen_ai.input.messages"])) == [
@@ -153,8 +160,9 @@ CHAT_REPLY = {
     "object": "chat.completion",
     "created": 1,
     "model": "gpt-4o-mini-2024-07-18",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi!"},
-                 "finish_reason": "stop"}],
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Hi!"}, "finish_reason": "stop"}
+    ],
     "usage": {"prompt_tokens": 11, "completion_tokens": 4, "total_tokens": 15},
 }
 

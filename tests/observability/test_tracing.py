@@ -48,8 +48,10 @@ def _attrs(span: ReadableSpan) -> dict[str, Any]:
 
 
 def _links(span: ReadableSpan) -> list[tuple[int, str]]:
-    return [(link.context.span_id, str((link.attributes or {})["batonflow.link.kind"]))
-            for link in span.links]
+    return [
+        (link.context.span_id, str((link.attributes or {})["batonflow.link.kind"]))
+        for link in span.links
+    ]
 
 
 def _traced(spans: Spans) -> list[OpenTelemetryInstrument]:
@@ -71,8 +73,9 @@ async def test_linear_flow_span_tree(spans: Spans) -> None:
     handler = Linear(instruments=_traced(spans)).run(x=21)
     assert await handler == 42
     assert spans.tree() == "invoke_workflow Linear\n  step first\n  step second"
-    run, first, second = (spans.one(n) for n in
-                          ("invoke_workflow Linear", "step first", "step second"))
+    run, first, second = (
+        spans.one(n) for n in ("invoke_workflow Linear", "step first", "step second")
+    )
     assert _attrs(run) == {
         "gen_ai.operation.name": "invoke_workflow",
         "gen_ai.workflow.name": "Linear",
@@ -94,7 +97,9 @@ async def test_linear_flow_span_tree(spans: Spans) -> None:
     assert _links(second) == [(first.context.span_id, "triggered_by")]
     assert {s.status.status_code for s in spans.finished} == {StatusCode.UNSET}
     assert handler.ctx.meta["traceparent"].split("-")[1:3] == [
-        f"{run.context.trace_id:032x}", f"{run.context.span_id:016x}"]
+        f"{run.context.trace_id:032x}",
+        f"{run.context.span_id:016x}",
+    ]
 
 
 class Fan(Workflow):
@@ -166,8 +171,10 @@ async def test_retried_step_has_one_span_per_attempt(spans: Spans) -> None:
     first, second = sorted(spans.named("step flaky"), key=lambda s: s.start_time)
     assert _attrs(first)["batonflow.step.attempt"] == 1
     assert _attrs(second)["batonflow.step.attempt"] == 2
-    assert (_attrs(first)["batonflow.step.execution_id"]
-            == _attrs(second)["batonflow.step.execution_id"])
+    assert (
+        _attrs(first)["batonflow.step.execution_id"]
+        == _attrs(second)["batonflow.step.execution_id"]
+    )
     assert first.status.status_code is StatusCode.ERROR
     assert _attrs(first)["error.type"] == "ConnectionError"
     assert _attrs(first)["batonflow.step.will_retry"] is True
@@ -269,10 +276,7 @@ async def test_resumed_run_continues_the_same_trace(spans: Spans) -> None:
     assert await resumed == "hello bob"
 
     assert spans.tree() == (
-        "invoke_workflow Ask\n"
-        "  step ask\n"
-        "  invoke_workflow Ask\n"
-        "    step answer"
+        "invoke_workflow Ask\n  step ask\n  invoke_workflow Ask\n    step answer"
     )
     second = [s for s in spans.named("invoke_workflow Ask") if s is not original][0]
     assert second.context.trace_id == original.context.trace_id
@@ -338,9 +342,7 @@ async def test_run_nests_under_the_callers_span(spans: Spans) -> None:
     tracer = spans.provider.get_tracer("app")
     with tracer.start_as_current_span("POST /runs"):
         await Linear(instruments=_traced(spans)).run()
-    assert spans.tree() == (
-        "POST /runs\n  invoke_workflow Linear\n    step first\n    step second"
-    )
+    assert spans.tree() == ("POST /runs\n  invoke_workflow Linear\n    step first\n    step second")
 
 
 async def test_concurrent_runs_get_separate_traces(spans: Spans) -> None:
@@ -351,7 +353,9 @@ async def test_concurrent_runs_get_separate_traces(spans: Spans) -> None:
     runs = spans.named("invoke_workflow Linear")
     assert len(runs) == 2 and runs[0].context.trace_id != runs[1].context.trace_id
     for run in runs:
-        children = [s for s in spans.finished if s.parent and s.parent.span_id == run.context.span_id]
+        children = [
+            s for s in spans.finished if s.parent and s.parent.span_id == run.context.span_id
+        ]
         assert sorted(s.name for s in children) == ["step first", "step second"]
         assert {s.context.trace_id for s in children} == {run.context.trace_id}
     assert instruments[0]._runs == {}

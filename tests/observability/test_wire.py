@@ -62,10 +62,13 @@ class Pipeline(Workflow):
 def _jaeger_targets() -> list[Any]:
     targets: list[Any] = [pytest.param("receiver", id="test-receiver")]
     url = os.environ.get("BATONFLOW_TEST_JAEGER_URL")
-    targets.append(pytest.param(
-        url, id="real-jaeger",
-        marks=pytest.mark.skipif(not url, reason="set BATONFLOW_TEST_JAEGER_URL to run"),
-    ))
+    targets.append(
+        pytest.param(
+            url,
+            id="real-jaeger",
+            marks=pytest.mark.skipif(not url, reason="set BATONFLOW_TEST_JAEGER_URL to run"),
+        )
+    )
     return targets
 
 
@@ -108,14 +111,19 @@ async def test_run_is_readable_back_from_jaeger_api(
         refs = [r["spanID"] for r in span["references"] if r["refType"] == "CHILD_OF"]
         return refs[0] if refs else None
 
-    rows = [(int(s["spanID"], 16), int(p, 16) if (p := parent(s)) else None,
-             s["operationName"], s["startTime"]) for s in spans]
+    rows = [
+        (
+            int(s["spanID"], 16),
+            int(p, 16) if (p := parent(s)) else None,
+            s["operationName"],
+            s["startTime"],
+        )
+        for s in spans
+    ]
     tree = render_tree(rows).splitlines()
     assert tree[0] == "invoke_workflow Pipeline"
     assert sorted(tree[1:]) == sorted(
-        ["  step split"]
-        + ["  step handle", "    chat scripted-1"] * 3
-        + ["  step merge"] * 3
+        ["  step split"] + ["  step handle", "    chat scripted-1"] * 3 + ["  step merge"] * 3
     )
     run = next(s for s in spans if s["operationName"] == "invoke_workflow Pipeline")
     tags = {t["key"]: t["value"] for t in run["tags"]}
@@ -125,11 +133,14 @@ async def test_run_is_readable_back_from_jaeger_api(
     handles = {s["spanID"] for s in spans if s["operationName"] == "step handle"}
     split = next(s["spanID"] for s in spans if s["operationName"] == "step split")
     for span_id in handles:
-        links = [r["spanID"] for r in by_id[span_id]["references"] if r["refType"] == "FOLLOWS_FROM"]
+        links = [
+            r["spanID"] for r in by_id[span_id]["references"] if r["refType"] == "FOLLOWS_FROM"
+        ]
         assert links == [split]
     merges = [s for s in spans if s["operationName"] == "step merge"]
-    linked = [{r["spanID"] for r in m["references"] if r["refType"] == "FOLLOWS_FROM"}
-              for m in merges]
+    linked = [
+        {r["spanID"] for r in m["references"] if r["refType"] == "FOLLOWS_FROM"} for m in merges
+    ]
     assert handles in linked  # the joining execution links to every worker
     chat = next(s for s in spans if s["operationName"] == "chat scripted-1")
     chat_tags = {t["key"]: t["value"] for t in chat["tags"]}
@@ -137,7 +148,7 @@ async def test_run_is_readable_back_from_jaeger_api(
     assert chat_tags["gen_ai.request.model"] == "scripted-1"
 
 
-RESUME_SCRIPT = '''
+RESUME_SCRIPT = """
 import asyncio, json, sys
 from batonflow.core import (Context, HumanResponseEvent, InputRequiredEvent, StartEvent,
                             StopEvent, Workflow, step)
@@ -174,7 +185,7 @@ async def second(path):
 
 configure_tracing(instrument_llama_index=False)
 asyncio.run(first(sys.argv[2]) if sys.argv[1] == "first" else second(sys.argv[2]))
-'''
+"""
 
 
 def test_run_resumed_in_another_process_continues_the_trace(
@@ -186,11 +197,19 @@ def test_run_resumed_in_another_process_continues_the_trace(
     saved = tmp_path / "run.json"
     service = f"batonflow-resume-{uuid.uuid4().hex[:8]}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=otlp_receiver.url, OTEL_SERVICE_NAME=service,
-               PYTHONPATH=str(ROOT))
+    env.update(
+        OTEL_EXPORTER_OTLP_ENDPOINT=otlp_receiver.url,
+        OTEL_SERVICE_NAME=service,
+        PYTHONPATH=str(ROOT),
+    )
     for phase in ("first", "second"):
-        proc = subprocess.run([sys.executable, str(script), phase, str(saved)], env=env,
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, str(script), phase, str(saved)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "hello ada"
 
@@ -199,11 +218,14 @@ def test_run_resumed_in_another_process_continues_the_trace(
     rows = []
     for s in trace["spans"]:
         parent = next((r["spanID"] for r in s["references"] if r["refType"] == "CHILD_OF"), None)
-        rows.append((int(s["spanID"], 16), int(parent, 16) if parent else None,
-                     s["operationName"], s["startTime"]))
+        rows.append(
+            (
+                int(s["spanID"], 16),
+                int(parent, 16) if parent else None,
+                s["operationName"],
+                s["startTime"],
+            )
+        )
     assert render_tree(rows) == (
-        "invoke_workflow Ask\n"
-        "  step ask\n"
-        "  invoke_workflow Ask\n"
-        "    step greet"
+        "invoke_workflow Ask\n  step ask\n  invoke_workflow Ask\n    step greet"
     )
