@@ -42,6 +42,7 @@ from llama_index.core.instrumentation.events.embedding import (
 from llama_index.core.instrumentation.events.exception import ExceptionEvent
 from llama_index.core.instrumentation.events.llm import (
     LLMChatEndEvent,
+    LLMChatInProgressEvent,
     LLMChatStartEvent,
     LLMCompletionEndEvent,
     LLMCompletionStartEvent,
@@ -279,6 +280,15 @@ class _Tracker:
             del self.open[span_id]
             return found.span
 
+    def annotate(self, span_id: str | None, kind: str, key: str, value: Any) -> None:
+        """Set an attribute on the open span of ``kind`` for ``span_id``, if there is one."""
+        if span_id is None:
+            return
+        with self.lock:
+            found = self.open.get(span_id)
+        if found is not None and found.kind == kind:
+            found.span.set_attribute(key, value)
+
     def instance_of(self, span_id: str | None) -> Any:
         with self.lock:
             return self.instances.get(span_id) if span_id is not None else None
@@ -381,6 +391,12 @@ class _EventHandler(BaseEventHandler):
                         [{"role": "user", "parts": [{"type": "text", "content": event.prompt}]}]
                     )
             t.start(event.span_id, "llm", f"{op} {model}", attrs)
+        elif isinstance(event, LLMChatInProgressEvent):
+            # A stream that reports usage (stream_options.include_usage) ends with a chunk
+            # that has no choices: the finish reason comes from the chunk before it.
+            reasons = _finish_reasons(event.response)
+            if reasons:
+                t.annotate(event.span_id, "llm", "gen_ai.response.finish_reasons", reasons)
         elif isinstance(event, LLMChatEndEvent | LLMCompletionEndEvent):
             span = t.finish(event.span_id, "llm")
             if span is None:

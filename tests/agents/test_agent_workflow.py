@@ -426,3 +426,57 @@ def test_tool_call_results_serialize_whatever_the_tool_returned(raw: object) -> 
         assert back.tool_output.raw_output == raw
     else:
         assert isinstance(back.tool_output.raw_output, str | dict)
+
+
+async def test_handoff_over_openai_keeps_the_tool_results_for_the_next_agent(
+    openai_llm: OpenAI, openai_api: respx.MockRouter
+) -> None:
+    """Over the OpenAI API: the writer's request holds the researcher's tool call and result."""
+    route = openai_api.post(CHAT_URL).mock(
+        side_effect=[
+            completion(tool_calls=[("c1", "lookup", {"topic": "moon"})]),
+            completion(tool_calls=[("c2", "handoff", {"to_agent": "writer", "reason": "done"})]),
+            completion("The Moon is 384,400 km away."),
+        ]
+    )
+    researcher = FunctionAgent(
+        name="researcher",
+        description="Finds.",
+        tools=[lookup],
+        llm=openai_llm,
+        streaming=False,
+        can_handoff_to=["writer"],
+    )
+    writer = FunctionAgent(
+        name="writer",
+        description="Writes.",
+        system_prompt="Write.",
+        llm=openai_llm,
+        streaming=False,
+    )
+    flow = AgentWorkflow(agents=[researcher, writer], root_agent="researcher")
+    output = await flow.run(user_msg="How far is the Moon?")
+    assert (str(output), output.current_agent_name) == ("The Moon is 384,400 km away.", "writer")
+    sent = sent_messages(route.calls[2].request)
+    assert sent[0] == {"role": "system", "content": "Write."}
+    assert {"role": "tool", "content": "facts about moon: 384,400 km", "tool_call_id": "c1"} in sent
+    assert any(m.get("tool_calls") for m in sent if m["role"] == "assistant")
+    tools = [t["function"]["name"] for t in sent_body(route.calls[0].request)["tools"]]
+    assert tools == ["lookup", "handoff"]
+
+
+async def test_memory_token_limit_trims_what_openai_is_sent(
+    openai_llm: OpenAI, openai_api: respx.MockRouter
+) -> None:
+    """A small token limit keeps old turns out of the request to the API."""
+    from batonflow.agents import ChatMemory
+
+    route = openai_api.post(CHAT_URL).mock(
+        side_effect=[completion("first answer " * 30), completion("second answer")]
+    )
+    memory = ChatMemory.from_defaults(token_limit=80)
+    agent = FunctionAgent(llm=openai_llm, streaming=False)
+    await agent.run(user_msg="first question " * 30, memory=memory)
+    await agent.run(user_msg="second question", memory=memory)
+    assert sent_messages(route.calls[1].request) == [{"role": "user", "content": "second question"}]
+    assert len(memory.get_all()) == 4

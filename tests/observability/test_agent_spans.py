@@ -133,6 +133,7 @@ def test_tool_errors_handoffs_usage_and_llm_settings_are_on_the_spans() -> None:
     assert "gen_ai.tool.call.result" not in by_name(spans, "execute_tool lookup")[0]["attrs"]
     chat = by_name(spans, "chat gpt-4o-mini")[0]["attrs"]
     assert (chat["gen_ai.usage.input_tokens"], chat["gen_ai.usage.output_tokens"]) == (11, 3)
+    assert chat["gen_ai.response.finish_reasons"] == ["stop"]
     assert chat["gen_ai.request.temperature"] == 0.3
     assert chat["gen_ai.request.max_tokens"] == 64
 

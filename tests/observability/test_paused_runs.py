@@ -72,3 +72,42 @@ async def test_a_cancelled_run_that_was_not_waiting_is_still_cancelled(spans: Sp
     run = spans.one("invoke_workflow Busy")
     assert run.attributes["batonflow.run.status"] == "cancelled"
     assert spans.one("step work").status.status_code is StatusCode.ERROR
+
+
+async def test_agent_tool_waiting_for_approval_is_paused_not_failed(spans: Spans) -> None:
+    """A tool asking a human, paused and resumed from a snapshot: no red tool or step span."""
+    from batonflow.agents import FunctionAgent
+    from batonflow.agents.testing import ScriptedLLM, ScriptedResponse, ScriptedToolCall
+
+    async def transfer(ctx: Context, amount: int) -> str:
+        """Transfer money, once a human approves."""
+        answer = await ctx.wait_for_event(
+            HumanResponseEvent, waiter_event=InputRequiredEvent(prefix=f"Send {amount}? ")
+        )
+        return "sent" if answer.response == "yes" else "refused"
+
+    def agent(llm: ScriptedLLM) -> FunctionAgent:
+        return FunctionAgent(
+            tools=[transfer],
+            llm=llm,
+            instruments=[OpenTelemetryInstrument(tracer_provider=spans.provider)],
+        )
+
+    call = ScriptedResponse(tool_calls=[ScriptedToolCall("transfer", {"amount": 5}, id="t1")])
+    first = agent(ScriptedLLM([call]))
+    handler = first.run(user_msg="send 5")
+    async for ev in handler.stream_events():
+        if isinstance(ev, InputRequiredEvent):
+            break
+    snapshot = handler.ctx.to_dict()
+    await handler.cancel_run()
+    await asyncio.sleep(0)
+
+    elsewhere = agent(ScriptedLLM(["Done: sent."]))
+    resumed = elsewhere.run(ctx=Context.from_dict(elsewhere, snapshot))
+    resumed.ctx.send_event(HumanResponseEvent(response="yes"))
+    assert str(await resumed) == "Done: sent."
+
+    tools = spans.named("execute_tool transfer")
+    assert any(s.attributes.get("batonflow.cancelled") for s in tools)  # the paused attempt
+    assert [s.name for s in spans.finished if s.status.status_code is StatusCode.ERROR] == []
