@@ -70,8 +70,7 @@ def build_start_event(workflow: Any, fields: dict[str, Any]) -> Any:
             raise StartFieldsError(
                 errors,
                 unknown[0],
-                f"{cls.__name__} has no field {unknown[0]!r}; its fields are "
-                f"{', '.join(known)}",
+                f"{cls.__name__} has no field {unknown[0]!r}; its fields are {', '.join(known)}",
             )
     try:
         return cls.model_validate(fields)

@@ -25,8 +25,12 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-#: Routes that answer without a token (liveness probes).
-PUBLIC_PATHS = frozenset({"/health"})
+#: Routes that answer without a token: liveness probes, and the console and API-docs pages,
+#: which hold no data (a browser cannot send a bearer header when it opens a page; the pages
+#: ask for the token and send it with every API call).
+PUBLIC_PATHS = frozenset({"/health", "/", "/docs", "/redoc"})
+#: Path prefixes that answer without a token: those pages' static files.
+PUBLIC_PREFIXES = ("/assets/",)
 
 
 async def send_json(
@@ -59,7 +63,8 @@ class BearerAuth:
         self._expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES):
             await self.app(scope, receive, send)
             return
         given = b""

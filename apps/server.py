@@ -19,6 +19,9 @@ when a token is set):
                                          ``Last-Event-ID`` or ``?after=N`` resumes
 ``POST /runs/{id}/events``               send an event (``{"type", "data"}``) into a run
 ``POST /runs/{id}/cancel``               cancel a run
+``GET /``, ``/docs``, ``/redoc``         the run console and the API docs, with the
+                                         drawing, steps and state routes of
+                                         :mod:`batonflow.apps.run_console`
 =======================================  ==================================================
 
 :func:`serve` runs an app with uvicorn; :class:`BackgroundServer` runs one in a thread on an
@@ -33,7 +36,7 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import Any, Literal
 
 from ._introspect import (
     StartFieldsError,
@@ -42,11 +45,24 @@ from ._introspect import (
     mermaid_graph,
     start_schema,
 )
+from ._openapi import install_openapi
 from ._runs import RunManager, RunStateError
 from ._security import BearerAuth, BodyLimit, HostGuard, JsonBody
 from ._uvicorn import BackgroundServer as BackgroundServer
 from ._uvicorn import bind_socket as bind_socket
 from ._uvicorn import serve as serve
+from .api_models import (
+    Cancelled,
+    EventSent,
+    Graph,
+    Health,
+    Run,
+    RunAccepted,
+    RunList,
+    WorkflowList,
+    responses,
+)
+from .run_console import install_console
 from .run_store import FINISHED, RunStore
 
 logger = logging.getLogger("batonflow.apps.server")
@@ -169,7 +185,7 @@ def create_app(
         finally:
             await manager.close()
 
-    app = FastAPI(title=title, lifespan=lifespan, docs_url="/docs", redoc_url=None)
+    app = FastAPI(title=title, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.manager = manager
 
     @app.exception_handler(Exception)
@@ -191,11 +207,11 @@ def create_app(
             status_code=500,
         )
 
-    @app.get("/health")
+    @app.get("/health", responses=responses(200, Health, "The server is up."))
     async def health() -> dict[str, Any]:
         return {"status": "ok", "workflows": len(workflows)}
 
-    @app.get("/workflows")
+    @app.get("/workflows", responses=responses(200, WorkflowList, "The served workflows."))
     async def list_workflows() -> dict[str, Any]:
         return {
             "workflows": [
@@ -209,8 +225,11 @@ def create_app(
             ]
         }
 
-    @app.get("/workflows/{name}/graph")
-    async def graph(name: str, format: str = "json") -> Any:
+    @app.get(
+        "/workflows/{name}/graph",
+        responses=responses(200, Graph, "All possible flows as Mermaid text.", 404, 422),
+    )
+    async def graph(name: str, format: Literal["json", "text"] = "json") -> Any:
         workflow = workflows.get(name)
         if workflow is None:
             raise _not_found_workflow(name, workflows)
@@ -219,7 +238,23 @@ def create_app(
             return PlainTextResponse(text, media_type="text/vnd.mermaid")
         return {"name": name, "format": "mermaid", "mermaid": text}
 
-    @app.post("/workflows/{name}/runs")
+    @app.post(
+        "/workflows/{name}/runs",
+        status_code=202,
+        responses={
+            **responses(
+                202,
+                RunAccepted,
+                "The run started (with wait=true: it had not ended within timeout).",
+                404,
+                413,
+                415,
+                422,
+                507,
+            ),
+            200: {"description": "With wait=true: the run ended; here it is.", "model": Run},
+        },
+    )
     async def start_run(
         name: str,
         request: Request,
@@ -253,7 +288,7 @@ def create_app(
         assert row is not None
         return JSONResponse(row.public(), status_code=200)
 
-    @app.get("/runs")
+    @app.get("/runs", responses=responses(200, RunList, "The runs, newest first.", 422))
     async def list_runs(
         workflow: str | None = None,
         status: str | None = None,
@@ -265,14 +300,18 @@ def create_app(
             )
         return {"runs": [r.public() for r in run_store.list(workflow, status, limit)]}
 
-    @app.get("/runs/{run_id}")
+    @app.get("/runs/{run_id}", responses=responses(200, Run, "The run.", 404))
     async def get_run(run_id: str) -> dict[str, Any]:
         row = run_store.get(run_id)
         if row is None:
             raise _not_found_run(run_id)
         return row.public()
 
-    @app.get("/runs/{run_id}/events")
+    @app.get(
+        "/runs/{run_id}/events",
+        response_class=StreamingResponse,
+        responses=responses(200, None, "The run's events.", 404, 422),
+    )
     async def stream(
         run_id: str, request: Request, after: int | None = Query(None, ge=0, le=MAX_SEQ)
     ) -> StreamingResponse:
@@ -298,7 +337,13 @@ def create_app(
             headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
         )
 
-    @app.post("/runs/{run_id}/events")
+    @app.post(
+        "/runs/{run_id}/events",
+        status_code=202,
+        responses=responses(
+            202, EventSent, "The event was sent into the run.", 404, 409, 413, 415, 422, 507
+        ),
+    )
     async def send_event(run_id: str, request: Request) -> JSONResponse:
         row = run_store.get(run_id)
         if row is None:
@@ -383,7 +428,10 @@ def create_app(
             {"run_id": run_id, "status": live.status, "sent": type_name}, status_code=202
         )
 
-    @app.post("/runs/{run_id}/cancel")
+    @app.post(
+        "/runs/{run_id}/cancel",
+        responses=responses(200, Cancelled, "The run was cancelled.", 404, 409, 413, 415),
+    )
     async def cancel(run_id: str) -> dict[str, Any]:
         if run_store.get(run_id) is None:
             raise _not_found_run(run_id)
@@ -393,6 +441,8 @@ def create_app(
             raise HTTPException(409, str(exc)) from None
         return {"run_id": run_id, "status": status}
 
+    install_console(app, workflows, run_store.get, token)
+    install_openapi(app, workflows, token)
     # Without a token, bodies must be declared JSON and requests addressed to this server:
     # a web page can neither post text/plain to it nor reach it under a rebound DNS name.
     app.add_middleware(JsonBody, require_content_type=not token)

@@ -3,7 +3,8 @@
 No validation, no pydantic, no instruments, no state snapshots: one queue per run, one task per
 step execution (a pool of worker tasks for a ``num_workers`` step). This is about the least an
 event-driven engine on asyncio can do, so "batonflow / floor" says how close to the limit the
-engine is.
+engine is. ``fanout_pool`` is the stricter floor for fan-out: every step a pool of long-lived
+worker tasks fed directly, no central dispatcher, no task per event.
 """
 
 from __future__ import annotations
@@ -235,6 +236,92 @@ def make_fanout() -> Once:
     return once
 
 
+class PoolRun:
+    """A run where every step is a pool of long-lived worker tasks reading its own queue.
+
+    No central dispatcher and no task per event: an event goes straight into the queue of the
+    step that takes it, and the step's workers (started once per run) pull from it. This is
+    the floor the engine's worker tasks are measured against (``fanout_pool``).
+    """
+
+    def __init__(self, handlers: dict[type, tuple[Handler, int]]) -> None:
+        self.queues: dict[type, asyncio.Queue[Any]] = {}
+        self.workers: list[asyncio.Task[Any]] = []
+        self.done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.buffer: list[Any] = []
+        for kind, (fn, workers) in handlers.items():
+            queue: asyncio.Queue[Any] = asyncio.Queue()
+            self.queues[kind] = queue
+            for _ in range(workers):
+                self.workers.append(asyncio.create_task(self.worker(fn, queue)))
+
+    def send_event(self, ev: Any) -> None:
+        if type(ev) is Stop:
+            if not self.done.done():
+                self.done.set_result(ev.result)
+            return
+        self.queues[type(ev)].put_nowait(ev)
+
+    async def worker(self, fn: Handler, queue: asyncio.Queue[Any]) -> None:
+        while True:
+            ev = await queue.get()
+            try:
+                out = await fn(self, ev)  # type: ignore[arg-type]
+            except Exception as exc:
+                if not self.done.done():
+                    self.done.set_exception(exc)
+                return
+            if out is not None:
+                self.send_event(out)
+
+    async def run(self, start: Any) -> Any:
+        self.send_event(start)
+        try:
+            return await self.done
+        finally:
+            for task in self.workers:
+                task.cancel()
+
+
+def make_fanout_pool() -> Once:
+    """``fanout`` on :class:`PoolRun`: start, 16 workers, and a join, each a worker pool."""
+
+    class Item(Ev):
+        __slots__ = ()
+
+    class Done(Ev):
+        __slots__ = ()
+
+    async def start(run: PoolRun, ev: Start) -> None:
+        for i in range(ev.n):
+            run.send_event(Item(i, ev.n))
+
+    async def work(run: PoolRun, ev: Item) -> Done:
+        return Done(ev.i * 2, ev.n)
+
+    async def join(run: PoolRun, ev: Done) -> Stop | None:
+        run.buffer.append(ev)
+        if len(run.buffer) < ev.n:
+            return None
+        got, run.buffer = run.buffer, []
+        return Stop((len(got), sum(e.i for e in got)))
+
+    handlers: dict[type, tuple[Handler, int]] = {
+        Start: (start, 1),  # type: ignore[dict-item]
+        Item: (work, 16),  # type: ignore[dict-item]
+        Done: (join, 1),  # type: ignore[dict-item]
+    }
+
+    async def once(n: int) -> dict[str, float]:
+        t0 = time.perf_counter()
+        result = await PoolRun(handlers).run(Start(0, n))
+        elapsed = time.perf_counter() - t0
+        check("fanout (count, sum)", result, (n, 2 * sum(range(n))))
+        return {"events_per_s": n / elapsed, "seconds": elapsed}
+
+    return once
+
+
 def make_stream() -> Once:
     class Progress(Ev):
         __slots__ = ()
@@ -344,6 +431,7 @@ FLOOR_WORKLOADS: dict[str, Callable[[], Once]] = {
     "linear10": make_linear10,
     "concurrent_runs": make_concurrent_runs,
     "fanout": make_fanout,
+    "fanout_pool": make_fanout_pool,
     "stream": make_stream,
     "state": make_state,
     "memory": make_memory,

@@ -3,11 +3,61 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, overload
 
 from .events import Event
 
 _MISSING: Any = object()
+
+
+class RepeatedType(Sequence[type[Event]]):
+    """``[cls] * n`` without the list: what ``collect_events(ev, cls, count=n)`` waits for.
+
+    The buffer reads only its length and first and last items per event (O(1)); it walks it
+    once, when it is (re)configured.
+    """
+
+    __slots__ = ("cls", "n")
+
+    def __init__(self, cls: type[Event], n: int) -> None:
+        self.cls = cls
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    @overload
+    def __getitem__(self, index: int) -> type[Event]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[type[Event]]: ...
+
+    def __getitem__(self, index: int | slice) -> type[Event] | list[type[Event]]:
+        if isinstance(index, slice):
+            return [self.cls] * len(range(*index.indices(self.n)))
+        if not -self.n <= index < self.n:
+            raise IndexError(index)
+        return self.cls
+
+
+def repeat_type(cls: type[Event], count: int) -> RepeatedType:
+    """The expected types of ``collect_events(ev, cls, count=count)``.
+
+    Raises:
+        TypeError: ``count`` is not an int >= 0, or ``cls`` is not an Event class.
+    """
+    if not issubclass(cls, Event):
+        raise TypeError(
+            f"collect_events() waits for Event classes, got {cls.__qualname__}; pass an Event "
+            "subclass, e.g. collect_events(ev, Done, count=3)."
+        )
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise TypeError(
+            f"collect_events(count={count!r}) needs a whole number >= 0 of events to wait for, "
+            "e.g. count=len(items)."
+        )
+    return RepeatedType(cls, count)
 
 
 class CollectBuffer:
@@ -40,7 +90,7 @@ class CollectBuffer:
         self.satisfied = 0
         self.raw: list[tuple[Event, tuple[int, ...]]] = []
 
-    def configure(self, expected: list[type[Event]]) -> None:
+    def configure(self, expected: Sequence[type[Event]]) -> None:
         # Runs once per buffer (or when the expected list changes): the expected list may be
         # long (a fan-in of thousands), so per-event work must not depend on its length.
         held = self.raw + [

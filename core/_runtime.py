@@ -5,9 +5,12 @@ a count of active executions bounded by ``num_workers``), the set of running exe
 ``collect_events`` buffers, the waiters of ``wait_for_event``, and the event stream.
 
 There is no central loop task: dispatching is synchronous. When an event is routed, each
-target lane gets it and, if below its bound, starts one task for it. Each execution task runs
-the step (retrying per its policy), then reports back to the run in the same task: its outputs
-are routed, or its error fails the run. Workers never raise into the loop, so the user gets the
+target lane gets it and, if below its bound, starts a worker task for it. A worker runs the
+step (retrying per its policy), then reports back to the run in the same task: its outputs are
+routed, or its error fails the run. Then, rather than ending, the worker takes the next event
+that may start (its own lane's first, then a lane its outputs just filled), so a fan-out of
+10,000 events costs about ``num_workers`` tasks, not 20,000; it yields to the event loop
+between executions, so other runs, timers and stream readers keep their turn. Workers never raise into the loop, so the user gets the
 step's original exception from ``await handler``. When the run ends (stop, failure, timeout,
 cancel) every other task is cancelled, and the handler is resolved only once all of them are
 gone, so no task outlives its run.
@@ -22,7 +25,7 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from enum import Enum
@@ -89,8 +92,18 @@ class RunStatus(Enum):
     CANCELLED = "cancelled"  # cancel_run(), or the handler future was cancelled
 
 
-#: The execution the current task (or sync step thread) is running.
-CURRENT_EXECUTION: ContextVar[Execution | None] = ContextVar("batonflow_execution", default=None)
+#: The execution the current task (or sync step thread) is running, in a one-item list that is
+#: emptied when the execution ends: asyncio timer handles and tasks a step creates copy the
+#: context, and a cell they keep must not keep the run (and its workflow) alive after it.
+CURRENT_EXECUTION: ContextVar[list[Execution | None] | None] = ContextVar(
+    "batonflow_execution", default=None
+)
+
+
+def current_execution() -> Execution | None:
+    """The execution of the step running in this task (or sync step thread), if any."""
+    cell = CURRENT_EXECUTION.get()
+    return None if cell is None else cell[0]
 
 
 #: Where an event came from: the execution that emitted it, several (a join), or outside.
@@ -260,6 +273,11 @@ class Run:
             tuple[str, type[Event], tuple[type[Event], ...]],
         ] = {}
         self._held_stop: StopEvent | None = None
+        #: Set while a worker finishes an execution (routes its outputs, frees its slot): the
+        #: executions that start meanwhile are created as usual but get no task yet; they are
+        #: kept in ``_deferred`` (in start order) and the worker hands them out (_release).
+        self._deferring = False
+        self._deferred: list[Execution] = []
         self._step_outputs: list[Event] = []
         #: Stepwise outputs of collection branches held by the caller: id -> (event, branch).
         self._handed: dict[int, tuple[Event, tuple[int, int]]] = {}
@@ -489,6 +507,11 @@ class Run:
                 ),
             )
         self.workflow._run_finished(self)
+        # A finished run keeps no reference back to its handler or Context (both keep the
+        # run): without these cycles a dropped run is freed by refcount, not by GC passes
+        # whose cost grows with every live run.
+        self.handler = None
+        del self.ctx
         if handler is None or handler.done():
             return
         if self.status is RunStatus.COMPLETED:
@@ -603,6 +626,13 @@ class Run:
                     self._start(lane)
 
     def _start(self, lane: Lane) -> None:
+        """Start an execution of ``lane``'s next event, in a new worker task.
+
+        While a worker finishes an execution (``_deferring``), the execution gets no task yet:
+        the worker gives the others tasks, in start order, and runs the last one itself, after
+        yielding to the loop, so every execution starts in the order it would have with a
+        task each.
+        """
         event = lane.pending.popleft()
         origin, eid, tag = lane.meta.popleft()
         if eid is None:
@@ -614,13 +644,57 @@ class Run:
             self._inherit_recoveries(ex)
         lane.active += 1
         self.running[eid] = ex
-        ex.task = self.loop.create_task(self._execute(ex))
+        if self._deferring:
+            self._deferred.append(ex)
+        else:
+            ex.task = self.loop.create_task(self._work(ex))
 
     # ------------------------------------------------------------------ executing
 
+    async def _work(self, ex: Execution) -> None:
+        """A worker task: run ``ex``, then the next executions the run hands it."""
+        worker = ex.task
+        next_ex: Execution | None = ex
+        while next_ex is not None:
+            ex = next_ex
+            try:
+                await self._execute(ex)
+            except BaseException:
+                self._release(ex, None)
+                raise
+            self._deferring = not self.stepwise  # (already set when ex succeeded)
+            next_ex = self._release(ex, worker)
+            if next_ex is None:
+                return
+            # Let the loop run what is ready (other runs, timers, stream readers) before the
+            # next execution, as a new task would have; cheaper than creating one. If the run
+            # ends meanwhile, _end cancels this task and drops next_ex, as for a new task
+            # cancelled before its first step.
+            try:
+                await asyncio.sleep(0)
+            except asyncio.CancelledError:
+                if next_ex.id in self.running:  # cancelled from outside the run
+                    self._cancelled_outside(next_ex, None)
+                    self._release(next_ex, None)
+                raise
+
+    def _cancelled_outside(self, ex: Execution, cancelled: BaseException | None) -> None:
+        if self.status is RunStatus.RUNNING:
+            # Not cancelled by the run (it only cancels steps once it has ended): the loop is
+            # shutting down or someone cancelled the task directly.
+            error = WorkflowRuntimeError(
+                f"Step {ex.lane.spec.name} was cancelled from outside the run; use "
+                "handler.cancel_run() to stop a run."
+            )
+            if cancelled is not None:
+                error = error.with_traceback(cancelled.__traceback__)
+            self.fail(error, ex=ex)
+
     async def _execute(self, ex: Execution) -> None:
+        """Run one execution (all its attempts); the caller releases it."""
         ex.started = True
-        CURRENT_EXECUTION.set(ex)
+        cell: list[Execution | None] = [ex]
+        CURRENT_EXECUTION.set(cell)
         if self.internal:
             self._state_changed(ex.lane.spec.name, StepState.RUNNING, ex.id, ex.event)
         lane = ex.lane
@@ -654,16 +728,7 @@ class Run:
                     else:
                         result = await self._attempt_with_timeout(ex, record, spec.timeout)
                 except asyncio.CancelledError as cancelled:
-                    if self.status is RunStatus.RUNNING:
-                        # Not cancelled by the run (it only cancels steps once it has ended):
-                        # the loop is shutting down or someone cancelled the task directly.
-                        self.fail(
-                            WorkflowRuntimeError(
-                                f"Step {spec.name} was cancelled from outside the run; use "
-                                "handler.cancel_run() to stop a run."
-                            ).with_traceback(cancelled.__traceback__),
-                            ex=ex,
-                        )
+                    self._cancelled_outside(ex, cancelled)
                     raise
                 except (KeyboardInterrupt, SystemExit) as error:
                     self.fail(error, ex=ex)
@@ -696,10 +761,12 @@ class Run:
                     continue
                 if self.status is not RunStatus.RUNNING:
                     return
+                # Executions the outputs start are handed out by _release (see _start).
+                self._deferring = not self.stepwise
                 self._succeeded(ex, result, began)
                 return
         finally:
-            self._release(ex)
+            cell[0] = None
 
     def _recover(self, ex: Execution, error: Exception) -> bool:
         """Hand a failed execution to its ``@catch_error`` step, if it has one left to give.
@@ -1053,7 +1120,13 @@ class Run:
             for sid, stream in self.streams.items()
         ]
 
-    def _release(self, ex: Execution) -> None:
+    def _release(self, ex: Execution, worker: asyncio.Task[None] | None) -> Execution | None:
+        """The execution ``ex`` is over: free its slot, start what may start.
+
+        Returns:
+            The execution ``worker`` (the task that ran ``ex``) runs next, or ``None`` (no
+            worker given, nothing to run, or the run is over).
+        """
         self.running.pop(ex.id, None)
         # The task is done with ex: break Execution -> Task -> its contextvars -> Execution,
         # so finished executions are freed by refcount rather than by full GC passes.
@@ -1073,8 +1146,33 @@ class Run:
             elif lane.pending and not self._hold:
                 while lane.pending and lane.active < lane.limit:
                     self._start(lane)
-        elif not self.running:
+        return self._hand_out_started(worker)
+
+    def _hand_out_started(self, worker: asyncio.Task[None] | None) -> Execution | None:
+        """End ``_deferring``: give tasks to the executions started meanwhile, but the last.
+
+        The last one goes to ``worker`` (unless it is being cancelled): it yields to the loop
+        before running it, so it starts after the others, as its own task would have.
+        """
+        started = self._deferred
+        self._deferring = False
+        if started:
+            self._deferred = []
+            if self.status is not RunStatus.RUNNING:
+                for ex in started:  # never ran: _end left them to us
+                    self.running.pop(ex.id, None)
+                started = []
+            elif worker is not None and not worker.cancelling():
+                last = started.pop()
+                last.task = worker
+                for ex in started:
+                    ex.task = self.loop.create_task(self._work(ex))
+                return last
+            for ex in started:
+                ex.task = self.loop.create_task(self._work(ex))
+        if self.status is not RunStatus.RUNNING and not self.running:
             self._resolve()
+        return None
 
     def _state_changed(
         self,
@@ -1122,7 +1220,7 @@ class Run:
     # ------------------------------------------------------------------ context services
 
     def collect(
-        self, ex: Execution, event: Event, expected: list[type[Event]], buffer_id: str | None
+        self, ex: Execution, event: Event, expected: Sequence[type[Event]], buffer_id: str | None
     ) -> list[Event] | None:
         """``ctx.collect_events`` for the execution ``ex``."""
         key = (ex.lane.spec.name, buffer_id)

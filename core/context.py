@@ -16,10 +16,11 @@ import asyncio
 import concurrent.futures
 import threading
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
-from ._runtime import CURRENT_EXECUTION, RunStatus
+from ._collect import repeat_type
+from ._runtime import RunStatus, current_execution
 from ._snapshot import dump, restore_into
 from ._waiters import type_name
 from .errors import ContextStateError, WorkflowRuntimeError, WorkflowStepDoesNotExistError
@@ -229,7 +230,7 @@ class Context(Generic[StateT]):
         return run
 
     def _execution(self, method: str) -> Execution:
-        ex = CURRENT_EXECUTION.get()
+        ex = current_execution()
         if ex is None or ex.run.ctx is not self:
             raise ContextStateError(
                 f"ctx.{method}() can only be called inside a step of this context's run."
@@ -247,7 +248,7 @@ class Context(Generic[StateT]):
         Raises:
             ContextStateError: Called outside a step (also a ``WorkflowRuntimeError``).
         """
-        ex = CURRENT_EXECUTION.get()
+        ex = current_execution()
         if ex is None:
             raise ContextStateError(
                 "Context.get_step_context() may only be called from within a step (or code a "
@@ -315,7 +316,7 @@ class Context(Generic[StateT]):
                 return
             self._live_run("send_event")
             return
-        ex = CURRENT_EXECUTION.get()
+        ex = current_execution()
         if run.status is not RunStatus.RUNNING:
             self._send(run, message, None, ex)  # raises unless there is nothing to do
             return
@@ -407,7 +408,7 @@ class Context(Generic[StateT]):
                 "running workflow. Start a new run with workflow.run(ctx=ctx)."
             )
         if ex is None:
-            ex = CURRENT_EXECUTION.get()
+            ex = current_execution()
         if ex is not None and ex.run is run:
             run.route(message, ex.id, target, emitter=ex)
         else:
@@ -424,24 +425,49 @@ class Context(Generic[StateT]):
             run.stream.put(ev)
 
     def collect_events(
-        self, ev: Event, expected: list[type[Event]], buffer_id: str | None = None
+        self,
+        ev: Event,
+        expected: list[type[Event]] | type[Event],
+        buffer_id: str | None = None,
+        *,
+        count: int | None = None,
     ) -> list[Event] | None:
         """Buffer ``ev``; once one event of each ``expected`` type arrived, return them all.
 
         Call it in a step that accepts every expected type. It returns ``None`` until the set
         is complete, then the events in the order of ``expected`` (a type listed twice needs
-        two events). Buffers are per step (and ``buffer_id``); each event costs O(1).
+        two events). For a fan-in of many events of one type, pass the type and a count:
+        ``ctx.collect_events(ev, Done, count=n)`` waits for ``n`` ``Done`` events without a
+        list of ``n`` types (``[Done] * n``) built on every call. Buffers are per step (and
+        ``buffer_id``); each event costs O(1) either way.
+
+        Args:
+            ev: The event the step received.
+            expected: The event types to wait for, or one type (with ``count``).
+            buffer_id: Keeps separate joins of one step apart.
+            count: How many events of the one ``expected`` type (default 1).
 
         Raises:
             ContextStateError: Called outside a step of this context's run.
+            TypeError: ``count`` with a list, or a ``count`` that is not an int >= 0.
         """
         ex = self._execution("collect_events")
-        if not expected:
+        wanted: Sequence[type[Event]]
+        if isinstance(expected, type):
+            wanted = repeat_type(expected, 1 if count is None else count)
+        elif count is not None:
+            raise TypeError(
+                "collect_events(count=...) counts events of one type; pass the type itself, "
+                f"e.g. collect_events(ev, Done, count={count!r}), or a list without count."
+            )
+        else:
+            wanted = expected
+        if not wanted:
             return []  # nothing to wait for (LlamaIndex returns [] too)
         run = ex.run
         if threading.get_ident() != run.thread_id:
-            return _in_loop(run, run.collect, ex, ev, expected, buffer_id)  # type: ignore[no-any-return]
-        return run.collect(ex, ev, expected, buffer_id)
+            return _in_loop(run, run.collect, ex, ev, wanted, buffer_id)  # type: ignore[no-any-return]
+        return run.collect(ex, ev, wanted, buffer_id)
 
     async def wait_for_event(
         self,

@@ -93,6 +93,36 @@ def draw_most_recent_execution(
     return _draw(graph, runs, filename, notebook, max_label_length, "Most recent execution")
 
 
+def draw_recorded_execution(
+    workflow_or_class: Any,
+    trace: Iterable[Any],
+    filename: str | Path | None = None,
+    max_label_length: int | None = None,
+) -> str:
+    """Draw a run recorded elsewhere, e.g. by a server that keeps its runs' step executions.
+
+    Like :func:`draw_most_recent_execution`, for a run whose handler is not at hand: the steps
+    in ``trace`` are highlighted, with how many times each ran and in which order.
+
+    Args:
+        workflow_or_class: The workflow (class or instance) the run belongs to.
+        trace: The run's completed step executions, in any form :func:`as_step_runs` reads
+            (``(step, input event name, [output event names])`` tuples, for one).
+        filename: Where to write; the extension picks the format as for
+            :func:`draw_all_possible_flows`. ``None`` (the default) writes nothing.
+        max_label_length: Cut longer node labels (the full name stays in the tooltip).
+
+    Returns:
+        The text written (the HTML page or the Mermaid text).
+
+    Raises:
+        ValueError: ``filename`` has an unknown extension.
+        TypeError: ``workflow_or_class`` is not a workflow.
+    """
+    graph = _graph_of(workflow_or_class)
+    return _draw(graph, as_step_runs(trace), filename, False, max_label_length, "Recorded run")
+
+
 def draw_all_possible_flows_mermaid(
     workflow_or_class: Any,
     filename: str | Path | None = None,
@@ -420,6 +450,7 @@ __all__ = [
     "draw_all_possible_flows_mermaid",
     "draw_most_recent_execution",
     "draw_most_recent_execution_mermaid",
+    "draw_recorded_execution",
     "recent_execution",
     "to_mermaid",
 ]

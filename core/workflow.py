@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import ValidationError
 
 from ._calls import make_call
-from ._runtime import CURRENT_EXECUTION, Run, RunStatus
+from ._runtime import Run, RunStatus, current_execution
 from .context import Context
 from .errors import (
     ContextStateError,
@@ -149,6 +149,7 @@ class Workflow:
         self._active_runs = 0
         self._queued_runs: deque[Callable[[], None]] = deque()
         self._last_run: Run | None = None
+        self._last_trace: list[tuple[str, type[Event], tuple[type[Event], ...]]] | None = None
         self._nested: dict[str, Workflow] = {}
         #: Set while a WorkflowCheckpointer starts a run (so it is not recorded twice).
         self._checkpointing = False
@@ -288,7 +289,7 @@ class Workflow:
             DeprecationWarning,
             stacklevel=2,
         )
-        ex = CURRENT_EXECUTION.get()
+        ex = current_execution()
         if ex is None or ex.run.workflow is not self:
             raise WorkflowRuntimeError(
                 f"{self.workflow_name}.send_event() works only inside a step of one of its "
@@ -432,7 +433,9 @@ class Workflow:
         the first run. Used by ``draw_most_recent_execution``.
         """
         run = self._last_run
-        return None if run is None else list(run.trace)
+        if run is not None:
+            return list(run.trace)
+        return None if self._last_trace is None else list(self._last_trace)
 
     # ------------------------------------------------------------------ running
 
@@ -559,6 +562,11 @@ class Workflow:
         return self._checkpointer.resume(run_id)
 
     def _run_finished(self, run: Run) -> None:
+        if self._last_run is run:
+            # Keep the trace for draw_most_recent_execution, not the whole finished run (its
+            # buffers, stream and state).
+            self._last_trace = run.trace
+            self._last_run = None
         if not run.counted:
             return
         self._active_runs -= 1

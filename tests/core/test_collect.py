@@ -184,3 +184,76 @@ async def test_stepwise_run_joins_the_collection() -> None:
     assert isinstance(stop, StopEvent) and stop.result == [0, 1, 4, 16]
     assert await handler.run_step() is None
     assert await handler == [0, 1, 4, 16]
+
+
+class Tick(Event):
+    n: int
+
+
+class CountedJoin(Workflow):
+    @step
+    async def fan(self, ctx: Context, ev: StartEvent) -> Tick | None:
+        for n in range(ev.count):
+            ctx.send_event(Tick(n=n))
+        return None
+
+    @step
+    async def join(self, ctx: Context, ev: Tick) -> StopEvent | None:
+        got = ctx.collect_events(ev, Tick, count=ev.n_wanted if hasattr(ev, "n_wanted") else 50)
+        if got is None:
+            return None
+        return StopEvent(result=[t.n for t in got])
+
+
+async def test_collect_events_count_form_waits_for_n_events_of_one_type() -> None:
+    """collect_events(ev, Tick, count=50) returns the 50 Ticks in arrival order, once."""
+    assert await CountedJoin().run(count=50) == list(range(50))
+
+
+async def test_collect_events_count_form_matches_the_list_form() -> None:
+    """A count and the equivalent list share one buffer shape: either completes the join."""
+
+    class Mixed(CountedJoin):
+        @step
+        async def join(self, ctx: Context, ev: Tick) -> StopEvent | None:
+            got = (
+                ctx.collect_events(ev, Tick, count=3)
+                if ev.n % 2
+                else ctx.collect_events(ev, [Tick] * 3)
+            )
+            return None if got is None else StopEvent(result=len(got))
+
+    assert await Mixed().run(count=3) == 3
+
+
+async def test_collect_events_type_alone_waits_for_one() -> None:
+    """collect_events(ev, Tick) is collect_events(ev, [Tick])."""
+
+    class One(CountedJoin):
+        @step
+        async def join(self, ctx: Context, ev: Tick) -> StopEvent | None:
+            got = ctx.collect_events(ev, Tick)
+            return None if got is None else StopEvent(result=got[0].n)
+
+    assert await One().run(count=1) == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        pytest.param({"expected": [Tick], "count": 2}, r"counts events of one type", id="list"),
+        pytest.param({"expected": Tick, "count": -1}, r"whole number >= 0", id="negative"),
+        pytest.param({"expected": Tick, "count": 1.5}, r"whole number >= 0", id="float"),
+    ],
+)
+async def test_collect_events_count_errors_name_the_fix(kwargs: dict[str, Any], match: str) -> None:
+    """A count with a list, or a count that is not a whole number, is a TypeError with a fix."""
+
+    class Bad(CountedJoin):
+        @step
+        async def join(self, ctx: Context, ev: Tick) -> StopEvent | None:
+            ctx.collect_events(ev, **kwargs)
+            return StopEvent(result=None)
+
+    with pytest.raises(TypeError, match=match):
+        await Bad().run(count=1)

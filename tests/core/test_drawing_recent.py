@@ -135,3 +135,23 @@ async def test_recent_execution_on_instance_with_attached_step():
     assert await w.run() == "x"
     page = draw_most_recent_execution(w, filename=None)
     assert re.findall(r"<li><b>([^<]+)</b>", page) == ["begin", "end"]
+
+
+async def test_a_recorded_trace_draws_like_the_most_recent_execution(tmp_path):
+    """draw_recorded_execution of a run's trace is the most-recent drawing under its own title."""
+    from batonflow.core.drawing import draw_recorded_execution
+
+    w = RetryFlow()
+    handler = w.run()
+    assert await handler == "done"
+    names = [
+        (s, i.__name__, [o.__name__ for o in outs]) for s, i, outs in handler.execution_trace()
+    ]
+    recorded = draw_recorded_execution(RetryFlow, names)
+    recent = draw_most_recent_execution(w, filename=None)
+    assert recorded.replace("Recorded run", "Most recent execution") == recent
+    mermaid = draw_recorded_execution(w, names, filename=tmp_path / "run.mmd")
+    assert mermaid == draw_most_recent_execution_mermaid(w)
+    assert (tmp_path / "run.mmd").read_text() == mermaid
+    with pytest.raises(ValueError, match=r"unknown extension '\.txt'"):
+        draw_recorded_execution(w, names, filename=tmp_path / "run.txt")

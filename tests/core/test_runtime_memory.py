@@ -1,8 +1,11 @@
-"""Finished step executions are freed by reference counting, not left for the cyclic GC."""
+"""Finished runs and step executions are freed by reference counting; fan-outs reuse tasks."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import weakref
+from typing import Any
 
 import pytest
 from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
@@ -83,3 +86,82 @@ async def test_executions_cancelled_before_starting_leave_no_cyclic_garbage():
     finally:
         gc.enable()
     assert alive == []
+
+
+def _runs_of(workflow: Workflow) -> list[object]:
+    """The runs of ``workflow`` still in memory."""
+    return [
+        o
+        for o in gc.get_objects()
+        if type(o).__name__ == "Run"
+        and type(o).__module__ == "batonflow.core._runtime"
+        and o.workflow is workflow
+    ]
+
+
+async def test_finished_runs_are_freed_by_refcount():
+    """A finished run whose handler and Context are dropped is freed at once, with no GC pass."""
+    gc.collect()
+    gc.disable()
+    try:
+        flow = Fan(timeout=10)
+        for _ in range(3):
+            assert await flow.run(count=40) == sum(range(40))
+        # One loop turn: the handle that woke us (it holds the last handler) is released.
+        await asyncio.sleep(0)
+        alive = _runs_of(flow)
+    finally:
+        gc.enable()
+    assert alive == []
+    assert flow.execution_trace()  # the last run's trace is kept for drawing, not the run
+
+
+async def test_workflow_not_pinned_by_timer_handles_its_steps_create():
+    """A timer a step schedules (its context copied) does not keep the workflow alive."""
+    handles: list[asyncio.TimerHandle] = []
+
+    class Timers(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> StopEvent:
+            handles.append(asyncio.get_running_loop().call_later(3600, lambda: None))
+            return StopEvent(result="done")
+
+    refs = []
+    try:
+        for _ in range(3):
+            flow = Timers()
+            refs.append(weakref.ref(flow))
+            assert await flow.run() == "done"
+            del flow
+        await asyncio.sleep(0)  # the handle that woke us holds the last handler until then
+        gc.collect()
+        assert [r() for r in refs] == [None, None, None]
+    finally:
+        for handle in handles:
+            handle.cancel()
+
+
+async def test_fan_out_reuses_worker_tasks():
+    """10,000 events through a num_workers=8 step start about num_workers tasks, not 20,000."""
+    loop = asyncio.get_running_loop()
+    created = 0
+    previous = loop.get_task_factory()
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        nonlocal created
+        created += 1
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    class Wide(Fan):
+        @step
+        async def join(self, ctx: Context, ev: Done) -> StopEvent | None:
+            got = ctx.collect_events(ev, Done, count=10_000)
+            return None if got is None else StopEvent(result=len(got))
+
+    flow = Wide(timeout=60)
+    loop.set_task_factory(counting)
+    try:
+        assert await flow.run(count=10_000) == 10_000
+    finally:
+        loop.set_task_factory(previous)
+    assert created < 40

@@ -1,0 +1,232 @@
+"""The HTTP API's request and response bodies, as pydantic models (what ``/openapi.json`` shows).
+
+The route functions in :mod:`batonflow.apps.server` build their answers as plain dicts and
+``JSONResponse`` objects; these models describe those bodies for the OpenAPI schema, Swagger UI,
+ReDoc and generated clients. They are attached with ``responses=`` (see :func:`responses`), not
+``response_model=``, so a field another part of the server adds is never silently dropped from
+an answer: ``extra="allow"`` says so in the schema too.
+
+Start bodies are not here: each served workflow's start event *is* its body model, put into the
+schema per workflow by :mod:`batonflow.apps._openapi`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class FieldProblem(BaseModel):
+    """One bad field of a request, in pydantic's shape."""
+
+    loc: list[str | int] = Field(description='Where the field is, e.g. ["body", "n"].')
+    msg: str = Field(description="What is wrong with it.")
+    type: str = Field(description='The kind of problem, e.g. "missing", "int_parsing".')
+
+
+class Problem(_Body):
+    """Every 4xx and 5xx answer: one sentence naming the problem and how to fix it."""
+
+    detail: str = Field(description="The problem, ending with what to do about it.")
+
+
+class InvalidInput(_Body):
+    """A 422: a body, field or parameter that does not validate."""
+
+    detail: str | list[dict[str, Any]] = Field(
+        description="One sentence naming the first bad field (query and path parameters "
+        "that do not validate give FastAPI's list of problems instead)."
+    )
+    errors: list[FieldProblem] | None = Field(
+        None, description="Every bad field of the body, when the body is at fault."
+    )
+
+
+class InternalError(Problem):
+    """A 500: the traceback is in the server log under ``error_id``, never in the answer."""
+
+    error_id: str = Field(description="Look for this id in the server log.")
+
+
+class Health(_Body):
+    """``GET /health``."""
+
+    status: str = Field(description='Always "ok" when the server answers.', examples=["ok"])
+    workflows: int = Field(description="How many workflows are served.")
+
+
+class WorkflowInfo(_Body):
+    """One served workflow."""
+
+    name: str = Field(description="The name it is served under (the path's {name}).")
+    class_: str = Field(alias="class", description="The workflow's class name.")
+    start_event: dict[str, Any] = Field(
+        description="JSON schema of the start event's fields: the body of POST "
+        "/workflows/{name}/runs."
+    )
+    accepts: list[str] = Field(
+        description="Event types a run of it takes from outside (POST /runs/{id}/events)."
+    )
+
+
+class WorkflowList(_Body):
+    """``GET /workflows``."""
+
+    workflows: list[WorkflowInfo]
+
+
+class Graph(_Body):
+    """``GET /workflows/{name}/graph``: all possible flows as Mermaid text."""
+
+    name: str
+    format: str = Field(description='Always "mermaid".', examples=["mermaid"])
+    mermaid: str = Field(description="Mermaid flowchart text.")
+
+
+class RunAccepted(_Body):
+    """A run that was started (or answered) and goes on in the background: poll or stream it."""
+
+    run_id: str
+    status: str = Field(description="The run's status now, usually running.")
+
+
+class Run(_Body):
+    """One run: ``GET /runs/{id}``, and ``?wait=true`` starts once the run has ended."""
+
+    run_id: str
+    workflow: str = Field(description="The workflow's served name.")
+    status: str = Field(
+        description="running, waiting (it asked a human), completed, failed, cancelled, "
+        "timed_out, or interrupted (the server stopped and could not continue it)."
+    )
+    start: dict[str, Any] = Field(description="The start event's fields it was started with.")
+    result: Any = Field(None, description="The StopEvent's result, once completed.")
+    error: str | None = Field(None, description="What went wrong, once failed or cancelled.")
+    waiting_for_input: bool = Field(description="Whether it waits for an answer now.")
+    created_at: float = Field(description="When it started (Unix time, seconds).")
+    updated_at: float = Field(description="When its status last changed (Unix time, seconds).")
+
+
+class RunList(_Body):
+    """``GET /runs``: newest first."""
+
+    runs: list[Run]
+
+
+class SendEvent(BaseModel):
+    """``POST /runs/{id}/events``: an event into a run, e.g. a human's answer."""
+
+    type: str = Field(
+        description="The event's class name, one of the workflow's accepts (GET /workflows).",
+        examples=["HumanResponseEvent"],
+    )
+    data: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The event's fields.",
+        examples=[{"response": "yes"}],
+    )
+
+
+class EventSent(_Body):
+    """The event was taken; the run goes on."""
+
+    run_id: str
+    status: str
+    sent: str = Field(description="The event type that was sent.")
+
+
+class Cancelled(_Body):
+    """``POST /runs/{id}/cancel``: the run's status once the cancellation took effect."""
+
+    run_id: str
+    status: str = Field(examples=["cancelled"])
+
+
+class StreamedEvent(BaseModel):
+    """The ``data:`` of an ``event: event`` message on ``GET /runs/{id}/events``."""
+
+    seq: int = Field(description="The message's sequence number, also its SSE id.")
+    type: str = Field(description="The event's class name.")
+    qualified_name: str = Field(description="module.Class of the event.")
+    value: dict[str, Any] = Field(description="The event's fields.")
+
+
+class StreamEnd(BaseModel):
+    """The ``data:`` of the last message, ``event: end``; the server closes the stream after it."""
+
+    seq: int
+    status: str
+    result: Any = None
+    error: str | None = None
+
+
+#: What each status code means, for every route that can answer it.
+STATUS_TEXT: dict[int, tuple[str, type[BaseModel] | None]] = {
+    400: (
+        "The Host header is not this server's address (only without a token; "
+        "--allowed-host adds names).",
+        Problem,
+    ),
+    401: ("Missing or wrong bearer token (only when the server has a token).", Problem),
+    403: ("A cross-site request: the Origin is not this server (only without a token).", Problem),
+    404: ("The workflow or run does not exist.", Problem),
+    409: ("The run's state does not allow this (it has ended, or was answered).", Problem),
+    413: ("The request body is larger than the server's limit.", Problem),
+    415: (
+        "The body is not declared JSON: send Content-Type: application/json (only without "
+        "a token).",
+        Problem,
+    ),
+    422: ("A body, field or parameter that does not validate; the detail names it.", InvalidInput),
+    500: ("An unexpected error; the server log has it under error_id.", InternalError),
+    507: ("The run store is out of space; nothing was started or sent.", Problem),
+}
+
+
+def responses(ok: int, model: type[BaseModel] | None, description: str, *errors: int) -> Any:
+    """The ``responses=`` of a route: its success answer and the error codes it can give.
+
+    Args:
+        ok: The success status (200 or 202).
+        model: The success body's model (``None`` when the route documents it otherwise).
+        description: What the success answer means.
+        *errors: The error statuses this route can answer besides 401 and 500 (every route
+            but ``/health`` may answer those).
+
+    Returns:
+        A dict for FastAPI's ``responses=`` argument.
+    """
+    table: dict[int | str, dict[str, Any]] = {ok: {"description": description}}
+    if model is not None:
+        table[ok]["model"] = model
+    for code in sorted({*errors, 401, 500}):
+        text, body = STATUS_TEXT[code]
+        table[code] = {"description": text, "model": body}
+    return table
+
+
+__all__ = [
+    "STATUS_TEXT",
+    "Cancelled",
+    "EventSent",
+    "FieldProblem",
+    "Graph",
+    "Health",
+    "InternalError",
+    "InvalidInput",
+    "Problem",
+    "Run",
+    "RunAccepted",
+    "RunList",
+    "SendEvent",
+    "StreamEnd",
+    "StreamedEvent",
+    "WorkflowInfo",
+    "WorkflowList",
+    "responses",
+]

@@ -1,0 +1,1 @@
+"""The run console's and API docs' pages and scripts (package data, served by run_console)."""

@@ -1,0 +1,356 @@
+"""Scale curves (size -> cost) for issue 19: state edits, state snapshots, fan-out, run start.
+
+Usage::
+
+    .venv/bin/python bench/scale.py                  # every curve, 3 rounds (~3 minutes)
+    .venv/bin/python bench/scale.py --quick          # 1 round, smaller sizes
+    .venv/bin/python bench/scale.py --only edit,serde --markdown out.md
+
+Every point is measured in a fresh process (this script re-runs itself with ``--one``), the
+implementations of a point alternate round by round (the order rotates), and each figure is
+the median over rounds; ratios compare figures of one run. Every measurement checks its own
+result. The curves:
+
+* ``edit``: ``async with ctx.store.edit_state()`` incrementing a counter, against ``get`` +
+  ``set`` of one key, in a state of N keys (batonflow and llama-index-workflows).
+* ``serde``: the state store's ``to_dict`` / ``from_dict`` at N keys (batonflow and
+  llama-index-workflows, each with its own ``JsonSerializer``).
+* ``fanout``: N events sent to a ``num_workers=16`` step and joined with
+  ``collect_events(ev, Done, count=N)``, against the worker-pool asyncio floor
+  (``floor.py``'s ``fanout_pool``: every step a pool of long-lived worker tasks).
+* ``start``: start and finish a one-step run while N other runs are parked in a step, with
+  the cyclic GC on, and off (the reference: what the runs cost without GC passes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+CURVES: dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...]]] = {
+    # name: (sizes, quick sizes, implementations)
+    "edit": ((10, 1_000, 10_000, 100_000), (10, 100_000), ("batonflow", "llama")),
+    "serde": ((10, 100, 1_000, 10_000, 100_000), (10, 10_000), ("batonflow", "llama")),
+    "fanout": ((1_000, 10_000, 50_000), (1_000, 10_000), ("batonflow", "floor")),
+    "start": ((1_000, 10_000, 50_000), (1_000, 20_000), ("batonflow", "batonflow_nogc")),
+}
+
+
+def _state_values(n: int) -> dict[str, Any]:
+    """N keys: a third ints, a third strings, a third small dicts."""
+    values: dict[str, Any] = {}
+    for i in range(n):
+        kind = i % 3
+        if kind == 0:
+            values[f"k{i}"] = i
+        elif kind == 1:
+            values[f"k{i}"] = f"value {i}"
+        else:
+            values[f"k{i}"] = {"i": i, "tags": ["a", "b"]}
+    return values
+
+
+def _best_per_op(fn: Any, ops: int, budget: float = 0.6) -> float:
+    """Microseconds per op: the best of repeated timings of ``fn(ops)`` within ``budget``."""
+    best = float("inf")
+    spent = 0.0
+    while spent < budget or best == float("inf"):
+        t0 = time.perf_counter()
+        fn(ops)
+        elapsed = time.perf_counter() - t0
+        spent += elapsed
+        best = min(best, elapsed / ops * 1e6)
+    return best
+
+
+async def _abest_per_op(fn: Any, ops: int, budget: float = 0.6) -> float:
+    best = float("inf")
+    spent = 0.0
+    while spent < budget or best == float("inf"):
+        t0 = time.perf_counter()
+        await fn(ops)
+        elapsed = time.perf_counter() - t0
+        spent += elapsed
+        best = min(best, elapsed / ops * 1e6)
+    return best
+
+
+# -- one point, in this process -----------------------------------------------------------------
+
+
+async def one_edit(impl: str, n: int) -> dict[str, float]:
+    if impl == "llama" and n > 10_000:
+        # llama-index's DictState is a pydantic model holding every key as an extra field:
+        # at 100,000 keys one point takes minutes. Not measured there.
+        return {"edit_us": float("nan"), "get_set_us": float("nan")}
+    if impl == "batonflow":
+        from batonflow.core import InMemoryStateStore
+
+        store: Any = InMemoryStateStore(initial=_state_values(n))
+    else:
+        from workflows.context.state_store import DictState, InMemoryStateStore
+
+        store = InMemoryStateStore(DictState(**_state_values(n)))
+
+    async def edits(ops: int) -> None:
+        for _ in range(ops):
+            async with store.edit_state() as state:
+                state["counter"] = state.get("counter", 0) + 1
+
+    async def pairs(ops: int) -> None:
+        for _ in range(ops):
+            value = await store.get("other", default=0)
+            await store.set("other", value + 1)
+
+    edit = await _abest_per_op(edits, 2_000)
+    pair = await _abest_per_op(pairs, 2_000)
+    if await store.get("counter") < 2_000 or await store.get("other") < 2_000:
+        raise AssertionError("lost updates")
+    return {"edit_us": edit, "get_set_us": pair}
+
+
+def one_serde(impl: str, n: int) -> dict[str, float]:
+    values = _state_values(n)
+    ops = max(1, 20_000 // n)
+    if impl == "batonflow":
+        from batonflow.core import InMemoryStateStore
+        from batonflow.core.serialization import JsonSerializer
+
+        store: Any = InMemoryStateStore(initial=values)
+        ser: Any = JsonSerializer()
+        cls: Any = InMemoryStateStore
+    else:
+        from workflows.context.serializers import JsonSerializer as LlamaJson
+        from workflows.context.state_store import DictState
+        from workflows.context.state_store import InMemoryStateStore as LlamaStore
+
+        store = LlamaStore(DictState(**values))
+        ser = LlamaJson()
+        cls = LlamaStore
+    data = json.loads(json.dumps(store.to_dict(ser)))
+
+    def dump(k: int) -> None:
+        for _ in range(k):
+            store.to_dict(ser)
+
+    def load(k: int) -> None:
+        for _ in range(k):
+            cls.from_dict(data, ser)
+
+    to_us = _best_per_op(dump, ops)
+    from_us = _best_per_op(load, ops)
+    restored = cls.from_dict(data, ser)
+    got = asyncio.run(restored.get(f"k{n - 1}"))
+    if got != values[f"k{n - 1}"]:
+        raise AssertionError(f"round trip changed k{n - 1}: {got!r}")
+    return {"to_dict_us": to_us, "from_dict_us": from_us}
+
+
+async def one_fanout(impl: str, n: int) -> dict[str, float]:
+    if impl == "floor":
+        from floor import FLOOR_WORKLOADS
+
+        once = FLOOR_WORKLOADS["fanout_pool"]()
+    else:
+        from api import load_api
+        from workloads import make_fanout
+
+        once = make_fanout(load_api(impl))
+    await once(min(n, 1_000))  # warm-up
+    best = float("inf")
+    for _ in range(3 if n <= 10_000 else 1):
+        gc.collect()
+        figures = await once(n)
+        best = min(best, figures["seconds"] / n * 1e6)
+    return {"us_per_event": best}
+
+
+async def one_start(impl: str, n: int) -> dict[str, float]:
+    from api import load_api
+
+    nogc = impl.endswith("_nogc")
+    api = load_api(impl.removesuffix("_nogc"))
+    gate = asyncio.Event()
+    parked = 0
+
+    class Parked(api.Workflow):  # type: ignore[misc, name-defined]
+        @api.step
+        async def park(self, ev: api.StartEvent) -> api.StopEvent:  # type: ignore[name-defined]
+            nonlocal parked
+            parked += 1
+            await gate.wait()
+            return api.StopEvent(result=1)
+
+    class Tiny(api.Workflow):  # type: ignore[misc, name-defined]
+        @api.step
+        async def only(self, ev: api.StartEvent) -> api.StopEvent:  # type: ignore[name-defined]
+            return api.StopEvent(result=ev.get("i", 0))
+
+    parked_flow = Parked(timeout=None)
+    tiny = Tiny(timeout=None)
+    handlers = [parked_flow.run() for _ in range(n)]
+    while parked < n:
+        await asyncio.sleep(0.01)
+
+    async def runs(ops: int) -> None:
+        for i in range(ops):
+            if await tiny.run(i=i) != i:
+                raise AssertionError("wrong result")
+
+    await runs(200)  # warm-up
+    gc.collect()
+    if nogc:
+        gc.disable()
+    per_run = await _abest_per_op(runs, 2_000, budget=1.0)
+    gc.enable()
+    gate.set()
+    if sum(await asyncio.gather(*handlers)) != n:
+        raise AssertionError("parked runs did not finish")
+    return {"us_per_run": per_run}
+
+
+def run_one(curve: str, impl: str, n: int) -> dict[str, float]:
+    if curve == "serde":
+        return one_serde(impl, n)
+    coro = {"edit": one_edit, "fanout": one_fanout, "start": one_start}[curve]
+    return asyncio.run(coro(impl, n))
+
+
+# -- the driver ---------------------------------------------------------------------------------
+
+
+def measure(curve: str, impl: str, n: int) -> dict[str, float] | str:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--one", curve, impl, str(n)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("@@")]
+    if proc.returncode != 0 or not lines:
+        return f"FAIL: {proc.stderr.strip().splitlines()[-1:] or proc.returncode}"
+    return json.loads(lines[-1][2:])  # type: ignore[no-any-return]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--only", default=",".join(CURVES))
+    parser.add_argument("--markdown", type=Path)
+    parser.add_argument("--one", nargs=3, metavar=("CURVE", "IMPL", "N"))
+    args = parser.parse_args()
+    if args.one:
+        curve, impl, n = args.one
+        print("@@" + json.dumps(run_one(curve, impl, int(n))))
+        return 0
+    rounds = args.rounds or (1 if args.quick else 3)
+    results: dict[tuple[str, int, str], list[dict[str, float]]] = {}
+    failed = False
+    for curve in args.only.split(","):
+        sizes, quick_sizes, impls = CURVES[curve]
+        for n in quick_sizes if args.quick else sizes:
+            for r in range(rounds):
+                order = impls[r % len(impls) :] + impls[: r % len(impls)]
+                for impl in order:
+                    got = measure(curve, impl, n)
+                    if isinstance(got, str):
+                        print(f"{curve} {impl} n={n}: {got}", file=sys.stderr)
+                        failed = True
+                        continue
+                    results.setdefault((curve, n, impl), []).append(got)
+                    print(f"{curve} {impl} n={n}: {json.dumps(got)}", file=sys.stderr)
+    table = render(results)
+    print(table)
+    if args.markdown:
+        args.markdown.write_text(table)
+    return 1 if failed else 0
+
+
+def _median(results: dict[Any, list[dict[str, float]]], key: Any, metric: str) -> float | None:
+    samples = results.get(key)
+    if not samples:
+        return None
+    return statistics.median(s[metric] for s in samples)
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "FAIL" if value is None else f"{value:,.{digits}f}"
+
+
+def render(results: dict[tuple[str, int, str], list[dict[str, float]]]) -> str:
+    out: list[str] = []
+    sizes = sorted({(c, n) for c, n, _ in results})
+    curves = list(dict.fromkeys(c for c, _ in sizes))
+    for curve in curves:
+        ns = [n for c, n in sizes if c == curve]
+        if curve == "edit":
+            out += [
+                "| state keys | batonflow edit_state (µs) | batonflow get+set (µs) | edit / get+set "
+                "| llama edit_state (µs) | llama get+set (µs) |",
+                "|---:|---:|---:|---:|---:|---:|",
+            ]
+            for n in ns:
+                e = _median(results, (curve, n, "batonflow"), "edit_us")
+                g = _median(results, (curve, n, "batonflow"), "get_set_us")
+                le = _median(results, (curve, n, "llama"), "edit_us")
+                lg = _median(results, (curve, n, "llama"), "get_set_us")
+                ratio = None if e is None or g is None else e / g
+                out.append(
+                    f"| {n:,} | {_fmt(e, 2)} | {_fmt(g, 2)} | {_fmt(ratio, 1)}× | "
+                    f"{_fmt(le, 2)} | {_fmt(lg, 2)} |"
+                )
+        elif curve == "serde":
+            out += [
+                "| state keys | batonflow to_dict (µs) | llama to_dict (µs) | speed-up "
+                "| batonflow from_dict (µs) | llama from_dict (µs) | speed-up |",
+                "|---:|---:|---:|---:|---:|---:|---:|",
+            ]
+            for n in ns:
+                bt = _median(results, (curve, n, "batonflow"), "to_dict_us")
+                lt = _median(results, (curve, n, "llama"), "to_dict_us")
+                bf = _median(results, (curve, n, "batonflow"), "from_dict_us")
+                lf = _median(results, (curve, n, "llama"), "from_dict_us")
+                up_t = None if bt is None or lt is None else lt / bt
+                up_f = None if bf is None or lf is None else lf / bf
+                out.append(
+                    f"| {n:,} | {_fmt(bt)} | {_fmt(lt)} | {_fmt(up_t, 2)}× | {_fmt(bf)} | "
+                    f"{_fmt(lf)} | {_fmt(up_f, 2)}× |"
+                )
+        elif curve == "fanout":
+            out += [
+                "| events | batonflow (µs/event) | worker-pool floor (µs/event) | batonflow / floor |",
+                "|---:|---:|---:|---:|",
+            ]
+            for n in ns:
+                b = _median(results, (curve, n, "batonflow"), "us_per_event")
+                f = _median(results, (curve, n, "floor"), "us_per_event")
+                ratio = None if b is None or f is None else b / f
+                out.append(f"| {n:,} | {_fmt(b, 2)} | {_fmt(f, 2)} | {_fmt(ratio, 2)}× |")
+        elif curve == "start":
+            out += [
+                "| parked runs | batonflow run, GC on (µs) | GC off (µs) | on / off |",
+                "|---:|---:|---:|---:|",
+            ]
+            for n in ns:
+                b = _median(results, (curve, n, "batonflow"), "us_per_run")
+                off = _median(results, (curve, n, "batonflow_nogc"), "us_per_run")
+                ratio = None if b is None or off is None else b / off
+                out.append(f"| {n:,} | {_fmt(b)} | {_fmt(off)} | {_fmt(ratio, 2)}× |")
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,329 @@
+"""The run console and the API docs in a real browser: Playwright driving Debian's Chromium.
+
+Every page is opened with the network cut off: any request that is not to the test server is
+aborted and recorded, and each test checks there was none.
+
+Set ``BATONFLOW_CONSOLE_SCREENSHOTS=docs/img`` to also write the screenshots used by
+docs/server.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from batonflow.apps.run_store import RunStore
+from batonflow.apps.server import BackgroundServer, create_app
+from batonflow.core import (
+    Context,
+    Event,
+    HumanResponseEvent,
+    InputRequiredEvent,
+    StartEvent,
+    StopEvent,
+    Workflow,
+    step,
+)
+from playwright.sync_api import expect
+from pydantic import Field
+
+from . import flows
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+#: Chromium's flags that work here (no sandbox as root, nothing phoning home).
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SHOTS = os.environ.get("BATONFLOW_CONSOLE_SCREENSHOTS")
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="chromium is not on PATH (apt-get install chromium; .ci/run installs it)",
+    ),
+]
+
+
+class ReviewStart(StartEvent):
+    """What to review, and in how many drafting rounds."""
+
+    topic: str
+    rounds: int = Field(3, ge=1, le=20, description="Drafting rounds before asking.")
+
+
+class Drafted(Event):
+    round: int
+
+
+class ReviewFlow(Workflow):
+    """Drafts in rounds (streaming progress), then asks a human whether to publish."""
+
+    @step
+    async def draft(self, ctx: Context, ev: ReviewStart) -> InputRequiredEvent:
+        await ctx.store.set("topic", ev.topic)
+        for i in range(1, ev.rounds + 1):
+            await asyncio.sleep(0.15)
+            ctx.write_event_to_stream(Drafted(round=i))
+            await ctx.store.set("rounds_done", i)
+        return InputRequiredEvent(prefix=f"Publish the {ev.topic} draft?")
+
+    @step
+    async def publish(self, ctx: Context, ev: HumanResponseEvent) -> StopEvent:
+        return StopEvent(result=f"{await ctx.store.get('topic')}: {ev.response}")
+
+
+def console_flows() -> dict[str, Any]:
+    return {
+        "review": ReviewFlow(timeout=None),
+        "ticks": flows.TicksFlow(timeout=60),
+        "sleepy": flows.SleepyFlow(timeout=None),
+        "guess": flows.GuessFlow(timeout=None),
+    }
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
+        yield chromium
+        chromium.close()
+
+
+class Console:
+    """A served app, and a browser page on it that may reach only that server."""
+
+    def __init__(self, browser: Any, server: BackgroundServer) -> None:
+        self.server = server
+        self.url = server.url
+        self.elsewhere: list[str] = []
+        self.requests: list[Any] = []
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        here = re.escape(self.url)
+        self.context.route(re.compile(rf"^(?!{here}/).*"), self._refuse)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(15_000)
+        self.page.on("request", lambda request: self.requests.append(request))
+        self.errors: list[str] = []
+        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+
+    def _refuse(self, route: Any) -> None:
+        self.elsewhere.append(route.request.url)
+        route.abort()
+
+    def shot(self, name: str, full_page: bool = True) -> None:
+        if SHOTS:
+            Path(SHOTS).mkdir(parents=True, exist_ok=True)
+            self.page.screenshot(path=str(Path(SHOTS) / name), full_page=full_page)
+
+    def check_offline(self) -> None:
+        assert self.elsewhere == [], f"the page tried to reach {self.elsewhere}"
+        assert self.errors == [], f"script errors: {self.errors}"
+
+
+@pytest.fixture
+def console(browser, tmp_path) -> Iterator[Any]:
+    opened: list[tuple[Console, BackgroundServer]] = []
+
+    def open_console(**options: Any) -> Console:
+        options.setdefault("store", RunStore(tmp_path / "runs.db"))
+        server = BackgroundServer(create_app(console_flows(), **options)).start()
+        page = Console(browser, server)
+        opened.append((page, server))
+        return page
+
+    yield open_console
+    for page, server in opened:
+        page.context.close()
+        server.stop()
+
+
+def timeline_seqs(page: Any) -> list[int]:
+    return [
+        int(s) for s in page.locator("#timeline li").evaluate_all("l => l.map(e => e.dataset.seq)")
+    ]
+
+
+def test_start_a_run_watch_it_answer_it_and_see_it_complete(console):
+    """From the form to the result: events arrive live, the answer box finishes the run."""
+    ui = console()
+    page = ui.page
+    page.goto(ui.url + "/")
+    page.locator("[data-workflow=review] >> text=Start a run").click()
+    form = page.locator("#start-form")
+    # One field per start-event field, from its JSON schema.
+    assert form.locator("label").evaluate_all("l => l.map(e => e.htmlFor)") == [
+        "start-topic",
+        "start-rounds",
+    ]
+    assert form.locator("label .hint").all_inner_texts() == ["string, required", "integer"]
+    assert page.locator("#start-rounds").get_attribute("type") == "number"
+    assert page.locator("#start-rounds").input_value() == "3"  # the field's default
+    page.fill("#start-topic", "release notes")
+    page.fill("#start-rounds", "0")
+    page.click("button[name=start]")
+    refused = page.locator("#start-form .error")
+    refused.wait_for()
+    assert "Invalid field 'rounds'" in refused.inner_text()  # the server's 422, shown
+    ui.shot("console-start.png")
+    page.fill("#start-rounds", "4")
+    page.click("button[name=start]")
+
+    page.wait_for_url(re.compile(r"#/runs/[0-9a-f]+$"))
+    run_id = page.url.rsplit("/", 1)[1]
+    first = page.locator("#timeline li[data-type=Drafted]").first
+    first.wait_for()
+    # The first draft event is on the page while the run still drafts: it came live.
+    assert page.locator("#timeline li.ask").count() == 0
+    assert page.locator("#stream-state").inner_text() == "live"
+
+    prompt = page.locator("#answer-prompt")
+    prompt.wait_for()
+    expect(prompt).to_have_text("Publish the release notes draft?")
+    assert page.locator("#run-status [data-status]").inner_text() == "waiting"
+    assert page.locator("#timeline li[data-type=Drafted]").count() == 4
+    expect(page.locator("#state")).to_contain_text('"rounds_done": 4')
+    ui.shot("console-run-waiting.png")
+
+    page.fill("#answer-form input[name=response]", "yes, ship it")
+    page.click("button[name=answer]")
+    result = page.locator("#result")
+    result.wait_for()
+    assert result.inner_text() == '"release notes: yes, ship it"'
+    page.locator("#timeline li.end").wait_for()
+    assert timeline_seqs(page) == list(range(1, 8))  # 4 drafts, the ask, StopEvent, end
+    assert page.locator("#timeline li.end").inner_text().endswith("end · completed")
+    assert page.locator("#stream-state").inner_text() == "ended"
+    expect(page.locator("#steps tr td:first-child")).to_have_text(["draft", "publish"])
+    drawing = page.locator("iframe.drawing").get_attribute("srcdoc") or ""
+    assert "Recorded run" in drawing and "publish" in drawing
+    ui.shot("console-run-completed.png")
+
+    page.goto(ui.url + "/#/")
+    row = page.locator(f"#runs tr[data-run-id='{run_id}']")
+    row.wait_for()
+    assert row.get_attribute("data-status") == "completed"
+    page.select_option("#filter-status", "waiting")
+    row.wait_for(state="detached")
+    page.select_option("#filter-status", "completed")
+    row.wait_for()
+    ui.shot("console-home.png")
+    assert httpx.get(f"{ui.url}/runs/{run_id}").json()["result"] == "release notes: yes, ship it"
+    ui.check_offline()
+
+
+def test_a_dropped_stream_resumes_from_the_last_event_id(console):
+    """After the connection drops, the page reconnects with Last-Event-ID: nothing lost or twice."""
+    ui = console()
+    page = ui.page
+    run_id = httpx.post(f"{ui.url}/workflows/ticks/runs", json={"count": 25, "delay": 0.06}).json()[
+        "run_id"
+    ]
+    page.goto(f"{ui.url}/#/runs/{run_id}")
+    page.locator("#timeline li[data-seq='3']").wait_for()
+    page.evaluate("window.batonflowConsole.dropStream()")
+    page.locator("#timeline li.end").wait_for()
+    assert timeline_seqs(page) == list(range(1, 28))  # 25 ticks, StopEvent, end
+    streams = [r for r in ui.requests if r.url.endswith(f"/runs/{run_id}/events")]
+    assert len(streams) == 2
+    assert "last-event-id" not in streams[0].headers
+    resumed_after = int(streams[1].headers["last-event-id"])
+    assert resumed_after >= 3
+    assert page.locator("#stream-state").get_attribute("data-connections") == "2"
+    ui.check_offline()
+
+
+def test_the_token_is_asked_for_kept_in_the_tab_and_sent(console):
+    """A server with a token: the page asks, refuses a wrong one, then sends the bearer."""
+    ui = console(token="s3cret")
+    page = ui.page
+    page.goto(ui.url + "/")
+    page.locator("#token-form").wait_for()
+    assert page.locator("#app").is_hidden()
+    page.fill("#token-input", "wrong")
+    page.click("#token-entry button")
+    error = page.locator("#token-error")
+    error.wait_for()
+    assert "refused" in error.inner_text()
+    page.fill("#token-input", "s3cret")
+    page.click("#token-entry button")
+    page.locator("[data-workflow=review]").wait_for()
+    assert page.evaluate("sessionStorage.getItem('batonflow.token')") == "s3cret"
+    api_calls = [r for r in ui.requests if "/workflows" in r.url or "/runs" in r.url]
+    assert api_calls and api_calls[-1].headers.get("authorization") == "Bearer s3cret"
+    page.reload()
+    page.locator("[data-workflow=review]").wait_for()  # kept for the tab: not asked again
+    assert page.locator("#token-form").is_hidden()
+    ui.check_offline()
+
+
+def test_cancel_a_run_from_its_page(console):
+    """The Cancel button cancels a running run and the page shows it."""
+    ui = console()
+    page = ui.page
+    run_id = httpx.post(f"{ui.url}/workflows/sleepy/runs", json={"seconds": 60}).json()["run_id"]
+    page.goto(f"{ui.url}/#/runs/{run_id}")
+    page.locator("button[name=cancel]:not([disabled])").click()
+    page.locator("#run-status [data-status=cancelled]").wait_for()
+    assert page.locator("#error").inner_text() == "The run was cancelled."
+    assert page.locator("button[name=cancel]").is_disabled()
+    ui.check_offline()
+
+
+def test_a_typed_answer_is_sent_with_its_fields(console):
+    """For an outside event with typed fields, the answer box has those fields."""
+    ui = console()
+    page = ui.page
+    run_id = httpx.post(f"{ui.url}/workflows/guess/runs", json={}).json()["run_id"]
+    page.goto(f"{ui.url}/#/runs/{run_id}")
+    page.locator("#answer-form").wait_for()
+    assert page.locator("#answer-type").input_value() == "Guess"
+    page.fill("#answer-form input[name=value]", "21")
+    page.click("button[name=answer]")
+    page.locator("#result").wait_for()
+    assert page.locator("#result").inner_text() == "42"
+    ui.check_offline()
+
+
+@pytest.mark.parametrize("token", [None, "s3cret"], ids=["open", "token"])
+def test_api_docs_render_offline(console, token):
+    """Swagger UI and ReDoc render this server's typed schema with the network cut off."""
+    ui = console(token=token)
+    page = ui.page
+    if token:
+        page.on("dialog", lambda dialog: dialog.accept(token))
+    page.goto(ui.url + "/docs")
+    page.locator(".opblock").first.wait_for()
+    start = page.locator(".opblock", has_text="/workflows/review/runs")
+    assert start.count() == 1
+    start.click()
+    # The start body's example, from the start event's schema (rounds defaults to 3).
+    expect(start.locator(".microlight").first).to_contain_text('"rounds": 3')
+    expect(start.locator(".microlight").first).to_contain_text('"topic"')
+    if not token:
+        start.scroll_into_view_if_needed()
+        ui.shot("api-docs-swagger.png", full_page=False)
+    page.goto(ui.url + "/redoc")
+    page.get_by_text("Start a run of review").first.wait_for()
+    assert page.locator("text=Follow a run's events").count() >= 1
+    ui.check_offline()
+    if token:
+        assert ui.requests and any(
+            r.url.endswith("/openapi.json") and r.headers.get("authorization") == f"Bearer {token}"
+            for r in ui.requests
+        )
