@@ -86,11 +86,13 @@ from .representation import get_workflow_representation as get_workflow_represen
 from .resource import Resource as Resource
 from .resource import ResourceConfig as ResourceConfig
 from .resource import ResourceManager as ResourceManager
+from .retry import AnyRetryPolicy as AnyRetryPolicy
 from .retry import ConstantDelayRetryPolicy as ConstantDelayRetryPolicy
 from .retry import ExponentialBackoffRetryPolicy as ExponentialBackoffRetryPolicy
 from .retry import RetryCondition as RetryCondition
 from .retry import RetryInfo as RetryInfo
 from .retry import RetryPolicy as RetryPolicy
+from .retry import RetryPolicyWithoutSeed as RetryPolicyWithoutSeed
 from .retry import StopCondition as StopCondition
 from .retry import WaitStrategy as WaitStrategy
 from .retry import retry_all as retry_all
@@ -137,6 +139,7 @@ from .workflow import Workflow as Workflow
 
 __all__ = [
     "All",
+    "AnyRetryPolicy",
     "BaseSerializer",
     "BatonflowError",
     "Checkpoint",
@@ -172,6 +175,7 @@ __all__ = [
     "RetryCondition",
     "RetryInfo",
     "RetryPolicy",
+    "RetryPolicyWithoutSeed",
     "RunConflictError",
     "RunRecord",
     "SerializableEvent",

@@ -107,6 +107,22 @@ class RetryPolicy(Protocol):
         ...
 
 
+@runtime_checkable
+class RetryPolicyWithoutSeed(Protocol):
+    """A policy whose ``next`` has no ``seed`` parameter (the seeds' and older LlamaIndex's).
+
+    Steps accept these too; the run then calls ``next(elapsed_time, attempts, error)``.
+    """
+
+    def next(self, elapsed_time: float, attempts: int, error: Exception) -> float | None:
+        """See :meth:`RetryPolicy.next`."""
+        ...
+
+
+#: What ``@step(retry_policy=...)`` takes: a policy with or without ``seed``.
+AnyRetryPolicy = RetryPolicy | RetryPolicyWithoutSeed
+
+
 @dataclass(frozen=True, slots=True)
 class RetryInfo:
     """Where the current step stands in its retries; returned by ``ctx.retry_info()``.
@@ -365,12 +381,12 @@ def retry_seed(run_id: str, step_name: str, attempts: int) -> int:
 
 
 def ask_policy(
-    policy: RetryPolicy, elapsed_time: float, attempts: int, error: Exception, seed: int
+    policy: AnyRetryPolicy, elapsed_time: float, attempts: int, error: Exception, seed: int
 ) -> Any:
     """Call ``policy.next``, passing ``seed`` only when its signature takes one."""
     if _takes_seed(policy):
-        return policy.next(elapsed_time, attempts, error, seed=seed)
-    return policy.next(elapsed_time, attempts, error)  # type: ignore[call-arg]
+        return policy.next(elapsed_time, attempts, error, seed=seed)  # type: ignore[call-arg]
+    return policy.next(elapsed_time, attempts, error)
 
 
 # Whether a policy class's next() takes seed=, so the signature is read once per class and not
@@ -399,12 +415,14 @@ def _signature_takes_seed(method: Any) -> bool:
 
 
 __all__ = [
+    "AnyRetryPolicy",
     "ComposedRetryPolicy",
     "ConstantDelayRetryPolicy",
     "ExponentialBackoffRetryPolicy",
     "RetryCondition",
     "RetryInfo",
     "RetryPolicy",
+    "RetryPolicyWithoutSeed",
     "StopCondition",
     "WaitStrategy",
     "retry_all",

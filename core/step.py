@@ -31,7 +31,7 @@ from .events import Event
 from .resource import Resource, ResourceConfig
 
 if TYPE_CHECKING:
-    from .retry import RetryPolicy
+    from .retry import AnyRetryPolicy
     from .workflow import Workflow
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -57,7 +57,7 @@ class StepOptions:
     """What was given to ``@step(...)``, kept on the function until the workflow reads it."""
 
     num_workers: int
-    retry_policy: RetryPolicy | None
+    retry_policy: AnyRetryPolicy | None
     timeout: float | None
     localns: dict[str, Any] | None
     skip_graph_checks: frozenset[str] = frozenset()
@@ -117,7 +117,7 @@ class StepSpec:
     has_self: bool
     is_async: bool
     num_workers: int = 4
-    retry_policy: RetryPolicy | None = None
+    retry_policy: AnyRetryPolicy | None = None
     timeout: float | None = None
     has_resources: bool = False
     skip_graph_checks: frozenset[str] = frozenset()
@@ -151,7 +151,7 @@ def step(
     *,
     workflow: Workflow | type[Workflow] | None = None,
     num_workers: int = 4,
-    retry_policy: RetryPolicy | None = None,
+    retry_policy: AnyRetryPolicy | None = None,
     timeout: float | None = None,
     skip_graph_checks: Iterable[str] | None = None,
     accept_event_subclasses: bool = True,
@@ -164,7 +164,7 @@ def step(
     *,
     workflow: Workflow | type[Workflow] | None = None,
     num_workers: int = 4,
-    retry_policy: RetryPolicy | None = None,
+    retry_policy: AnyRetryPolicy | None = None,
     timeout: float | None = None,
     skip_graph_checks: Iterable[str] | None = None,
     accept_event_subclasses: bool = True,
