@@ -23,11 +23,19 @@ from batonflow.core._sqlite_schema import store_error
 from batonflow.core.checkpoints import Checkpoint, RunRecord
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CheckpointStore]:
-    """Each backend of the protocol, empty."""
+    """Each backend of the protocol, empty (PostgreSQL on the tests' throw-away server)."""
     if request.param == "memory":
         yield InMemoryCheckpointStore()
+        return
+    if request.param == "postgres":
+        pytest.importorskip("psycopg", reason="pip install 'batonflow[postgres]'")
+        from batonflow.core import open_store
+
+        pg_store = open_store(request.getfixturevalue("postgres_url"))
+        yield pg_store
+        pg_store.close()  # type: ignore[attr-defined]
         return
     with SqliteCheckpointStore(tmp_path / "runs.db") as sqlite_store:
         yield sqlite_store
