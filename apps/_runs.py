@@ -314,6 +314,37 @@ class RunManager:
         record = self.records.run(run_id)
         return record.status if record is not None else "running"
 
+    def resume(self, run_id: str) -> LiveRun:
+        """Continue an interrupted or failed run from its last checkpoint, as a new run.
+
+        The new run (a new id, so the old run's event log keeps its one ``end``) goes on with
+        the events that were queued at the checkpoint; the steps before it do not run again.
+
+        Raises:
+            RunStateError: The run is in progress, completed or cancelled, its workflow is not
+                served here, or it has no checkpoint to continue from.
+        """
+        row = self.store.get(run_id)
+        if row is None:
+            raise RunStateError(f"Run {run_id!r} is not in the run store.")
+        if run_id in self.live or row.status not in ("interrupted", "failed"):
+            raise RunStateError(
+                f"Run {run_id!r} is {row.status}; only an interrupted or failed run can be "
+                "resumed (it continues from its last checkpoint as a new run)."
+            )
+        checkpointer = self.checkpointers.get(row.workflow)
+        latest = self.records.latest(run_id) if self.durable else None
+        if checkpointer is None or latest is None:
+            raise RunStateError(
+                f"Run {run_id!r} has no checkpoint this server can continue from (its "
+                f"workflow {row.workflow!r} must be served, with checkpoints on); start it "
+                "again instead."
+            )
+        handler = checkpointer.run_from(latest)
+        return self._follow(
+            LiveRun(str(handler.run_id), row.workflow, self.workflows[row.workflow], handler)
+        )
+
     async def cancel(self, run_id: str, wait: float = 10.0) -> str:
         """Cancel a run in progress and return its final status."""
         live = self._live_or_error(run_id, "cancelling")

@@ -19,6 +19,7 @@ when a token is set):
                                          ``Last-Event-ID`` or ``?after=N`` resumes
 ``POST /runs/{id}/events``               send an event (``{"type", "data"}``) into a run
 ``POST /runs/{id}/cancel``               cancel a run
+``POST /runs/{id}/resume``               continue an interrupted or failed run as a new run
 ``GET /``, ``/docs``, ``/redoc``         the run console and the API docs, with the
                                          drawing, steps and state routes of
                                          :mod:`batonflow.apps.run_console`
@@ -456,6 +457,22 @@ def create_app(
         except RunStateError as exc:
             raise HTTPException(409, str(exc)) from None
         return {"run_id": run_id, "status": status}
+
+    @app.post(
+        "/runs/{run_id}/resume",
+        responses=responses(200, Run, "The new run that continues it.", 404, 409, 413, 415),
+    )
+    async def resume(run_id: str) -> Any:
+        if run_store.get(run_id) is None:
+            raise _not_found_run(run_id)
+        try:
+            live = manager.resume(run_id)
+        except RunStateError as exc:
+            raise HTTPException(409, str(exc)) from None
+        except CheckpointError as exc:
+            return _not_recorded(exc)
+        row = run_store.get(live.run_id)
+        return row.public() if row is not None else {"run_id": live.run_id, "status": "running"}
 
     install_console(app, workflows, run_store.get, token)
     install_openapi(app, workflows, token)

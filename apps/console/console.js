@@ -555,9 +555,9 @@
           }
           refresh();
         } }, "Cancel"),
-        // Resume shows only where the API offers it (a server whose runs can continue from
-        // a checkpoint); its answer is the run that continues.
-        resumable ? el("button", { type: "button", name: "resume", disabled: live || run.status === "completed", onclick: async function () {
+        // Resume shows only where the API offers it, and works on an interrupted or failed run
+        // (it continues from its last checkpoint); its answer is the new run that continues.
+        resumable ? el("button", { type: "button", name: "resume", disabled: live || !(run.status === "interrupted" || run.status === "failed"), onclick: async function () {
           try {
             var resumed = await api("runs/" + encodeURIComponent(runId) + "/resume", { method: "POST" });
             location.hash = "#/runs/" + resumed.run_id;

@@ -228,3 +228,26 @@ class SlowSecondStepFlow(TwoStepFlow):
                 break
             await asyncio.sleep(0.01)
         return StopEvent(result=ev.value + 1)
+
+
+class Drafted(Event):
+    text: str
+
+
+class FlakyFlow(Workflow):
+    """Drafts once, then publishing fails the first time (a transient outage)."""
+
+    drafts = 0
+    outages = 1
+
+    @step
+    async def draft(self, ctx: Context, ev: StartEvent) -> Drafted:
+        type(self).drafts += 1
+        return Drafted(text=ev.topic)
+
+    @step
+    async def publish(self, ev: Drafted) -> StopEvent:
+        if type(self).outages:
+            type(self).outages -= 1
+            raise ConnectionError("the publisher is down")
+        return StopEvent(result=ev.text.upper())

@@ -92,6 +92,7 @@ def console_flows() -> dict[str, Any]:
         "ticks": flows.TicksFlow(timeout=60),
         "sleepy": flows.SleepyFlow(timeout=None),
         "guess": flows.GuessFlow(timeout=None),
+        "flaky": flows.FlakyFlow(timeout=None),
     }
 
 
@@ -288,8 +289,8 @@ def test_cancel_a_run_from_its_page(console):
     page.locator("#run-status [data-status=cancelled]").wait_for()
     assert page.locator("#error").inner_text() == "The run was cancelled."
     assert page.locator("button[name=cancel]").is_disabled()
-    # This server offers no POST /runs/{id}/resume, so the page shows no Resume button.
-    assert page.locator("button[name=resume]").count() == 0
+    # A cancelled run is not resumed (only interrupted or failed ones are).
+    assert page.locator("button[name=resume]").is_disabled()
     ui.check_offline()
 
 
@@ -335,3 +336,22 @@ def test_api_docs_render_offline(console, token):
             r.url.endswith("/openapi.json") and r.headers.get("authorization") == f"Bearer {token}"
             for r in ui.requests
         )
+
+
+def test_resume_a_failed_run_from_its_page(console, tmp_path):
+    """Resume continues a failed run as a new run, whose page then shows it completed."""
+    from batonflow.core.checkpoints import SqliteCheckpointStore
+
+    flows.FlakyFlow.drafts, flows.FlakyFlow.outages = 0, 1
+    db = tmp_path / "durable.db"
+    ui = console(store=RunStore(db), checkpoints=SqliteCheckpointStore(db))
+    page = ui.page
+    run_id = httpx.post(f"{ui.url}/workflows/flaky/runs", json={"topic": "ships"}).json()["run_id"]
+    page.goto(f"{ui.url}/#/runs/{run_id}")
+    page.locator("#run-status [data-status=failed]").wait_for()
+    page.locator("button[name=resume]:not([disabled])").click()
+    page.wait_for_function(f"!location.hash.endsWith({run_id!r})")
+    page.locator("#run-status [data-status=completed]").wait_for()
+    assert "SHIPS" in page.locator("#result").inner_text()
+    assert flows.FlakyFlow.drafts == 1  # the completed step was not run again
+    ui.check_offline()
