@@ -52,6 +52,7 @@ from ._records import (
 )
 from ._sqlite_schema import create_private, is_locked, migrate, opening_error, store_error
 from .errors import CheckpointError, RunConflictError, StoreCorruptError, StoreLockedError
+from .serialization import compact_json
 
 SCHEMA_VERSION = 2
 COMPONENT = "checkpoints"
@@ -331,7 +332,7 @@ class SqliteCheckpointStore:
             StoreFullError: The disk is full; nothing was written.
         """
         try:
-            ctx_json = json.dumps(checkpoint.ctx_data, separators=(",", ":"))
+            ctx_json = compact_json(checkpoint.ctx_data)
         except (TypeError, ValueError, RecursionError) as exc:
             raise CheckpointError(
                 f"Checkpoint {checkpoint.id} of run {checkpoint.run_id} has ctx_data that is not "

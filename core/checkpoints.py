@@ -124,6 +124,7 @@ class WorkflowCheckpointer:
         self._live: dict[str, WorkflowHandler] = {}
         self._inbox: dict[str, int] = {}
         self._released: set[str] = set()
+        self._empty_state: tuple[BaseSerializer, dict[str, Any]] | None = None
         # One bound-method object, so detach() can remove exactly what was added.
         self._listener = self._on_step
         workflow.add_step_listener(self._listener)
@@ -533,7 +534,11 @@ class WorkflowCheckpointer:
             return dict(ctx.to_dict(self.serializer)), None
         delta, values = changes
         data = dump(ctx, self.serializer, include_state=False)
-        data["state"] = with_state_values(encode_untyped({}, self.serializer), values)
+        cached = self._empty_state
+        if cached is None or cached[0] is not self.serializer:
+            # The state's header (its layout and type), the same at every checkpoint.
+            cached = self._empty_state = (self.serializer, encode_untyped({}, self.serializer))
+        data["state"] = with_state_values(cached[1], values)
         return data, delta
 
     def _put(
@@ -551,7 +556,7 @@ class WorkflowCheckpointer:
     ) -> None:
         self.store.put(
             Checkpoint(
-                id=uuid.uuid4().hex,
+                id=_new_id(),
                 run_id=run_id,
                 workflow_name=self.workflow.workflow_name,
                 step_name=step_name,
@@ -628,6 +633,14 @@ class WorkflowCheckpointer:
                     continue
                 found.append(cp)
         return found
+
+
+def _new_id() -> str:
+    """A random version-4 UUID as 32 hex digits: ``uuid.uuid4().hex`` without the UUID object."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40
+    raw[8] = raw[8] & 0x3F | 0x80
+    return raw.hex()
 
 
 def _type_name(t: type[Event] | str | None) -> str | None:
