@@ -480,7 +480,18 @@ class WorkflowCheckpointer:
             if isinstance(event, InternalDispatchEvent):
                 return
             asks = isinstance(event, InputRequiredEvent)
-            store.append_event(run_id, "event", event_body(event), waiting=asks)
+            try:
+                store.append_event(run_id, "event", event_body(event), waiting=asks)
+            except CheckpointError as exc:
+                if not isinstance(event, StopEvent):
+                    raise  # a step's event: the step fails with the store's error
+                # The run is ending (its result, a failure, a cancel, a timeout; all StopEvents)
+                # and must end, not stop half-way through: its record stays as last written,
+                # so it is resumable once the store works again.
+                logger.warning(
+                    "Run %s: its %s could not be recorded: %s", run_id, type(event).__name__, exc
+                )
+                return
             if asks:
                 # Once the asking step has settled (its waiter is registered), snapshot the
                 # run so an answer given later finds the question after a restart.
