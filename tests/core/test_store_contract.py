@@ -216,3 +216,45 @@ def test_state_changes_in_the_llama_index_layout(store):
         {"a": "1"},
         {"b": "2"},
     ]
+
+
+def test_limits_mean_the_same_everywhere(store):
+    """limit=0 gives no runs and no events; a negative limit is refused with the fix."""
+    run_id = uuid.uuid4().hex
+    store.create_run(_record(run_id))
+    store.append_event(run_id, "event", "{}")
+    assert store.runs(limit=0) == []
+    assert store.events(run_id, limit=0) == []
+    assert [r.run_id for r in store.runs(limit=5)] == [run_id]
+    with pytest.raises(ValueError, match=r"limit=-1 is negative; pass a count, or None"):
+        store.runs(limit=-1)
+    with pytest.raises(ValueError, match=r"limit=-2 is negative; pass a count, or None"):
+        store.events(run_id, limit=-2)
+
+
+def test_a_deleted_run_checkpointed_again_is_recorded_again(store):
+    """After delete, a checkpoint of the same run id records the run again as running."""
+    run_id = uuid.uuid4().hex
+    store.create_run(_record(run_id))
+    store.put(_checkpoint(run_id, 0))
+    store.delete(run_id)
+    store.put(_checkpoint(run_id, 0))
+    record = store.run(run_id)
+    assert record is not None and record.status == "running"
+    assert [c.seq for c in store.list(run_id)] == [0]
+
+
+def test_refusals_read_the_same_on_every_backend(store):
+    """A taken run id, a taken checkpoint seq and an unknown checkpoint name the fix alike."""
+    run_id = uuid.uuid4().hex
+    store.create_run(_record(run_id))
+    with pytest.raises(RunConflictError, match=r"exists already in .*; start it with a new run_id"):
+        store.create_run(_record(run_id))
+    store.put(_checkpoint(run_id, 0))
+    with pytest.raises(
+        CheckpointError,
+        match=rf"Run {run_id} already has checkpoint {run_id}-0 or seq 0; .* the run's next seq",
+    ):
+        store.put(_checkpoint(run_id, 0))
+    with pytest.raises(CheckpointError, match=r"No checkpoint 'gone' in .*store.list\(run_id\)"):
+        store.get("gone")
