@@ -26,7 +26,6 @@ import builtins
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar, Self, TypeVar
 
 from ._records import (
@@ -47,155 +46,13 @@ from ._records import (
     state_values,
     with_state_values,
 )
-from .errors import CheckpointError, StoreCorruptError
+from ._sql_schema import RUN_COLUMNS, Statements, checkpoint_row, run_row
+from .errors import StoreCorruptError
 
 T = TypeVar("T")
 #: A driver's connection (``sqlite3.Connection``, ``psycopg.Connection``): only ``execute``
 #: returning a cursor with ``fetchone``/``fetchall`` is used.
 Conn = Any
-
-CHECKPOINT_COLUMNS = (
-    "id, run_id, seq, workflow_name, step_name, input_event_type, output_event_types, "
-    "created_at, ctx_data, final_event, inbox_seq, state_mode"
-)
-RUN_COLUMNS = (
-    "run_id, workflow_name, status, created_at, updated_at, result, error, start_event, input, "
-    "traceparent, owner, pid, flow_ref, waiting_seq"
-)
-
-
-def run_row(record: RunRecord) -> tuple[Any, ...]:
-    """``record`` as the values of :data:`RUN_COLUMNS`."""
-    return (
-        record.run_id,
-        record.workflow_name,
-        record.status,
-        record.created_at,
-        record.updated_at,
-        record.result,
-        record.error,
-        record.start_event,
-        record.input,
-        record.traceparent,
-        record.owner,
-        record.pid,
-        record.flow_ref,
-        record.waiting_seq,
-    )
-
-
-def checkpoint_row(checkpoint: Checkpoint) -> tuple[Any, ...]:
-    """``checkpoint`` as the values of :data:`CHECKPOINT_COLUMNS` (``ctx_data`` as JSON).
-
-    Raises:
-        CheckpointError: ``ctx_data`` cannot be written as JSON.
-    """
-    try:
-        ctx_json = json.dumps(checkpoint.ctx_data, separators=(",", ":"))
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise CheckpointError(
-            f"Checkpoint {checkpoint.id} of run {checkpoint.run_id} has ctx_data that is not "
-            f"JSON ({exc}); build it with ctx.to_dict()."
-        ) from exc
-    return (
-        checkpoint.id,
-        checkpoint.run_id,
-        checkpoint.seq,
-        checkpoint.workflow_name,
-        checkpoint.step_name,
-        checkpoint.input_event_type,
-        json.dumps(list(checkpoint.output_event_types)),
-        checkpoint.created_at,
-        ctx_json,
-        checkpoint.final_event,
-        checkpoint.inbox_seq,
-        None if checkpoint.state_changes is None else int(checkpoint.state_changes),
-    )
-
-
-def _marks(n: int) -> str:
-    return ", ".join("?" * n)
-
-
-@dataclass(frozen=True, slots=True)
-class Statements:
-    """The store's SQL in one dialect's parameter style (built once per dialect class)."""
-
-    param: str
-    insert_run: str
-    record_implicit: str
-    set_status: str
-    select_run: str
-    delete: tuple[str, ...]
-    insert_checkpoint: str
-    list_checkpoints: str
-    latest_checkpoint: str
-    get_checkpoint: str
-    last_whole_state: str
-    state_changes: str
-    append_event: str
-    mark_waiting: str
-    events: str
-    lock_run: str
-    next_inbox_seq: str
-    insert_inbox: str
-    answered: str
-    inbox: str
-
-    @classmethod
-    def build(cls, param: str, *, state_json: str, lock_row: str = "") -> Statements:
-        """The statements with ``param`` for each parameter.
-
-        Args:
-            param: The driver's placeholder (``"?"`` or ``"%s"``).
-            state_json: An SQL expression giving ``ctx_data``'s ``state`` member as JSON text.
-            lock_row: What ends a ``SELECT`` that locks the run's row for the transaction
-                (``" FOR UPDATE"``; empty where a transaction locks the whole database).
-        """
-        checkpoints = f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints"
-        text = {
-            "insert_run": f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}) VALUES ({_marks(14)})",
-            "record_implicit": "INSERT INTO checkpoint_runs (run_id, workflow_name, status, "
-            "created_at, updated_at) VALUES (?, ?, 'running', ?, ?) ON CONFLICT (run_id) DO NOTHING",
-            "set_status": "UPDATE checkpoint_runs SET status = ?, result = ?, error = ?, "
-            "updated_at = ?, waiting_seq = CASE WHEN ? = 'waiting' THEN waiting_seq END "
-            "WHERE run_id = ?",
-            "select_run": f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE run_id = ?",
-            "insert_checkpoint": f"INSERT INTO checkpoints ({CHECKPOINT_COLUMNS}) "
-            f"VALUES ({_marks(12)})",
-            "list_checkpoints": f"{checkpoints} WHERE run_id = ? ORDER BY seq",
-            "latest_checkpoint": f"{checkpoints} WHERE run_id = ? ORDER BY seq DESC LIMIT 1",
-            "get_checkpoint": f"{checkpoints} WHERE id = ?",
-            "last_whole_state": "SELECT COALESCE(MAX(seq), 0) FROM checkpoints "
-            "WHERE run_id = ? AND seq <= ? AND state_mode = 0",
-            "state_changes": f"SELECT {state_json} FROM checkpoints WHERE run_id = ? "
-            "AND seq >= ? AND seq <= ? AND state_mode IS NOT NULL ORDER BY seq",
-            # One statement takes the next seq and writes the entry: atomic on its own.
-            "append_event": "INSERT INTO run_events (run_id, seq, kind, body) SELECT ?, "
-            "COALESCE(MAX(seq), 0) + 1, ?, ? FROM run_events WHERE run_id = ? RETURNING seq",
-            "mark_waiting": "UPDATE checkpoint_runs SET status = 'waiting', waiting_seq = ?, "
-            "updated_at = ? WHERE run_id = ? AND status IN ('running', 'waiting')",
-            "events": "SELECT seq, kind, body FROM run_events WHERE run_id = ? AND seq > ? "
-            "ORDER BY seq",
-            "lock_run": "SELECT status, waiting_seq FROM checkpoint_runs WHERE run_id = ?"
-            + lock_row,
-            "next_inbox_seq": "SELECT COALESCE(MAX(seq), 0) + 1 FROM run_inbox WHERE run_id = ?",
-            "insert_inbox": "INSERT INTO run_inbox (run_id, seq, body, key, created_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            "answered": "UPDATE checkpoint_runs SET status = 'running', updated_at = ? "
-            "WHERE run_id = ?",
-            "inbox": "SELECT seq, body, key FROM run_inbox WHERE run_id = ? AND seq > ? "
-            "ORDER BY seq",
-        }
-        delete = tuple(
-            f"DELETE FROM {table} WHERE run_id = ?"
-            for table in ("checkpoints", "run_events", "run_inbox", "checkpoint_runs")
-        )
-        return cls(
-            param=param,
-            delete=tuple(s.replace("?", param) for s in delete),
-            **{name: s.replace("?", param) for name, s in text.items()},
-        )
 
 
 class SqlRunStore:
@@ -534,11 +391,4 @@ class SqlRunStore:
         self.close()
 
 
-__all__ = [
-    "CHECKPOINT_COLUMNS",
-    "RUN_COLUMNS",
-    "SqlRunStore",
-    "Statements",
-    "checkpoint_row",
-    "run_row",
-]
+__all__ = ["SqlRunStore"]

@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ._records import Checkpoint, checkpoint_taken_error
-from ._sql_store import SqlRunStore, Statements
+from ._sql_schema import Statements
+from ._sql_store import SqlRunStore
 from ._sqlite_schema import create_private, is_locked, migrate, opening_error, store_error
 from .errors import CheckpointError, StoreCorruptError, StoreLockedError
 

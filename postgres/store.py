@@ -36,7 +36,13 @@ from urllib.parse import urlsplit
 
 import psycopg
 from batonflow.core._records import ACTIVE, ENDED, Checkpoint, RunRecord, checkpoint_taken_error
-from batonflow.core._sql_store import CHECKPOINT_COLUMNS, RUN_COLUMNS, SqlRunStore, Statements
+from batonflow.core._sql_schema import (
+    CHECKPOINT_COLUMNS,
+    RUN_COLUMNS,
+    Statements,
+    create_statements,
+)
+from batonflow.core._sql_store import SqlRunStore
 from batonflow.core.errors import (
     CheckpointError,
     LeaseLostError,
@@ -57,48 +63,8 @@ T = TypeVar("T")
 #: The server's clock, so leases do not depend on the replicas' clocks agreeing.
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
 
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS checkpoint_runs (
-        run_id TEXT PRIMARY KEY,
-        workflow_name TEXT NOT NULL,
-        status TEXT NOT NULL,
-        created_at DOUBLE PRECISION NOT NULL,
-        updated_at DOUBLE PRECISION NOT NULL,
-        result TEXT,
-        error TEXT,
-        start_event TEXT,
-        input TEXT,
-        traceparent TEXT,
-        owner TEXT,
-        pid INTEGER,
-        flow_ref TEXT,
-        waiting_seq INTEGER,
-        lease_owner TEXT,
-        lease_until DOUBLE PRECISION
-    )""",
-    "CREATE INDEX IF NOT EXISTS checkpoint_runs_by_status "
-    "ON checkpoint_runs (status, workflow_name)",
-    """CREATE TABLE IF NOT EXISTS checkpoints (
-        id TEXT PRIMARY KEY,
-        run_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        workflow_name TEXT NOT NULL,
-        step_name TEXT,
-        input_event_type TEXT,
-        output_event_types TEXT NOT NULL,
-        created_at DOUBLE PRECISION NOT NULL,
-        ctx_data TEXT NOT NULL,
-        final_event TEXT,
-        inbox_seq INTEGER NOT NULL DEFAULT 0,
-        state_mode INTEGER,
-        UNIQUE (run_id, seq)
-    )""",
-    "CREATE TABLE IF NOT EXISTS run_events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
-    "kind TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq))",
-    "CREATE TABLE IF NOT EXISTS run_inbox (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
-    "body TEXT NOT NULL, key TEXT, created_at DOUBLE PRECISION NOT NULL, "
-    "PRIMARY KEY (run_id, seq), UNIQUE (run_id, key))",
-)
+#: Version 2 is the first PostgreSQL schema: the tables of core's SQL store, as they are.
+_SCHEMA = create_statements(real="DOUBLE PRECISION")
 #: What each version adds, applied in order to a database at an older version.
 _MIGRATIONS: dict[int, tuple[str, ...]] = {2: _SCHEMA}
 
