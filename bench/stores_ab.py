@@ -2,8 +2,14 @@
 
 Usage::
 
-    mkdir /tmp/old && git archive <commit> core | tar -x -C /tmp/old
+    mkdir /tmp/old && git archive <commit> core postgres | tar -x -C /tmp/old
     .venv/bin/python bench/stores_ab.py /tmp/old/core core
+    .venv/bin/python bench/stores_ab.py --postgres /tmp/old/postgres/store.py
+
+With ``--postgres`` the old PostgreSQL store module (run against the installed
+``batonflow.core``) and the installed ``batonflow.postgres.store`` are compared on one
+throw-away server (``tests/pg_server.py``), in wall time (each write is a round trip to the
+server): the median of the rounds.
 
 Both ``core`` folders are loaded as packages (as ``bench/core_ab.py`` does) and measured
 alternately, round by round, in CPU time, taking each figure's best round. Each version uses
@@ -30,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from core_ab import chain_flow, load  # noqa: E402
+from core_ab import chain_flow, load
 
 ROUNDS = 15
 STEPS = 400
@@ -94,12 +100,84 @@ async def measure(cores: dict[str, Any], folder: Path) -> dict[tuple[str, str], 
     return best
 
 
+def pg_cost(module: Any, url: str, name: str, round_: int) -> dict[str, float]:
+    """Wall µs per put, append_event and durable chain step on a PostgreSQL store."""
+    import batonflow.core as core
+    from batonflow.core import checkpoints
+
+    store = module.PostgresCheckpointStore(url)
+    run_id = f"{name}-{round_}"
+    now = time.time()
+    store.create_run(checkpoints.RunRecord(run_id, "Flow", "running", now, now))
+    ctx = {"state": {"state_data": {"_data": {"n": "1"}}}, "queues": {}, "version": 2}
+    writes = WRITES // 10
+    figures: dict[str, float] = {}
+    start = time.perf_counter()
+    for i in range(writes):
+        store.put(
+            checkpoints.Checkpoint(
+                f"{run_id}-{i}", run_id, "Flow", "loop", "m:Tick", ("m:Tick",), now, ctx, seq=i
+            )
+        )
+    figures["put (per checkpoint)"] = (time.perf_counter() - start) / writes * 1e6
+    start = time.perf_counter()
+    for _ in range(writes):
+        store.append_event(run_id, "event", '{"type":"Tick"}')
+    figures["append_event (per event)"] = (time.perf_counter() - start) / writes * 1e6
+    _, flow = chain_flow(core)
+    flow = type(flow)(timeout=None, checkpoint_store=store)
+    steps = STEPS // 4
+    start = time.perf_counter()
+
+    async def run() -> Any:
+        return await flow.run(n=steps)
+
+    assert asyncio.run(run()) == steps
+    figures["durable chain (per step)"] = (time.perf_counter() - start) / steps * 1e6
+    store.close()
+    return figures
+
+
+def compare_postgres(old_store: Path) -> dict[tuple[str, str], float]:
+    """Median wall µs of each PostgreSQL workload, old module against the installed one."""
+    import importlib.util
+    import statistics
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import batonflow.postgres.store as new
+    from pg_server import running_server
+
+    spec = importlib.util.spec_from_file_location("old_pg_store", old_store)
+    assert spec is not None and spec.loader is not None
+    old = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(old)
+    modules = {"old": old, "new": new}
+    seen: dict[tuple[str, str], list[float]] = {}
+    with running_server() as server:
+        url = server.url()
+        for name, module in modules.items():
+            pg_cost(module, url, f"warm-{name}", 0)
+        for round_ in range(ROUNDS // 3):
+            for name in list(modules) if round_ % 2 else list(reversed(modules)):
+                for label, cost in pg_cost(modules[name], url, name, round_).items():
+                    seen.setdefault((name, label), []).append(cost)
+    return {key: statistics.median(costs) for key, costs in seen.items()}
+
+
 def main() -> None:
     """Parse the two folders, measure, print a table of new/old ratios."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("old", type=Path, help="the old version's core/ folder")
-    parser.add_argument("new", type=Path, help="the new version's core/ folder")
+    parser.add_argument("old", type=Path, nargs="?", help="the old version's core/ folder")
+    parser.add_argument("new", type=Path, nargs="?", help="the new version's core/ folder")
+    parser.add_argument(
+        "--postgres", type=Path, metavar="OLD_STORE_PY", help="compare PostgreSQL stores instead"
+    )
     args = parser.parse_args()
+    if args.postgres is not None:
+        report(compare_postgres(args.postgres))
+        return
+    if args.old is None or args.new is None:
+        parser.error("give the old and the new core/ folders, or --postgres OLD_STORE_PY")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         sys.path.insert(0, tmp)
@@ -109,6 +187,11 @@ def main() -> None:
         data = root / "data"
         data.mkdir()
         best = asyncio.run(measure(cores, data))
+    report(best)
+
+
+def report(best: dict[tuple[str, str], float]) -> None:
+    """Print one row per workload: old, new, and their ratio."""
     print("| workload | old (µs) | new (µs) | new / old |")
     print("|---|---|---|---|")
     for label in dict.fromkeys(label for _, label in best):
