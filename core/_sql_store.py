@@ -94,6 +94,13 @@ class SqlRunStore:
     def _posted(self, conn: Conn, run_id: str, seq: int) -> None:
         """Called in the transaction that committed inbox entry ``seq``; by default nothing."""
 
+    def _appended(self, conn: Conn, run_id: str, seq: int) -> None:
+        """Called in a transaction that appended log entry ``seq``; by default nothing.
+
+        The hot path (:meth:`append_event` of a plain event) does not call it: a dialect that
+        announces entries overrides that method whole.
+        """
+
     def _run_args(self, record: RunRecord) -> tuple[Any, ...]:
         """The parameters of :attr:`Statements.insert_run` for ``record``."""
         return run_row(record)
@@ -101,7 +108,8 @@ class SqlRunStore:
     def _update_status(
         self, conn: Conn, run_id: str, status: str, result: str | None, error: str | None
     ) -> None:
-        """Write a run's new status (inside the transaction of :meth:`set_status`)."""
+        """Write a run's new status (inside the transaction of :meth:`finish_run`, after
+        :meth:`_fence`)."""
         conn.execute(self.sql.set_status, (status, result, error, time.time(), status, run_id))
 
     def _put_recorded(self, checkpoint: Checkpoint, row: tuple[Any, ...]) -> None:
@@ -140,19 +148,36 @@ class SqlRunStore:
         self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
     ) -> None:
         """Set a run's status, result and error."""
+        self.finish_run(run_id, status, result=result, error=error)
+
+    def finish_run(
+        self,
+        run_id: str,
+        status: str,
+        *,
+        result: str | None = None,
+        error: str | None = None,
+        end: str | None = None,
+    ) -> None:
+        """Record how a run ended; with ``end``, also its last log entry, in one transaction.
+
+        Both commit together: a process killed at any moment leaves either a run still in
+        progress (resumed at the next start) or an ended run whose log ends.
+        """
         check_status(status)
         if status in ENDED:
             self._recorded.discard(run_id)
-        self._write(
-            "set a run's status",
-            lambda conn: self._update_status(conn, run_id, status, result, error),
-        )
 
-    def finish_run(
-        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
-    ) -> None:
-        """Record how a run ended (the same as :meth:`set_status`)."""
-        self.set_status(run_id, status, result=result, error=error)
+        def finish(conn: Conn) -> None:
+            self._fence(conn, run_id)
+            if end is not None:
+                (seq,) = conn.execute(
+                    self.sql.append_event, (run_id, "end", end, run_id)
+                ).fetchone()
+                self._appended(conn, run_id, int(seq))
+            self._update_status(conn, run_id, status, result, error)
+
+        self._write("set a run's status" if end is None else "record how a run ended", finish)
 
     def runs(
         self,

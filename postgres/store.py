@@ -271,7 +271,6 @@ class PostgresCheckpointStore(SqlRunStore):
         result: str | None,
         error: str | None,
     ) -> None:
-        self._fence(conn, run_id)
         ended = status in ENDED
         conn.execute(
             _SET_STATUS, (status, result, error, time.time(), status, ended, ended, run_id)
@@ -319,10 +318,14 @@ class PostgresCheckpointStore(SqlRunStore):
             self._fence(conn, run_id)
             (seq,) = conn.execute(self.sql.append_event, (run_id, kind, body, run_id)).fetchone()
             conn.execute(self.sql.mark_waiting, (seq, time.time(), run_id))
-            conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, f"{run_id} {seq}"))
+            self._appended(conn, run_id, int(seq))
             return int(seq)
 
         return self._write("record a stream event", append)
+
+    def _appended(self, conn: psycopg.Connection[Any], run_id: str, seq: int) -> None:
+        # Every replica streaming the run wakes up on commit.
+        conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, f"{run_id} {seq}"))
 
     def _posted(self, conn: psycopg.Connection[Any], run_id: str, seq: int) -> None:
         # The replica holding the run learns of the post on commit.
