@@ -28,7 +28,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +45,10 @@ from .errors import (
 )
 from .events import Event, InputRequiredEvent, InternalDispatchEvent, StartEvent, StopEvent
 from .serialization import BaseSerializer, JsonSerializer, qualified_name
+
+#: The inbox body of a cancel request (see ``request_cancel``). No serializer writes it for an
+#: event: they all encode an event's class with it.
+CANCEL_REQUEST = '{"batonflow_request": "cancel"}'
 
 logger = logging.getLogger("batonflow.core")
 
@@ -100,6 +104,9 @@ class WorkflowCheckpointer:
         serializer: Encodes the contexts (default: the workflow's serializer, else JSON).
         checkpoint_serializer: LlamaIndex's name for ``serializer``.
         disabled_steps: Steps that do not write a checkpoint.
+        on_end: Called as ``on_end(run_id, status, result, error)`` when a run ends, instead
+            of recording its outcome: the caller records it (the server writes it together
+            with the run's last log entry, so a crash cannot split the two).
     """
 
     def __init__(
@@ -110,8 +117,10 @@ class WorkflowCheckpointer:
         *,
         checkpoint_serializer: BaseSerializer | None = None,
         disabled_steps: Iterable[str] = (),
+        on_end: Callable[[str, str, str | None, str | None], None] | None = None,
     ) -> None:
         self.workflow = workflow
+        self._on_end = on_end
         self.store: CheckpointStore = store if store is not None else InMemoryCheckpointStore()
         self.serializer: BaseSerializer = (
             serializer or checkpoint_serializer or workflow.serializer or JsonSerializer()
@@ -124,6 +133,7 @@ class WorkflowCheckpointer:
         self._live: dict[str, WorkflowHandler] = {}
         self._inbox: dict[str, int] = {}
         self._released: set[str] = set()
+        self._cancelling: set[asyncio.Future[None]] = set()  # kept referenced until done
         # One bound-method object, so detach() can remove exactly what was added.
         self._listener = self._on_step
         workflow.add_step_listener(self._listener)
@@ -366,6 +376,25 @@ class WorkflowCheckpointer:
             self._deliver(run_id)
         return seq
 
+    def request_cancel(self, run_id: str) -> int:
+        """Ask a run to cancel itself, durably: the request is committed to its inbox.
+
+        The process that runs it (this one, another server replica, or whichever resumes it
+        after a crash) cancels it when it takes the request in, so an accepted cancel is
+        never lost.
+
+        Returns:
+            The request's position in the run's inbox.
+
+        Raises:
+            RunConflictError: The run has ended already.
+            CheckpointError: The store refused the write.
+        """
+        seq = self.store.post_event(run_id, CANCEL_REQUEST)
+        if run_id in self._live:
+            self._deliver(run_id)
+        return seq
+
     def release(self, run_id: str) -> None:
         """Stop recording run ``run_id`` in this process and leave its record as it is.
 
@@ -394,6 +423,11 @@ class WorkflowCheckpointer:
         if handler is None:
             return
         for item in self.store.inbox(run_id, after=self._inbox.get(run_id, 0)):
+            self._inbox[run_id] = item.seq
+            if item.body == CANCEL_REQUEST:
+                self._cancelling.add(asyncio.ensure_future(handler.cancel_run()))
+                self._cancelling = {t for t in self._cancelling if not t.done()}
+                continue
             try:
                 event = self.serializer.deserialize(item.body)
             except ContextSerdeError as exc:
@@ -401,7 +435,6 @@ class WorkflowCheckpointer:
                 event = None
             if isinstance(event, Event):
                 handler.ctx.send_event(event)
-            self._inbox[run_id] = item.seq
 
     def _continue(
         self, checkpoint: Checkpoint, run_id: str, kwargs: dict[str, Any]
@@ -580,6 +613,9 @@ class WorkflowCheckpointer:
             if self._live.get(run_id) is handler:
                 del self._live[run_id]
             status, result, error = outcome(fut, self.serializer)
+            if self._on_end is not None:
+                self._on_end(run_id, status, result, error)
+                return
             try:
                 self.store.set_status(run_id, status, result=result, error=error)
             except CheckpointError as exc:
