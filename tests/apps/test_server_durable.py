@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -161,3 +162,66 @@ def test_full_disk_is_a_507_nothing_runs_and_it_works_once_space_is_back(
         assert sent.status_code == 202
         assert wait_status(c, run_id, {"completed"})["result"] == "answer: y"
         assert json.loads(json.dumps(c.get("/runs").json()))["runs"][0]["run_id"] == run_id
+
+
+def test_a_run_whose_end_is_not_written_stays_resumable_and_ends_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run's ended status and its ``end`` entry are one write. When that write does not
+    commit (the database refuses it here, as a kill at that moment would), the run is still
+    in progress, never ended without an end for its readers; the next server ends it once."""
+    import sqlite3
+    import time
+
+    db = tmp_path / "runs.db"
+    SqliteCheckpointStore(db).close()  # the schema
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "CREATE TRIGGER refuse_end BEFORE INSERT ON run_events WHEN NEW.kind = 'end' "
+            "BEGIN SELECT RAISE(ABORT, 'the process died here'); END"
+        )
+    store = SqliteCheckpointStore(db)
+    app = create_app({"echo": flows.EchoFlow()}, checkpoints=store)
+    with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=20) as c:
+        run_id = c.post("/workflows/echo/runs", json={"x": 1}).json()["run_id"]
+        deadline = time.monotonic() + 15
+        while "the store refused it" not in caplog.text:
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.02)
+        assert c.get(f"/runs/{run_id}").json()["status"] == "running"
+    store.close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TRIGGER refuse_end")
+    store = SqliteCheckpointStore(db)
+    app = create_app({"echo": flows.EchoFlow()}, checkpoints=store)
+    try:
+        with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=20) as c:
+            done = wait_status(c, run_id, {"completed", "failed"})
+            assert done["status"] == "completed" and done["result"] == {"x": 1}, done
+            ends = [m for m in read_sse(c, f"/runs/{run_id}/events") if m["event"] == "end"]
+            assert len(ends) == 1 and ends[0]["data"]["status"] == "completed"
+    finally:
+        store.close()
+
+
+def test_cancelling_a_run_another_process_runs_says_so(tmp_path: Path) -> None:
+    """A run in progress in a `batonflow run` process on the same store is not this server's
+    to cancel: the 409 says where it runs, not that it is not in progress."""
+    import time
+
+    from batonflow.core._records import RunRecord
+
+    store = SqliteCheckpointStore(tmp_path / "runs.db")
+    now = time.time()
+    store.create_run(
+        RunRecord("cli-run", "echo", "running", now, now, owner="cli", pid=os.getpid())
+    )
+    app = create_app({"echo": flows.EchoFlow()}, checkpoints=store)
+    try:
+        with BackgroundServer(app) as server, httpx.Client(base_url=server.url) as c:
+            refused = c.post("/runs/cli-run/cancel")
+            assert refused.status_code == 409
+            assert "in another process" in refused.json()["detail"], refused.text
+            assert c.get("/runs/cli-run").json()["status"] == "running"
+    finally:
+        store.close()

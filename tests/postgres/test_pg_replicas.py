@@ -83,3 +83,39 @@ def test_resuming_a_stream_on_another_replica_has_no_gap_and_no_repeat(replicas)
     rest = list(b.events(run_id, after=first.seq))
     whole = list(a.events(run_id))
     assert [e.seq for e in [first, *rest]] == [e.seq for e in whole]
+
+
+def test_a_stream_of_an_ended_run_without_its_end_entry_still_ends(replicas, postgres_url):
+    """A run recorded as ended whose log has no ``end`` (written by an older version) does not
+    keep a reader on another replica waiting: its end is made from the record."""
+    import psycopg
+
+    a, b = replicas
+    run_id = a.start("approval", topic="old").run_id
+    _wait_for(a, run_id, "waiting")
+    a.answer(run_id, "fine")
+    a.wait(run_id, timeout=20)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM run_events WHERE run_id = %s AND kind = 'end'", (run_id,))
+    got: list = []
+    reader = threading.Thread(target=lambda: got.extend(b.events(run_id, reconnect=False)))
+    reader.start()
+    reader.join(20)
+    assert not reader.is_alive(), "the reader waited for an end that will never come"
+    assert [e.is_end for e in got][-2:] == [False, True]
+    assert got[-1].data == {"status": "completed", "result": "old: fine", "error": None}
+
+
+def test_a_run_held_by_one_replica_is_cancelled_through_the_other(replicas):
+    """A cancel sent to b for a run a holds goes through the run's inbox: a cancels it, and
+    b answers with the outcome."""
+    a, b = replicas
+    run_id = a.start("approval", topic="stop").run_id
+    _wait_for(a, run_id, "waiting")
+    assert b.cancel(run_id).status == "cancelled"
+    assert a.get(run_id).status == "cancelled"
+    events = list(b.events(run_id))
+    assert events[-1].is_end and events[-1].data["status"] == "cancelled"
+    assert [e.is_end for e in events].count(True) == 1
+    with pytest.raises(ConflictError, match="cancelled"):
+        b.cancel(run_id)
