@@ -39,6 +39,10 @@ from .react_parser import FORMAT_REMINDER, ReActParseError, parse_react_output
 
 #: The state key of the current agent's in-progress messages.
 SCRATCHPAD = "scratchpad"
+#: The state key of the run's reasoning, one entry per LLM turn that had some (ReAct thoughts,
+#: the text a function-calling LLM wrote with its tool calls); llama-index keeps its ReAct
+#: reasoning in the state the same way.
+REASONING = "reasoning"
 DEFAULT_AGENT_NAME = "Agent"
 DEFAULT_AGENT_DESCRIPTION = "An agent that can perform a task"
 
@@ -136,6 +140,13 @@ class AgentMember:
 
     # -- helpers -------------------------------------------------------------------------
 
+    async def note_reasoning(self, ctx: Context, text: str) -> None:
+        """Append one turn's reasoning to ``ctx.store["reasoning"]`` (blank text is skipped)."""
+        if text.strip():
+            reasoning = list(await ctx.store.get(REASONING, default=[]))
+            reasoning.append(text.strip())
+            await ctx.store.set(REASONING, reasoning)
+
     async def _scratchpad(self, ctx: Context) -> list[ChatMessage]:
         pad: list[ChatMessage] | None = await ctx.store.get(SCRATCHPAD, default=None)
         if pad is None:
@@ -167,6 +178,11 @@ class AgentMember:
             )
 
         return write
+
+
+def _answers(result: ToolCallResult) -> bool:
+    """Whether a tool result is the run's answer (a ``return_direct`` tool that worked)."""
+    return result.return_direct and result.tool_name != "handoff" and not result.is_error
 
 
 def _raw(response: ChatResponse) -> Any:
@@ -203,6 +219,8 @@ class FunctionCallingMember(AgentMember):
         calls = llm.get_tool_calls_from_response(response, error_on_no_tool_call=False)
         scratchpad.append(response.message)
         await ctx.store.set(SCRATCHPAD, scratchpad)
+        if calls:
+            await self.note_reasoning(ctx, response.message.content or "")
         return AgentOutput(
             response=response.message,
             tool_calls=list(calls),
@@ -221,7 +239,7 @@ class FunctionCallingMember(AgentMember):
                     additional_kwargs={"tool_call_id": result.tool_id, "name": result.tool_name},
                 )
             )
-            if result.return_direct and result.tool_name != "handoff" and not result.is_error:
+            if _answers(result):
                 # The tool's output is the answer: keep it in the history as the reply.
                 scratchpad.append(
                     ChatMessage(role=MessageRole.ASSISTANT, content=result.tool_output.content)
@@ -280,6 +298,7 @@ class ReActMember(AgentMember):
             )
         scratchpad.append(ChatMessage(role=MessageRole.ASSISTANT, content=text))
         await ctx.store.set(SCRATCHPAD, scratchpad)
+        await self.note_reasoning(ctx, parsed.thought)
         if parsed.answer is not None:
             return AgentOutput(
                 response=ChatMessage(role=MessageRole.ASSISTANT, content=parsed.answer),
@@ -311,6 +330,12 @@ class ReActMember(AgentMember):
                 ),
             )
         )
+        direct = next((r for r in results if _answers(r)), None)
+        if direct is not None:
+            # The tool's output is the answer: keep it in the history as the reply.
+            scratchpad.append(
+                ChatMessage(role=MessageRole.ASSISTANT, content=direct.tool_output.content)
+            )
         await ctx.store.set(SCRATCHPAD, scratchpad)
 
     async def finalize(self, ctx: Context, output: AgentOutput, memory: BaseMemory) -> AgentOutput:
@@ -328,6 +353,7 @@ class ReActMember(AgentMember):
 __all__ = [
     "DEFAULT_AGENT_DESCRIPTION",
     "DEFAULT_AGENT_NAME",
+    "REASONING",
     "SCRATCHPAD",
     "AgentMember",
     "FunctionCallingMember",

@@ -16,31 +16,18 @@ with :class:`~batonflow.agents.MaxIterationsError` after ``max_iterations`` LLM 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from batonflow.core import Context, StopEvent, step
 from batonflow.core.retry import RetryPolicy
-from llama_index.core.base.llms.types import MessageRole
+from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms import LLM
+from pydantic import BaseModel
 
-from ._agent import HISTORY, ToolAgentBase
-from .events import (
-    AgentOutput,
-    AgentStart,
-    LLMInputEvent,
-    PrepareEvent,
-    RunToolEvent,
-    ToolResultEvent,
-)
-from .llm import chat
-from .members import ReActMember
-from .prompts import REACT_SYSTEM_PROMPT, observation_message, react_system_prompt
-from .react_parser import FORMAT_REMINDER, ReActParseError, parse_react_output
+from ._agent import ToolAgentBase
+from .members import DEFAULT_AGENT_DESCRIPTION, SCRATCHPAD, ReActMember
+from .prompts import REACT_SYSTEM_PROMPT
 from .tools import ToolLike
-
-#: State key of the current run's ReAct transcript (LLM outputs and observations).
-SCRATCHPAD = "scratchpad"
 
 
 class ReActAgent(ReActMember, ToolAgentBase):
@@ -55,7 +42,8 @@ class ReActAgent(ReActMember, ToolAgentBase):
     ``await agent.run(input=...)`` returns an :class:`~batonflow.agents.AgentResult`; the run
     streams ``AgentInput``, ``AgentStream`` (token deltas, when ``streaming``), ``ToolCall``,
     ``ToolCallResult`` and ``AgentOutput`` events. Pass ``ctx=`` to continue a conversation:
-    the chat history is kept in ``ctx.store`` under ``"chat_history"``.
+    the conversation is kept in ``ctx.store["memory"]`` (token-limited by default; pass
+    ``run(memory=...)`` for a llama-index memory of your own).
 
     Args:
         tools: llama-index tools or plain callables (sync or async).
@@ -70,6 +58,12 @@ class ReActAgent(ReActMember, ToolAgentBase):
             ``{tool_names}`` placeholders (default :data:`~.prompts.REACT_SYSTEM_PROMPT`).
         name: The agent's name, carried by its stream events.
         timeout: The run timeout in seconds (``None``: no limit).
+        description: What the agent does (read by the others in an ``AgentWorkflow``).
+        can_handoff_to: The agents it may hand off to in an ``AgentWorkflow``.
+        output_cls: A pydantic model: the answer is also given as
+            ``AgentResult.structured_response`` (a dict), made by one more LLM call.
+        structured_output_fn: A function (sync or async) from the final messages to a dict,
+            instead of ``output_cls``.
         **workflow_kwargs: Passed to :class:`~batonflow.core.Workflow` (``verbose=``, ...).
 
     Raises:
@@ -89,6 +83,10 @@ class ReActAgent(ReActMember, ToolAgentBase):
         react_prompt: str = REACT_SYSTEM_PROMPT,
         name: str = "agent",
         timeout: float | None = None,
+        description: str = DEFAULT_AGENT_DESCRIPTION,
+        can_handoff_to: list[str] | None = None,
+        output_cls: type[BaseModel] | None = None,
+        structured_output_fn: Callable[[list[ChatMessage]], Any] | None = None,
         **workflow_kwargs: Any,
     ) -> None:
         super().__init__(
@@ -100,105 +98,13 @@ class ReActAgent(ReActMember, ToolAgentBase):
             retry_policy=retry_policy,
             name=name,
             timeout=timeout,
+            description=description,
+            can_handoff_to=can_handoff_to,
+            output_cls=output_cls,
+            structured_output_fn=structured_output_fn,
             **workflow_kwargs,
         )
         self.react_prompt = react_prompt
-
-    @step
-    async def receive_input(self, ctx: Context, ev: AgentStart) -> PrepareEvent:
-        """Add the user's message to the chat history and start a fresh transcript."""
-        await self.start_run(ctx, ev)
-        await ctx.store.set(SCRATCHPAD, [])
-        return PrepareEvent()
-
-    @step
-    async def prepare_prompt(self, ctx: Context, ev: PrepareEvent) -> LLMInputEvent:
-        """Build the messages: ReAct instructions, the conversation, this run's transcript.
-
-        Stops the run with MaxIterationsError when ``max_iterations`` LLM calls were made.
-        """
-        await self.check_iterations(ctx)
-        system = react_system_prompt(
-            self.tools, template=self.react_prompt, system_prompt=self.system_prompt
-        )
-        history = await ctx.store.get(HISTORY, default=[])
-        scratchpad = await ctx.store.get(SCRATCHPAD, default=[])
-        return self.llm_input([self.system_message(system), *history, *scratchpad])
-
-    @step
-    async def call_llm(
-        self, ctx: Context, ev: LLMInputEvent
-    ) -> RunToolEvent | PrepareEvent | StopEvent | None:
-        """Call the LLM and act on its output: answer, run tools, or ask it to fix the format."""
-        response = await chat(
-            self.get_llm(),
-            self.message_cache.messages(ev.messages),
-            on_delta=self.delta_writer(ctx),
-            retry_policy=self.retry_policy,
-        )
-        # Nothing is written to the state before the call succeeds, so a step-level retry
-        # policy can simply run this step again.
-        iteration = await self.count_iteration(ctx)
-        text = response.message.content or ""
-        scratchpad = list(await ctx.store.get(SCRATCHPAD, default=[]))
-        scratchpad.append({"role": MessageRole.ASSISTANT.value, "content": text})
-        try:
-            parsed = parse_react_output(text)
-        except ReActParseError as err:
-            scratchpad.append(
-                {
-                    "role": MessageRole.USER.value,
-                    "content": f"Observation: Error: your output could not be parsed: {err}. "
-                    f"{FORMAT_REMINDER}",
-                }
-            )
-            await ctx.store.set(SCRATCHPAD, scratchpad)
-            ctx.write_event_to_stream(
-                AgentOutput(response=text, current_agent_name=self.agent_name)
-            )
-            return PrepareEvent()
-        await ctx.store.set(SCRATCHPAD, scratchpad)
-        await self.add_reasoning(ctx, parsed.thought)
-        if parsed.answer is not None:
-            ctx.write_event_to_stream(
-                AgentOutput(
-                    response=parsed.answer, is_final=True, current_agent_name=self.agent_name
-                )
-            )
-            return await self.finish(ctx, parsed.answer)
-        calls = [
-            RunToolEvent(
-                tool_name=action.tool_name,
-                tool_kwargs=action.tool_kwargs,
-                tool_id=f"react_{iteration}_{i}",
-                index=i,
-            )
-            for i, action in enumerate(parsed.actions)
-        ]
-        await self.dispatch_tools(ctx, text, calls)
-        return None
-
-    @step
-    async def gather_tool_results(
-        self, ctx: Context, ev: ToolResultEvent
-    ) -> PrepareEvent | StopEvent | None:
-        """Wait for every tool result of the turn, then show them to the LLM as Observations.
-
-        A ``return_direct`` tool's output ends the run as the answer (no more LLM calls).
-        """
-        results = await self.collect_tool_results(ctx, ev)
-        if results is None:
-            return None
-        scratchpad = list(await ctx.store.get(SCRATCHPAD, default=[]))
-        scratchpad.append(
-            {
-                "role": MessageRole.USER.value,
-                "content": observation_message([(r.tool_name, r.output) for r in results]),
-            }
-        )
-        await ctx.store.set(SCRATCHPAD, scratchpad)
-        direct = await self.direct_answer(ctx, results)
-        return direct if direct is not None else PrepareEvent()
 
 
 __all__ = ["SCRATCHPAD", "ReActAgent"]
