@@ -279,6 +279,7 @@ class ToolAgentBase(AgentMember, Workflow):
                 f"{owner}.run(max_iterations=...) must be a positive int, got {limit!r}."
             )
         output_cls = run_output_cls_path(ev.get("output_cls"), owner)
+        self.check_tool_choice(ev.get("tool_choice"), owner)
         given = ev.get("chat_history")
         history = history_messages(given, owner) if given is not None else None
         legacy = await ctx.store.get(LEGACY_HISTORY, default=None)

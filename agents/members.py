@@ -31,7 +31,7 @@ from llama_index.core.tools import ToolSelection
 from llama_index.core.tools.types import AsyncBaseTool
 from pydantic import BaseModel
 
-from .errors import AgentConfigurationError
+from .errors import AgentConfigurationError, AgentInputError
 from .events import AgentInput, AgentOutput, AgentStream, ToolCallResult, messages_event
 from .llm import chat, check_function_calling
 from .prompts import REACT_SYSTEM_PROMPT, observation_message, react_system_prompt
@@ -45,6 +45,28 @@ SCRATCHPAD = "scratchpad"
 REASONING = "reasoning"
 DEFAULT_AGENT_NAME = "Agent"
 DEFAULT_AGENT_DESCRIPTION = "An agent that can perform a task"
+
+
+def check_output_options(output_cls: Any, structured_output_fn: Any, owner: str) -> None:
+    """Check the ``output_cls=`` and ``structured_output_fn=`` of an agent or a workflow.
+
+    Raises:
+        AgentConfigurationError: ``output_cls`` is not a pydantic model class, or
+            ``structured_output_fn`` is not callable.
+    """
+    if output_cls is not None and not (
+        isinstance(output_cls, type) and issubclass(output_cls, BaseModel)
+    ):
+        raise AgentConfigurationError(
+            f"{owner}(output_cls=...) must be a pydantic BaseModel subclass, got "
+            f"{output_cls!r:.80}; define class Answer(BaseModel): ... and pass output_cls=Answer."
+        )
+    if structured_output_fn is not None and not callable(structured_output_fn):
+        raise AgentConfigurationError(
+            f"{owner}(structured_output_fn=...) must be a function from the final messages to a "
+            f"dict, got {structured_output_fn!r:.80}; pass e.g. "
+            "structured_output_fn=lambda messages: {'answer': messages[-1].content}."
+        )
 
 
 class AgentMember:
@@ -68,6 +90,8 @@ class AgentMember:
     retry_policy: Any
     #: The agent's LLM (the agent classes provide it).
     get_llm: Callable[[], LLM]
+    #: Whether the agent's turn uses the LLM's native tool calls (so ``tool_choice`` applies).
+    native_tool_calls: bool = False
 
     def configure_member(
         self,
@@ -98,13 +122,7 @@ class AgentMember:
                 f"{owner}(can_handoff_to=...) takes a list of agent names, got "
                 f"{can_handoff_to!r}; write can_handoff_to=['writer']."
             )
-        if output_cls is not None and not (
-            isinstance(output_cls, type) and issubclass(output_cls, BaseModel)
-        ):
-            raise AgentConfigurationError(
-                f"{owner}(output_cls=...) must be a pydantic BaseModel subclass, got "
-                f"{output_cls!r}; define class Answer(BaseModel): ... and pass output_cls=Answer."
-            )
+        check_output_options(output_cls, structured_output_fn, owner)
         self.name = name
         self.description = description
         self.can_handoff_to = list(can_handoff_to) if can_handoff_to is not None else None
@@ -113,6 +131,28 @@ class AgentMember:
         self.structured_output_fn = structured_output_fn if output_cls is None else None
         self.initial_tool_choice = initial_tool_choice
         self.allow_parallel_tool_calls = allow_parallel_tool_calls
+
+    def check_tool_choice(self, tool_choice: Any, owner: str) -> None:
+        """Refuse a run's ``tool_choice=`` when this agent (making the first call) cannot use it.
+
+        Raises:
+            AgentInputError: the agent picks its tools in text (ReAct, CodeAct), or the value
+                is not a string.
+        """
+        if tool_choice is None:
+            return
+        if not isinstance(tool_choice, str):
+            raise AgentInputError(
+                f"{owner}.run(tool_choice=...) takes 'auto', 'required', 'none' or a tool's "
+                f"name, got {tool_choice!r:.60}."
+            )
+        if not self.native_tool_calls:
+            raise AgentInputError(
+                f"{owner}.run(tool_choice={tool_choice!r}): agent {self.name!r} is a "
+                f"{type(self).__name__}, which picks its tools in text, not with the LLM's "
+                "native tool calls, so a tool choice cannot be forced; leave tool_choice out, "
+                "or use FunctionAgent / FunctionCallingAgent."
+            )
 
     # -- the turn ------------------------------------------------------------------------
 
@@ -191,6 +231,8 @@ def _raw(response: ChatResponse) -> Any:
 
 class FunctionCallingMember(AgentMember):
     """An agent turn with the LLM's native tool calls (``FunctionAgent``)."""
+
+    native_tool_calls = True
 
     async def take_step(
         self,
@@ -358,4 +400,5 @@ __all__ = [
     "AgentMember",
     "FunctionCallingMember",
     "ReActMember",
+    "check_output_options",
 ]

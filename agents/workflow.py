@@ -58,6 +58,7 @@ from .members import (
     REASONING,
     SCRATCHPAD,
     AgentMember,
+    check_output_options,
 )
 from .prompts import EARLY_STOPPING_PROMPT, HANDOFF_OUTPUT_PROMPT, HANDOFF_PROMPT, STATE_PROMPT
 from .structured import RUN_OUTPUT_CLS, run_output_cls_path, structured_response
@@ -193,6 +194,7 @@ class AgentWorkflow(Workflow):
         self.state_prompt = check_template(
             state_prompt or STATE_PROMPT, "state_prompt", ("{state}", "{msg}")
         )
+        check_output_options(output_cls, structured_output_fn, owner)
         self.output_cls = output_cls
         self.structured_output_fn = structured_output_fn if output_cls is None else None
         self.early_stopping_method = early_stopping_method
@@ -297,6 +299,9 @@ class AgentWorkflow(Workflow):
                 "or 'generate'."
             )
         output_cls = run_output_cls_path(ev.output_cls, owner)
+        self.agents[await ctx.store.get("current_agent_name")].check_tool_choice(
+            ev.tool_choice, owner
+        )
         await ctx.store.set("max_iterations", limit)
         await ctx.store.set("early_stopping_method", stopping)
         await ctx.store.set("num_iterations", 0)
