@@ -15,19 +15,13 @@ unknown tool, bad arguments and a tool that raises come back to the LLM as an er
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from typing import Any
 
-from batonflow.core.retry import RetryPolicy
-from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.llms import LLM
 from llama_index.core.llms.function_calling import FunctionCallingLLM
-from pydantic import BaseModel
 
 from ._agent import ToolAgentBase
 from .llm import check_function_calling
-from .members import DEFAULT_AGENT_DESCRIPTION, FunctionCallingMember
-from .tools import ToolLike
+from .members import FunctionCallingMember
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a helpful assistant. Use the tools when they help; call several at once when "
@@ -38,7 +32,8 @@ DEFAULT_SYSTEM_PROMPT = (
 class FunctionCallingAgent(FunctionCallingMember, ToolAgentBase):
     """An agent that uses the LLM's native tool calling (OpenAI tools, ...).
 
-    Same contract as :class:`~batonflow.agents.ReActAgent`::
+    Same contract and arguments as :class:`~batonflow.agents.ReActAgent` (the loop is one,
+    in :class:`~batonflow.agents._agent.ToolAgentBase`)::
 
         agent = FunctionCallingAgent(tools=[get_weather], llm=OpenAI(model="gpt-4o-mini"))
         result = await agent.run(input="Weather in Paris and in Rome?")
@@ -74,42 +69,8 @@ class FunctionCallingAgent(FunctionCallingMember, ToolAgentBase):
 
     default_system_prompt = DEFAULT_SYSTEM_PROMPT
 
-    def __init__(
-        self,
-        tools: Iterable[ToolLike] | None = None,
-        llm: LLM | None = None,
-        system_prompt: str | None = None,
-        max_iterations: int = 10,
-        *,
-        streaming: bool = True,
-        retry_policy: RetryPolicy | None = None,
-        name: str = "agent",
-        timeout: float | None = None,
-        description: str = DEFAULT_AGENT_DESCRIPTION,
-        can_handoff_to: list[str] | None = None,
-        output_cls: type[BaseModel] | None = None,
-        structured_output_fn: Callable[[list[ChatMessage]], Any] | None = None,
-        initial_tool_choice: str | None = None,
-        allow_parallel_tool_calls: bool = True,
-        **workflow_kwargs: Any,
-    ) -> None:
-        super().__init__(
-            tools,
-            llm,
-            system_prompt=system_prompt,
-            max_iterations=max_iterations,
-            streaming=streaming,
-            retry_policy=retry_policy,
-            name=name,
-            timeout=timeout,
-            description=description,
-            can_handoff_to=can_handoff_to,
-            output_cls=output_cls,
-            structured_output_fn=structured_output_fn,
-            initial_tool_choice=initial_tool_choice,
-            allow_parallel_tool_calls=allow_parallel_tool_calls,
-            **workflow_kwargs,
-        )
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         if self._llm is not None:
             check_function_calling(self._llm, type(self).__name__)
 

@@ -187,6 +187,30 @@ class AgentMember:
             reasoning.append(text.strip())
             await ctx.store.set(REASONING, reasoning)
 
+    async def text_turn(
+        self, ctx: Context, header: str, llm_input: list[ChatMessage]
+    ) -> tuple[ChatResponse, list[ChatMessage]]:
+        """One LLM call of an agent that acts in text (ReAct, CodeAct), no native tools.
+
+        ``header`` (the agent's instructions, its system prompt inside) replaces the system
+        message the workflow put first; the turn's scratchpad follows the conversation. The
+        messages are streamed as :class:`AgentInput` first.
+
+        Returns:
+            The LLM's response and the scratchpad (not yet changed: the caller appends).
+        """
+        body = llm_input[1:] if llm_input and llm_input[0].role == MessageRole.SYSTEM else llm_input
+        scratchpad = await self._scratchpad(ctx)
+        messages = [ChatMessage(role=MessageRole.SYSTEM, content=header), *body, *scratchpad]
+        ctx.write_event_to_stream(messages_event(AgentInput, messages, self.name))
+        response = await chat(
+            self.get_llm(),
+            messages,
+            on_chunk=self._stream_writer(ctx, native_tools=False),
+            retry_policy=self.retry_policy,
+        )
+        return response, scratchpad
+
     async def _scratchpad(self, ctx: Context) -> list[ChatMessage]:
         pad: list[ChatMessage] | None = await ctx.store.get(SCRATCHPAD, default=None)
         if pad is None:
@@ -218,6 +242,11 @@ class AgentMember:
             )
 
         return write
+
+
+def turn_number(scratchpad: list[ChatMessage]) -> int:
+    """The number of the current turn: the LLM replies in the scratchpad (for tool call ids)."""
+    return sum(1 for m in scratchpad if m.role == MessageRole.ASSISTANT)
 
 
 def _answers(result: ToolCallResult) -> bool:
@@ -307,17 +336,7 @@ class ReActMember(AgentMember):
         header = react_system_prompt(
             by_name, template=self.react_prompt, system_prompt=self.system_prompt
         )
-        # The workflow put the agent's system prompt first; the ReAct header replaces it.
-        body = llm_input[1:] if llm_input and llm_input[0].role == MessageRole.SYSTEM else llm_input
-        scratchpad = await self._scratchpad(ctx)
-        messages = [ChatMessage(role=MessageRole.SYSTEM, content=header), *body, *scratchpad]
-        ctx.write_event_to_stream(messages_event(AgentInput, messages, self.name))
-        response = await chat(
-            self.get_llm(),
-            messages,
-            on_chunk=self._stream_writer(ctx, native_tools=False),
-            retry_policy=self.retry_policy,
-        )
+        response, scratchpad = await self.text_turn(ctx, header, llm_input)
         text = response.message.content or ""
         try:
             parsed = parse_react_output(text)
@@ -347,7 +366,7 @@ class ReActMember(AgentMember):
                 raw=_raw(response),
                 current_agent_name=self.name,
             )
-        turn = sum(1 for m in scratchpad if m.role == MessageRole.ASSISTANT)
+        turn = turn_number(scratchpad)
         calls = [
             ToolSelection(
                 tool_id=f"react_{turn}_{i}", tool_name=a.tool_name, tool_kwargs=a.tool_kwargs
@@ -401,4 +420,5 @@ __all__ = [
     "FunctionCallingMember",
     "ReActMember",
     "check_output_options",
+    "turn_number",
 ]

@@ -1,6 +1,6 @@
 """The ReAct agent: a Thought / Action / Observation loop over tools, with any LLM.
 
-The loop is five workflow steps::
+The loop is five workflow steps (written once, in :mod:`._agent`)::
 
     AgentStart ──receive_input──▶ PrepareEvent ──prepare_prompt──▶ LLMInputEvent
         ──call_llm──▶ StopEvent (answer)
@@ -8,26 +8,20 @@ The loop is five workflow steps::
                    └─▶ RunToolEvent × N (send_event) ──run_tool──▶ ToolResultEvent × N
                            ──gather_tool_results (collect_events)──▶ PrepareEvent
 
-The LLM writes text in the ReAct format (:mod:`.react_parser`); several actions in one turn
-run concurrently. An unknown tool, bad arguments, a tool that raises, and output that does not
+The turn is :class:`~batonflow.agents.members.ReActMember`'s, the one it takes inside an
+``AgentWorkflow`` too. The LLM writes text in the ReAct format (:mod:`.react_parser`); several
+actions in one turn run concurrently. An unknown tool, bad arguments, a tool that raises, and output that does not
 parse all come back to the LLM as an ``Observation`` so it can correct itself; the run stops
 with :class:`~batonflow.agents.MaxIterationsError` after ``max_iterations`` LLM calls.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
 from typing import Any
 
-from batonflow.core.retry import RetryPolicy
-from llama_index.core.base.llms.types import ChatMessage
-from llama_index.core.llms import LLM
-from pydantic import BaseModel
-
 from ._agent import ToolAgentBase
-from .members import DEFAULT_AGENT_DESCRIPTION, SCRATCHPAD, ReActMember
+from .members import SCRATCHPAD, ReActMember
 from .prompts import REACT_SYSTEM_PROMPT
-from .tools import ToolLike
 
 
 class ReActAgent(ReActMember, ToolAgentBase):
@@ -71,39 +65,8 @@ class ReActAgent(ReActMember, ToolAgentBase):
             llama-index LLM, or an option is out of range.
     """
 
-    def __init__(
-        self,
-        tools: Iterable[ToolLike] | None = None,
-        llm: LLM | None = None,
-        system_prompt: str | None = None,
-        max_iterations: int = 10,
-        *,
-        streaming: bool = True,
-        retry_policy: RetryPolicy | None = None,
-        react_prompt: str = REACT_SYSTEM_PROMPT,
-        name: str = "agent",
-        timeout: float | None = None,
-        description: str = DEFAULT_AGENT_DESCRIPTION,
-        can_handoff_to: list[str] | None = None,
-        output_cls: type[BaseModel] | None = None,
-        structured_output_fn: Callable[[list[ChatMessage]], Any] | None = None,
-        **workflow_kwargs: Any,
-    ) -> None:
-        super().__init__(
-            tools,
-            llm,
-            system_prompt=system_prompt,
-            max_iterations=max_iterations,
-            streaming=streaming,
-            retry_policy=retry_policy,
-            name=name,
-            timeout=timeout,
-            description=description,
-            can_handoff_to=can_handoff_to,
-            output_cls=output_cls,
-            structured_output_fn=structured_output_fn,
-            **workflow_kwargs,
-        )
+    def __init__(self, *args: Any, react_prompt: str = REACT_SYSTEM_PROMPT, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self.react_prompt = react_prompt
 
 

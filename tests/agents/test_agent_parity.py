@@ -371,6 +371,23 @@ async def test_event_shapes_and_current_agent_name(kind: str) -> None:
     assert next(e for e in events if isinstance(e, ToolCall)).tool_kwargs == {"a": 1, "b": 0}
 
 
+async def test_codeact_event_shapes_and_current_agent_name() -> None:
+    """CodeAct's code run is an ``execute`` ToolCall/ToolCallResult; every event names the agent."""
+    llm = ScriptedLLM(["<execute>\nprint(6 * 7)\n</execute>", "42"])
+    events, result = await events_and_result(build("codeact", llm).run(user_msg="6*7?"))
+    assert str(result) == "42"
+    agent_events = [e for e in events if not isinstance(e, StopEvent)]
+    assert {e.current_agent_name for e in agent_events if hasattr(e, "current_agent_name")} == {
+        "solo"
+    }
+    assert len([e for e in events if isinstance(e, AgentInput)]) == 2
+    done = next(e for e in events if isinstance(e, ToolCallResult))
+    assert (done.tool_name, done.tool_output.content) == ("execute", "42\n")
+    assert isinstance(done.tool_output, ToolOutput)
+    final = [e for e in events if isinstance(e, AgentOutput)][-1]
+    assert isinstance(final.response, ChatMessage) and final.response.content == "42"
+
+
 # -- 7. tool-argument types ----------------------------------------------------------------
 
 
