@@ -25,6 +25,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from batonflow.core._records import ENDED
+
 from ._wire import error_text, jsonable
 from .run_store import RunStore, StoredEvent
 
@@ -112,12 +114,16 @@ class RunManager:
         self.records = self.store.backend
         self.heartbeat = heartbeat
         self.live: dict[str, LiveRun] = {}
+        # How each run that just ended came out, as its checkpointer encoded it, until the
+        # pump records it with the run's ``end`` entry (one write: see _finish).
+        self._outcomes: dict[str, tuple[str, str | None, str | None]] = {}
         self.checkpoints = checkpoints
         self.checkpointers: dict[str, Any] = {
             name: WorkflowCheckpointer(
                 workflow,
                 store=self.records,
                 disabled_steps=() if self.durable else list(workflow._graph().steps),
+                on_end=self._ended,
             )
             for name, workflow in workflows.items()
         }
@@ -200,6 +206,7 @@ class RunManager:
         """Stop running ``live`` here without recording anything (another process owns it)."""
         self.checkpointers[live.workflow_name].release(live.run_id)
         self.live.pop(live.run_id, None)
+        self._outcomes.pop(live.run_id, None)
         if live.pump is not None:
             live.pump.cancel()
             await asyncio.gather(live.pump, return_exceptions=True)
@@ -265,27 +272,37 @@ class RunManager:
         await asyncio.sleep(0)
         self._finish(live, status, result, error)
 
+    def _ended(self, run_id: str, status: str, result: str | None, error: str | None) -> None:
+        """The checkpointer's ``on_end``: keep the outcome for :meth:`_finish` to record."""
+        self._outcomes[run_id] = (status, result, error)
+
     def _finish(self, live: LiveRun, status: str, result: Any, error: str | None) -> None:
         live.status = status
+        encoded = self._outcomes.pop(live.run_id, None)
         try:
-            record = self.records.run(live.run_id)
-            if record is not None and (record.status != status or error != record.error):
-                # The checkpointer records the outcome; the server's wording of it wins.
-                self.records.set_status(live.run_id, status, result=record.result, error=error)
-            self._append_end(live.run_id, status, result, error)
+            # The status (in the server's wording) and the ``end`` entry in one write: a
+            # crash between two writes would leave an ended run whose readers wait forever.
+            self._record_end(live.run_id, status, encoded[1] if encoded else None, result, error)
         except Exception as exc:  # a full disk: the run stays as recorded, resumable
             logger.warning("Run %s ended %s but the store refused it: %s", live.run_id, status, exc)
         self.live.pop(live.run_id, None)
         live._notify()
         live.done.set()
 
-    def _append_end(self, run_id: str, status: str, result: Any, error: str | None) -> None:
+    def _record_end(
+        self, run_id: str, status: str, encoded: str | None, result: Any, error: str | None
+    ) -> None:
         body = {"status": status, "result": result, "error": error}
-        self.records.append_event(run_id, "end", json.dumps(body, ensure_ascii=False))
+        self.records.finish_run(
+            run_id,
+            status,
+            result=encoded,
+            error=error,
+            end=json.dumps(body, ensure_ascii=False),
+        )
 
     def _finish_stored(self, run_id: str, status: str, result: Any, error: str | None) -> None:
-        self.records.set_status(run_id, status, error=error)
-        self._append_end(run_id, status, result, error)
+        self._record_end(run_id, status, None, result, error)
 
     # -- talking to runs --------------------------------------------------------------------
 
@@ -372,8 +389,15 @@ class RunManager:
             if entries:
                 continue  # read again before waiting: more may have come meanwhile
             if changed is None or live is None or live.done.is_set():
-                if self.replicas is None or ended or self._ended_here(run_id):
+                if ended:
                     return
+                row = self.store.get(run_id)
+                if row is None or row.status in ENDED or row.status == "interrupted":
+                    async for entry in self._last_entries(run_id, after, row):
+                        yield entry
+                    return
+                if self.replicas is None:
+                    return  # nobody here runs it (a CLI process, or it died unrecorded)
                 # The run is held by another replica: its log grows in the database and a
                 # NOTIFY wakes us (the heartbeat timeout re-reads it anyway).
                 changed = self.replicas.changed(run_id)
@@ -382,10 +406,22 @@ class RunManager:
             except TimeoutError:
                 yield None
 
-    def _ended_here(self, run_id: str) -> bool:
-        """Whether the run ended without an ``end`` entry to wait for (nobody runs it)."""
-        row = self.store.get(run_id)
-        return row is None or row.status == "interrupted"
+    async def _last_entries(self, run_id: str, after: int, row: Any) -> AsyncIterator[StoredEvent]:
+        """The rest of an ended run's log, which always finishes with its ``end`` entry.
+
+        The status and the end are committed together, so the end is there, maybe written
+        since the caller's last read. A run ended by an older version, which wrote them
+        apart, may lack it: its end is then made from the record (not stored), so readers
+        never wait for one that will not come.
+        """
+        for entry in self.store.events(run_id, after):
+            yield entry
+            after = entry.seq
+            if entry.kind == "end":
+                return
+        if row is not None:
+            body = {"status": row.status, "result": row.result, "error": row.error}
+            yield StoredEvent(after + 1, "end", body)
 
     async def close(self) -> None:
         """Stop following live runs (server shutdown); their stored state stays as it is."""

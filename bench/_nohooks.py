@@ -2,7 +2,7 @@
 
 The tracing target compares batonflow with tracing off (nothing configured, the default) to the
 same engine with no instrument hook call sites at all. That second engine does not exist, so
-this module makes it: it parses ``batonflow.core._runtime``, removes every ``if`` whose test
+this module makes it: it parses the methods of ``batonflow.core._runtime.Run``, removes every ``if`` whose test
 reads an instrument flag (``self._want_*``, ``instruments.wants(...)``), replaces such
 conditional expressions by their ``else`` value, sets the ``_want_*`` flags to the constant
 ``False`` (no ``wants()`` lookups), and compiles the methods of ``Run`` again, in the module's own globals. Swapping them in
@@ -14,6 +14,7 @@ import __future__
 
 import ast
 import inspect
+import textwrap
 from typing import Any
 
 from api import Unsupported
@@ -54,7 +55,12 @@ class _Strip(ast.NodeTransformer):
 
 
 def hookless_run_methods() -> tuple[dict[str, Any], dict[str, Any], int]:
-    """``(stripped, original, sites)``: the ``Run`` methods without and with hook call sites."""
+    """``(stripped, original, sites)``: the ``Run`` methods without and with hook call sites.
+
+    ``Run`` binds most of its methods from one module per concept (``_executing.py`` and
+    others), so each method is parsed from its own source and compiled in its own module's
+    globals.
+    """
     try:
         from batonflow.core import _runtime
     except ImportError as exc:
@@ -62,32 +68,32 @@ def hookless_run_methods() -> tuple[dict[str, Any], dict[str, Any], int]:
     run_cls = getattr(_runtime, "Run", None)
     if run_cls is None:
         raise Unsupported("batonflow.core._runtime has no Run class to strip")
-    tree = ast.parse(inspect.getsource(_runtime))
-    cls_node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Run"), None)
-    if cls_node is None:
-        raise Unsupported("batonflow.core._runtime.Run not found in its source")
     strip = _Strip()
     stripped: dict[str, Any] = {}
     original: dict[str, Any] = {}
-    for fn in cls_node.body:
-        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+    for attr, fn in vars(run_cls).items():
+        if not inspect.isfunction(fn):
+            continue
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        node = tree.body[0]
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         before = strip.removed
-        new_fn = strip.visit(fn)
+        new_fn = strip.visit(node)
         if strip.removed == before:
             continue  # no hook site in this method: keep the original
         module = ast.fix_missing_locations(ast.Module(body=[new_fn], type_ignores=[]))
         namespace: dict[str, Any] = {}
         code = compile(
             module,
-            f"<hookless {_runtime.__name__}.Run.{fn.name}>",
+            f"<hookless {fn.__module__}.{fn.__qualname__}>",
             "exec",
             flags=__future__.annotations.compiler_flag,  # annotations stay unevaluated
             dont_inherit=True,
         )
-        exec(code, vars(_runtime), namespace)
-        stripped[fn.name] = namespace[fn.name]
-        original[fn.name] = run_cls.__dict__[fn.name]
+        exec(code, fn.__globals__, namespace)
+        stripped[attr] = namespace[node.name]
+        original[attr] = fn
     if not strip.removed:
         raise Unsupported("found no instrument hook call sites in batonflow.core._runtime.Run")
     return stripped, original, strip.removed

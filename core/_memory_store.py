@@ -101,9 +101,17 @@ class InMemoryCheckpointStore:
                 self._evict()
 
     def finish_run(
-        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
+        self,
+        run_id: str,
+        status: str,
+        *,
+        result: str | None = None,
+        error: str | None = None,
+        end: str | None = None,
     ) -> None:
-        """Record how a run ended (the same as :meth:`set_status`)."""
+        """Record how a run ended; with ``end``, also its last log entry (written first)."""
+        if end is not None and run_id in self._runs:
+            self.append_event(run_id, "end", end)
         self.set_status(run_id, status, result=result, error=error)
 
     def _evict(self) -> None:

@@ -274,10 +274,39 @@ class SqliteCheckpointStore:
         )
 
     def finish_run(
-        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
+        self,
+        run_id: str,
+        status: str,
+        *,
+        result: str | None = None,
+        error: str | None = None,
+        end: str | None = None,
     ) -> None:
-        """Record how a run ended (the same as :meth:`set_status`)."""
-        self.set_status(run_id, status, result=result, error=error)
+        """Record how a run ended; with ``end``, also its last log entry, in one transaction.
+
+        Both commit together: a process killed at any moment leaves either a run still in
+        progress (resumed at the next start) or an ended run whose log ends.
+        """
+        if end is None:
+            self.set_status(run_id, status, result=result, error=error)
+            return
+        check_status(status)
+        if status in ENDED:
+            self._recorded.discard(run_id)
+
+        def finish(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO run_events (run_id, seq, kind, body) SELECT ?, "
+                "COALESCE(MAX(seq), 0) + 1, 'end', ? FROM run_events WHERE run_id = ?",
+                (run_id, end, run_id),
+            )
+            conn.execute(
+                "UPDATE checkpoint_runs SET status = ?, result = ?, error = ?, updated_at = ?, "
+                "waiting_seq = CASE WHEN ? = 'waiting' THEN waiting_seq END WHERE run_id = ?",
+                (status, result, error, time.time(), status, run_id),
+            )
+
+        self._write("record how a run ended", finish, transaction=True)
 
     def runs(
         self,

@@ -39,9 +39,16 @@ class CheckpointStore(Protocol):
         ...
 
     def finish_run(
-        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
+        self,
+        run_id: str,
+        status: str,
+        *,
+        result: str | None = None,
+        error: str | None = None,
+        end: str | None = None,
     ) -> None:
-        """Record how a run ended (the same as :meth:`set_status`)."""
+        """Record how a run ended; with ``end`` (JSON text), also append it as the run's
+        last log entry (kind ``"end"``) in the same atomic write."""
         ...
 
     def runs(

@@ -29,7 +29,7 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -100,6 +100,9 @@ class WorkflowCheckpointer:
         serializer: Encodes the contexts (default: the workflow's serializer, else JSON).
         checkpoint_serializer: LlamaIndex's name for ``serializer``.
         disabled_steps: Steps that do not write a checkpoint.
+        on_end: Called as ``on_end(run_id, status, result, error)`` when a run ends, instead
+            of recording its outcome: the caller records it (the server writes it together
+            with the run's last log entry, so a crash cannot split the two).
     """
 
     def __init__(
@@ -110,8 +113,10 @@ class WorkflowCheckpointer:
         *,
         checkpoint_serializer: BaseSerializer | None = None,
         disabled_steps: Iterable[str] = (),
+        on_end: Callable[[str, str, str | None, str | None], None] | None = None,
     ) -> None:
         self.workflow = workflow
+        self._on_end = on_end
         self.store: CheckpointStore = store if store is not None else InMemoryCheckpointStore()
         self.serializer: BaseSerializer = (
             serializer or checkpoint_serializer or workflow.serializer or JsonSerializer()
@@ -580,6 +585,9 @@ class WorkflowCheckpointer:
             if self._live.get(run_id) is handler:
                 del self._live[run_id]
             status, result, error = outcome(fut, self.serializer)
+            if self._on_end is not None:
+                self._on_end(run_id, status, result, error)
+                return
             try:
                 self.store.set_status(run_id, status, result=result, error=error)
             except CheckpointError as exc:

@@ -332,30 +332,61 @@ class PostgresCheckpointStore:
 
         def update(conn: psycopg.Connection[Any]) -> None:
             self._fence(conn, run_id)
-            conn.execute(
-                "UPDATE checkpoint_runs SET status = %s, result = %s, error = %s, "
-                "updated_at = %s, waiting_seq = CASE WHEN %s = 'waiting' THEN waiting_seq END, "
-                "lease_owner = CASE WHEN %s THEN NULL ELSE lease_owner END, "
-                "lease_until = CASE WHEN %s THEN NULL ELSE lease_until END WHERE run_id = %s",
-                (
-                    status,
-                    result,
-                    error,
-                    time.time(),
-                    status,
-                    status in ENDED,
-                    status in ENDED,
-                    run_id,
-                ),
-            )
+            self._update_status(conn, run_id, status, result, error)
 
         self._write("set a run's status", update)
 
-    def finish_run(
-        self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
+    def _update_status(
+        self,
+        conn: psycopg.Connection[Any],
+        run_id: str,
+        status: str,
+        result: str | None,
+        error: str | None,
     ) -> None:
-        """Record how a run ended (the same as :meth:`set_status`)."""
-        self.set_status(run_id, status, result=result, error=error)
+        ended = status in ENDED
+        conn.execute(
+            "UPDATE checkpoint_runs SET status = %s, result = %s, error = %s, "
+            "updated_at = %s, waiting_seq = CASE WHEN %s = 'waiting' THEN waiting_seq END, "
+            "lease_owner = CASE WHEN %s THEN NULL ELSE lease_owner END, "
+            "lease_until = CASE WHEN %s THEN NULL ELSE lease_until END WHERE run_id = %s",
+            (status, result, error, time.time(), status, ended, ended, run_id),
+        )
+
+    def finish_run(
+        self,
+        run_id: str,
+        status: str,
+        *,
+        result: str | None = None,
+        error: str | None = None,
+        end: str | None = None,
+    ) -> None:
+        """Record how a run ended; with ``end``, also its last log entry, in one transaction.
+
+        The status, the released lease and the ``end`` entry commit together, so a replica
+        killed at any moment leaves either a run still in progress (taken over and resumed)
+        or an ended run whose log ends: never an ended run that readers wait on forever.
+        """
+        check_status(status)
+        if status in ENDED:
+            self._recorded.discard(run_id)
+
+        def finish(conn: psycopg.Connection[Any]) -> None:
+            self._fence(conn, run_id)
+            if end is not None:
+                (seq,) = conn.execute(
+                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM run_events WHERE run_id = %s",
+                    (run_id,),
+                ).fetchone() or (1,)
+                conn.execute(
+                    "INSERT INTO run_events (run_id, seq, kind, body) VALUES (%s, %s, 'end', %s)",
+                    (run_id, seq, end),
+                )
+                conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, f"{run_id} {seq}"))
+            self._update_status(conn, run_id, status, result, error)
+
+        self._write("record how a run ended", finish)
 
     def runs(
         self,

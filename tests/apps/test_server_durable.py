@@ -112,9 +112,9 @@ def test_an_accepted_answer_survives_a_kill_before_it_is_used(tmp_path: Path) ->
     log = tmp_path / "log.txt"
     server = ServerProcess(db)
     c = server.client
-    run_id = c.post(
-        "/workflows/slowanswer/runs", json={"log": str(log), "delay": 1.5}
-    ).json()["run_id"]
+    run_id = c.post("/workflows/slowanswer/runs", json={"log": str(log), "delay": 1.5}).json()[
+        "run_id"
+    ]
     wait_status(c, run_id, {"waiting"})
     sent = c.post(
         f"/runs/{run_id}/events", json={"type": "HumanResponseEvent", "data": {"response": "go"}}
@@ -190,3 +190,43 @@ def test_full_disk_is_a_507_nothing_runs_and_it_works_once_space_is_back(
         assert sent.status_code == 202
         assert wait_status(c, run_id, {"completed"})["result"] == "answer: y"
         assert json.loads(json.dumps(c.get("/runs").json()))["runs"][0]["run_id"] == run_id
+
+
+def test_a_run_whose_end_is_not_written_stays_resumable_and_ends_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run's ended status and its ``end`` entry are one write. When that write does not
+    commit (the database refuses it here, as a kill at that moment would), the run is still
+    in progress, never ended without an end for its readers; the next server ends it once."""
+    import sqlite3
+    import time
+
+    db = tmp_path / "runs.db"
+    SqliteCheckpointStore(db).close()  # the schema
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "CREATE TRIGGER refuse_end BEFORE INSERT ON run_events WHEN NEW.kind = 'end' "
+            "BEGIN SELECT RAISE(ABORT, 'the process died here'); END"
+        )
+    store = SqliteCheckpointStore(db)
+    app = create_app({"echo": flows.EchoFlow()}, checkpoints=store)
+    with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=20) as c:
+        run_id = c.post("/workflows/echo/runs", json={"x": 1}).json()["run_id"]
+        deadline = time.monotonic() + 15
+        while "the store refused it" not in caplog.text:
+            assert time.monotonic() < deadline, caplog.text
+            time.sleep(0.02)
+        assert c.get(f"/runs/{run_id}").json()["status"] == "running"
+    store.close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TRIGGER refuse_end")
+    store = SqliteCheckpointStore(db)
+    app = create_app({"echo": flows.EchoFlow()}, checkpoints=store)
+    try:
+        with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=20) as c:
+            done = wait_status(c, run_id, {"completed", "failed"})
+            assert done["status"] == "completed" and done["result"] == {"x": 1}, done
+            ends = [m for m in read_sse(c, f"/runs/{run_id}/events") if m["event"] == "end"]
+            assert len(ends) == 1 and ends[0]["data"]["status"] == "completed"
+    finally:
+        store.close()

@@ -42,7 +42,7 @@ def _executions_of(workflow: Workflow, step_name: str | None = None) -> list[obj
         o
         for o in gc.get_objects()
         if type(o).__name__ == "Execution"
-        and type(o).__module__ == "batonflow.core._runtime"
+        and type(o).__module__ == "batonflow.core._lanes"
         and o.run.workflow is workflow
         and step_name in (None, o.lane.spec.name)
     ]

@@ -216,3 +216,55 @@ def test_state_changes_in_the_llama_index_layout(store):
         {"a": "1"},
         {"b": "2"},
     ]
+
+
+def test_the_end_of_a_run_is_written_with_its_status(store):
+    """finish_run(end=) appends the run's last log entry and records how it ended."""
+    store.create_run(_record("r"))
+    store.append_event("r", "event", '{"n": 1}')
+    store.finish_run("r", "completed", result='"ok"', end='{"status": "completed"}')
+    assert [(e.seq, e.kind, e.body) for e in store.events("r")] == [
+        (1, "event", '{"n": 1}'),
+        (2, "end", '{"status": "completed"}'),
+    ]
+    record = store.run("r")
+    assert record is not None and (record.status, record.result) == ("completed", '"ok"')
+
+
+def _refuse_completing(store, request, tmp_path) -> None:
+    """Make the database itself refuse to mark a run completed (a trigger), as a crash would."""
+    if request.node.callspec.params["store"] == "sqlite":
+        import sqlite3
+
+        with sqlite3.connect(tmp_path / "runs.db") as conn:
+            conn.execute(
+                "CREATE TRIGGER refuse BEFORE UPDATE ON checkpoint_runs "
+                "WHEN NEW.status = 'completed' BEGIN SELECT RAISE(ABORT, 'refused'); END"
+            )
+    else:
+        import psycopg
+
+        with psycopg.connect(request.getfixturevalue("postgres_url"), autocommit=True) as conn:
+            conn.execute(
+                "CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN "
+                "IF NEW.status = 'completed' THEN RAISE EXCEPTION 'refused'; END IF; "
+                "RETURN NEW; END $$ LANGUAGE plpgsql"
+            )
+            conn.execute(
+                "CREATE TRIGGER refuse BEFORE UPDATE ON checkpoint_runs "
+                "FOR EACH ROW EXECUTE FUNCTION refuse()"
+            )
+
+
+def test_a_finish_that_fails_writes_neither_its_status_nor_its_end(store, request, tmp_path):
+    """The status and the end entry commit together or not at all (durable backends)."""
+    if request.node.callspec.params["store"] == "memory":
+        pytest.skip("nothing in memory survives a crash: there is no half-write to avoid")
+    store.create_run(_record("r"))
+    store.append_event("r", "event", "{}")
+    _refuse_completing(store, request, tmp_path)
+    with pytest.raises(CheckpointError):
+        store.finish_run("r", "completed", result='"ok"', end='{"status": "completed"}')
+    assert [e.kind for e in store.events("r")] == ["event"]
+    record = store.run("r")
+    assert record is not None and record.status == "running"

@@ -94,12 +94,7 @@ def _executions(log: Path) -> dict[tuple[str, str], list[int]]:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
-@pytest.mark.xfail(
-    reason="since the last merge of the run store, an SSE stream of a run taken over by another "
-    "replica can stop short of its end entry (saw 1..3, never the end); under investigation",
-    strict=False,
-)  # three servers starting on two cores can take a while
+@pytest.mark.timeout(300)  # three servers starting on two cores can take a while
 def test_killing_one_of_three_replicas_loses_and_repeats_nothing(postgres_url, tmp_path):
     """50 runs in flight, SIGKILL one replica: each run completes once, answers all count."""
     lease = 2.0

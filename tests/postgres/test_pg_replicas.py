@@ -83,3 +83,24 @@ def test_resuming_a_stream_on_another_replica_has_no_gap_and_no_repeat(replicas)
     rest = list(b.events(run_id, after=first.seq))
     whole = list(a.events(run_id))
     assert [e.seq for e in [first, *rest]] == [e.seq for e in whole]
+
+
+def test_a_stream_of_an_ended_run_without_its_end_entry_still_ends(replicas, postgres_url):
+    """A run recorded as ended whose log has no ``end`` (written by an older version) does not
+    keep a reader on another replica waiting: its end is made from the record."""
+    import psycopg
+
+    a, b = replicas
+    run_id = a.start("approval", topic="old").run_id
+    _wait_for(a, run_id, "waiting")
+    a.answer(run_id, "fine")
+    a.wait(run_id, timeout=20)
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DELETE FROM run_events WHERE run_id = %s AND kind = 'end'", (run_id,))
+    got: list = []
+    reader = threading.Thread(target=lambda: got.extend(b.events(run_id, reconnect=False)))
+    reader.start()
+    reader.join(20)
+    assert not reader.is_alive(), "the reader waited for an end that will never come"
+    assert [e.is_end for e in got][-2:] == [False, True]
+    assert got[-1].data == {"status": "completed", "result": "old: fine", "error": None}

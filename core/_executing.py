@@ -1,0 +1,411 @@
+"""Running one execution of a step: its attempts, retries, recovery, and what it returned.
+
+These functions are methods of :class:`~batonflow.core._runtime.Run` (bound in its class body).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ._calls import call_in_scopes, run_sync
+from ._lanes import CURRENT_EXECUTION, Execution, RunStatus
+from .errors import StepTimeoutError, WorkflowRuntimeError
+from .events import Event, StepFailedEvent, StepState
+from .graph import CALLER_EVENTS
+from .hooks import StepBoundary
+from .instrument import StepFinished, StepStarted
+from .retry import RetryInfo, ask_policy, retry_seed
+from .step import ParamKind, StepSpec
+
+if TYPE_CHECKING:
+    from ._runtime import Run
+
+
+async def work(self: Run, ex: Execution) -> None:
+    """A worker task: run ``ex``, then the next executions the run hands it."""
+    worker = ex.task
+    next_ex: Execution | None = ex
+    while next_ex is not None:
+        ex = next_ex
+        try:
+            await self._execute(ex)
+        except BaseException:
+            self._release(ex, None)
+            raise
+        self._deferring = not self.stepwise  # (already set when ex succeeded)
+        next_ex = self._release(ex, worker)
+        if next_ex is None:
+            return
+        # Let the loop run what is ready (other runs, timers, stream readers) before the
+        # next execution, as a new task would have; cheaper than creating one. If the run
+        # ends meanwhile, _end cancels this task and drops next_ex, as for a new task
+        # cancelled before its first step.
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            if next_ex.id in self.running:  # cancelled from outside the run
+                self._cancelled_outside(next_ex, None)
+                self._release(next_ex, None)
+            raise
+
+
+def cancelled_outside(self: Run, ex: Execution, cancelled: BaseException | None) -> None:
+    if self.status is RunStatus.RUNNING:
+        # Not cancelled by the run (it only cancels steps once it has ended): the loop is
+        # shutting down or someone cancelled the task directly.
+        error = WorkflowRuntimeError(
+            f"Step {ex.lane.spec.name} was cancelled from outside the run; use "
+            "handler.cancel_run() to stop a run."
+        )
+        if cancelled is not None:
+            error = error.with_traceback(cancelled.__traceback__)
+        self.fail(error, ex=ex)
+
+
+async def execute(self: Run, ex: Execution) -> None:
+    """Run one execution (all its attempts); the caller releases it."""
+    ex.started = True
+    cell: list[Execution | None] = [ex]
+    CURRENT_EXECUTION.set(cell)
+    if self.internal:
+        self._state_changed(ex.lane.spec.name, StepState.RUNNING, ex.id, ex.event)
+    lane = ex.lane
+    spec = lane.spec
+    try:
+        ex.first_started = self._clock()
+        if self.workflow._listeners:
+            ex.first_started_wall = time.time()
+        while True:
+            ex.attempt += 1
+            record: StepStarted | None = None
+            if self._want_record:
+                record = StepStarted(
+                    self.run_id,
+                    self.workflow.workflow_name,
+                    spec.name,
+                    ex.id,
+                    ex.attempt,
+                    ex.event,
+                    ex.origins,
+                    self.meta,
+                )
+                if self._want_started:
+                    self.instruments.call("step_started", record)
+            began = time.perf_counter() if self._want_finished else 0.0
+            try:
+                if lane.direct:
+                    result = await lane.call(self.ctx, ex.event, None)
+                elif spec.timeout is None:
+                    result = await self._attempt(ex, record)
+                else:
+                    result = await self._attempt_with_timeout(ex, record, spec.timeout)
+            except asyncio.CancelledError as cancelled:
+                self._cancelled_outside(ex, cancelled)
+                raise
+            except (KeyboardInterrupt, SystemExit) as error:
+                self.fail(error, ex=ex)
+                raise
+            except Exception as error:
+                if self.status is not RunStatus.RUNNING:
+                    return
+                try:
+                    delay = self._retry_delay(ex, error)
+                except WorkflowRuntimeError as broken:
+                    if self._want_finished:
+                        self._step_finished(ex, (), error, began)
+                    self.fail(broken, ex=ex)
+                    return
+                if self._want_finished:
+                    self._step_finished(ex, (), error, began, delay is not None)
+                if delay is None:
+                    if not self._recover(ex, error):
+                        self.fail(error, ex=ex)
+                    return
+                ex.retry_info = RetryInfo(
+                    ex.attempt,
+                    self._clock() - ex.first_started,
+                    error,
+                    datetime.now(UTC),
+                )
+                await self._sleep(delay)
+                if self.status is not RunStatus.RUNNING:
+                    return
+                continue
+            if self.status is not RunStatus.RUNNING:
+                return
+            # Executions the outputs start are handed out by _release (see _start).
+            self._deferring = not self.stepwise
+            self._succeeded(ex, result, began)
+            return
+    finally:
+        cell[0] = None
+
+
+def recover(self: Run, ex: Execution, error: Exception) -> bool:
+    """Hand a failed execution to its ``@catch_error`` step, if it has one left to give.
+
+    ``max_recoveries`` is a budget per lineage, as in LlamaIndex: a failure downstream of
+    what a recovery produced counts against the same handler's budget, while independent
+    branches (fan-out items, say) each have their own.
+    """
+    spec = ex.lane.spec
+    if spec.error_handler:
+        return False  # a handler that raises fails the run
+    index = self.graph.error_handler_for(spec.name)
+    if index is None:
+        return False
+    handler = self.graph.order[index]
+    counts = self.recoveries.get(ex.id, {})
+    used = counts.get(handler.name, 0)
+    if used >= handler.max_recoveries:
+        return False
+    failed = StepFailedEvent(
+        step_name=spec.name,
+        input_event=ex.event,
+        exception=error,
+        attempts=ex.attempt,
+        elapsed_seconds=self._clock() - ex.first_started,
+        failed_at=datetime.now(UTC),
+    )
+    self.recovering[id(failed)] = (failed, {**counts, handler.name: used + 1})
+    self.route(failed, ex.id, index, emitter=ex)
+    return True
+
+
+def inherit_recoveries(self: Run, ex: Execution) -> None:
+    """Give ``ex`` the recovery counts of the lineage its input event comes from."""
+    carried = self.recovering.pop(id(ex.event), None)
+    counts = carried[1] if carried is not None and carried[0] is ex.event else None
+    if counts is None:
+        for origin in ex.origins:
+            found = self.recoveries.get(origin)
+            if found is not None:
+                # A join of several lineages: the most used budget per handler counts.
+                counts = found if counts is None else _max_counts(counts, found)
+    if counts:
+        self.recoveries[ex.id] = counts
+
+
+def retry_delay(self: Run, ex: Execution, error: Exception) -> float | None:
+    """Seconds before the next attempt, or None to give up.
+
+    Raises:
+        WorkflowRuntimeError: The policy raised, or returned something that is not a
+            number of seconds (``>= 0``) or ``None``.
+    """
+    policy = ex.lane.spec.retry_policy
+    if policy is None:
+        return None
+    name = ex.lane.spec.name
+    try:
+        seed = retry_seed(self.run_id, name, ex.attempt)
+        delay = ask_policy(policy, self._clock() - ex.first_started, ex.attempt, error, seed)
+    except Exception as bug:
+        raise WorkflowRuntimeError(
+            f"Retry policy {type(policy).__name__}.next() raised {type(bug).__name__}: "
+            f"{bug} while deciding whether to retry step {name} after its "
+            f"{type(error).__name__}: {error}. Fix the policy; it must return seconds to "
+            "wait, or None to stop retrying."
+        ) from bug
+    if delay is None:
+        return None
+    if (
+        isinstance(delay, bool)
+        or not isinstance(delay, int | float)
+        or math.isnan(delay)
+        or delay < 0
+    ):
+        raise WorkflowRuntimeError(
+            f"Retry policy {type(policy).__name__}.next() returned {delay!r} for step "
+            f"{name}; it must return seconds to wait (a number >= 0), or None to stop "
+            "retrying."
+        ) from error
+    return float(delay)
+
+
+async def attempt(self: Run, ex: Execution, record: StepStarted | None) -> Any:
+    lane = ex.lane
+    spec = lane.spec
+    resources = await self._resources(spec) if spec.has_resources else None
+    scopes = self.instruments.scopes(record) if self._want_scope and record else None
+    if spec.is_async:
+        if scopes:
+            with contextlib.ExitStack() as stack:
+                for scope in scopes:
+                    stack.enter_context(scope)
+                return await lane.call(self.ctx, ex.event, resources)
+        return await lane.call(self.ctx, ex.event, resources)
+    return await run_sync(call_in_scopes, lane.call, self.ctx, ex.event, resources, scopes)
+
+
+async def attempt_with_timeout(
+    self: Run, ex: Execution, record: StepStarted | None, seconds: float
+) -> Any:
+    timer = asyncio.timeout(seconds)
+    try:
+        async with timer:
+            ex.step_timeout = timer
+            return await self._attempt(ex, record)
+    except TimeoutError:
+        if timer.expired():
+            raise StepTimeoutError(
+                f"Step {ex.lane.spec.name} took longer than its timeout of {seconds} seconds "
+                "and was cancelled. Raise @step(timeout=...) or give it a retry_policy."
+            ) from None
+        raise
+    finally:
+        ex.step_timeout = None
+
+
+async def resources(self: Run, spec: StepSpec) -> dict[str, Any]:
+    manager = self.workflow.resource_manager
+    values: dict[str, Any] = {}
+    scope: dict[Any, Any] = {}  # one execution: uncached resources are shared within it
+    for param in spec.params:
+        if param.kind is ParamKind.WORKFLOW:
+            values[param.name] = self.workflow._nested_workflow(spec.name, param)
+        elif param.kind is ParamKind.RESOURCE:
+            values[param.name] = await manager.resolve(
+                param.resource,
+                step_name=spec.name,
+                param_name=param.name,
+                annotation=param.annotation,
+                localns=param.localns,
+                scope=scope,
+            )
+    return values
+
+
+def step_finished(
+    self: Run,
+    ex: Execution,
+    outputs: tuple[Event, ...],
+    error: BaseException | None,
+    began: float,
+    will_retry: bool = False,
+) -> None:
+    self.instruments.call(
+        "step_finished",
+        StepFinished(
+            self.run_id,
+            self.workflow.workflow_name,
+            ex.lane.spec.name,
+            ex.id,
+            ex.attempt,
+            ex.event,
+            outputs,
+            error,
+            time.perf_counter() - began,
+            will_retry,
+            self.meta,
+        ),
+    )
+
+
+def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
+    # The execution is over: it is no longer in progress for snapshots.
+    del self.running[ex.id]
+    fan_out = False
+    if result is None:
+        outputs: tuple[Event, ...] = ()
+        kinds: tuple[type[Event], ...] = ()
+    elif isinstance(result, Event):
+        outputs = (result,)
+        kinds = (type(result),)
+    elif isinstance(result, list) and all(isinstance(item, Event) for item in result):
+        fan_out = True
+        outputs = tuple(result)
+        kinds = tuple(type(item) for item in outputs)
+    else:
+        error = WorkflowRuntimeError(
+            f"Step function {ex.lane.spec.name} returned {type(result).__name__} instead of "
+            f"an Event instance. It returned {result!r:.80}; a step must return an Event, a "
+            "list of events, or None. Wrap the value in an event, e.g. "
+            "StopEvent(result=value)."
+        )
+        if self._want_finished:
+            self._step_finished(ex, (), error, began)
+        self.fail(error, ex=ex)
+        return
+    if self._check_outputs and not self.stepwise:
+        emitted = ex.lane.spec.emitted
+        for ev in outputs:
+            if type(ev) not in emitted and self._undeliverable(ev):
+                error = self._undelivered_error(ex, ev)
+                if self._want_finished:
+                    self._step_finished(ex, (), error, began)
+                self.fail(error, ex=ex)
+                return
+    if self._want_finished:
+        self._step_finished(ex, outputs, None, began)
+    if self.internal:
+        # Reported here, before the outputs are routed (a StopEvent ends the stream).
+        ex.output_name = str(type(outputs[0])) if outputs else ""
+        self._state_changed(
+            ex.lane.spec.name, StepState.NOT_RUNNING, ex.id, ex.event, ex.output_name or None
+        )
+    entry = (ex.lane.spec.name, type(ex.event), kinds)
+    # Repeated entries share one tuple: a long run keeps 8 bytes per step, not ~130.
+    self.trace.append(self._trace_entries.setdefault(entry, entry))
+    if self.stepwise:
+        self._hand_out(ex, outputs, fan_out)
+        return
+    listeners = self.workflow._listeners
+    if not listeners:
+        self._route_outputs(ex, outputs, fan_out)
+        return
+    # Queue the outputs without starting anything, let the listeners look at a quiet run,
+    # then dispatch.
+    self._hold += 1
+    try:
+        self._route_outputs(ex, outputs, fan_out)
+        boundary = StepBoundary(
+            self.run_id,
+            ex.lane.spec.name,
+            ex.id,
+            ex.attempt,
+            ex.event,
+            outputs,
+            self.ctx,
+            ex.first_started_wall,
+            time.time(),
+        )
+        for listener in listeners:
+            listener(boundary)
+    except Exception as error:
+        self._hold -= 1
+        self.fail(error, ex=ex)
+        return
+    self._hold -= 1
+    stop, self._held_stop = self._held_stop, None
+    if stop is not None:
+        self.complete(stop)
+    else:
+        self._kick_all()
+
+
+def undeliverable(self: Run, event: Event) -> bool:
+    if isinstance(event, CALLER_EVENTS) or self.graph.targets(type(event)):
+        return False
+    return not any(w.wants_type(event) for w in self.waiters.values())
+
+
+def undelivered_error(self: Run, ex: Execution, event: Event) -> WorkflowRuntimeError:
+    spec = ex.lane.spec
+    kind = type(event).__name__
+    declared = ", ".join(e.__name__ for e in spec.emitted) or "None"
+    return WorkflowRuntimeError(
+        f"Step {spec.name} returned {kind}, but no step accepts {kind} and no step is "
+        f"waiting for it, so the run could never go on (its return annotation says: "
+        f"{declared}). Return one of the annotated events, or add a step that takes "
+        f"`ev: {kind}`."
+    )
+
+
+def _max_counts(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    return {name: max(a.get(name, 0), b.get(name, 0)) for name in a.keys() | b.keys()}
