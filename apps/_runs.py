@@ -311,6 +311,12 @@ class RunManager:
         if live is None or live.done.is_set():
             row = self.store.get(run_id)
             state = row.status if row is not None else "unknown"
+            if state in ("running", "waiting"):
+                raise RunStateError(
+                    f"Run {run_id!r} is {state} in another process, not in this server (a "
+                    f"`batonflow run` or a server on the same store); {action} works in the "
+                    "process that runs it."
+                )
             raise RunStateError(
                 f"Run {run_id!r} is {state}; {action} only works while a run is in progress."
             )
@@ -363,7 +369,15 @@ class RunManager:
         )
 
     async def cancel(self, run_id: str, wait: float = 10.0) -> str:
-        """Cancel a run in progress and return its final status."""
+        """Cancel a run in progress and return its status once that took effect (or after
+        ``wait`` seconds).
+
+        A run held by another replica is asked through its inbox: the request is committed,
+        so the replica running it, or the one that takes it over, cancels it.
+        """
+        live = self.live.get(run_id)
+        if live is None and self.replicas is not None:
+            return await self._cancel_elsewhere(run_id, wait)
         live = self._live_or_error(run_id, "cancelling")
         outcome = live.handler.cancel_run()
         if inspect.isawaitable(outcome):
@@ -371,6 +385,30 @@ class RunManager:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(live.done.wait(), wait)
         return live.status
+
+    async def _cancel_elsewhere(self, run_id: str, wait: float) -> str:
+        from batonflow.core.errors import RunConflictError
+
+        assert self.replicas is not None
+        row = self.store.get(run_id)
+        if row is None or row.status not in ("running", "waiting"):
+            self._live_or_error(run_id, "cancelling")  # raises, naming its status
+        assert row is not None
+        try:
+            self.checkpointers[row.workflow].request_cancel(run_id)
+        except RunConflictError as exc:
+            raise RunStateError(str(exc)) from None
+        deadline = asyncio.get_running_loop().time() + wait
+        while True:
+            changed = self.replicas.changed(run_id)
+            row = self.store.get(run_id)
+            if row is None or row.status in ENDED:
+                return row.status if row is not None else "cancelled"
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return row.status  # asked: the replica running it will cancel it
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), min(remaining, 0.5))
 
     async def follow(self, run_id: str, after: int) -> AsyncIterator[StoredEvent | None]:
         """Yield the run's events after ``after``, live until it ends; ``None`` = heartbeat.

@@ -22,7 +22,6 @@ default of the checkpointer) and :class:`SqliteCheckpointStore` (one file, WAL m
 from __future__ import annotations
 
 import asyncio
-import builtins
 import itertools
 import json
 import logging
@@ -33,6 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from . import _checkpoint_query
 from ._memory_store import InMemoryCheckpointStore
 from ._records import STATUSES, Checkpoint, InboxItem, RunRecord, StoredEvent, with_state_values
 from ._sqlite_store import SqliteCheckpointStore
@@ -45,6 +45,10 @@ from .errors import (
 )
 from .events import Event, InputRequiredEvent, InternalDispatchEvent, StartEvent, StopEvent
 from .serialization import BaseSerializer, JsonSerializer, qualified_name
+
+#: The inbox body of a cancel request (see ``request_cancel``). No serializer writes it for an
+#: event: they all encode an event's class with it.
+CANCEL_REQUEST = '{"batonflow_request": "cancel"}'
 
 logger = logging.getLogger("batonflow.core")
 
@@ -129,6 +133,7 @@ class WorkflowCheckpointer:
         self._live: dict[str, WorkflowHandler] = {}
         self._inbox: dict[str, int] = {}
         self._released: set[str] = set()
+        self._cancelling: set[asyncio.Future[None]] = set()  # kept referenced until done
         # One bound-method object, so detach() can remove exactly what was added.
         self._listener = self._on_step
         workflow.add_step_listener(self._listener)
@@ -371,6 +376,25 @@ class WorkflowCheckpointer:
             self._deliver(run_id)
         return seq
 
+    def request_cancel(self, run_id: str) -> int:
+        """Ask a run to cancel itself, durably: the request is committed to its inbox.
+
+        The process that runs it (this one, another server replica, or whichever resumes it
+        after a crash) cancels it when it takes the request in, so an accepted cancel is
+        never lost.
+
+        Returns:
+            The request's position in the run's inbox.
+
+        Raises:
+            RunConflictError: The run has ended already.
+            CheckpointError: The store refused the write.
+        """
+        seq = self.store.post_event(run_id, CANCEL_REQUEST)
+        if run_id in self._live:
+            self._deliver(run_id)
+        return seq
+
     def release(self, run_id: str) -> None:
         """Stop recording run ``run_id`` in this process and leave its record as it is.
 
@@ -399,6 +423,11 @@ class WorkflowCheckpointer:
         if handler is None:
             return
         for item in self.store.inbox(run_id, after=self._inbox.get(run_id, 0)):
+            self._inbox[run_id] = item.seq
+            if item.body == CANCEL_REQUEST:
+                self._cancelling.add(asyncio.ensure_future(handler.cancel_run()))
+                self._cancelling = {t for t in self._cancelling if not t.done()}
+                continue
             try:
                 event = self.serializer.deserialize(item.body)
             except ContextSerdeError as exc:
@@ -406,7 +435,6 @@ class WorkflowCheckpointer:
                 event = None
             if isinstance(event, Event):
                 handler.ctx.send_event(event)
-            self._inbox[run_id] = item.seq
 
     def _continue(
         self, checkpoint: Checkpoint, run_id: str, kwargs: dict[str, Any]
@@ -596,62 +624,9 @@ class WorkflowCheckpointer:
 
         handler.add_done_callback(finished)
 
-    @property
-    def checkpoints(self) -> dict[str, builtins.list[Checkpoint]]:
-        """The step checkpoints of this workflow's runs in the store, by run id."""
-        return {
-            record.run_id: [c for c in self.store.list(record.run_id) if c.step_name is not None]
-            for record in self.store.runs(workflow_name=self.workflow.workflow_name)
-        }
-
-    def filter_checkpoints(
-        self,
-        run_id: str | None = None,
-        last_completed_step: str | None = None,
-        input_event_type: type[Event] | str | None = None,
-        output_event_type: type[Event] | str | None = None,
-    ) -> builtins.list[Checkpoint]:
-        """The checkpoints matching every given criterion, oldest first within a run.
-
-        Args:
-            run_id: Only this run.
-            last_completed_step: Only checkpoints taken after this step.
-            input_event_type: Only steps that ran on this event class (or its name).
-            output_event_type: Only steps that returned this event class (or its name).
-        """
-        wanted_in = _type_name(input_event_type)
-        wanted_out = _type_name(output_event_type)
-        found: builtins.list[Checkpoint] = []
-        for rid, cps in self.checkpoints.items():
-            if run_id is not None and rid != run_id:
-                continue
-            for cp in cps:
-                if last_completed_step is not None and cp.step_name != last_completed_step:
-                    continue
-                if wanted_in is not None and not _same_type(cp.input_event_type, wanted_in):
-                    continue
-                if wanted_out is not None and not any(
-                    _same_type(t, wanted_out) for t in cp.output_event_types
-                ):
-                    continue
-                found.append(cp)
-        return found
-
-
-def _type_name(t: type[Event] | str | None) -> str | None:
-    if t is None or isinstance(t, str):
-        return t
-    return qualified_name(t)
-
-
-def _same_type(recorded: str | None, wanted: str) -> bool:
-    if recorded is None:
-        return False
-    if ":" in wanted:
-        return recorded == wanted
-    # A bare or dotted class name matches the end of "module:QualName".
-    dotted = recorded.replace(":", ".")
-    return dotted == wanted or dotted.endswith("." + wanted)
+    # Reading the checkpoints back: _checkpoint_query.py.
+    checkpoints = property(_checkpoint_query.checkpoints)
+    filter_checkpoints = _checkpoint_query.filter_checkpoints
 
 
 __all__ = [

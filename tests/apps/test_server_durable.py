@@ -230,3 +230,26 @@ def test_a_run_whose_end_is_not_written_stays_resumable_and_ends_once(
             assert len(ends) == 1 and ends[0]["data"]["status"] == "completed"
     finally:
         store.close()
+
+
+def test_cancelling_a_run_another_process_runs_says_so(tmp_path: Path) -> None:
+    """A run in progress in a `batonflow run` process on the same store is not this server's
+    to cancel: the 409 says where it runs, not that it is not in progress."""
+    import time
+
+    from batonflow.core._records import RunRecord
+
+    store = SqliteCheckpointStore(tmp_path / "runs.db")
+    now = time.time()
+    store.create_run(
+        RunRecord("cli-run", "echo", "running", now, now, owner="cli", pid=os.getpid())
+    )
+    app = create_app({"echo": flows.EchoFlow()}, checkpoints=store)
+    try:
+        with BackgroundServer(app) as server, httpx.Client(base_url=server.url) as c:
+            refused = c.post("/runs/cli-run/cancel")
+            assert refused.status_code == 409
+            assert "in another process" in refused.json()["detail"], refused.text
+            assert c.get("/runs/cli-run").json()["status"] == "running"
+    finally:
+        store.close()

@@ -104,3 +104,18 @@ def test_a_stream_of_an_ended_run_without_its_end_entry_still_ends(replicas, pos
     assert not reader.is_alive(), "the reader waited for an end that will never come"
     assert [e.is_end for e in got][-2:] == [False, True]
     assert got[-1].data == {"status": "completed", "result": "old: fine", "error": None}
+
+
+def test_a_run_held_by_one_replica_is_cancelled_through_the_other(replicas):
+    """A cancel sent to b for a run a holds goes through the run's inbox: a cancels it, and
+    b answers with the outcome."""
+    a, b = replicas
+    run_id = a.start("approval", topic="stop").run_id
+    _wait_for(a, run_id, "waiting")
+    assert b.cancel(run_id).status == "cancelled"
+    assert a.get(run_id).status == "cancelled"
+    events = list(b.events(run_id))
+    assert events[-1].is_end and events[-1].data["status"] == "cancelled"
+    assert [e.is_end for e in events].count(True) == 1
+    with pytest.raises(ConflictError, match="cancelled"):
+        b.cancel(run_id)
