@@ -341,3 +341,18 @@ def test_a_finish_that_fails_writes_neither_its_status_nor_its_end(store, reques
     assert [e.kind for e in store.events("r")] == ["event"]
     record = store.run("r")
     assert record is not None and record.status == "running"
+
+
+def test_an_event_log_alone_does_not_make_a_run(store):
+    """Events logged for a run never recorded are kept, but no run appears until one is."""
+    store.append_event("bare", "event", "{}", waiting=True)
+    assert [e.seq for e in store.events("bare")] == [1]
+    assert store.run("bare") is None and store.runs() == []
+    with pytest.raises(RunConflictError, match="not in the store"):
+        store.post_event("bare", "{}")
+    store.set_status("bare", "completed")  # nothing to update
+    assert store.run("bare") is None
+    store.create_run(_record("bare"))
+    record = store.run("bare")
+    assert record is not None and record.status == "running"
+    assert [e.seq for e in store.events("bare")] == [1]
