@@ -1,17 +1,28 @@
-"""What the two tool-using agents share: options, per-run state, tool running, results.
+"""The standalone loop of :class:`ReActAgent` and :class:`FunctionCallingAgent`, as steps.
 
-The steps themselves are written out in each agent (``react.py``, ``function_calling.py``) so
-that a reader sees the whole loop in one class; they call the helpers of :class:`ToolAgentBase`.
+Run alone, each of these agents is a workflow of its own that returns an
+:class:`~batonflow.agents.AgentResult`. Its steps (``receive_input``, ``prepare_prompt``,
+``call_llm``, ``run_tool``, ``gather_tool_results``) are written once, here; what differs
+between the two agents is their turn, the same hooks an
+:class:`~batonflow.agents.AgentWorkflow` calls (:mod:`.members`: ``take_step``,
+``handle_tool_call_results``, ``finalize``). Memory (``run(memory=...)``, token-limited by
+default) and structured output (``output_cls=``, ``structured_output_fn=``) are the
+workflow's code too (:mod:`.chat_memory`, :mod:`.structured`), so a feature of one is a feature
+of all.
 
-State keys (in ``ctx.store``; plain data, so the context serializes):
+State keys (in ``ctx.store``; they serialize with the default memory):
 
-* ``chat_history`` — the conversation, kept across runs that share a context.
+* ``memory`` — the conversation (a llama-index ``BaseMemory``; default
+  :class:`~batonflow.agents.ChatMemory`), kept across runs that share a context.
+* ``scratchpad`` — the current turn's messages (tool calls, results, ReAct observations),
+  moved into the memory when the run answers.
 * ``iterations`` — LLM calls made in the current run.
 * ``max_iterations`` — the current run's bound on them.
 * ``tool_calls`` — :class:`~batonflow.agents.ToolCallRecord` dicts of the current run.
 * ``reasoning`` — the agent's reasoning per LLM turn in the current run.
 * ``pending_tools`` — how many tool results the current turn waits for.
 * ``tool_choice`` — the run's ``tool_choice=`` for its first LLM call (function calling).
+* ``run_output_cls`` — the run's ``output_cls=``, by import path.
 """
 
 from __future__ import annotations
@@ -24,51 +35,58 @@ from batonflow.core.retry import RetryPolicy
 from batonflow.core.tracing import tool_span
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
-from llama_index.core.tools import ToolSelection
+from llama_index.core.memory import BaseMemory
+from llama_index.core.tools import ToolOutput, ToolSelection
 from llama_index.core.tools.types import AsyncBaseTool
 from pydantic import BaseModel
 
+from .chat_memory import MEMORY, run_memory
 from .errors import AgentConfigurationError, AgentInputError, MaxIterationsError
 from .events import (
-    AgentInput,
     AgentOutput,
-    AgentStream,
+    AgentStart,
     LLMInputEvent,
+    PrepareEvent,
     RunToolEvent,
     ToolCall,
     ToolCallResult,
     ToolResultEvent,
+    history_messages,
 )
-from .llm import DeltaCallback, check_llm, default_llm
-from .members import DEFAULT_AGENT_DESCRIPTION, AgentMember
-from .memory import MessageCache, coerce_history, message_to_dict
+from .llm import check_llm, default_llm
+from .members import DEFAULT_AGENT_DESCRIPTION, REASONING, SCRATCHPAD, AgentMember
 from .results import AgentResult, ToolCallRecord
+from .structured import RUN_OUTPUT_CLS, run_output_cls_path, structured_response
 from .tools import ToolLike, call_tool, to_tools
-from .tracing import ensure_llm_spans, record_tool_outcome
+from .tracing import agent_span, ensure_llm_spans, record_tool_outcome
 
-HISTORY = "chat_history"
+#: The state key older versions kept the conversation under (as message dicts); a restored
+#: context that has it is read into the memory.
+LEGACY_HISTORY = "chat_history"
 ITERATIONS = "iterations"
 MAX_ITERATIONS = "max_iterations"
 TOOL_CALLS = "tool_calls"
-REASONING = "reasoning"
 PENDING = "pending_tools"
 TOOL_CHOICE = "tool_choice"
 
 
 class ToolAgentBase(AgentMember, Workflow):
-    """Options and helpers shared by :class:`ReActAgent` and :class:`FunctionCallingAgent`.
+    """The standalone loop shared by :class:`ReActAgent` and :class:`FunctionCallingAgent`.
 
     Each is a workflow of its own (returning an :class:`AgentResult`) and, with ``name=``
     and ``description=``, an agent of an :class:`~batonflow.agents.AgentWorkflow`.
     """
 
+    #: The system message when ``system_prompt=`` is not given (``None``: no system message).
+    default_system_prompt: str | None = None
+
     def __init__(
         self,
         tools: Iterable[ToolLike] | None = None,
         llm: LLM | None = None,
-        *,
         system_prompt: str | None = None,
         max_iterations: int = 10,
+        *,
         streaming: bool = True,
         retry_policy: RetryPolicy | None = None,
         name: str = "agent",
@@ -77,6 +95,8 @@ class ToolAgentBase(AgentMember, Workflow):
         can_handoff_to: list[str] | None = None,
         output_cls: type[BaseModel] | None = None,
         structured_output_fn: Callable[[list[ChatMessage]], Any] | None = None,
+        initial_tool_choice: str | None = None,
+        allow_parallel_tool_calls: bool = True,
         **workflow_kwargs: Any,
     ) -> None:
         owner = type(self).__name__
@@ -101,16 +121,22 @@ class ToolAgentBase(AgentMember, Workflow):
         self.max_iterations = max_iterations
         self.streaming = streaming
         self.retry_policy = retry_policy
-        self.agent_name = name
-        self.message_cache = MessageCache()
-        # The settings an AgentWorkflow reads when this agent is one of its agents.
+        # The settings an AgentWorkflow reads when this agent is one of its agents, and the
+        # structured output of standalone runs.
         self.configure_member(
             name=name,
             description=description,
             can_handoff_to=can_handoff_to,
             output_cls=output_cls,
             structured_output_fn=structured_output_fn,
+            initial_tool_choice=initial_tool_choice,
+            allow_parallel_tool_calls=allow_parallel_tool_calls,
         )
+
+    @property
+    def agent_name(self) -> str:
+        """The agent's ``name`` (carried by its events as ``current_agent_name``)."""
+        return self.name
 
     # -- the LLM ---------------------------------------------------------------------------
 
@@ -124,44 +150,112 @@ class ToolAgentBase(AgentMember, Workflow):
             self._llm = default_llm()
         return self._llm
 
-    def delta_writer(self, ctx: Context) -> DeltaCallback | None:
-        """The callback that streams LLM deltas as :class:`AgentStream` (None: no streaming)."""
-        if not self.streaming:
-            return None
+    # -- the steps -------------------------------------------------------------------------
 
-        async def write(delta: str, text: str) -> None:
-            ctx.write_event_to_stream(
-                AgentStream(delta=delta, response=text, current_agent_name=self.agent_name)
-            )
+    @step
+    async def receive_input(self, ctx: Context, ev: AgentStart) -> PrepareEvent:
+        """Put the user's message in the run's memory and reset the per-run state."""
+        await self.start_run(ctx, ev)
+        return PrepareEvent()
 
-        return write
+    @step
+    async def prepare_prompt(self, ctx: Context, ev: PrepareEvent) -> LLMInputEvent:
+        """Build the messages: the system prompt and the memory's window of the conversation.
 
-    def system_message(self, content: str) -> dict[str, Any]:
-        """A system message dict."""
-        return {"role": MessageRole.SYSTEM.value, "content": content}
-
-    def llm_input(self, messages: list[dict[str, Any]]) -> LLMInputEvent:
-        """The LLM call's event, over the history dicts as they are (no copy, no revalidation).
-
-        Validating the event would copy every dict, so the message cache would never hit and
-        each call would cost in proportion to the history.
+        Stops the run with MaxIterationsError when ``max_iterations`` LLM calls were made.
+        The agent's turn (``take_step``) adds the current turn's messages.
         """
+        await self.check_iterations(ctx)
+        memory: BaseMemory = await ctx.store.get(MEMORY)
+        messages = await memory.aget()
+        system = self.system_prompt or self.default_system_prompt
+        if system:
+            messages = [ChatMessage(role=MessageRole.SYSTEM, content=system), *messages]
+        # Not revalidated: pydantic would copy every message, at a cost growing with the history.
         return LLMInputEvent.model_construct(messages=messages)
+
+    @step
+    async def call_llm(
+        self, ctx: Context, ev: LLMInputEvent
+    ) -> RunToolEvent | PrepareEvent | StopEvent | None:
+        """The agent's turn (one LLM call): answer, run the tools it asked for, or retry.
+
+        Nothing is written to the state before the LLM call succeeds, so a step-level retry
+        policy can run this step again.
+        """
+        first = int(await ctx.store.get(ITERATIONS, default=0)) == 0
+        choice = await ctx.store.get(TOOL_CHOICE, default=None) if first else None
+        with agent_span(self.name, self.description):
+            output = await self.take_step(ctx, list(ev.messages), list(self.tools.values()), choice)
+        await self.count_iteration(ctx)
+        output.is_final = not output.tool_calls and not output.retry_messages
+        ctx.write_event_to_stream(output)
+        if output.retry_messages:
+            return PrepareEvent()
+        if not output.tool_calls:
+            return await self.finish(ctx, output)
+        await ctx.store.set(PENDING, len(output.tool_calls))
+        for i, call in enumerate(output.tool_calls):
+            ctx.send_event(
+                RunToolEvent(
+                    tool_name=call.tool_name,
+                    tool_kwargs=dict(call.tool_kwargs),
+                    tool_id=call.tool_id,
+                    index=i,
+                )
+            )
+        return None
+
+    @step(num_workers=8)
+    async def run_tool(self, ctx: Context, ev: RunToolEvent) -> ToolResultEvent:
+        """Run one tool call (the calls of one turn run concurrently, up to 8 at once)."""
+        return await self.execute_tool(ctx, ev.tool_name, ev.tool_kwargs, ev.tool_id, ev.index)
+
+    @step
+    async def gather_tool_results(
+        self, ctx: Context, ev: ToolResultEvent
+    ) -> PrepareEvent | StopEvent | None:
+        """Wait for every tool result of the turn, then give them to the LLM's next turn.
+
+        A ``return_direct`` tool's output ends the run as the answer (no more LLM calls).
+        """
+        results = await self.collect_tool_results(ctx, ev)
+        if results is None:
+            return None
+        as_results = [self._call_result(r) for r in results]
+        await self.handle_tool_call_results(ctx, as_results)
+        for r in as_results:
+            if r.return_direct and not r.is_error:
+                output = AgentOutput(
+                    response=ChatMessage(role=MessageRole.ASSISTANT, content=r.tool_output.content),
+                    tool_calls=[
+                        ToolSelection(
+                            tool_id=x.tool_id, tool_name=x.tool_name, tool_kwargs=x.tool_kwargs
+                        )
+                        for x in as_results
+                    ],
+                    is_final=True,
+                    current_agent_name=self.name,
+                )
+                ctx.write_event_to_stream(output)
+                return await self.finish(ctx, output)
+        return PrepareEvent()
 
     # -- run state -------------------------------------------------------------------------
 
     async def start_run(self, ctx: Context, ev: StartEvent) -> str:
-        """Record the user's message, reset the per-run state, stream :class:`AgentInput`.
+        """Put the user's message in the run's memory and reset the per-run state.
 
         Reads ``input=`` (or ``user_msg=``, a str or ChatMessage), and the optional
-        ``chat_history=`` (replaces the remembered conversation) and ``max_iterations=`` (this
-        run's bound, instead of the agent's) from the start event.
+        ``chat_history=`` (replaces the remembered conversation), ``memory=`` (a llama-index
+        memory for this run), ``max_iterations=`` (this run's bound, instead of the agent's),
+        ``tool_choice=`` and ``output_cls=`` from the start event.
 
         Returns:
             The user's message text.
 
         Raises:
-            AgentInputError: there is no user message.
+            AgentInputError: there is no user message, or a run option has the wrong type.
         """
         owner = type(self).__name__
         ensure_llm_spans()
@@ -169,24 +263,14 @@ class ToolAgentBase(AgentMember, Workflow):
         if raw is None:
             raw = ev.get("user_msg")
         if isinstance(raw, ChatMessage):
-            message = message_to_dict(raw)
-            text = raw.content or ""
+            message = raw
         elif isinstance(raw, str) and raw.strip():
-            message = {"role": MessageRole.USER.value, "content": raw}
-            text = raw
+            message = ChatMessage(role=MessageRole.USER, content=raw)
         else:
             raise AgentInputError(
                 f"{owner}.run() needs the user's message: call "
                 f"{owner.lower()}.run(input='...') (or user_msg='...'); got {raw!r:.60}."
             )
-        given = ev.get("chat_history")
-        history = (
-            coerce_history(given, owner)
-            if given is not None
-            else list(await ctx.store.get(HISTORY, default=[]))
-        )
-        history.append(message)
-        await ctx.store.set(HISTORY, history)
         limit = ev.get("max_iterations")
         if limit is None:
             limit = self.max_iterations
@@ -194,14 +278,28 @@ class ToolAgentBase(AgentMember, Workflow):
             raise AgentInputError(
                 f"{owner}.run(max_iterations=...) must be a positive int, got {limit!r}."
             )
+        output_cls = run_output_cls_path(ev.get("output_cls"), owner)
+        self.check_tool_choice(ev.get("tool_choice"), owner)
+        given = ev.get("chat_history")
+        history = history_messages(given, owner) if given is not None else None
+        legacy = await ctx.store.get(LEGACY_HISTORY, default=None)
+        memory = await run_memory(ctx, ev.get("memory"), owner, self.get_llm)
+        if history is None and legacy:
+            history = history_messages(legacy, owner)
+            await ctx.store.set(LEGACY_HISTORY, None)
+        if history is not None:
+            await memory.aset(history)
+        await memory.aput(message)
+        await ctx.store.set(MEMORY, memory)  # changed in place: tell the store
         await ctx.store.set(ITERATIONS, 0)
         await ctx.store.set(MAX_ITERATIONS, limit)
         await ctx.store.set(TOOL_CALLS, [])
         await ctx.store.set(REASONING, [])
         await ctx.store.set(PENDING, 0)
+        await ctx.store.set(SCRATCHPAD, [])
         await ctx.store.set(TOOL_CHOICE, ev.get("tool_choice"))
-        ctx.write_event_to_stream(AgentInput(input=text, current_agent_name=self.agent_name))
-        return text
+        await ctx.store.set(RUN_OUTPUT_CLS, output_cls)
+        return message.content or ""
 
     async def check_iterations(self, ctx: Context) -> None:
         """Stop the run if it already made ``max_iterations`` LLM calls.
@@ -214,7 +312,7 @@ class ToolAgentBase(AgentMember, Workflow):
         if iterations >= limit:
             partial = await self.result(ctx, "")
             raise MaxIterationsError(
-                f"{type(self).__name__} {self.agent_name!r} made {iterations} LLM calls "
+                f"{type(self).__name__} {self.name!r} made {iterations} LLM calls "
                 f"(max_iterations={limit}) without reaching a final answer. Raise "
                 "max_iterations=... (on the agent or per run), or check the tools and the "
                 "prompt; the tool calls "
@@ -228,14 +326,9 @@ class ToolAgentBase(AgentMember, Workflow):
         await ctx.store.set(ITERATIONS, iterations)
         return iterations
 
-    async def add_reasoning(self, ctx: Context, text: str) -> None:
-        """Append one turn's reasoning to the run's record."""
-        if text.strip():
-            reasoning = list(await ctx.store.get(REASONING, default=[]))
-            reasoning.append(text.strip())
-            await ctx.store.set(REASONING, reasoning)
-
-    async def result(self, ctx: Context, response: str) -> AgentResult:
+    async def result(
+        self, ctx: Context, response: str, structured: dict[str, Any] | None = None
+    ) -> AgentResult:
         """The run's :class:`AgentResult` with ``response`` as the answer."""
         records = await ctx.store.get(TOOL_CALLS, default=[])
         reasoning = await ctx.store.get(REASONING, default=[])
@@ -243,14 +336,15 @@ class ToolAgentBase(AgentMember, Workflow):
             response=response,
             tool_calls=[ToolCallRecord.model_validate(r) for r in records],
             reasoning=list(reasoning),
+            structured_response=structured,
         )
 
-    async def finish(self, ctx: Context, answer: str) -> StopEvent:
-        """End the run with ``answer``: remember it in the chat history, build the result."""
-        history = list(await ctx.store.get(HISTORY, default=[]))
-        history.append({"role": MessageRole.ASSISTANT.value, "content": answer})
-        await ctx.store.set(HISTORY, history)
-        return StopEvent(result=await self.result(ctx, answer))
+    async def finish(self, ctx: Context, output: AgentOutput) -> StopEvent:
+        """End the run with ``output``: its turn goes to memory, then the structured output."""
+        memory: BaseMemory = await ctx.store.get(MEMORY)
+        await self.finalize(ctx, output, memory)
+        structured = await structured_response(ctx, memory, self, self)
+        return StopEvent(result=await self.result(ctx, str(output), structured))
 
     # -- tools -----------------------------------------------------------------------------
 
@@ -263,14 +357,14 @@ class ToolAgentBase(AgentMember, Workflow):
                 tool_name=name,
                 tool_kwargs=kwargs,
                 tool_id=tool_id,
-                current_agent_name=self.agent_name,
+                current_agent_name=self.name,
             )
         )
         tool = self.tools.get(name)
         description = tool.metadata.description if tool is not None else None
         with tool_span(name, call_id=tool_id, description=description, arguments=kwargs) as span:
             outcome = await call_tool(self.tools, name, kwargs, ctx)
-            record_tool_outcome(span, outcome)
+            record_tool_outcome(span, outcome, self.name)
         ctx.write_event_to_stream(
             ToolCallResult(
                 tool_name=name,
@@ -279,7 +373,7 @@ class ToolAgentBase(AgentMember, Workflow):
                 tool_output=outcome.as_tool_output(name, kwargs),
                 is_error=outcome.is_error,
                 return_direct=bool(tool is not None and tool.metadata.return_direct),
-                current_agent_name=self.agent_name,
+                current_agent_name=self.name,
             )
         )
         return ToolResultEvent(
@@ -321,54 +415,25 @@ class ToolAgentBase(AgentMember, Workflow):
         await ctx.store.set(PENDING, 0)
         return results
 
-    async def direct_answer(self, ctx: Context, results: list[ToolResultEvent]) -> StopEvent | None:
-        """End the run with the output of a ``return_direct`` tool, if one of the turn's ran.
-
-        A tool built with ``FunctionTool.from_defaults(fn, return_direct=True)`` answers
-        itself: its output is the run's answer, with no further LLM call. A failed call does
-        not count (the LLM sees the error instead).
-        """
-        for r in results:
-            tool = self.tools.get(r.tool_name)
-            if tool is not None and tool.metadata.return_direct and not r.is_error:
-                ctx.write_event_to_stream(
-                    AgentOutput(
-                        response=r.output, is_final=True, current_agent_name=self.agent_name
-                    )
-                )
-                return await self.finish(ctx, r.output)
-        return None
-
-    @step(num_workers=8)
-    async def run_tool(self, ctx: Context, ev: RunToolEvent) -> ToolResultEvent:
-        """Run one tool call (the calls of one turn run concurrently, up to 8 at once)."""
-        return await self.execute_tool(ctx, ev.tool_name, ev.tool_kwargs, ev.tool_id, ev.index)
-
-    async def dispatch_tools(self, ctx: Context, text: str, calls: list[RunToolEvent]) -> None:
-        """Announce this turn's tool calls on the stream, then send one event per call.
-
-        The calls run concurrently in ``run_tool``; ``gather_tool_results`` joins them.
-
-        Args:
-            ctx: The run's context.
-            text: What the LLM said along with the calls (streamed in :class:`AgentOutput`).
-            calls: The calls of this turn.
-        """
-        ctx.write_event_to_stream(
-            AgentOutput(
-                response=text,
-                tool_calls=[
-                    ToolSelection(
-                        tool_name=c.tool_name, tool_kwargs=c.tool_kwargs, tool_id=c.tool_id
-                    )
-                    for c in calls
-                ],
-                current_agent_name=self.agent_name,
-            )
+    def _call_result(self, r: ToolResultEvent) -> ToolCallResult:
+        # The flow event (plain text, so a subclass's run_tool can build one) as the turn hooks
+        # take it.
+        tool = self.tools.get(r.tool_name)
+        return ToolCallResult(
+            tool_name=r.tool_name,
+            tool_kwargs=r.tool_kwargs,
+            tool_id=r.tool_id,
+            tool_output=ToolOutput(
+                content=r.output,
+                tool_name=r.tool_name,
+                raw_input={"kwargs": r.tool_kwargs},
+                raw_output=r.output,
+                is_error=r.is_error,
+            ),
+            is_error=r.is_error,
+            return_direct=bool(tool is not None and tool.metadata.return_direct),
+            current_agent_name=self.name,
         )
-        await ctx.store.set(PENDING, len(calls))
-        for call in calls:
-            ctx.send_event(call)
 
 
 __all__ = ["ToolAgentBase"]

@@ -22,10 +22,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from batonflow.core import Context
+from batonflow.core.serialization import register_type
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory import BaseMemory
 from llama_index.core.utils import get_tokenizer
 from pydantic import Field
+
+from .errors import AgentInputError
+
+#: The state key of a run's memory (every agent class keeps its conversation there).
+MEMORY = "memory"
 
 #: llama-index's rule for the default token limit: this share of the LLM's context window.
 TOKEN_LIMIT_RATIO = 0.75
@@ -170,4 +177,45 @@ class ChatMemory(BaseMemory):
         self.start += 1
 
 
-__all__ = ["DEFAULT_TOKEN_LIMIT", "TOKEN_LIMIT_RATIO", "ChatMemory"]
+# A run keeps its memory (and its turn's messages, in "scratchpad") in ctx.store: another
+# process restoring the run's snapshot or checkpoint must trust these classes by name.
+register_type(ChatMemory, ChatMessage)
+
+
+async def run_memory(
+    ctx: Context, given: Any, owner: str, get_llm: Callable[[], Any]
+) -> BaseMemory:
+    """The memory of a run: ``run(memory=...)``, else the context's, else a new :class:`ChatMemory`.
+
+    A given memory is used as it is (llama-index's ``Memory`` and ``ChatMemoryBuffer`` keep
+    their own token limits); a new one gets llama-index's default limit from the LLM's context
+    window. The memory is kept in ``ctx.store["memory"]``.
+
+    Args:
+        ctx: The run's context.
+        given: The ``memory=`` run argument, or ``None``.
+        owner: The class name for error messages.
+        get_llm: Returns the LLM the messages go to (may raise when none is configured yet:
+            the default token limit applies then).
+
+    Raises:
+        AgentInputError: ``given`` is not a llama-index memory.
+    """
+    if given is not None and not isinstance(given, BaseMemory):
+        raise AgentInputError(
+            f"{owner}.run(memory=...) needs a llama-index memory, got {type(given).__name__}; "
+            "pass Memory.from_defaults(token_limit=...) or ChatMemoryBuffer.from_defaults(...) "
+            "(from llama_index.core.memory), or batonflow.agents.ChatMemory.from_defaults()."
+        )
+    memory: BaseMemory | None = given or await ctx.store.get(MEMORY, default=None)
+    if memory is None:
+        try:
+            llm = get_llm()
+        except Exception:  # no LLM configured yet: the default token limit applies
+            llm = None
+        memory = ChatMemory.from_defaults(llm=llm)
+    await ctx.store.set(MEMORY, memory)
+    return memory
+
+
+__all__ = ["DEFAULT_TOKEN_LIMIT", "MEMORY", "TOKEN_LIMIT_RATIO", "ChatMemory", "run_memory"]

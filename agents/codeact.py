@@ -25,10 +25,9 @@ from llama_index.core.tools import FunctionTool, ToolSelection
 from llama_index.core.tools.types import AsyncBaseTool
 
 from .errors import AgentConfigurationError
-from .events import AgentInput, AgentOutput, ToolCallResult, messages_event
+from .events import AgentOutput, ToolCallResult
 from .function_agent import WorkflowAgent
-from .llm import chat
-from .members import SCRATCHPAD, AgentMember, _raw
+from .members import SCRATCHPAD, AgentMember, _raw, turn_number
 
 #: The name of the tool call that runs the LLM's code.
 EXECUTE_TOOL = "execute"
@@ -90,23 +89,14 @@ class CodeActMember(AgentMember):
         )
         if self.system_prompt:
             header = f"{self.system_prompt.strip()}\n\n{header}"
-        body = llm_input[1:] if llm_input and llm_input[0].role == MessageRole.SYSTEM else llm_input
-        scratchpad = await self._scratchpad(ctx)
-        messages = [ChatMessage(role=MessageRole.SYSTEM, content=header), *body, *scratchpad]
-        ctx.write_event_to_stream(messages_event(AgentInput, messages, self.name))
-        response = await chat(
-            self.get_llm(),
-            messages,
-            on_chunk=self._stream_writer(ctx, native_tools=False),
-            retry_policy=self.retry_policy,
-        )
+        response, scratchpad = await self.text_turn(ctx, header, llm_input)
         text = response.message.content or ""
         scratchpad.append(ChatMessage(role=MessageRole.ASSISTANT, content=text))
         await ctx.store.set(SCRATCHPAD, scratchpad)
         code = extract_code(text)
         calls = []
         if code is not None:
-            turn = sum(1 for m in scratchpad if m.role == MessageRole.ASSISTANT)
+            turn = turn_number(scratchpad)
             calls.append(
                 ToolSelection(
                     tool_id=f"code_{turn}", tool_name=EXECUTE_TOOL, tool_kwargs={"code": code}

@@ -18,7 +18,6 @@ that reads them ports unchanged.
 from __future__ import annotations
 
 import json
-import warnings
 from typing import Annotated, Any, TypeVar
 
 from batonflow.core import Event, StartEvent
@@ -27,27 +26,24 @@ from llama_index.core.tools import ToolOutput, ToolSelection
 from pydantic import (
     BaseModel,
     Field,
-    ValidationError,
     WithJsonSchema,
     field_serializer,
     field_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from .errors import AgentInputError
+from .results import PydanticConversionWarning, as_model
 
 _E = TypeVar("_E", bound="AgentInput | AgentSetup")
 
 
-class PydanticConversionWarning(Warning):
-    """A structured response does not validate against the model asked for."""
-
-
 class AgentInput(Event):
-    """What an agent is given: the user's message, or the messages of its next LLM call.
+    """The messages of an agent's next LLM call; streamed before each call, by every agent.
 
     Attributes:
-        input: The user's message (``ReActAgent``/``FunctionCallingAgent`` runs), or the
-            messages an :class:`~batonflow.agents.AgentWorkflow` agent is about to send.
+        input: The messages the agent is about to send (system prompt, conversation, the
+            turn's tool exchange), as in llama-index.
         current_agent_name: The agent's name (``name=`` of the agent).
     """
 
@@ -100,6 +96,8 @@ class AgentStart(StartEvent):
             replaces what the agent remembers.
         max_iterations: This run's bound on LLM calls, instead of the agent's.
         tool_choice: The tool choice of the run's first LLM call (function calling only).
+        memory: A llama-index memory (``Memory``, ``ChatMemoryBuffer``) for this run.
+        output_cls: A pydantic model for this run's structured output.
     """
 
     input: Annotated[str | ChatMessage | None, _MESSAGE_SCHEMA] = None
@@ -121,6 +119,9 @@ class AgentStart(StartEvent):
     tool_choice: str | None = Field(
         None, description="the first LLM call's tool choice: 'required', 'none', 'auto', a tool"
     )
+    # Python objects, for runs started in code (not part of the JSON schema, not serialized).
+    memory: SkipJsonSchema[Any] = Field(default=None, exclude=True)
+    output_cls: SkipJsonSchema[Any] = Field(default=None, exclude=True)
 
 
 class AgentWorkflowStartEvent(StartEvent):
@@ -204,7 +205,7 @@ class AgentStreamStructuredOutput(Event):
 
     def get_pydantic_model(self, model: type[BaseModel]) -> BaseModel | None:
         """The output validated as ``model`` (``None``, with a warning, if it does not fit)."""
-        return _as_model(self.output, model)
+        return as_model(self.output, model)
 
     def __str__(self) -> str:
         return json.dumps(self.output, indent=4)
@@ -215,21 +216,6 @@ def _json_safe(value: Any) -> Any:
         return json.loads(json.dumps(value))
     except (TypeError, ValueError):
         return json.loads(json.dumps(value, default=str)) if isinstance(value, dict) else str(value)
-
-
-def _as_model(data: dict[str, Any] | None, model: type[BaseModel]) -> BaseModel | None:
-    if data is None:
-        return None
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        warnings.warn(
-            f"The structured response does not fit {model.__name__}: {exc.title}. Check the "
-            "output_cls= you gave, or read the raw dict in .structured_response.",
-            PydanticConversionWarning,
-            stacklevel=3,
-        )
-        return None
 
 
 class ToolCall(Event):
@@ -332,7 +318,7 @@ class AgentOutput(Event):
 
         Warns with :class:`PydanticConversionWarning` and returns ``None`` when it does not fit.
         """
-        return _as_model(self.structured_response, model)
+        return as_model(self.structured_response, model)
 
     def __str__(self) -> str:
         return self.response.content or ""
@@ -343,13 +329,14 @@ class PrepareEvent(Event):
 
 
 class LLMInputEvent(Event):
-    """Flow event: the messages for the next LLM call, as dicts (see :mod:`.memory`).
+    """Flow event: the messages for the next LLM call.
 
     Attributes:
-        messages: The system message, the conversation and this run's work so far.
+        messages: The system message and the memory's window of the conversation (the agent's
+            turn adds the current turn's tool exchange). Role/content dicts are read too.
     """
 
-    messages: list[dict[str, Any]] = Field(default_factory=list)
+    messages: list[ChatMessage] = Field(default_factory=list)
 
 
 class RunToolEvent(Event):

@@ -31,7 +31,7 @@ from llama_index.core.tools import ToolSelection
 from llama_index.core.tools.types import AsyncBaseTool
 from pydantic import BaseModel
 
-from .errors import AgentConfigurationError
+from .errors import AgentConfigurationError, AgentInputError
 from .events import AgentInput, AgentOutput, AgentStream, ToolCallResult, messages_event
 from .llm import chat, check_function_calling
 from .prompts import REACT_SYSTEM_PROMPT, observation_message, react_system_prompt
@@ -39,8 +39,34 @@ from .react_parser import FORMAT_REMINDER, ReActParseError, parse_react_output
 
 #: The state key of the current agent's in-progress messages.
 SCRATCHPAD = "scratchpad"
+#: The state key of the run's reasoning, one entry per LLM turn that had some (ReAct thoughts,
+#: the text a function-calling LLM wrote with its tool calls); llama-index keeps its ReAct
+#: reasoning in the state the same way.
+REASONING = "reasoning"
 DEFAULT_AGENT_NAME = "Agent"
 DEFAULT_AGENT_DESCRIPTION = "An agent that can perform a task"
+
+
+def check_output_options(output_cls: Any, structured_output_fn: Any, owner: str) -> None:
+    """Check the ``output_cls=`` and ``structured_output_fn=`` of an agent or a workflow.
+
+    Raises:
+        AgentConfigurationError: ``output_cls`` is not a pydantic model class, or
+            ``structured_output_fn`` is not callable.
+    """
+    if output_cls is not None and not (
+        isinstance(output_cls, type) and issubclass(output_cls, BaseModel)
+    ):
+        raise AgentConfigurationError(
+            f"{owner}(output_cls=...) must be a pydantic BaseModel subclass, got "
+            f"{output_cls!r:.80}; define class Answer(BaseModel): ... and pass output_cls=Answer."
+        )
+    if structured_output_fn is not None and not callable(structured_output_fn):
+        raise AgentConfigurationError(
+            f"{owner}(structured_output_fn=...) must be a function from the final messages to a "
+            f"dict, got {structured_output_fn!r:.80}; pass e.g. "
+            "structured_output_fn=lambda messages: {'answer': messages[-1].content}."
+        )
 
 
 class AgentMember:
@@ -64,6 +90,8 @@ class AgentMember:
     retry_policy: Any
     #: The agent's LLM (the agent classes provide it).
     get_llm: Callable[[], LLM]
+    #: Whether the agent's turn uses the LLM's native tool calls (so ``tool_choice`` applies).
+    native_tool_calls: bool = False
 
     def configure_member(
         self,
@@ -94,13 +122,7 @@ class AgentMember:
                 f"{owner}(can_handoff_to=...) takes a list of agent names, got "
                 f"{can_handoff_to!r}; write can_handoff_to=['writer']."
             )
-        if output_cls is not None and not (
-            isinstance(output_cls, type) and issubclass(output_cls, BaseModel)
-        ):
-            raise AgentConfigurationError(
-                f"{owner}(output_cls=...) must be a pydantic BaseModel subclass, got "
-                f"{output_cls!r}; define class Answer(BaseModel): ... and pass output_cls=Answer."
-            )
+        check_output_options(output_cls, structured_output_fn, owner)
         self.name = name
         self.description = description
         self.can_handoff_to = list(can_handoff_to) if can_handoff_to is not None else None
@@ -109,6 +131,28 @@ class AgentMember:
         self.structured_output_fn = structured_output_fn if output_cls is None else None
         self.initial_tool_choice = initial_tool_choice
         self.allow_parallel_tool_calls = allow_parallel_tool_calls
+
+    def check_tool_choice(self, tool_choice: Any, owner: str) -> None:
+        """Refuse a run's ``tool_choice=`` when this agent (making the first call) cannot use it.
+
+        Raises:
+            AgentInputError: the agent picks its tools in text (ReAct, CodeAct), or the value
+                is not a string.
+        """
+        if tool_choice is None:
+            return
+        if not isinstance(tool_choice, str):
+            raise AgentInputError(
+                f"{owner}.run(tool_choice=...) takes 'auto', 'required', 'none' or a tool's "
+                f"name, got {tool_choice!r:.60}."
+            )
+        if not self.native_tool_calls:
+            raise AgentInputError(
+                f"{owner}.run(tool_choice={tool_choice!r}): agent {self.name!r} is a "
+                f"{type(self).__name__}, which picks its tools in text, not with the LLM's "
+                "native tool calls, so a tool choice cannot be forced; leave tool_choice out, "
+                "or use FunctionAgent / FunctionCallingAgent."
+            )
 
     # -- the turn ------------------------------------------------------------------------
 
@@ -135,6 +179,37 @@ class AgentMember:
         return output
 
     # -- helpers -------------------------------------------------------------------------
+
+    async def note_reasoning(self, ctx: Context, text: str) -> None:
+        """Append one turn's reasoning to ``ctx.store["reasoning"]`` (blank text is skipped)."""
+        if text.strip():
+            reasoning = list(await ctx.store.get(REASONING, default=[]))
+            reasoning.append(text.strip())
+            await ctx.store.set(REASONING, reasoning)
+
+    async def text_turn(
+        self, ctx: Context, header: str, llm_input: list[ChatMessage]
+    ) -> tuple[ChatResponse, list[ChatMessage]]:
+        """One LLM call of an agent that acts in text (ReAct, CodeAct), no native tools.
+
+        ``header`` (the agent's instructions, its system prompt inside) replaces the system
+        message the workflow put first; the turn's scratchpad follows the conversation. The
+        messages are streamed as :class:`AgentInput` first.
+
+        Returns:
+            The LLM's response and the scratchpad (not yet changed: the caller appends).
+        """
+        body = llm_input[1:] if llm_input and llm_input[0].role == MessageRole.SYSTEM else llm_input
+        scratchpad = await self._scratchpad(ctx)
+        messages = [ChatMessage(role=MessageRole.SYSTEM, content=header), *body, *scratchpad]
+        ctx.write_event_to_stream(messages_event(AgentInput, messages, self.name))
+        response = await chat(
+            self.get_llm(),
+            messages,
+            on_chunk=self._stream_writer(ctx, native_tools=False),
+            retry_policy=self.retry_policy,
+        )
+        return response, scratchpad
 
     async def _scratchpad(self, ctx: Context) -> list[ChatMessage]:
         pad: list[ChatMessage] | None = await ctx.store.get(SCRATCHPAD, default=None)
@@ -169,12 +244,24 @@ class AgentMember:
         return write
 
 
+def turn_number(scratchpad: list[ChatMessage]) -> int:
+    """The number of the current turn: the LLM replies in the scratchpad (for tool call ids)."""
+    return sum(1 for m in scratchpad if m.role == MessageRole.ASSISTANT)
+
+
+def _answers(result: ToolCallResult) -> bool:
+    """Whether a tool result is the run's answer (a ``return_direct`` tool that worked)."""
+    return result.return_direct and result.tool_name != "handoff" and not result.is_error
+
+
 def _raw(response: ChatResponse) -> Any:
     return response.raw.model_dump() if isinstance(response.raw, BaseModel) else response.raw
 
 
 class FunctionCallingMember(AgentMember):
     """An agent turn with the LLM's native tool calls (``FunctionAgent``)."""
+
+    native_tool_calls = True
 
     async def take_step(
         self,
@@ -203,6 +290,8 @@ class FunctionCallingMember(AgentMember):
         calls = llm.get_tool_calls_from_response(response, error_on_no_tool_call=False)
         scratchpad.append(response.message)
         await ctx.store.set(SCRATCHPAD, scratchpad)
+        if calls:
+            await self.note_reasoning(ctx, response.message.content or "")
         return AgentOutput(
             response=response.message,
             tool_calls=list(calls),
@@ -221,7 +310,7 @@ class FunctionCallingMember(AgentMember):
                     additional_kwargs={"tool_call_id": result.tool_id, "name": result.tool_name},
                 )
             )
-            if result.return_direct and result.tool_name != "handoff" and not result.is_error:
+            if _answers(result):
                 # The tool's output is the answer: keep it in the history as the reply.
                 scratchpad.append(
                     ChatMessage(role=MessageRole.ASSISTANT, content=result.tool_output.content)
@@ -247,17 +336,7 @@ class ReActMember(AgentMember):
         header = react_system_prompt(
             by_name, template=self.react_prompt, system_prompt=self.system_prompt
         )
-        # The workflow put the agent's system prompt first; the ReAct header replaces it.
-        body = llm_input[1:] if llm_input and llm_input[0].role == MessageRole.SYSTEM else llm_input
-        scratchpad = await self._scratchpad(ctx)
-        messages = [ChatMessage(role=MessageRole.SYSTEM, content=header), *body, *scratchpad]
-        ctx.write_event_to_stream(messages_event(AgentInput, messages, self.name))
-        response = await chat(
-            self.get_llm(),
-            messages,
-            on_chunk=self._stream_writer(ctx, native_tools=False),
-            retry_policy=self.retry_policy,
-        )
+        response, scratchpad = await self.text_turn(ctx, header, llm_input)
         text = response.message.content or ""
         try:
             parsed = parse_react_output(text)
@@ -280,13 +359,14 @@ class ReActMember(AgentMember):
             )
         scratchpad.append(ChatMessage(role=MessageRole.ASSISTANT, content=text))
         await ctx.store.set(SCRATCHPAD, scratchpad)
+        await self.note_reasoning(ctx, parsed.thought)
         if parsed.answer is not None:
             return AgentOutput(
                 response=ChatMessage(role=MessageRole.ASSISTANT, content=parsed.answer),
                 raw=_raw(response),
                 current_agent_name=self.name,
             )
-        turn = sum(1 for m in scratchpad if m.role == MessageRole.ASSISTANT)
+        turn = turn_number(scratchpad)
         calls = [
             ToolSelection(
                 tool_id=f"react_{turn}_{i}", tool_name=a.tool_name, tool_kwargs=a.tool_kwargs
@@ -311,6 +391,12 @@ class ReActMember(AgentMember):
                 ),
             )
         )
+        direct = next((r for r in results if _answers(r)), None)
+        if direct is not None:
+            # The tool's output is the answer: keep it in the history as the reply.
+            scratchpad.append(
+                ChatMessage(role=MessageRole.ASSISTANT, content=direct.tool_output.content)
+            )
         await ctx.store.set(SCRATCHPAD, scratchpad)
 
     async def finalize(self, ctx: Context, output: AgentOutput, memory: BaseMemory) -> AgentOutput:
@@ -328,8 +414,11 @@ class ReActMember(AgentMember):
 __all__ = [
     "DEFAULT_AGENT_DESCRIPTION",
     "DEFAULT_AGENT_NAME",
+    "REASONING",
     "SCRATCHPAD",
     "AgentMember",
     "FunctionCallingMember",
     "ReActMember",
+    "check_output_options",
+    "turn_number",
 ]

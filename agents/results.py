@@ -2,9 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Any
+import warnings
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+class PydanticConversionWarning(Warning):
+    """A structured response does not validate against the model asked for."""
+
+
+def as_model(data: dict[str, Any] | None, model: type[_M]) -> _M | None:
+    """``data`` validated as ``model``; ``None`` (with a warning) when it does not fit."""
+    if data is None:
+        return None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        warnings.warn(
+            f"The structured response does not fit {model.__name__}: {exc.title}. Check the "
+            "output_cls= you gave, or read the raw dict in .structured_response.",
+            PydanticConversionWarning,
+            stacklevel=3,
+        )
+        return None
 
 
 class ToolCallRecord(BaseModel):
@@ -37,6 +60,10 @@ class AgentResult(BaseModel):
         tool_calls: Every tool call of the run, in the order the calls were made.
         reasoning: The agent's reasoning, one entry per LLM turn (ReAct thoughts; for the
             function-calling agent, any text the LLM wrote alongside its tool calls).
+        structured_response: The structured output as a dict, when ``output_cls=`` or
+            ``structured_output_fn=`` asked for one (the shape of llama-index's
+            ``AgentOutput.structured_response``); ``None`` otherwise or when it could not be
+            made (a ``StructuredOutputWarning`` says why).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -44,9 +71,18 @@ class AgentResult(BaseModel):
     response: str
     tool_calls: list[ToolCallRecord] = Field(default_factory=list)
     reasoning: list[str] = Field(default_factory=list)
+    structured_response: dict[str, Any] | None = None
+
+    def get_pydantic_model(self, model: type[_M]) -> _M | None:
+        """The structured response validated as ``model`` (``None`` if there is none).
+
+        As llama-index's ``AgentOutput.get_pydantic_model``: warns with
+        :class:`PydanticConversionWarning` and returns ``None`` when it does not fit.
+        """
+        return as_model(self.structured_response, model)
 
     def __str__(self) -> str:
         return self.response
 
 
-__all__ = ["AgentResult", "ToolCallRecord"]
+__all__ = ["AgentResult", "PydanticConversionWarning", "ToolCallRecord", "as_model"]

@@ -17,12 +17,18 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from batonflow.core import Context
 from llama_index.core.agent.utils import generate_structured_response
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.memory import BaseMemory
 from pydantic import BaseModel
 
-from .errors import AgentConfigurationError
+from .errors import AgentConfigurationError, AgentInputError
+from .events import AgentStreamStructuredOutput
 from .members import AgentMember
+
+#: The state key of the output class one run asked for (``run(output_cls=...)``), by path.
+RUN_OUTPUT_CLS = "run_output_cls"
 
 
 class StructuredOutputWarning(UserWarning):
@@ -62,6 +68,53 @@ def remember_output_cls(cls: type[BaseModel]) -> None:
     _OUTPUT_CLASSES[import_path(cls)] = cls
 
 
+def run_output_cls_path(value: Any, owner: str) -> str | None:
+    """Check a ``run(output_cls=...)`` value; the import path a run keeps in its state.
+
+    Raises:
+        AgentInputError: the value is not a pydantic model class.
+    """
+    if value is None:
+        return None
+    if not (isinstance(value, type) and issubclass(value, BaseModel)):
+        raise AgentInputError(
+            f"{owner}.run(output_cls=...) must be a pydantic BaseModel subclass, got "
+            f"{value!r:.80}; define class Answer(BaseModel): ... and pass output_cls=Answer."
+        )
+    remember_output_cls(value)
+    return import_path(value)
+
+
+async def structured_response(
+    ctx: Context, memory: BaseMemory, agent: AgentMember, *levels: AgentMember | Any
+) -> dict[str, Any] | None:
+    """The run's structured output, if one was asked for; streamed as an event when made.
+
+    Who asks, first one wins: ``run(output_cls=...)``, then each of ``levels`` in order (an
+    :class:`~batonflow.agents.AgentWorkflow` passes itself then the answering agent; a
+    standalone agent passes itself). ``output_cls`` wins over ``structured_output_fn`` at
+    every level, as in llama-index.
+
+    Args:
+        ctx: The run's context.
+        memory: The run's memory (its messages are what the output is made from).
+        agent: The agent that answered (its LLM and system prompt make the output).
+        *levels: Objects with ``output_cls`` and ``structured_output_fn`` attributes.
+    """
+    output_cls = resolve_output_cls(await ctx.store.get(RUN_OUTPUT_CLS, default=None))
+    if output_cls is None:
+        output_cls = next((lv.output_cls for lv in levels if lv.output_cls is not None), None)
+    fn = None
+    if output_cls is None:
+        fn = next((lv.structured_output_fn for lv in levels if lv.structured_output_fn), None)
+        if fn is None:
+            return None
+    structured = await make_structured_output(await memory.aget(), agent, output_cls, fn)
+    if structured is not None:
+        ctx.write_event_to_stream(AgentStreamStructuredOutput(output=structured))
+    return structured
+
+
 async def make_structured_output(
     messages: list[ChatMessage],
     agent: AgentMember,
@@ -93,7 +146,9 @@ async def make_structured_output(
         what = output_cls.__name__ if output_cls is not None else "structured_output_fn"
         warnings.warn(
             f"The structured output ({what}) could not be made: {type(exc).__name__}: {exc}. "
-            "The answer is in .response; check the model's fields (or the function).",
+            "The answer is still in .response and .structured_response is None; to fix it, "
+            "make the model's fields ones the LLM can fill from the conversation (or fix the "
+            "function).",
             StructuredOutputWarning,
             stacklevel=2,
         )
@@ -101,9 +156,12 @@ async def make_structured_output(
 
 
 __all__ = [
+    "RUN_OUTPUT_CLS",
     "StructuredOutputWarning",
     "import_path",
     "make_structured_output",
     "remember_output_cls",
     "resolve_output_cls",
+    "run_output_cls_path",
+    "structured_response",
 ]

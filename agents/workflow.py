@@ -38,13 +38,12 @@ from llama_index.core.tools import ToolSelection
 from llama_index.core.tools.types import AsyncBaseTool
 from pydantic import BaseModel
 
-from .chat_memory import ChatMemory
+from .chat_memory import run_memory
 from .errors import AgentConfigurationError, AgentInputError, MaxIterationsError
 from .events import (
     AgentInput,
     AgentOutput,
     AgentSetup,
-    AgentStreamStructuredOutput,
     AgentWorkflowStartEvent,
     ToolCall,
     ToolCallResult,
@@ -53,14 +52,16 @@ from .events import (
 )
 from .handoff import HANDOFF_TOOL, check_template, handoff_tool, refused_handoff
 from .llm import chat
-from .members import DEFAULT_AGENT_DESCRIPTION, DEFAULT_AGENT_NAME, SCRATCHPAD, AgentMember
-from .prompts import EARLY_STOPPING_PROMPT, HANDOFF_OUTPUT_PROMPT, HANDOFF_PROMPT, STATE_PROMPT
-from .structured import (
-    import_path,
-    make_structured_output,
-    remember_output_cls,
-    resolve_output_cls,
+from .members import (
+    DEFAULT_AGENT_DESCRIPTION,
+    DEFAULT_AGENT_NAME,
+    REASONING,
+    SCRATCHPAD,
+    AgentMember,
+    check_output_options,
 )
+from .prompts import EARLY_STOPPING_PROMPT, HANDOFF_OUTPUT_PROMPT, HANDOFF_PROMPT, STATE_PROMPT
+from .structured import RUN_OUTPUT_CLS, run_output_cls_path, structured_response
 from .tools import ToolOutcome, call_tool
 from .tracing import agent_span, ensure_llm_spans, record_handoff, record_tool_outcome
 
@@ -193,6 +194,7 @@ class AgentWorkflow(Workflow):
         self.state_prompt = check_template(
             state_prompt or STATE_PROMPT, "state_prompt", ("{state}", "{msg}")
         )
+        check_output_options(output_cls, structured_output_fn, owner)
         self.output_cls = output_cls
         self.structured_output_fn = structured_output_fn if output_cls is None else None
         self.early_stopping_method = early_stopping_method
@@ -274,26 +276,13 @@ class AgentWorkflow(Workflow):
             kwargs["user_msg"] = kwargs.pop("input")
         return super().run(*args, **kwargs)
 
-    async def _memory(self, ctx: Context, ev: AgentWorkflowStartEvent) -> BaseMemory:
-        given = ev.memory
-        if given is not None and not isinstance(given, BaseMemory):
-            raise AgentInputError(
-                f"run(memory=...) needs a llama-index memory (Memory.from_defaults(...) or "
-                f"ChatMemoryBuffer.from_defaults(...)), got {type(given).__name__}."
-            )
-        memory: BaseMemory | None = given or await ctx.store.get("memory", default=None)
-        if memory is None:
-            root = self.agents[self.root_agent]
-            memory = ChatMemory.from_defaults(llm=_llm_or_none(root))
-        await ctx.store.set("memory", memory)
-        return memory
-
     @step
     async def init_run(self, ctx: Context, ev: AgentWorkflowStartEvent) -> AgentInput:
         """Set up the run: memory, state, the user's message, the run's options."""
         owner = type(self).__name__
         ensure_llm_spans()
-        memory = await self._memory(ctx, ev)
+        root = self.agents[self.root_agent]
+        memory = await run_memory(ctx, ev.memory, owner, root.get_llm)
         if await ctx.store.get("state", default=None) is None:
             await ctx.store.set("state", copy.deepcopy(self.initial_state))
         if not await ctx.store.get("current_agent_name", default=None):
@@ -309,19 +298,16 @@ class AgentWorkflow(Workflow):
                 f"{owner}.run(early_stopping_method={stopping!r}) is not known; use 'force' "
                 "or 'generate'."
             )
-        output_cls = ev.output_cls
-        if output_cls is not None:
-            if not (isinstance(output_cls, type) and issubclass(output_cls, BaseModel)):
-                raise AgentInputError(
-                    f"{owner}.run(output_cls=...) must be a pydantic BaseModel subclass, got "
-                    f"{output_cls!r}."
-                )
-            remember_output_cls(output_cls)
+        output_cls = run_output_cls_path(ev.output_cls, owner)
+        self.agents[await ctx.store.get("current_agent_name")].check_tool_choice(
+            ev.tool_choice, owner
+        )
         await ctx.store.set("max_iterations", limit)
         await ctx.store.set("early_stopping_method", stopping)
         await ctx.store.set("num_iterations", 0)
         await ctx.store.set("current_tool_calls", [])
-        await ctx.store.set("run_output_cls", import_path(output_cls) if output_cls else None)
+        await ctx.store.set(RUN_OUTPUT_CLS, output_cls)
+        await ctx.store.set(REASONING, [])
         await ctx.store.set("tool_choice", ev.tool_choice)
         await ctx.store.set(SCRATCHPAD, [])
         if ev.chat_history is not None:
@@ -514,18 +500,7 @@ class AgentWorkflow(Workflow):
             output.tool_calls = [_selection(r) for r in done]
         await ctx.store.set("current_tool_calls", [])
         output.is_final = True
-        run_cls = resolve_output_cls(await ctx.store.get("run_output_cls", default=None))
-        output_cls = run_cls or self.output_cls or agent.output_cls
-        fn = (
-            None
-            if output_cls is not None
-            else (self.structured_output_fn or agent.structured_output_fn)
-        )
-        if output_cls is not None or fn is not None:
-            structured = await make_structured_output(await memory.aget(), agent, output_cls, fn)
-            if structured is not None:
-                output.structured_response = structured
-                ctx.write_event_to_stream(AgentStreamStructuredOutput(output=structured))
+        output.structured_response = await structured_response(ctx, memory, agent, self, agent)
         return StopEvent(result=output)
 
     async def _early_answer(self, ctx: Context, ev: AgentOutput, limit: int) -> StopEvent:
@@ -557,13 +532,6 @@ def _selection(result: ToolCallResult) -> ToolSelection:
 
 def _resuming(ctx: Any) -> bool:
     return ctx is not None and bool(getattr(ctx, "is_running", False))
-
-
-def _llm_or_none(agent: AgentMember) -> Any:
-    try:
-        return agent.get_llm()
-    except Exception:  # no LLM configured yet: the memory's default token limit applies
-        return None
 
 
 __all__ = ["DEFAULT_MAX_ITERATIONS", "AgentWorkflow", "AgentWorkflowStartEvent"]

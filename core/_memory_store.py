@@ -17,15 +17,22 @@ from ._records import (
     ENDED,
     Checkpoint,
     InboxItem,
+    RunFilter,
     RunRecord,
     StoredEvent,
     answered_error,
+    apply_changes,
+    check_limit,
     check_post,
     check_status,
+    checkpoint_taken_error,
+    implicit_record,
+    no_checkpoint_error,
+    run_exists_error,
     state_values,
     with_state_values,
+    with_status,
 )
-from .errors import CheckpointError, RunConflictError
 
 
 @dataclasses.dataclass(slots=True)
@@ -72,10 +79,7 @@ class InMemoryCheckpointStore:
         check_status(record.status)
         with self._lock:
             if record.run_id in self._runs:
-                raise RunConflictError(
-                    f"Run {record.run_id!r} exists already in this store; start it with a new "
-                    "run_id, or resume it."
-                )
+                raise run_exists_error(record.run_id, "this store")
             self._runs[record.run_id] = _Run(record)
 
     def set_status(
@@ -87,14 +91,7 @@ class InMemoryCheckpointStore:
             run = self._runs.get(run_id)
             if run is None:
                 return
-            run.record = dataclasses.replace(
-                run.record,
-                status=status,
-                result=result,
-                error=error,
-                updated_at=time.time(),
-                waiting_seq=run.record.waiting_seq if status == "waiting" else None,
-            )
+            run.record = with_status(run.record, status, result, error)
             self._ended.pop(run_id, None)
             if status in ENDED:
                 self._ended[run_id] = None
@@ -134,16 +131,15 @@ class InMemoryCheckpointStore:
         status: str | None = None,
         limit: int | None = None,
     ) -> builtins.list[RunRecord]:
-        """Runs, oldest first, optionally by workflow name and status (the newest ``limit``)."""
+        """Runs, oldest first, optionally by workflow name and status (the newest ``limit``).
+
+        Raises:
+            ValueError: A negative ``limit``.
+        """
+        wanted = RunFilter(workflow_name, status, limit)
         with self._lock:
             records = [run.record for run in self._runs.values()]
-        found = [
-            r
-            for r in sorted(records, key=lambda r: (r.created_at, r.run_id))
-            if (workflow_name is None or r.workflow_name == workflow_name)
-            and (status is None or r.status == status)
-        ]
-        return found[-limit:] if limit is not None and limit > 0 else found
+        return wanted.select(records)
 
     def run(self, run_id: str) -> RunRecord | None:
         """One run's record, or ``None``."""
@@ -167,15 +163,10 @@ class InMemoryCheckpointStore:
         with self._lock:
             run = self._runs.get(checkpoint.run_id)
             if run is None:
-                now = time.time()
-                run = self._runs[checkpoint.run_id] = _Run(
-                    RunRecord(checkpoint.run_id, checkpoint.workflow_name, "running", now, now)
-                )
+                record = implicit_record(checkpoint.run_id, checkpoint.workflow_name)
+                run = self._runs[checkpoint.run_id] = _Run(record)
             if checkpoint.id in self._by_id or checkpoint.seq in run.seqs:
-                raise CheckpointError(
-                    f"Run {checkpoint.run_id} already has checkpoint {checkpoint.id} or seq "
-                    f"{checkpoint.seq}; use a new id and the next seq."
-                )
+                raise checkpoint_taken_error(checkpoint)
             if checkpoint.state_changes is not None:
                 state = checkpoint.ctx_data.get("state") or {}
                 run.state.append(
@@ -201,11 +192,7 @@ class InMemoryCheckpointStore:
                 break
             if full:
                 data = {}
-            for key, value in changes.items():
-                if value is None:
-                    data.pop(key, None)
-                else:
-                    data[key] = value
+            apply_changes(data, changes)
         state = with_state_values(checkpoint.ctx_data["state"], data)
         return dataclasses.replace(
             checkpoint, ctx_data={**checkpoint.ctx_data, "state": state}, state_changes=None
@@ -235,10 +222,7 @@ class InMemoryCheckpointStore:
             found = self._by_id.get(checkpoint_id)
             if found is not None:
                 return self._full(found)
-        raise CheckpointError(
-            f"No checkpoint {checkpoint_id!r} in this store; list a run's checkpoints with "
-            "store.list(run_id)."
-        )
+        raise no_checkpoint_error(checkpoint_id, "this store")
 
     # -- event log and inbox ------------------------------------------------------------------
 
@@ -247,8 +231,7 @@ class InMemoryCheckpointStore:
         with self._lock:
             run = self._runs.get(run_id)
             if run is None:
-                now = time.time()
-                run = self._runs[run_id] = _Run(RunRecord(run_id, "", "running", now, now))
+                run = self._runs[run_id] = _Run(implicit_record(run_id, ""))
             seq = len(run.events) + 1
             run.events.append(StoredEvent(seq, kind, body))
             if waiting and run.record.status in ("running", "waiting"):
@@ -260,7 +243,12 @@ class InMemoryCheckpointStore:
     def events(
         self, run_id: str, after: int = 0, limit: int | None = None
     ) -> builtins.list[StoredEvent]:
-        """The run's log entries with ``seq > after``, in order (at most ``limit``)."""
+        """The run's log entries with ``seq > after``, in order (at most ``limit``).
+
+        Raises:
+            ValueError: A negative ``limit``.
+        """
+        limit = check_limit(limit)
         with self._lock:
             run = self._runs.get(run_id)
             if run is None:

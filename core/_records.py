@@ -17,11 +17,13 @@ The status vocabulary is the same for library, CLI and server runs:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import RunConflictError
+from .errors import CheckpointError, RunConflictError
 
 #: Every status a stored run can have.
 STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
@@ -208,9 +210,112 @@ def check_post(run_id: str, row: tuple[str, int | None] | None, answer: bool) ->
 
 
 def answered_error(run_id: str) -> RunConflictError:
+    """The refusal of an answer to a run that waits for none (or was answered already)."""
     return RunConflictError(
         f"Run {run_id!r} is not waiting for an answer (its question was answered already); "
         "read the run's status and answer only when it is 'waiting'."
+    )
+
+
+# -- what every backend builds the same way ------------------------------------------------
+
+
+def implicit_record(run_id: str, workflow_name: str) -> RunRecord:
+    """The record of a run checkpointed (or logged to) without ``create_run``: ``running``."""
+    now = time.time()
+    return RunRecord(run_id, workflow_name, "running", now, now)
+
+
+def with_status(record: RunRecord, status: str, result: str | None, error: str | None) -> RunRecord:
+    """``record`` after ``set_status``: a run keeps its ``waiting_seq`` only while waiting."""
+    return dataclasses.replace(
+        record,
+        status=status,
+        result=result,
+        error=error,
+        updated_at=time.time(),
+        waiting_seq=record.waiting_seq if status == "waiting" else None,
+    )
+
+
+def apply_changes(values: dict[str, str], changes: Mapping[str, Any]) -> None:
+    """Apply one checkpoint's untyped state changes to ``values`` (``None`` deletes a key)."""
+    for key, value in changes.items():
+        if value is None:
+            values.pop(str(key), None)
+        else:
+            values[str(key)] = str(value)
+
+
+def check_limit(limit: int | None) -> int | None:
+    """Return ``limit`` (``None``: no limit) if it is a count.
+
+    Raises:
+        ValueError: A negative limit.
+    """
+    if limit is not None and int(limit) < 0:
+        raise ValueError(f"limit={limit!r} is negative; pass a count, or None for no limit.")
+    return None if limit is None else int(limit)
+
+
+@dataclass(frozen=True, slots=True)
+class RunFilter:
+    """Which runs ``CheckpointStore.runs`` returns, for every backend alike.
+
+    Runs come oldest first (by ``created_at``, then ``run_id``); ``limit`` keeps the newest
+    ``limit`` of the runs that match (0 keeps none).
+
+    Attributes:
+        workflow_name: Only runs of this workflow.
+        status: Only runs with this status.
+        limit: At most this many runs (the newest).
+    """
+
+    workflow_name: str | None = None
+    status: str | None = None
+    limit: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "limit", check_limit(self.limit))
+
+    def equals(self) -> tuple[tuple[str, str], ...]:
+        """The ``(column, value)`` pairs a record must equal (what SQL puts in ``WHERE``)."""
+        wanted = (("workflow_name", self.workflow_name), ("status", self.status))
+        return tuple((column, value) for column, value in wanted if value is not None)
+
+    def select(self, records: Iterable[RunRecord]) -> list[RunRecord]:
+        """The matching records of ``records``, oldest first, the newest ``limit`` of them."""
+        equals = self.equals()
+        found = sorted(
+            (r for r in records if all(getattr(r, c) == v for c, v in equals)),
+            key=lambda r: (r.created_at, r.run_id),
+        )
+        if self.limit is None:
+            return found
+        return found[len(found) - self.limit :] if self.limit else []
+
+
+def run_exists_error(run_id: str, where: str) -> RunConflictError:
+    """The refusal of ``create_run`` for a run id that is taken in the store at ``where``."""
+    return RunConflictError(
+        f"Run {run_id!r} exists already in {where}; start it with a new run_id, or resume it."
+    )
+
+
+def checkpoint_taken_error(checkpoint: Checkpoint) -> CheckpointError:
+    """The refusal of ``put`` for a checkpoint whose id or ``(run_id, seq)`` is taken."""
+    return CheckpointError(
+        f"Run {checkpoint.run_id} already has checkpoint {checkpoint.id} or seq "
+        f"{checkpoint.seq}; is another process resuming the same run? Give each checkpoint a "
+        "new id and the run's next seq."
+    )
+
+
+def no_checkpoint_error(checkpoint_id: str, where: str) -> CheckpointError:
+    """The error of ``get`` for a checkpoint id the store at ``where`` does not hold."""
+    return CheckpointError(
+        f"No checkpoint {checkpoint_id!r} in {where}; list a run's checkpoints with "
+        "store.list(run_id)."
     )
 
 
@@ -220,11 +325,19 @@ __all__ = [
     "STATUSES",
     "Checkpoint",
     "InboxItem",
+    "RunFilter",
     "RunRecord",
     "StoredEvent",
     "answered_error",
+    "apply_changes",
+    "check_limit",
     "check_post",
     "check_status",
+    "checkpoint_taken_error",
+    "implicit_record",
+    "no_checkpoint_error",
+    "run_exists_error",
     "state_values",
     "with_state_values",
+    "with_status",
 ]

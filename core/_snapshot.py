@@ -25,6 +25,7 @@ from .state import InMemoryStateStore
 
 if TYPE_CHECKING:
     from .context import Context
+    from .workflow import Workflow
 
 FORMAT = "batonflow.context"
 VERSION = 1
@@ -461,3 +462,57 @@ def restore_into(ctx: Context[Any], data: Any, serializer: BaseSerializer | None
     ctx._run_id = snap.run_id or None
     ctx._run = None
     ctx._snapshot = snap if is_running else None
+
+
+class SnapshotDict(dict[str, Any]):
+    """The dict ``Context.to_dict()`` returns; ``await``-ing it also works (older examples)."""
+
+    def __await__(self) -> Any:
+        if False:  # pragma: no cover - makes this a generator function
+            yield
+        return self
+
+
+class FromDict:
+    """``Context.from_dict(workflow, data)``; on an instance, ``await ctx.from_dict(data)``.
+
+    Restore a context saved with ``to_dict`` for ``workflow`` and pass it to
+    ``workflow.run(ctx=ctx)``: a run that was in progress resumes (steps that were running
+    re-run from their start); a finished one starts anew with the state. Older examples call it
+    on a fresh instance (``new_ctx = Context(W); await new_ctx.from_dict(data)``), which
+    restores into that instance.
+
+    Raises:
+        ContextSerdeError: The dict is corrupt, from another workflow, or cannot be decoded.
+    """
+
+    def __get__(self, obj: Context[Any] | None, owner: type[Context[Any]]) -> Any:
+        if obj is None:
+
+            def from_dict(
+                workflow: Workflow,
+                data: dict[str, Any],
+                serializer: BaseSerializer | None = None,
+            ) -> Context[Any]:
+                return owner(workflow, previous_context=data, serializer=serializer)
+
+            from_dict.__doc__ = FromDict.__doc__
+            return from_dict
+
+        def restore(data: dict[str, Any], serializer: BaseSerializer | None = None) -> Any:
+            restore_into(obj, data, serializer)
+            return _Done(obj)
+
+        return restore
+
+
+class _Done:
+    """An already-finished awaitable (for ``await ctx.from_dict(data)``)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __await__(self) -> Any:
+        if False:  # pragma: no cover - makes this a generator function
+            yield
+        return self.value

@@ -1,4 +1,4 @@
-"""The SQLite run store's schema: its tables, the migration from version 1, error names.
+"""The SQLite run store's schema: the migration from version 1, and SQLite's errors by name.
 
 Kept apart from :mod:`batonflow.core._sqlite_store` (the store's operations) so each stays one
 concept: this module knows what the file looks like and how to tell SQLite's errors apart.
@@ -10,6 +10,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+from ._sql_schema import CHECKPOINT_COLUMNS, TABLES, create_statements
 from .errors import (
     CheckpointError,
     StoreCorruptError,
@@ -18,59 +19,11 @@ from .errors import (
     StoreReadOnlyError,
 )
 
-_RUNS = """
-CREATE TABLE IF NOT EXISTS checkpoint_runs (
-    run_id TEXT PRIMARY KEY,
-    workflow_name TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    result TEXT,
-    error TEXT
-)"""
-_CHECKPOINTS = """
-CREATE TABLE IF NOT EXISTS checkpoints (
-    id TEXT PRIMARY KEY,
-    run_id TEXT NOT NULL,
-    seq INTEGER NOT NULL,
-    workflow_name TEXT NOT NULL,
-    step_name TEXT,
-    input_event_type TEXT,
-    output_event_types TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    ctx_data TEXT NOT NULL,
-    final_event TEXT,
-    UNIQUE (run_id, seq)
-)"""
-#: Columns version 2 added to the runs and checkpoints tables of version 1.
-_V2_RUN_COLUMNS = (
-    ("start_event", "TEXT"),
-    ("input", "TEXT"),
-    ("traceparent", "TEXT"),
-    ("owner", "TEXT"),
-    ("pid", "INTEGER"),
-    ("flow_ref", "TEXT"),
-    ("waiting_seq", "INTEGER"),
-    # For stores shared by several servers (PostgreSQL): who holds the run, until when.
-    ("lease_owner", "TEXT"),
-    ("lease_until", "REAL"),
-)
-_V2_CHECKPOINT_COLUMNS = (("inbox_seq", "INTEGER NOT NULL DEFAULT 0"), ("state_mode", "INTEGER"))
-_V2_TABLES = (
-    "CREATE INDEX IF NOT EXISTS checkpoint_runs_by_status "
-    "ON checkpoint_runs (status, workflow_name)",
-    "CREATE TABLE IF NOT EXISTS run_events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
-    "kind TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (run_id, seq))",
-    "CREATE TABLE IF NOT EXISTS run_inbox (run_id TEXT NOT NULL, seq INTEGER NOT NULL, "
-    "body TEXT NOT NULL, key TEXT, created_at REAL NOT NULL, PRIMARY KEY (run_id, seq), "
-    "UNIQUE (run_id, key))",
-)
-
+#: The columns of each table in the version-1 file; version 2 added the others.
+_V1_COLUMNS = {"checkpoint_runs": 7, "checkpoints": 10}
 #: A checkpoint row, as the migration writes one for a version-1 server's waiting snapshot.
 _INSERT_MIGRATED = (
-    "INSERT INTO checkpoints (id, run_id, seq, workflow_name, step_name, input_event_type, "
-    "output_event_types, created_at, ctx_data, final_event, inbox_seq, state_mode) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+    f"INSERT INTO checkpoints ({CHECKPOINT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
 )
 
 
@@ -87,18 +40,15 @@ def create_private(path: Path) -> None:
 
 def migrate(conn: sqlite3.Connection) -> None:
     """Bring a fresh or version-1 file to version 2 (inside the set-up transaction)."""
-    conn.execute(_RUNS)
-    conn.execute(_CHECKPOINTS)
-    for table, columns in (
-        ("checkpoint_runs", _V2_RUN_COLUMNS),
-        ("checkpoints", _V2_CHECKPOINT_COLUMNS),
-    ):
+    # A fresh file gets the tables whole; a version-1 file keeps its two tables, which get
+    # the columns version 2 added (in the same order, so both files read alike).
+    for statement in create_statements():
+        conn.execute(statement)
+    for table, first in _V1_COLUMNS.items():
         have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-        for name, kind in columns:
+        for name, kind in TABLES[table][first:]:
             if name not in have:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
-    for statement in _V2_TABLES:
-        conn.execute(statement)
     # Version 1 had a "timed_out" status: version 2 says "failed" (the error names the timeout).
     conn.execute("UPDATE checkpoint_runs SET status = 'failed' WHERE status = 'timed_out'")
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}

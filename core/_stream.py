@@ -19,7 +19,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from .events import InternalDispatchEvent
+from .errors import ContextStateError
+from .events import Event, InternalDispatchEvent
 
 logger = logging.getLogger("batonflow.core")
 
@@ -150,3 +151,50 @@ class EventStream:
     def size(self) -> int:
         """How many events are waiting to be read."""
         return len(self._buffer)
+
+
+class StreamQueue:
+    """What the deprecated ``ctx.streaming_queue`` returns: the run's stream as a read queue.
+
+    It shares the one cursor of ``handler.stream_events()``. ``await queue.get()`` waits for the
+    next event; the last one is the ``StopEvent`` (or a ``WorkflowFailedEvent``, ...).
+
+    Args:
+        stream: The run's event stream.
+    """
+
+    def __init__(self, stream: EventStream) -> None:
+        self._stream = stream
+
+    async def get(self) -> Event:
+        """The next event, waiting for it.
+
+        Raises:
+            ContextStateError: The stream ended and every event was read.
+        """
+        event = await self._stream.next_event()
+        if event is None:
+            raise ContextStateError(
+                "The run's stream has ended and every event was read; stop reading after the "
+                "StopEvent."
+            )
+        return event  # type: ignore[no-any-return]
+
+    def get_nowait(self) -> Event:
+        """The next event if one is waiting.
+
+        Raises:
+            asyncio.QueueEmpty: No event is waiting.
+        """
+        event = self._stream.next_now()
+        if event is None:
+            raise asyncio.QueueEmpty
+        return event  # type: ignore[no-any-return]
+
+    def empty(self) -> bool:
+        """Whether no event is waiting."""
+        return not self._stream.size()
+
+    def qsize(self) -> int:
+        """How many events are waiting."""
+        return self._stream.size()

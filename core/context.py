@@ -12,7 +12,6 @@ run if that run is still in progress, or starts a new run with the same state.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import threading
 import warnings
@@ -21,7 +20,9 @@ from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from ._collect import repeat_type
 from ._runtime import RunStatus, current_execution
-from ._snapshot import dump, restore_into
+from ._snapshot import FromDict, dump, restore_into
+from ._snapshot import SnapshotDict as SnapshotDict
+from ._stream import StreamQueue as StreamQueue
 from ._waiters import type_name
 from .errors import ContextStateError, WorkflowRuntimeError, WorkflowStepDoesNotExistError
 from .events import Event, StopEvent, loaded_class
@@ -36,66 +37,11 @@ from .state import InMemoryStateStore
 if TYPE_CHECKING:
     from ._runtime import Execution, Run
     from ._snapshot import RunSnapshot
-    from ._stream import EventStream
     from .workflow import Workflow
 
 StateT = TypeVar("StateT")
 
 _MISSING: Any = object()
-
-
-class SnapshotDict(dict[str, Any]):
-    """The dict ``Context.to_dict()`` returns; ``await``-ing it also works (older examples)."""
-
-    def __await__(self) -> Any:
-        if False:  # pragma: no cover - makes this a generator function
-            yield
-        return self
-
-
-class _FromDict:
-    """``Context.from_dict(workflow, data)``; on an instance, ``await ctx.from_dict(data)``.
-
-    Restore a context saved with ``to_dict`` for ``workflow`` and pass it to
-    ``workflow.run(ctx=ctx)``: a run that was in progress resumes (steps that were running
-    re-run from their start); a finished one starts anew with the state. Older examples call it
-    on a fresh instance (``new_ctx = Context(W); await new_ctx.from_dict(data)``), which
-    restores into that instance.
-
-    Raises:
-        ContextSerdeError: The dict is corrupt, from another workflow, or cannot be decoded.
-    """
-
-    def __get__(self, obj: Context[Any] | None, owner: type[Context[Any]]) -> Any:
-        if obj is None:
-
-            def from_dict(
-                workflow: Workflow,
-                data: dict[str, Any],
-                serializer: BaseSerializer | None = None,
-            ) -> Context[Any]:
-                return owner(workflow, previous_context=data, serializer=serializer)
-
-            from_dict.__doc__ = _FromDict.__doc__
-            return from_dict
-
-        def restore(data: dict[str, Any], serializer: BaseSerializer | None = None) -> Any:
-            restore_into(obj, data, serializer)
-            return _Done(obj)
-
-        return restore
-
-
-class _Done:
-    """An already-finished awaitable (for ``await ctx.from_dict(data)``)."""
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __await__(self) -> Any:
-        if False:  # pragma: no cover - makes this a generator function
-            yield
-        return self.value
 
 
 class Waiting(NamedTuple):
@@ -570,60 +516,13 @@ class Context(Generic[StateT]):
             ...
 
     else:
-        from_dict = _FromDict()
+        from_dict = FromDict()
 
 
 def _event_class(name: str) -> type[Event] | None:
     """The loaded event class named ``module.QualName`` (no module is imported)."""
     found = loaded_class(name)
     return found if isinstance(found, type) and issubclass(found, Event) else None
-
-
-class StreamQueue:
-    """What the deprecated ``ctx.streaming_queue`` returns: the run's stream as a read queue.
-
-    It shares the one cursor of ``handler.stream_events()``. ``await queue.get()`` waits for the
-    next event; the last one is the ``StopEvent`` (or a ``WorkflowFailedEvent``, ...).
-
-    Args:
-        stream: The run's event stream.
-    """
-
-    def __init__(self, stream: EventStream) -> None:
-        self._stream = stream
-
-    async def get(self) -> Event:
-        """The next event, waiting for it.
-
-        Raises:
-            ContextStateError: The stream ended and every event was read.
-        """
-        event = await self._stream.next_event()
-        if event is None:
-            raise ContextStateError(
-                "The run's stream has ended and every event was read; stop reading after the "
-                "StopEvent."
-            )
-        return event  # type: ignore[no-any-return]
-
-    def get_nowait(self) -> Event:
-        """The next event if one is waiting.
-
-        Raises:
-            asyncio.QueueEmpty: No event is waiting.
-        """
-        event = self._stream.next_now()
-        if event is None:
-            raise asyncio.QueueEmpty
-        return event  # type: ignore[no-any-return]
-
-    def empty(self) -> bool:
-        """Whether no event is waiting."""
-        return not self._stream.size()
-
-    def qsize(self) -> int:
-        """How many events are waiting."""
-        return self._stream.size()
 
 
 def _in_loop(run: Run, fn: Any, *args: Any) -> Any:

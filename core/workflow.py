@@ -9,7 +9,6 @@ validation) is computed once and cached; a run only does dict lookups.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import os
 import time
 import uuid
@@ -19,10 +18,10 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import ValidationError
-
 from ._calls import make_call
 from ._runtime import Run, RunStatus, current_execution
+from ._start_event import build_start_event
+from ._validate_resources import resource_problems
 from .context import Context
 from .errors import (
     ContextStateError,
@@ -36,7 +35,7 @@ from .graph import Graph, check_entry_and_exit, compile_graph
 from .handler import WorkflowHandler
 from .hooks import StepBoundary, StepListener
 from .instrument import Instrument, InstrumentSet, PrintingInstrument, global_instruments
-from .resource import ResourceManager, nested_configs
+from .resource import ResourceManager
 from .step import (
     STEP_ATTR,
     ParamKind,
@@ -397,12 +396,7 @@ class Workflow:
         ]
         if not (validate_resource_configs or validate_resources) or not wanted:
             return graph.uses_hitl
-        problems: list[str] = []
-        if validate_resources:
-            problems = _in_own_loop(_resolve_all(wanted))
-        else:
-            for step_name, param in wanted:
-                problems.extend(_config_problems(step_name, param))
+        problems = resource_problems(wanted, call_factories=validate_resources)
         if problems:
             raise WorkflowValidationError(
                 f"Resource validation of {self.workflow_name} failed:\n"
@@ -568,6 +562,9 @@ class Workflow:
             )
         return self._checkpointer.resume(run_id)
 
+    # Building the StartEvent from run()'s arguments: _start_event.py.
+    _start_event = staticmethod(build_start_event)
+
     def _run_finished(self, run: Run) -> None:
         if self._last_run is run:
             # Keep the trace for draw_most_recent_execution, not the whole finished run (its
@@ -581,100 +578,6 @@ class Workflow:
             self._num_concurrent_runs is None or self._active_runs < self._num_concurrent_runs
         ):
             self._queued_runs.popleft()()
-
-    @staticmethod
-    def _start_event(
-        graph: Graph, start_event: StartEvent | None, kwargs: dict[str, Any]
-    ) -> StartEvent:
-        cls = graph.start_event_class
-        if start_event is not None:
-            if not isinstance(start_event, cls):
-                raise StartEventError(
-                    f"{graph.name} starts with {cls.__name__}, but run() got a "
-                    f"{type(start_event).__name__}, which no step accepts. Pass "
-                    f"start_event={cls.__name__}(...) or its fields as keywords: "
-                    f"run({_field_list(cls)})."
-                )
-            if kwargs:
-                raise StartEventError(
-                    f"run() got start_event and keyword fields ({', '.join(kwargs)}); put the "
-                    "fields into the start event instead."
-                )
-            return start_event
-        typed = cls is not StartEvent and bool(set(cls.model_fields) - set(StartEvent.model_fields))
-        try:
-            if typed:
-                unknown = [k for k in kwargs if k not in cls.model_fields]
-                if unknown:
-                    raise ValidationError.from_exception_data(
-                        cls.__name__,
-                        [
-                            {"type": "extra_forbidden", "loc": (key,), "input": kwargs[key]}
-                            for key in unknown
-                        ],
-                    )
-            return cls(**kwargs)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '(event)'}: {err['msg']}"
-                for err in exc.errors()
-            )
-            raise StartEventError(
-                f"Failed creating a start event of type '{cls.__name__}' with the keyword "
-                f"arguments: {kwargs}. {cls.__name__} rejected the fields given to "
-                f"{graph.name}.run(): {problems}. Its fields are: "
-                f"{_field_list(cls) or '(none)'}; fix the keyword arguments."
-            ) from exc
-
-
-def _field_list(cls: type[StartEvent]) -> str:
-    """``name=..., other=... (optional)`` for a StartEvent class's own fields."""
-    parts = []
-    for name, info in cls.model_fields.items():
-        if name in StartEvent.model_fields:
-            continue
-        parts.append(f"{name}=..." if info.is_required() else f"{name}=... (optional)")
-    return ", ".join(parts)
-
-
-async def _resolve_all(wanted: list[tuple[str, StepParam]]) -> list[str]:
-    manager = ResourceManager()  # throwaway: validation must not cache for the runs
-    problems: list[str] = []
-    for step_name, param in wanted:
-        try:
-            await manager.resolve(
-                param.resource,
-                step_name=step_name,
-                param_name=param.name,
-                annotation=param.annotation,
-                localns=param.localns,
-            )
-        except Exception as exc:
-            problems.append(f"step '{step_name}', parameter '{param.name}': {exc}")
-    return problems
-
-
-def _config_problems(step_name: str, param: StepParam) -> list[str]:
-    """Load every ``ResourceConfig`` the parameter reads, its factories' own ones included."""
-    where = f"step '{step_name}', parameter '{param.name}'"
-    problems = []
-    for path, config, annotation in nested_configs(param.resource, param.annotation, param.localns):
-        via = f" (via {' -> '.join(path)})" if path else ""
-        try:
-            config.load(annotation)
-        except WorkflowConfigurationError as exc:
-            problems.append(f"{where}{via}: {exc}")
-    return problems
-
-
-def _in_own_loop(coro: Coroutine[Any, Any, list[str]]) -> list[str]:
-    """Run ``coro`` to the end in a fresh event loop (in a thread when one is running)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 def _specs(steps: dict[str, Callable[..., Any]]) -> list[StepSpec]:

@@ -30,7 +30,7 @@ def exporter() -> Iterator[InMemorySpanExporter]:
 
 
 async def test_tool_and_llm_spans_nest_under_their_steps(exporter: InMemorySpanExporter) -> None:
-    """execute_tool spans are children of run_tool step spans; chat spans of call_llm; failed tools are ERROR."""
+    """execute_tool spans are children of run_tool step spans; chat spans of the agent's turn (invoke_agent) in call_llm; failed tools are ERROR."""
     llm = ScriptedLLM(
         [
             'Thought: t\nAction: add\nAction Input: {"a": 1, "b": 2}\nAction: nope\nAction Input: {}',
@@ -48,4 +48,6 @@ async def test_tool_and_llm_spans_nest_under_their_steps(exporter: InMemorySpanE
     assert failed.attributes["gen_ai.tool.call.id"] == "react_1_1"
     chats = [s for s in spans if s.name == "chat scripted"]
     assert len(chats) == 2
-    assert {by_id[s.parent.span_id].name for s in chats} == {"step call_llm"}
+    turns = {by_id[s.parent.span_id] for s in chats}
+    assert {t.name for t in turns} == {"invoke_agent agent"}
+    assert {by_id[t.parent.span_id].name for t in turns} == {"step call_llm"}

@@ -23,6 +23,7 @@ from batonflow.agents import (
     ToolCall,
     ToolCallResult,
 )
+from batonflow.agents.chat_memory import ChatMemory
 from batonflow.agents.testing import ScriptedLLM
 from batonflow.core import Context, StopEvent, retry_policy, step, stop_after_attempt, wait_fixed
 from llama_index.llms.openai import OpenAI
@@ -88,7 +89,7 @@ async def test_streamed_deltas_over_openai_sse(
     handler = ReActAgent(llm=openai_llm).run(input="Capital of France?")
     events = [ev async for ev in handler.stream_events()]
     result = await handler
-    deltas = [ev for ev in events if isinstance(ev, AgentStream)]
+    deltas = [ev for ev in events if isinstance(ev, AgentStream) and ev.delta]
     assert [d.delta for d in deltas] == ["Thought: easy.\n", "Answer: ", "Par", "is"]
     assert deltas[-1].response == "Thought: easy.\nAnswer: Paris"
     assert result.response == "Paris"
@@ -106,10 +107,15 @@ async def test_event_stream_tells_the_story_in_order() -> None:
         "AgentOutput",
         "ToolCall",
         "ToolCallResult",
+        "AgentInput",
         "AgentOutput",
         "StopEvent",
     ]
-    assert events[0] == AgentInput(input="1+1?", current_agent_name="calc")
+    # As in llama-index, AgentInput carries the messages of each LLM call.
+    assert isinstance(events[0], AgentInput) and events[0].current_agent_name == "calc"
+    assert [(m.role.value, m.content) for m in events[0].input[1:]] == [("user", "1+1?")]
+    second = [ev for ev in events if isinstance(ev, AgentInput)][1]
+    assert second.input[-1].content == "Observation: 2"
     outputs = [ev for ev in events if isinstance(ev, AgentOutput)]
     assert [c.tool_name for c in outputs[0].tool_calls] == ["calculator"]
     assert (outputs[1].response.content, outputs[1].is_final) == ("2", True)
@@ -209,7 +215,7 @@ async def test_max_iterations_stops_with_a_clear_error() -> None:
 
 
 async def test_chat_memory_carries_over_runs_with_ctx() -> None:
-    """A second run with ctx= sees the first question and answer; the state is plain JSON."""
+    """A second run with ctx= sees the first question and answer; the context serializes to JSON."""
     llm = ScriptedLLM(["Answer: Nice to meet you, Ada.", "Answer: You are Ada."])
     agent = ReActAgent(llm=llm)
     handler = agent.run(input="I am Ada.")
@@ -222,9 +228,16 @@ async def test_chat_memory_carries_over_runs_with_ctx() -> None:
         ("assistant", "Nice to meet you, Ada."),
         ("user", "Who am I?"),
     ]
-    history = await handler.ctx.store.get("chat_history")
-    assert json.loads(json.dumps(history)) == history
-    assert len(history) == 4
+    memory = await handler.ctx.store.get("memory")
+    assert isinstance(memory, ChatMemory)
+    assert [m.content for m in memory.get_all()] == [
+        "I am Ada.",
+        "Nice to meet you, Ada.",
+        "Who am I?",
+        "You are Ada.",
+    ]
+    data = handler.ctx.to_dict()
+    assert json.loads(json.dumps(data)) == data  # the context, memory included, is JSON
 
 
 async def test_memory_survives_context_serialization() -> None:

@@ -6,13 +6,19 @@ PostgreSQL case runs on the throw-away server of ``tests/pg_server.py``.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 import uuid
 
 import pytest
 from batonflow.core._records import Checkpoint, RunRecord
-from batonflow.core.checkpoints import CheckpointStore, InMemoryCheckpointStore
+from batonflow.core._sql_schema import TABLES
+from batonflow.core.checkpoints import (
+    CheckpointStore,
+    InMemoryCheckpointStore,
+    SqliteCheckpointStore,
+)
 from batonflow.core.errors import CheckpointError, RunConflictError
 from batonflow.core.stores import open_store
 
@@ -216,6 +222,92 @@ def test_state_changes_in_the_llama_index_layout(store):
         {"a": "1"},
         {"b": "2"},
     ]
+
+
+def test_limits_mean_the_same_everywhere(store):
+    """limit=0 gives no runs and no events; a negative limit is refused with the fix."""
+    run_id = uuid.uuid4().hex
+    store.create_run(_record(run_id))
+    store.append_event(run_id, "event", "{}")
+    assert store.runs(limit=0) == []
+    assert store.events(run_id, limit=0) == []
+    assert [r.run_id for r in store.runs(limit=5)] == [run_id]
+    with pytest.raises(ValueError, match=r"limit=-1 is negative; pass a count, or None"):
+        store.runs(limit=-1)
+    with pytest.raises(ValueError, match=r"limit=-2 is negative; pass a count, or None"):
+        store.events(run_id, limit=-2)
+
+
+def test_a_deleted_run_checkpointed_again_is_recorded_again(store):
+    """After delete, a checkpoint of the same run id records the run again as running."""
+    run_id = uuid.uuid4().hex
+    store.create_run(_record(run_id))
+    store.put(_checkpoint(run_id, 0))
+    store.delete(run_id)
+    store.put(_checkpoint(run_id, 0))
+    record = store.run(run_id)
+    assert record is not None and record.status == "running"
+    assert [c.seq for c in store.list(run_id)] == [0]
+
+
+def test_refusals_read_the_same_on_every_backend(store):
+    """A taken run id, a taken checkpoint seq and an unknown checkpoint name the fix alike."""
+    run_id = uuid.uuid4().hex
+    store.create_run(_record(run_id))
+    with pytest.raises(RunConflictError, match=r"exists already in .*; start it with a new run_id"):
+        store.create_run(_record(run_id))
+    store.put(_checkpoint(run_id, 0))
+    with pytest.raises(
+        CheckpointError,
+        match=rf"Run {run_id} already has checkpoint {run_id}-0 or seq 0; .* the run's next seq",
+    ):
+        store.put(_checkpoint(run_id, 0))
+    with pytest.raises(CheckpointError, match=r"No checkpoint 'gone' in .*store.list\(run_id\)"):
+        store.get("gone")
+
+
+def _columns(store) -> dict[str, list[str]]:
+    """Each run-store table's columns, in order, as the backend's catalogue has them."""
+    found = {}
+    for table in TABLES:
+        if isinstance(store, SqliteCheckpointStore):
+            rows = store._query(f"PRAGMA table_info({table})", ())
+            found[table] = [row[1] for row in rows]
+        else:
+            rows = store._query(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = %s "
+                "AND table_schema = current_schema() ORDER BY ordinal_position",
+                (table,),
+            )
+            found[table] = [row[0] for row in rows]
+    return found
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_every_sql_backend_has_the_one_schema(backend, request, tmp_path):
+    """SQLite (fresh or migrated from version 1) and PostgreSQL hold the same columns in order."""
+    wanted = {table: [name for name, _ in columns] for table, columns in TABLES.items()}
+    where = tmp_path / "runs.db" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    with open_store(where) as store:
+        assert _columns(store) == wanted
+    old = tmp_path / "v1.db"
+    conn = sqlite3.connect(old)
+    conn.executescript(
+        """
+        CREATE TABLE schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL);
+        INSERT INTO schema_version VALUES ('checkpoints', 1);
+        CREATE TABLE checkpoint_runs (run_id TEXT PRIMARY KEY, workflow_name TEXT NOT NULL,
+            status TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+            result TEXT, error TEXT);
+        CREATE TABLE checkpoints (id TEXT PRIMARY KEY, run_id TEXT NOT NULL,
+            seq INTEGER NOT NULL, workflow_name TEXT NOT NULL, step_name TEXT,
+            input_event_type TEXT, output_event_types TEXT NOT NULL, created_at REAL NOT NULL,
+            ctx_data TEXT NOT NULL, final_event TEXT, UNIQUE (run_id, seq));
+        """
+    )
+    conn.close()
+    with SqliteCheckpointStore(old) as migrated:
+        assert _columns(migrated) == wanted
 
 
 def test_the_end_of_a_run_is_written_with_its_status(store):
