@@ -53,6 +53,7 @@ T = TypeVar("T")
 
 _SQL = Statements.build("?", state_json="json_extract(ctx_data, '$.state')")
 _INSERT_CHECKPOINT = _SQL.insert_checkpoint
+_APPEND_EVENT = _SQL.append_event
 
 
 class SqliteCheckpointStore(SqlRunStore):
@@ -203,8 +204,10 @@ class SqliteCheckpointStore(SqlRunStore):
             except sqlite3.Error as exc:
                 raise store_error(self.path, exc, "read") from exc
 
+    # The durable step's writes, one statement each (atomic by itself: no BEGIN/COMMIT), go
+    # straight to the connection: no closure, no _write call on the hot path.
+
     def _put_recorded(self, checkpoint: Checkpoint, row: tuple[Any, ...]) -> None:
-        # The durable step's write: one INSERT, atomic by itself (no BEGIN/COMMIT).
         with self._lock:
             try:
                 self._conn.execute(_INSERT_CHECKPOINT, row)
@@ -212,6 +215,27 @@ class SqliteCheckpointStore(SqlRunStore):
                 raise checkpoint_taken_error(checkpoint) from exc
             except sqlite3.Error as exc:
                 raise store_error(self.path, exc, "write a checkpoint") from exc
+
+    def append_event(self, run_id: str, kind: str, body: str, *, waiting: bool = False) -> int:
+        """Append one entry to the run's event log and return its ``seq`` (from 1).
+
+        Args:
+            run_id: The run.
+            kind: ``"event"`` or ``"end"``.
+            body: The entry as JSON text.
+            waiting: The event asks for input: the run becomes ``waiting`` for it, atomically.
+
+        Raises:
+            StoreFullError: The disk is full; nothing was written.
+        """
+        if waiting:
+            return super().append_event(run_id, kind, body, waiting=True)
+        with self._lock:
+            try:
+                (seq,) = self._conn.execute(_APPEND_EVENT, (run_id, kind, body, run_id)).fetchone()
+            except sqlite3.Error as exc:
+                raise store_error(self.path, exc, "record a stream event") from exc
+        return int(seq)
 
     # -- the rest -----------------------------------------------------------------------------
 
