@@ -11,8 +11,11 @@ what differs between databases:
   :meth:`SqlRunStore._query`), and how the driver's errors become ``CheckpointError``
   subclasses (full, read-only, locked, corrupt);
 * the exceptions its driver raises for a unique-key violation (``unique_violation``);
-* optional hooks: fencing a run's writes (:meth:`SqlRunStore._fence`), what happens after an
-  inbox post (PostgreSQL's ``NOTIFY``), the one-statement checkpoint write of a recorded run.
+* optional hooks: fencing a run's writes (:meth:`SqlRunStore._fence`), the columns of a new
+  run (:meth:`SqlRunStore._run_args`, PostgreSQL's lease), how a status is written, what
+  happens after an inbox post or a log entry (PostgreSQL's ``NOTIFY``), and the durable
+  step's one-statement writes (a recorded run's checkpoint, a plain stream event), which a
+  dialect may send straight to its connection.
 
 The SQLite dialect is :mod:`batonflow.core._sqlite_store`; PostgreSQL's is
 ``batonflow.postgres.store`` (core may not import its driver). Written here rather than taken
