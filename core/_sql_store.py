@@ -50,7 +50,7 @@ from ._records import (
     with_state_values,
 )
 from ._sql_schema import RUN_COLUMNS, Statements, checkpoint_row, run_row
-from .errors import StoreCorruptError
+from .errors import CheckpointError, StoreCorruptError
 
 T = TypeVar("T")
 #: A driver's connection (``sqlite3.Connection``, ``psycopg.Connection``): only ``execute``
@@ -90,6 +90,14 @@ class SqlRunStore:
     def _query(self, sql: str, args: tuple[Any, ...]) -> builtins.list[tuple[Any, ...]]:
         """The rows of one read; driver errors become store errors."""
         raise NotImplementedError
+
+    def _closed_error(self, cause: BaseException | None = None) -> CheckpointError:
+        """The error of a call on a store that was closed."""
+        detail = "" if cause is None else f" ({cause})"
+        return CheckpointError(
+            f"The checkpoint store {self._where} is closed{detail}; create a new "
+            f"{type(self).__name__}."
+        )
 
     def _fence(self, conn: Conn, run_id: str) -> None:
         """Refuse (raise) a write into ``run_id`` this process may not make; by default none."""

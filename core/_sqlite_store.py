@@ -197,10 +197,7 @@ class SqliteCheckpointStore(SqlRunStore):
             try:
                 return self._conn.execute(sql, args).fetchall()
             except sqlite3.ProgrammingError as exc:
-                raise CheckpointError(
-                    f"The checkpoint store {os.fspath(self.path)!r} is closed ({exc}); create "
-                    "a new SqliteCheckpointStore."
-                ) from exc
+                raise self._closed_error(exc) from exc
             except sqlite3.Error as exc:
                 raise store_error(self.path, exc, "read") from exc
 
