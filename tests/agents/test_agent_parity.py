@@ -28,6 +28,7 @@ from batonflow.agents import (
     CodeActAgent,
     FunctionAgent,
     FunctionCallingAgent,
+    MaxIterationsError,
     ReActAgent,
     StructuredOutputWarning,
     ToolCall,
@@ -386,6 +387,38 @@ async def test_codeact_event_shapes_and_current_agent_name() -> None:
     assert isinstance(done.tool_output, ToolOutput)
     final = [e for e in events if isinstance(e, AgentOutput)][-1]
     assert isinstance(final.response, ChatMessage) and final.response.content == "42"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_max_iterations_force_and_generate(kind: str) -> None:
+    """At the bound 'force' (the default) fails clearly; 'generate' answers with one more call."""
+
+    def looping(i: int) -> Any:
+        if kind == "codeact":
+            return f"<execute>\nprint({i})\n</execute>"
+        return tool_call(kind, "order_status", order_id=i)
+
+    agent = build(kind, ScriptedLLM([looping(1), looping(2)]), tools=[order_status])
+    with pytest.raises(MaxIterationsError, match=r"max_iterations=2\).*early_stopping_method"):
+        await start(kind, agent, "loop", max_iterations=2)
+
+    llm = ScriptedLLM([looping(1), looping(2), "best answer so far"])
+    agent = build(kind, llm, tools=[order_status])
+    handler = start(kind, agent, "loop", max_iterations=2, early_stopping_method="generate")
+    result = await handler
+    assert str(result) == "best answer so far"
+    assert len(llm.calls) == 3
+    last = llm.calls[-1]
+    assert "the most allowed" in (last[-1].content or "")
+    # No tool call is sent without its result (providers refuse that).
+    for i, message in enumerate(last):
+        if message.role.value == "assistant" and getattr(message, "blocks", None):
+            if any(type(b).__name__ == "ToolCallBlock" for b in message.blocks):
+                assert last[i + 1].role.value == "tool"
+    memory = await handler.ctx.store.get("memory")
+    assert memory.get_all()[-1].content == "best answer so far"
+    with pytest.raises(AgentInputError, match=r"early_stopping_method='later'\) is not known"):
+        await start(kind, agent, "x", early_stopping_method="later")
 
 
 # -- 7. tool-argument types ----------------------------------------------------------------
