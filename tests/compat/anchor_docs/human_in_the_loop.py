@@ -2,7 +2,8 @@
 # Filled in: input() is a scripted person who answers "42" (and prints the prompt it was
 # shown); the page's top-level `await`/`async for` lines run inside main(); the page's
 # `ask_user` step is put in a workflow (AskUserWorkflow) and prints a line before its wait,
-# the code the page says is replayed.
+# the code the page says is replayed; the page's "subclass these two events to add custom
+# payloads" is shown by AskNumber/NumberGiven in TypedHITLWorkflow.
 import asyncio
 
 from workflows import Context, Workflow, step
@@ -39,6 +40,24 @@ class AskUserWorkflow(Workflow):
             waiter_id="get_number",
         )
         return StopEvent(result=response.response)
+
+
+class AskNumber(InputRequiredEvent):
+    question_id: int
+
+
+class NumberGiven(HumanResponseEvent):
+    number: int
+
+
+class TypedHITLWorkflow(Workflow):
+    @step
+    async def ask(self, ev: StartEvent) -> AskNumber:
+        return AskNumber(prefix="Pick a number: ", question_id=7)
+
+    @step
+    async def answer(self, ev: NumberGiven) -> StopEvent:
+        return StopEvent(result=(ev.number, ev.response))
 
 
 async def main():
@@ -85,6 +104,14 @@ async def main():
         if isinstance(event, InputRequiredEvent):
             handler.ctx.send_event(HumanResponseEvent(response=input(event.prefix)))
     print("waited:", await handler)
+
+    handler = TypedHITLWorkflow().run()
+    async for event in handler.stream_events():
+        print("streamed", type(event).__name__)
+        if isinstance(event, AskNumber):
+            reply = input(event.prefix)
+            handler.ctx.send_event(NumberGiven(response=reply, number=int(reply)))
+    print("typed:", await handler)
 
 
 asyncio.run(main())
