@@ -5,6 +5,7 @@
 # the code the page says is replayed; the page's "subclass these two events to add custom
 # payloads" is shown by AskNumber/NumberGiven in TypedHITLWorkflow.
 import asyncio
+import json
 
 from workflows import Context, Workflow, step
 from workflows.events import (
@@ -79,6 +80,7 @@ async def main():
         if isinstance(event, InputRequiredEvent):
             # Serialize the context, store it anywhere as a JSON blob
             ctx_dict = handler.ctx.to_dict()
+            ctx_dict = json.loads(json.dumps(ctx_dict))  # filled in: stored as a JSON blob
             await handler.cancel_run()
             break
 
