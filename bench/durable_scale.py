@@ -13,7 +13,12 @@ a ratio compares runs made side by side on the same (noisy) machine:
 * ``stream``: 4,000 durable steps that each write a stream event nobody reads; the cost per
   step in the first, middle and last 500.
 
-Install the rival for the benchmark only: ``pip install -r bench/requirements.txt``.
+Install the rival for the benchmark only: ``pip install -r bench/requirements.txt``, or in a
+venv of its own and point ``--rival-python`` at it (LangGraph's workers then run there)::
+
+    python -m venv /work/bench-venv
+    /work/bench-venv/bin/pip install langgraph==1.2.24 langgraph-checkpoint-sqlite==3.1.2
+    .venv/bin/python bench/durable_scale.py --rival-python /work/bench-venv/bin/python
 """
 
 from __future__ import annotations
@@ -189,9 +194,14 @@ WORKERS = {
 # -- the driver -----------------------------------------------------------------------------------
 
 
+#: The interpreter LangGraph's workers run in (``--rival-python``).
+RIVAL_PYTHON = sys.executable
+
+
 def _measure(worker: str, *args: int) -> dict[str, float] | str:
+    python = RIVAL_PYTHON if worker.startswith("langgraph") else sys.executable
     done = subprocess.run(
-        [sys.executable, str(HERE), "--worker", worker, *map(str, args)],
+        [python, str(HERE), "--worker", worker, *map(str, args)],
         capture_output=True,
         text=True,
         timeout=1800,
@@ -202,10 +212,9 @@ def _measure(worker: str, *args: int) -> dict[str, float] | str:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _have(module: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(module) is not None
+def _have(module: str, python: str) -> bool:
+    probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    return subprocess.run([python, "-c", probe], capture_output=True).returncode == 0
 
 
 def main() -> None:
@@ -215,13 +224,22 @@ def main() -> None:
     parser.add_argument("--stream-steps", type=int, default=4000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--worker", nargs="*")
+    parser.add_argument(
+        "--rival-python", default=sys.executable, help="the Python that has LangGraph installed"
+    )
     args = parser.parse_args()
+    global RIVAL_PYTHON
+    RIVAL_PYTHON = args.rival_python
     if args.worker:
         name, *rest = args.worker
         print(json.dumps(WORKERS[name](*map(int, rest))))
         return
     sizes = [int(s) for s in args.sizes.split(",")]
-    impls = ["batonflow_state"] + (["langgraph_state"] if _have("langgraph") else [])
+    impls = ["batonflow_state"]
+    if _have("langgraph", RIVAL_PYTHON):
+        impls.append("langgraph_state")
+    else:
+        print(f"LangGraph is not installed for {RIVAL_PYTHON}: batonflow only", file=sys.stderr)
     figures: dict[tuple[str, int], list[dict[str, float]]] = {}
     for _ in range(args.rounds):
         for size in sizes:

@@ -15,11 +15,15 @@ result. The curves:
   ``set`` of one key, in a state of N keys (batonflow and llama-index-workflows).
 * ``serde``: the state store's ``to_dict`` / ``from_dict`` at N keys (batonflow and
   llama-index-workflows, each with its own ``JsonSerializer``).
-* ``fanout``: N events sent to a ``num_workers=16`` step and joined with
-  ``collect_events(ev, Done, count=N)``, against the worker-pool asyncio floor
-  (``floor.py``'s ``fanout_pool``: every step a pool of long-lived worker tasks).
+* ``fanout``: N events sent to a ``num_workers=16`` step and joined with ``collect_events``,
+  against the worker-pool asyncio floor (``floor.py``'s ``fanout_pool``: every step a pool of
+  long-lived worker tasks), once with slotted plain events (``floor``) and once building the
+  same pydantic events as the workload (``floor_events``: the same work but the engine's).
+  Figures are CPU time (``time.process_time``): on a shared machine, wall time mostly measures
+  the other processes.
 * ``start``: start and finish a one-step run while N other runs are parked in a step, with
-  the cyclic GC on, and off (the reference: what the runs cost without GC passes).
+  the cyclic GC on, and off (the reference: what the runs cost without GC passes); CPU and
+  wall time per run, and how many collections the GC made while the runs were timed.
 """
 
 from __future__ import annotations
@@ -42,8 +46,8 @@ CURVES: dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...]]] = {
     # name: (sizes, quick sizes, implementations)
     "edit": ((10, 1_000, 10_000, 100_000), (10, 100_000), ("batonflow", "llama")),
     "serde": ((10, 100, 1_000, 10_000, 100_000), (10, 10_000), ("batonflow", "llama")),
-    "fanout": ((1_000, 10_000, 50_000), (1_000, 10_000), ("batonflow", "floor")),
-    "start": ((1_000, 10_000, 50_000), (1_000, 20_000), ("batonflow", "batonflow_nogc")),
+    "fanout": ((1_000, 10_000, 50_000), (1_000, 10_000), ("batonflow", "floor", "floor_events")),
+    "start": ((1_000, 10_000, 50_000), (1_000, 50_000), ("batonflow", "batonflow_nogc")),
 }
 
 
@@ -158,22 +162,28 @@ def one_serde(impl: str, n: int) -> dict[str, float]:
 
 
 async def one_fanout(impl: str, n: int) -> dict[str, float]:
-    if impl == "floor":
-        from floor import FLOOR_WORKLOADS
+    if impl.startswith("floor"):
+        from floor import make_fanout_pool
 
-        once = FLOOR_WORKLOADS["fanout_pool"]()
+        event = None
+        if impl == "floor_events":
+            from api import load_api
+
+            event = load_api("batonflow").Event
+        once = make_fanout_pool(event)
     else:
         from api import load_api
         from workloads import make_fanout
 
         once = make_fanout(load_api(impl))
     await once(min(n, 1_000))  # warm-up
-    best = float("inf")
+    best = cpu = float("inf")
     for _ in range(3 if n <= 10_000 else 1):
         gc.collect()
         figures = await once(n)
         best = min(best, figures["seconds"] / n * 1e6)
-    return {"us_per_event": best}
+        cpu = min(cpu, figures["cpu_seconds"] / n * 1e6)
+    return {"us_per_event": best, "cpu_us_per_event": cpu}
 
 
 async def one_start(impl: str, n: int) -> dict[str, float]:
@@ -210,14 +220,27 @@ async def one_start(impl: str, n: int) -> dict[str, float]:
 
     await runs(200)  # warm-up
     gc.collect()
+    collections = [0]
+
+    def count(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            collections[0] += 1
+
     if nogc:
         gc.disable()
-    per_run = await _abest_per_op(runs, 2_000, budget=1.0)
+    gc.callbacks.append(count)
+    c0 = time.process_time()
+    w0 = time.perf_counter()
+    ops = 3_000
+    await runs(ops)
+    cpu = (time.process_time() - c0) / ops * 1e6
+    wall = (time.perf_counter() - w0) / ops * 1e6
+    gc.callbacks.remove(count)
     gc.enable()
     gate.set()
     if sum(await asyncio.gather(*handlers)) != n:
         raise AssertionError("parked runs did not finish")
-    return {"us_per_run": per_run}
+    return {"us_per_run": wall, "cpu_us_per_run": cpu, "gc_collections": collections[0]}
 
 
 def run_one(curve: str, impl: str, n: int) -> dict[str, float]:
@@ -330,24 +353,37 @@ def render(results: dict[tuple[str, int, str], list[dict[str, float]]]) -> str:
                 )
         elif curve == "fanout":
             out += [
-                "| events | batonflow (µs/event) | worker-pool floor (µs/event) | batonflow / floor |",
-                "|---:|---:|---:|---:|",
+                "| events | batonflow (CPU µs/event) | floor, slotted events | floor, same events "
+                "| batonflow / floor (slotted) | batonflow / floor (same events) |",
+                "|---:|---:|---:|---:|---:|---:|",
             ]
             for n in ns:
-                b = _median(results, (curve, n, "batonflow"), "us_per_event")
-                f = _median(results, (curve, n, "floor"), "us_per_event")
-                ratio = None if b is None or f is None else b / f
-                out.append(f"| {n:,} | {_fmt(b, 2)} | {_fmt(f, 2)} | {_fmt(ratio, 2)}× |")
+                b = _median(results, (curve, n, "batonflow"), "cpu_us_per_event")
+                f = _median(results, (curve, n, "floor"), "cpu_us_per_event")
+                fe = _median(results, (curve, n, "floor_events"), "cpu_us_per_event")
+                r1 = None if b is None or f is None else b / f
+                r2 = None if b is None or fe is None else b / fe
+                out.append(
+                    f"| {n:,} | {_fmt(b, 2)} | {_fmt(f, 2)} | {_fmt(fe, 2)} | {_fmt(r1, 2)}× "
+                    f"| {_fmt(r2, 2)}× |"
+                )
         elif curve == "start":
             out += [
-                "| parked runs | batonflow run, GC on (µs) | GC off (µs) | on / off |",
-                "|---:|---:|---:|---:|",
+                "| parked runs | CPU µs/run, GC on | GC off | on / off | wall µs/run, GC on "
+                "| GC off | GC collections while timed (GC on) |",
+                "|---:|---:|---:|---:|---:|---:|---:|",
             ]
             for n in ns:
-                b = _median(results, (curve, n, "batonflow"), "us_per_run")
-                off = _median(results, (curve, n, "batonflow_nogc"), "us_per_run")
+                b = _median(results, (curve, n, "batonflow"), "cpu_us_per_run")
+                off = _median(results, (curve, n, "batonflow_nogc"), "cpu_us_per_run")
+                wb = _median(results, (curve, n, "batonflow"), "us_per_run")
+                woff = _median(results, (curve, n, "batonflow_nogc"), "us_per_run")
+                gcs = _median(results, (curve, n, "batonflow"), "gc_collections")
                 ratio = None if b is None or off is None else b / off
-                out.append(f"| {n:,} | {_fmt(b)} | {_fmt(off)} | {_fmt(ratio, 2)}× |")
+                out.append(
+                    f"| {n:,} | {_fmt(b)} | {_fmt(off)} | {_fmt(ratio, 2)}× | {_fmt(wb)} "
+                    f"| {_fmt(woff)} | {_fmt(gcs, 0)} |"
+                )
         out.append("")
     return "\n".join(out)
 
