@@ -12,18 +12,21 @@ the median over rounds; ratios compare figures of one run. Every measurement che
 result. The curves:
 
 * ``edit``: ``async with ctx.store.edit_state()`` incrementing a counter, against ``get`` +
-  ``set`` of one key, in a state of N keys (batonflow and llama-index-workflows).
+  ``set`` of one key, in a state of N keys (batonflow and llama-index-workflows), and the
+  same increment under a bare ``asyncio.Lock`` around a dict (no isolation, no rollback).
+  ``--impls batonflow`` leaves llama-index out (its edit takes minutes at 10,000 keys).
 * ``serde``: the state store's ``to_dict`` / ``from_dict`` at N keys (batonflow and
   llama-index-workflows, each with its own ``JsonSerializer``).
 * ``fanout``: N events sent to a ``num_workers=16`` step and joined with ``collect_events``,
   against the worker-pool asyncio floor (``floor.py``'s ``fanout_pool``: every step a pool of
   long-lived worker tasks), once with slotted plain events (``floor``) and once building the
   same pydantic events as the workload (``floor_events``: the same work but the engine's).
-  Figures are CPU time (``time.process_time``): on a shared machine, wall time mostly measures
-  the other processes.
 * ``start``: start and finish a one-step run while N other runs are parked in a step, with
   the cyclic GC on, and off (the reference: what the runs cost without GC passes); CPU and
   wall time per run, and how many collections the GC made while the runs were timed.
+
+Figures are CPU time (``time.process_time``) unless a column says wall: on a shared machine,
+wall time mostly measures the other processes.
 """
 
 from __future__ import annotations
@@ -66,13 +69,17 @@ def _state_values(n: int) -> dict[str, Any]:
 
 
 def _best_per_op(fn: Any, ops: int, budget: float = 0.6) -> float:
-    """Microseconds per op: the best of repeated timings of ``fn(ops)`` within ``budget``."""
+    """CPU microseconds per op: the best of repeated timings of ``fn(ops)`` within ``budget``.
+
+    CPU time (``time.process_time``), not wall time: on a shared machine the wall clock mostly
+    measures the other processes.
+    """
     best = float("inf")
     spent = 0.0
     while spent < budget or best == float("inf"):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn(ops)
-        elapsed = time.perf_counter() - t0
+        elapsed = time.process_time() - t0
         spent += elapsed
         best = min(best, elapsed / ops * 1e6)
     return best
@@ -82,9 +89,9 @@ async def _abest_per_op(fn: Any, ops: int, budget: float = 0.6) -> float:
     best = float("inf")
     spent = 0.0
     while spent < budget or best == float("inf"):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         await fn(ops)
-        elapsed = time.perf_counter() - t0
+        elapsed = time.process_time() - t0
         spent += elapsed
         best = min(best, elapsed / ops * 1e6)
     return best
@@ -117,11 +124,22 @@ async def one_edit(impl: str, n: int) -> dict[str, float]:
             value = await store.get("other", default=0)
             await store.set("other", value + 1)
 
+    lock = asyncio.Lock()
+    plain: dict[str, Any] = {}
+
+    async def locked(ops: int) -> None:
+        # The reference: an asyncio.Lock around a plain dict, with no isolation (others read
+        # the block's writes at once) and no rollback.
+        for _ in range(ops):
+            async with lock:
+                plain["counter"] = plain.get("counter", 0) + 1
+
     edit = await _abest_per_op(edits, 2_000)
     pair = await _abest_per_op(pairs, 2_000)
+    bare = await _abest_per_op(locked, 2_000)
     if await store.get("counter") < 2_000 or await store.get("other") < 2_000:
         raise AssertionError("lost updates")
-    return {"edit_us": edit, "get_set_us": pair}
+    return {"edit_us": edit, "get_set_us": pair, "lock_dict_us": bare}
 
 
 def one_serde(impl: str, n: int) -> dict[str, float]:
@@ -271,6 +289,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--only", default=",".join(CURVES))
+    parser.add_argument(
+        "--impls", default=None, help="only these implementations (comma-separated), e.g. batonflow"
+    )
     parser.add_argument("--markdown", type=Path)
     parser.add_argument("--one", nargs=3, metavar=("CURVE", "IMPL", "N"))
     args = parser.parse_args()
@@ -283,6 +304,8 @@ def main() -> int:
     failed = False
     for curve in args.only.split(","):
         sizes, quick_sizes, impls = CURVES[curve]
+        if args.impls:
+            impls = tuple(i for i in impls if i in args.impls.split(","))
         for n in quick_sizes if args.quick else sizes:
             for r in range(rounds):
                 order = impls[r % len(impls) :] + impls[: r % len(impls)]
@@ -321,18 +344,21 @@ def render(results: dict[tuple[str, int, str], list[dict[str, float]]]) -> str:
         if curve == "edit":
             out += [
                 "| state keys | batonflow edit_state (µs) | batonflow get+set (µs) | edit / get+set "
-                "| llama edit_state (µs) | llama get+set (µs) |",
-                "|---:|---:|---:|---:|---:|---:|",
+                "| asyncio.Lock + dict (µs) | lock / get+set | llama edit_state (µs) "
+                "| llama get+set (µs) |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|",
             ]
             for n in ns:
                 e = _median(results, (curve, n, "batonflow"), "edit_us")
                 g = _median(results, (curve, n, "batonflow"), "get_set_us")
+                lk = _median(results, (curve, n, "batonflow"), "lock_dict_us")
                 le = _median(results, (curve, n, "llama"), "edit_us")
                 lg = _median(results, (curve, n, "llama"), "get_set_us")
                 ratio = None if e is None or g is None else e / g
+                lock_ratio = None if lk is None or g is None else lk / g
                 out.append(
-                    f"| {n:,} | {_fmt(e, 2)} | {_fmt(g, 2)} | {_fmt(ratio, 1)}× | "
-                    f"{_fmt(le, 2)} | {_fmt(lg, 2)} |"
+                    f"| {n:,} | {_fmt(e, 2)} | {_fmt(g, 2)} | {_fmt(ratio, 1)}× | {_fmt(lk, 2)} "
+                    f"| {_fmt(lock_ratio, 1)}× | {_fmt(le, 2)} | {_fmt(lg, 2)} |"
                 )
         elif curve == "serde":
             out += [
