@@ -7,7 +7,9 @@ offline scripted LLM.
 
 * :class:`JokeFlow` — write a joke about ``topic``, then critique it.
 * :class:`ReActAgent` — Thought / Action / Observation loop over tools, with any LLM.
-* :class:`FunctionCallingAgent` — the same contract with the LLM's native tool calls.
+* :class:`FunctionCallingAgent` — the same contract with the LLM's native tool calls. Run
+  alone, both return an :class:`AgentResult`, with the same memory (``run(memory=...)``,
+  token-limited by default) and structured output (``output_cls=``) as the agents below.
 * :class:`AgentWorkflow`, :class:`FunctionAgent`, :class:`CodeActAgent` — llama-index's agent
   names and shapes: several agents with handoffs, structured output (``output_cls=``),
   llama-index memory, ``return_direct`` tools; the run's result is an :class:`AgentOutput`.

@@ -23,6 +23,7 @@ State keys (in ``ctx.store``; they serialize with the default memory):
 * ``pending_tools`` — how many tool results the current turn waits for.
 * ``tool_choice`` — the run's ``tool_choice=`` for its first LLM call (function calling).
 * ``run_output_cls`` — the run's ``output_cls=``, by import path.
+* ``early_stopping_method`` — ``"force"`` or ``"generate"``: what ``max_iterations`` does.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ MAX_ITERATIONS = "max_iterations"
 TOOL_CALLS = "tool_calls"
 PENDING = "pending_tools"
 TOOL_CHOICE = "tool_choice"
+EARLY_STOPPING = "early_stopping_method"
 
 
 class ToolAgentBase(AgentMember, Workflow):
@@ -159,14 +161,22 @@ class ToolAgentBase(AgentMember, Workflow):
         return PrepareEvent()
 
     @step
-    async def prepare_prompt(self, ctx: Context, ev: PrepareEvent) -> LLMInputEvent:
+    async def prepare_prompt(self, ctx: Context, ev: PrepareEvent) -> LLMInputEvent | StopEvent:
         """Build the messages: the system prompt and the memory's window of the conversation.
 
-        Stops the run with MaxIterationsError when ``max_iterations`` LLM calls were made.
+        When ``max_iterations`` LLM calls were made, the run stops with MaxIterationsError, or
+        with ``run(early_stopping_method="generate")`` one last call without tools answers.
         The agent's turn (``take_step``) adds the current turn's messages.
         """
-        await self.check_iterations(ctx)
         memory: BaseMemory = await ctx.store.get(MEMORY)
+        if await self.iterations_left(ctx) == 0:
+            if await ctx.store.get(EARLY_STOPPING, default="force") != "generate":
+                await self.check_iterations(ctx)
+            limit = int(await ctx.store.get(MAX_ITERATIONS, default=self.max_iterations))
+            output = await self.early_answer(ctx, memory, limit)
+            output.is_final = True
+            ctx.write_event_to_stream(output)
+            return await self.finish(ctx, output)
         messages = await memory.aget()
         system = self.system_prompt or self.default_system_prompt
         if system:
@@ -249,7 +259,7 @@ class ToolAgentBase(AgentMember, Workflow):
         Reads ``input=`` (or ``user_msg=``, a str or ChatMessage), and the optional
         ``chat_history=`` (replaces the remembered conversation), ``memory=`` (a llama-index
         memory for this run), ``max_iterations=`` (this run's bound, instead of the agent's),
-        ``tool_choice=`` and ``output_cls=`` from the start event.
+        ``tool_choice=``, ``output_cls=`` and ``early_stopping_method=`` from the start event.
 
         Returns:
             The user's message text.
@@ -280,6 +290,12 @@ class ToolAgentBase(AgentMember, Workflow):
             )
         output_cls = run_output_cls_path(ev.get("output_cls"), owner)
         self.check_tool_choice(ev.get("tool_choice"), owner)
+        stopping = ev.get("early_stopping_method") or "force"
+        if stopping not in ("force", "generate"):
+            raise AgentInputError(
+                f"{owner}.run(early_stopping_method={stopping!r}) is not known; use 'force' "
+                "(fail at max_iterations) or 'generate' (answer from what was found)."
+            )
         given = ev.get("chat_history")
         history = history_messages(given, owner) if given is not None else None
         legacy = await ctx.store.get(LEGACY_HISTORY, default=None)
@@ -299,7 +315,14 @@ class ToolAgentBase(AgentMember, Workflow):
         await ctx.store.set(SCRATCHPAD, [])
         await ctx.store.set(TOOL_CHOICE, ev.get("tool_choice"))
         await ctx.store.set(RUN_OUTPUT_CLS, output_cls)
+        await ctx.store.set(EARLY_STOPPING, stopping)
         return message.content or ""
+
+    async def iterations_left(self, ctx: Context) -> int:
+        """How many more LLM calls the current run may make."""
+        iterations = int(await ctx.store.get(ITERATIONS, default=0))
+        limit = int(await ctx.store.get(MAX_ITERATIONS, default=self.max_iterations))
+        return max(limit - iterations, 0)
 
     async def check_iterations(self, ctx: Context) -> None:
         """Stop the run if it already made ``max_iterations`` LLM calls.
@@ -314,9 +337,10 @@ class ToolAgentBase(AgentMember, Workflow):
             raise MaxIterationsError(
                 f"{type(self).__name__} {self.name!r} made {iterations} LLM calls "
                 f"(max_iterations={limit}) without reaching a final answer. Raise "
-                "max_iterations=... (on the agent or per run), or check the tools and the "
-                "prompt; the tool calls "
-                "made so far are in the error's .result.",
+                "max_iterations=... (on the agent or per run), pass "
+                "run(early_stopping_method='generate') to answer from what was found, or check "
+                "the tools and the prompt; the tool calls made so far are in the error's "
+                ".result.",
                 result=partial,
             )
 

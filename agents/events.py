@@ -96,6 +96,8 @@ class AgentStart(StartEvent):
             replaces what the agent remembers.
         max_iterations: This run's bound on LLM calls, instead of the agent's.
         tool_choice: The tool choice of the run's first LLM call (function calling only).
+        early_stopping_method: What happens at ``max_iterations``: ``"force"`` (default:
+            fail with MaxIterationsError) or ``"generate"`` (one last LLM call answers).
         memory: A llama-index memory (``Memory``, ``ChatMemoryBuffer``) for this run.
         output_cls: A pydantic model for this run's structured output.
     """
@@ -118,6 +120,10 @@ class AgentStart(StartEvent):
     max_iterations: int | None = Field(None, description="this run's bound on LLM calls")
     tool_choice: str | None = Field(
         None, description="the first LLM call's tool choice: 'required', 'none', 'auto', a tool"
+    )
+    early_stopping_method: str | None = Field(
+        None,
+        description="at max_iterations: 'force' (fail, the default) or 'generate' (answer)",
     )
     # Python objects, for runs started in code (not part of the JSON schema, not serialized).
     memory: SkipJsonSchema[Any] = Field(default=None, exclude=True)

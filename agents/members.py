@@ -34,8 +34,14 @@ from pydantic import BaseModel
 from .errors import AgentConfigurationError, AgentInputError
 from .events import AgentInput, AgentOutput, AgentStream, ToolCallResult, messages_event
 from .llm import chat, check_function_calling
-from .prompts import REACT_SYSTEM_PROMPT, observation_message, react_system_prompt
+from .prompts import (
+    EARLY_STOPPING_PROMPT,
+    REACT_SYSTEM_PROMPT,
+    observation_message,
+    react_system_prompt,
+)
 from .react_parser import FORMAT_REMINDER, ReActParseError, parse_react_output
+from .tracing import agent_span
 
 #: The state key of the current agent's in-progress messages.
 SCRATCHPAD = "scratchpad"
@@ -177,6 +183,34 @@ class AgentMember:
         await ctx.store.set("memory", memory)  # changed in place: tell the store
         await ctx.store.set(SCRATCHPAD, [])
         return output
+
+    async def early_answer(self, ctx: Context, memory: BaseMemory, limit: int) -> AgentOutput:
+        """The answer when ``max_iterations`` is reached (``early_stopping_method="generate"``).
+
+        The turn's messages go to ``memory``, except a last reply whose tool calls will not
+        run (a provider refuses a tool call without its result); then one LLM call without
+        tools answers from what was found so far, and its reply goes to memory too.
+        """
+        scratchpad: list[ChatMessage] = await ctx.store.get(SCRATCHPAD, default=[])
+        if scratchpad and scratchpad[-1].role == MessageRole.ASSISTANT:
+            scratchpad = scratchpad[:-1]
+        await memory.aput_messages(scratchpad)
+        await ctx.store.set(SCRATCHPAD, [])
+        messages = await memory.aget()
+        if self.system_prompt:
+            messages = [ChatMessage(role=MessageRole.SYSTEM, content=self.system_prompt), *messages]
+        messages.append(
+            ChatMessage(
+                role=MessageRole.SYSTEM, content=EARLY_STOPPING_PROMPT.format(max_iterations=limit)
+            )
+        )
+        with agent_span(self.name, self.description):
+            response = await chat(self.get_llm(), messages, retry_policy=self.retry_policy)
+        await memory.aput(response.message)
+        await ctx.store.set("memory", memory)  # changed in place: tell the store
+        return AgentOutput(
+            response=response.message, raw=_raw(response), current_agent_name=self.name
+        )
 
     # -- helpers -------------------------------------------------------------------------
 

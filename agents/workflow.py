@@ -51,7 +51,6 @@ from .events import (
     messages_event,
 )
 from .handoff import HANDOFF_TOOL, check_template, handoff_tool, refused_handoff
-from .llm import chat
 from .members import (
     DEFAULT_AGENT_DESCRIPTION,
     DEFAULT_AGENT_NAME,
@@ -60,7 +59,7 @@ from .members import (
     AgentMember,
     check_output_options,
 )
-from .prompts import EARLY_STOPPING_PROMPT, HANDOFF_OUTPUT_PROMPT, HANDOFF_PROMPT, STATE_PROMPT
+from .prompts import HANDOFF_OUTPUT_PROMPT, HANDOFF_PROMPT, STATE_PROMPT
 from .structured import RUN_OUTPUT_CLS, run_output_cls_path, structured_response
 from .tools import ToolOutcome, call_tool
 from .tracing import agent_span, ensure_llm_spans, record_handoff, record_tool_outcome
@@ -506,20 +505,7 @@ class AgentWorkflow(Workflow):
     async def _early_answer(self, ctx: Context, ev: AgentOutput, limit: int) -> StopEvent:
         agent = self.agents[ev.current_agent_name]
         memory: BaseMemory = await ctx.store.get("memory")
-        await agent.finalize(ctx, AgentOutput(current_agent_name=agent.name), memory)
-        messages = await memory.aget()
-        if agent.system_prompt:
-            messages.insert(0, ChatMessage(role=MessageRole.SYSTEM, content=agent.system_prompt))
-        messages.append(
-            ChatMessage(
-                role=MessageRole.SYSTEM, content=EARLY_STOPPING_PROMPT.format(max_iterations=limit)
-            )
-        )
-        with agent_span(agent.name, agent.description):
-            response = await chat(agent.get_llm(), messages, retry_policy=agent.retry_policy)
-        await memory.aput(response.message)
-        await ctx.store.set("memory", memory)
-        output = AgentOutput(response=response.message, current_agent_name=agent.name)
+        output = await agent.early_answer(ctx, memory, limit)
         ctx.write_event_to_stream(output)
         return await self._stop(ctx, output, agent, memory)
 

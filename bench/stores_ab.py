@@ -19,7 +19,9 @@ its own ``SqliteCheckpointStore`` on its own file in one temporary folder. The w
   (one step looping on its own event), so every step writes one checkpoint;
 * ``put (per checkpoint)``: ``store.put`` of a checkpoint of a recorded run (the write a
   durable step makes), without the engine;
-* ``append_event (per event)``: ``store.append_event`` (a durable stream event).
+* ``append_event (per event)``: ``store.append_event`` (a durable stream event);
+* the same two with the SQLite connection replaced by a stub that does nothing: the store's
+  own Python work per call, the figure a noisy machine disturbs least.
 
 Wall-clock time is not used: a commit's fsync is outside the process's CPU time, and WAL with
 ``synchronous=NORMAL`` does not fsync per commit anyway.
@@ -65,8 +67,34 @@ def store_cost(core: Any, folder: Path, name: str, round_: int) -> dict[str, flo
     for _ in range(WRITES):
         store.append_event(run_id, "event", body)
     append = (time.process_time() - start) / WRITES * 1e6
+    # The store's own Python work, without SQLite's: the connection replaced by a stub.
+    conn, store._conn = store._conn, _StubConnection()
+    start = time.process_time()
+    for point in points:
+        store.put(point)
+    put_py = (time.process_time() - start) / WRITES * 1e6
+    start = time.process_time()
+    for _ in range(WRITES):
+        store.append_event(run_id, "event", body)
+    append_py = (time.process_time() - start) / WRITES * 1e6
+    store._conn = conn
     store.close()
-    return {"put (per checkpoint)": put, "append_event (per event)": append}
+    return {
+        "put (per checkpoint)": put,
+        "append_event (per event)": append,
+        "put, Python only (driver stubbed)": put_py,
+        "append_event, Python only (driver stubbed)": append_py,
+    }
+
+
+class _StubConnection:
+    """Takes every statement and does nothing (a cursor whose row is ``(1,)``)."""
+
+    def execute(self, sql: str, args: Any = ()) -> Any:
+        return self
+
+    def fetchone(self) -> tuple[int]:
+        return (1,)
 
 
 async def chain_cost(core: Any, folder: Path, name: str, round_: int) -> float:
@@ -81,7 +109,9 @@ async def chain_cost(core: Any, folder: Path, name: str, round_: int) -> float:
     return cost
 
 
-async def measure(cores: dict[str, Any], folder: Path) -> dict[tuple[str, str], float]:
+async def measure(
+    cores: dict[str, Any], folder: Path, rounds: int = ROUNDS
+) -> dict[tuple[str, str], float]:
     """Best per-item CPU time in µs for each (core, workload)."""
     best: dict[tuple[str, str], float] = {}
 
@@ -90,7 +120,7 @@ async def measure(cores: dict[str, Any], folder: Path) -> dict[tuple[str, str], 
 
     for name, core in cores.items():  # warm-up
         await chain_cost(core, folder, name, -1)
-    for round_ in range(ROUNDS):
+    for round_ in range(rounds):
         names = list(cores) if round_ % 2 else list(reversed(cores))
         for name in names:
             core = cores[name]
@@ -100,46 +130,56 @@ async def measure(cores: dict[str, Any], folder: Path) -> dict[tuple[str, str], 
     return best
 
 
-def pg_cost(module: Any, url: str, name: str, round_: int) -> dict[str, float]:
-    """Wall µs per put, append_event and durable chain step on a PostgreSQL store."""
-    import batonflow.core as core
-    from batonflow.core import checkpoints
+class PgWorkloads:
+    """One PostgreSQL store of one module, and its workloads in batches (wall µs per item)."""
 
-    store = module.PostgresCheckpointStore(url)
-    run_id = f"{name}-{round_}"
-    now = time.time()
-    store.create_run(checkpoints.RunRecord(run_id, "Flow", "running", now, now))
-    ctx = {"state": {"state_data": {"_data": {"n": "1"}}}, "queues": {}, "version": 2}
-    writes = WRITES // 10
-    figures: dict[str, float] = {}
-    start = time.perf_counter()
-    for i in range(writes):
-        store.put(
-            checkpoints.Checkpoint(
-                f"{run_id}-{i}", run_id, "Flow", "loop", "m:Tick", ("m:Tick",), now, ctx, seq=i
-            )
-        )
-    figures["put (per checkpoint)"] = (time.perf_counter() - start) / writes * 1e6
-    start = time.perf_counter()
-    for _ in range(writes):
-        store.append_event(run_id, "event", '{"type":"Tick"}')
-    figures["append_event (per event)"] = (time.perf_counter() - start) / writes * 1e6
-    _, flow = chain_flow(core)
-    flow = type(flow)(timeout=None, checkpoint_store=store)
-    steps = STEPS // 4
-    start = time.perf_counter()
+    def __init__(self, module: Any, url: str, name: str) -> None:
+        import batonflow.core as core
+        from batonflow.core import checkpoints
 
-    async def run() -> Any:
-        return await flow.run(n=steps)
+        self.checkpoints = checkpoints
+        self.store = module.PostgresCheckpointStore(url)
+        self.run_id = f"{name}-run"
+        now = time.time()
+        self.store.create_run(checkpoints.RunRecord(self.run_id, "Flow", "running", now, now))
+        self.seq = 0
+        _, flow = chain_flow(core)
+        self.flow = type(flow)(timeout=None, checkpoint_store=self.store)
 
-    assert asyncio.run(run()) == steps
-    figures["durable chain (per step)"] = (time.perf_counter() - start) / steps * 1e6
-    store.close()
-    return figures
+    def put(self, n: int) -> float:
+        ctx = {"state": {"state_data": {"_data": {"n": "1"}}}, "queues": {}, "version": 2}
+        points = []
+        for _ in range(n):
+            self.seq += 1
+            cid = f"{self.run_id}-{self.seq}"
+            args = (cid, self.run_id, "Flow", "loop", "m:Tick", ("m:Tick",), time.time(), ctx)
+            points.append(self.checkpoints.Checkpoint(*args, seq=self.seq))
+        start = time.perf_counter()
+        for point in points:
+            self.store.put(point)
+        return (time.perf_counter() - start) / n * 1e6
+
+    def append(self, n: int) -> float:
+        start = time.perf_counter()
+        for _ in range(n):
+            self.store.append_event(self.run_id, "event", '{"type":"Tick"}')
+        return (time.perf_counter() - start) / n * 1e6
+
+    def chain(self, n: int) -> float:
+        async def run() -> Any:
+            return await self.flow.run(n=n)
+
+        start = time.perf_counter()
+        assert asyncio.run(run()) == n
+        return (time.perf_counter() - start) / n * 1e6
 
 
-def compare_postgres(old_store: Path) -> dict[tuple[str, str], float]:
-    """Median wall µs of each PostgreSQL workload, old module against the installed one."""
+def compare_postgres(old_store: Path, rounds: int = ROUNDS) -> dict[tuple[str, str], float]:
+    """Median wall µs of each PostgreSQL workload, old module against the installed one.
+
+    Both stores are open on one server at once and take turns batch by batch (the order
+    swapped every round), so a slow moment of the shared machine falls on both alike.
+    """
     import importlib.util
     import statistics
 
@@ -151,16 +191,24 @@ def compare_postgres(old_store: Path) -> dict[tuple[str, str], float]:
     assert spec is not None and spec.loader is not None
     old = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(old)
-    modules = {"old": old, "new": new}
     seen: dict[tuple[str, str], list[float]] = {}
     with running_server() as server:
-        url = server.url()
-        for name, module in modules.items():
-            pg_cost(module, url, f"warm-{name}", 0)
-        for round_ in range(ROUNDS // 3):
-            for name in list(modules) if round_ % 2 else list(reversed(modules)):
-                for label, cost in pg_cost(modules[name], url, name, round_).items():
-                    seen.setdefault((name, label), []).append(cost)
+        loads = {
+            name: PgWorkloads(m, server.url(), name) for name, m in (("old", old), ("new", new))
+        }
+        for work in loads.values():  # warm-up
+            work.put(20), work.append(20), work.chain(20)
+        for round_ in range(rounds):
+            names = list(loads) if round_ % 2 else list(reversed(loads))
+            for label, batch in (
+                ("put (per checkpoint)", lambda w: w.put(50)),
+                ("append_event (per event)", lambda w: w.append(50)),
+                ("durable chain (per step)", lambda w: w.chain(50)),
+            ):
+                for name in names:
+                    seen.setdefault((name, label), []).append(batch(loads[name]))
+        for work in loads.values():
+            work.store.close()
     return {key: statistics.median(costs) for key, costs in seen.items()}
 
 
@@ -172,9 +220,10 @@ def main() -> None:
     parser.add_argument(
         "--postgres", type=Path, metavar="OLD_STORE_PY", help="compare PostgreSQL stores instead"
     )
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="rounds (default 15)")
     args = parser.parse_args()
     if args.postgres is not None:
-        report(compare_postgres(args.postgres))
+        report(compare_postgres(args.postgres, args.rounds))
         return
     if args.old is None or args.new is None:
         parser.error("give the old and the new core/ folders, or --postgres OLD_STORE_PY")
@@ -186,7 +235,7 @@ def main() -> None:
             __import__(f"{core.__name__}.checkpoints")
         data = root / "data"
         data.mkdir()
-        best = asyncio.run(measure(cores, data))
+        best = asyncio.run(measure(cores, data, args.rounds))
     report(best)
 
 

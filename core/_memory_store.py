@@ -37,7 +37,8 @@ from ._records import (
 
 @dataclasses.dataclass(slots=True)
 class _Run:
-    record: RunRecord
+    #: ``None`` for a run known only by its event log (as in a SQL store: no record row).
+    record: RunRecord | None
     checkpoints: builtins.list[Checkpoint] = dataclasses.field(default_factory=builtins.list)
     seqs: set[int] = dataclasses.field(default_factory=set)
     events: builtins.list[StoredEvent] = dataclasses.field(default_factory=builtins.list)
@@ -78,9 +79,13 @@ class InMemoryCheckpointStore:
         """
         check_status(record.status)
         with self._lock:
-            if record.run_id in self._runs:
+            run = self._runs.get(record.run_id)
+            if run is None:
+                self._runs[record.run_id] = _Run(record)
+            elif run.record is None:
+                run.record = record
+            else:
                 raise run_exists_error(record.run_id, "this store")
-            self._runs[record.run_id] = _Run(record)
 
     def set_status(
         self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
@@ -89,7 +94,7 @@ class InMemoryCheckpointStore:
         check_status(status)
         with self._lock:
             run = self._runs.get(run_id)
-            if run is None:
+            if run is None or run.record is None:
                 return
             run.record = with_status(run.record, status, result, error)
             self._ended.pop(run_id, None)
@@ -138,7 +143,7 @@ class InMemoryCheckpointStore:
         """
         wanted = RunFilter(workflow_name, status, limit)
         with self._lock:
-            records = [run.record for run in self._runs.values()]
+            records = [run.record for run in self._runs.values() if run.record is not None]
         return wanted.select(records)
 
     def run(self, run_id: str) -> RunRecord | None:
@@ -163,8 +168,9 @@ class InMemoryCheckpointStore:
         with self._lock:
             run = self._runs.get(checkpoint.run_id)
             if run is None:
-                record = implicit_record(checkpoint.run_id, checkpoint.workflow_name)
-                run = self._runs[checkpoint.run_id] = _Run(record)
+                run = self._runs[checkpoint.run_id] = _Run(None)
+            if run.record is None:
+                run.record = implicit_record(checkpoint.run_id, checkpoint.workflow_name)
             if checkpoint.id in self._by_id or checkpoint.seq in run.seqs:
                 raise checkpoint_taken_error(checkpoint)
             if checkpoint.state_changes is not None:
@@ -231,10 +237,10 @@ class InMemoryCheckpointStore:
         with self._lock:
             run = self._runs.get(run_id)
             if run is None:
-                run = self._runs[run_id] = _Run(implicit_record(run_id, ""))
+                run = self._runs[run_id] = _Run(None)
             seq = len(run.events) + 1
             run.events.append(StoredEvent(seq, kind, body))
-            if waiting and run.record.status in ("running", "waiting"):
+            if waiting and run.record is not None and run.record.status in ("running", "waiting"):
                 run.record = dataclasses.replace(
                     run.record, status="waiting", waiting_seq=seq, updated_at=time.time()
                 )
@@ -264,18 +270,17 @@ class InMemoryCheckpointStore:
         """
         with self._lock:
             run = self._runs.get(run_id)
+            record = None if run is None else run.record
             key = check_post(
-                run_id, None if run is None else (run.record.status, run.record.waiting_seq), answer
+                run_id, None if record is None else (record.status, record.waiting_seq), answer
             )
-            assert run is not None  # check_post raised otherwise
+            assert run is not None and record is not None  # check_post raised otherwise
             if key is not None and any(item.key == key for item in run.inbox):
                 raise answered_error(run_id)
             seq = len(run.inbox) + 1
             run.inbox.append(InboxItem(seq, body, key))
             if key is not None:
-                run.record = dataclasses.replace(
-                    run.record, status="running", updated_at=time.time()
-                )
+                run.record = dataclasses.replace(record, status="running", updated_at=time.time())
             return seq
 
     def inbox(self, run_id: str, after: int = 0) -> builtins.list[InboxItem]:

@@ -221,7 +221,7 @@ def answered_error(run_id: str) -> RunConflictError:
 
 
 def implicit_record(run_id: str, workflow_name: str) -> RunRecord:
-    """The record of a run checkpointed (or logged to) without ``create_run``: ``running``."""
+    """The record of a run checkpointed without ``create_run`` first: ``running``."""
     now = time.time()
     return RunRecord(run_id, workflow_name, "running", now, now)
 

@@ -53,6 +53,7 @@ T = TypeVar("T")
 
 _SQL = Statements.build("?", state_json="json_extract(ctx_data, '$.state')")
 _INSERT_CHECKPOINT = _SQL.insert_checkpoint
+_APPEND_EVENT = _SQL.append_event
 
 
 class SqliteCheckpointStore(SqlRunStore):
@@ -196,15 +197,14 @@ class SqliteCheckpointStore(SqlRunStore):
             try:
                 return self._conn.execute(sql, args).fetchall()
             except sqlite3.ProgrammingError as exc:
-                raise CheckpointError(
-                    f"The checkpoint store {os.fspath(self.path)!r} is closed ({exc}); create "
-                    "a new SqliteCheckpointStore."
-                ) from exc
+                raise self._closed_error(exc) from exc
             except sqlite3.Error as exc:
                 raise store_error(self.path, exc, "read") from exc
 
+    # The durable step's writes, one statement each (atomic by itself: no BEGIN/COMMIT), go
+    # straight to the connection: no closure, no _write call on the hot path.
+
     def _put_recorded(self, checkpoint: Checkpoint, row: tuple[Any, ...]) -> None:
-        # The durable step's write: one INSERT, atomic by itself (no BEGIN/COMMIT).
         with self._lock:
             try:
                 self._conn.execute(_INSERT_CHECKPOINT, row)
@@ -212,6 +212,21 @@ class SqliteCheckpointStore(SqlRunStore):
                 raise checkpoint_taken_error(checkpoint) from exc
             except sqlite3.Error as exc:
                 raise store_error(self.path, exc, "write a checkpoint") from exc
+
+    def append_event(self, run_id: str, kind: str, body: str, *, waiting: bool = False) -> int:
+        """As :meth:`SqlRunStore.append_event`; a plain event is one statement, no transaction.
+
+        Raises:
+            StoreFullError: The disk is full; nothing was written.
+        """
+        if waiting:
+            return super().append_event(run_id, kind, body, waiting=True)
+        with self._lock:
+            try:
+                (seq,) = self._conn.execute(_APPEND_EVENT, (run_id, kind, body, run_id)).fetchone()
+            except sqlite3.Error as exc:
+                raise store_error(self.path, exc, "record a stream event") from exc
+        return int(seq)
 
     # -- the rest -----------------------------------------------------------------------------
 

@@ -1,9 +1,13 @@
 """The run store's contract: the :class:`CheckpointStore` protocol every backend implements,
 and how the checkpointer turns events and outcomes into what a store keeps.
 
-The records themselves are in :mod:`batonflow.core._records`; the backends are
-:mod:`batonflow.core._memory_store` and :mod:`batonflow.core._sqlite_store`. A new backend
-(PostgreSQL) implements this protocol and joins the parametrised store tests.
+The records themselves, and what every backend builds from them alike (the record of a run
+checkpointed without ``create_run``, a status change, the run filter, the refusals), are in
+:mod:`batonflow.core._records`. The backends: :mod:`batonflow.core._memory_store`, and one SQL
+store (:mod:`batonflow.core._sql_store` on the schema of :mod:`batonflow.core._sql_schema`)
+with SQLite (:mod:`batonflow.core._sqlite_store`) and PostgreSQL (``batonflow.postgres``) as
+its dialects. A new backend implements this protocol, or is one more dialect of the SQL store,
+and joins the parametrised store tests (``tests/core/test_store_contract.py``).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from batonflow.agents import (
     CodeActAgent,
     FunctionAgent,
     FunctionCallingAgent,
+    MaxIterationsError,
     ReActAgent,
     StructuredOutputWarning,
     ToolCall,
@@ -388,6 +389,38 @@ async def test_codeact_event_shapes_and_current_agent_name() -> None:
     assert isinstance(final.response, ChatMessage) and final.response.content == "42"
 
 
+@pytest.mark.parametrize("kind", KINDS)
+async def test_max_iterations_force_and_generate(kind: str) -> None:
+    """At the bound 'force' (the default) fails clearly; 'generate' answers with one more call."""
+
+    def looping(i: int) -> Any:
+        if kind == "codeact":
+            return f"<execute>\nprint({i})\n</execute>"
+        return tool_call(kind, "order_status", order_id=i)
+
+    agent = build(kind, ScriptedLLM([looping(1), looping(2)]), tools=[order_status])
+    with pytest.raises(MaxIterationsError, match=r"max_iterations=2\).*early_stopping_method"):
+        await start(kind, agent, "loop", max_iterations=2)
+
+    llm = ScriptedLLM([looping(1), looping(2), "best answer so far"])
+    agent = build(kind, llm, tools=[order_status])
+    handler = start(kind, agent, "loop", max_iterations=2, early_stopping_method="generate")
+    result = await handler
+    assert str(result) == "best answer so far"
+    assert len(llm.calls) == 3
+    last = llm.calls[-1]
+    assert "the most allowed" in (last[-1].content or "")
+    # No tool call is sent without its result (providers refuse that).
+    for i, message in enumerate(last):
+        if message.role.value == "assistant" and getattr(message, "blocks", None):
+            if any(type(b).__name__ == "ToolCallBlock" for b in message.blocks):
+                assert last[i + 1].role.value == "tool"
+    memory = await handler.ctx.store.get("memory")
+    assert memory.get_all()[-1].content == "best answer so far"
+    with pytest.raises(AgentInputError, match=r"early_stopping_method='later'\) is not known"):
+        await start(kind, agent, "x", early_stopping_method="later")
+
+
 # -- 7. tool-argument types ----------------------------------------------------------------
 
 
@@ -557,3 +590,86 @@ async def test_return_direct_over_openai_is_one_request(
     result = await start(kind, build(kind, openai_llm, tools=[tool], streaming=False), "5?")
     assert str(result) == "order 5: shipped"
     assert route.call_count == 1
+
+
+@pytest.mark.parametrize("kind", ["function_calling", "function"])
+async def test_tool_choice_over_openai_goes_to_the_first_request_only(
+    kind: str, openai_llm: OpenAI, openai_api: respx.MockRouter
+) -> None:
+    """run(tool_choice="required") is in the first request's body, not in the next."""
+    route = openai_api.post(CHAT_URL).mock(
+        side_effect=[
+            completion(None, [("call_1", "order_status", {"order_id": 3})]),
+            completion("shipped"),
+        ]
+    )
+    agent = build(kind, openai_llm, tools=[order_status], streaming=False)
+    assert str(await start(kind, agent, "3?", tool_choice="required")) == "shipped"
+    bodies = [sent_body(c.request) for c in route.calls]
+    assert bodies[0]["tool_choice"] == "required"
+    assert bodies[1].get("tool_choice", "auto") == "auto"
+
+
+@pytest.mark.parametrize("kind", ["function_calling", "function"])
+async def test_early_answer_over_openai_sends_no_unanswered_tool_call(
+    kind: str, openai_llm: OpenAI, openai_api: respx.MockRouter
+) -> None:
+    """'generate' at the bound: every tool call OpenAI is sent has its tool message after it."""
+    route = openai_api.post(CHAT_URL).mock(
+        side_effect=[
+            completion(None, [("call_1", "order_status", {"order_id": 1})]),
+            completion(None, [("call_2", "order_status", {"order_id": 2})]),
+            completion("order 1 shipped; 2 unknown."),
+        ]
+    )
+    agent = build(kind, openai_llm, tools=[order_status], streaming=False)
+    result = await start(
+        kind, agent, "1 and 2?", max_iterations=2, early_stopping_method="generate"
+    )
+    assert str(result) == "order 1 shipped; 2 unknown."
+    last = sent_messages(route.calls[2].request)
+    assert "the most allowed" in last[-1]["content"]
+    for i, message in enumerate(last):
+        for call in message.get("tool_calls") or []:
+            assert last[i + 1]["role"] == "tool"
+            assert last[i + 1]["tool_call_id"] == call["id"]
+
+
+@pytest.mark.parametrize("kind", ["function_calling", "react", "function"])
+async def test_arguments_keep_their_types_over_openai(
+    kind: str, openai_llm: OpenAI, openai_api: respx.MockRouter
+) -> None:
+    """The JSON arguments OpenAI sends reach the tool with the model's types, or converted."""
+    got: list[tuple[Any, Any]] = []
+
+    def record(x: float, n: int) -> str:
+        """Record the arguments."""
+        got.append((x, n))
+        return "ok"
+
+    if kind == "react":
+        first = completion(tool_call(kind, "record", x=42, n="3"))
+    else:
+        first = completion(None, [("call_1", "record", {"x": 42, "n": "3"})])
+    openai_api.post(CHAT_URL).mock(side_effect=[first, openai_answer(kind, "done")])
+    await start(kind, build(kind, openai_llm, tools=[record], streaming=False), "go")
+    assert got == [(42, 3)] and type(got[0][0]) is int
+
+
+@pytest.mark.parametrize("kind", ["function_calling", "react", "function", "codeact"])
+async def test_streamed_openai_events_carry_the_raw_chunks(
+    kind: str, openai_llm: OpenAI, openai_api: respx.MockRouter
+) -> None:
+    """Over OpenAI's SSE stream, each AgentStream has the text so far and the provider's chunk."""
+    from openai_mock import stream
+
+    openai_api.post(CHAT_URL).mock(
+        return_value=stream(["Par", "is"]) if kind != "react" else stream(["Answer: ", "Par", "is"])
+    )
+    events, result = await events_and_result(start(kind, build(kind, openai_llm), "Capital?"))
+    assert str(result) == "Paris"
+    streams = [e for e in events if isinstance(e, AgentStream)]
+    assert [e.delta for e in streams if e.delta][-2:] == ["Par", "is"]
+    assert streams[-1].response.endswith("Paris")
+    assert all(e.current_agent_name == "solo" for e in streams)
+    assert all(isinstance(e.raw, dict) and "choices" in e.raw for e in streams)

@@ -19,6 +19,7 @@ from batonflow.core import (
     StoreCorruptError,
     StoreReadOnlyError,
 )
+from batonflow.core._sql_schema import TABLES
 from batonflow.core._sqlite_schema import store_error
 from batonflow.core.checkpoints import Checkpoint, RunRecord
 
@@ -270,3 +271,10 @@ async def test_a_version_1_file_is_migrated_into_the_one_store(tmp_path: Path) -
     version = conn.execute("SELECT version FROM schema_version").fetchone()[0]
     conn.close()
     assert version == 2 and not {"server_runs", "server_events", "flow_refs"} & tables
+    conn = sqlite3.connect(path)
+    columns = {
+        table: [row[1] for row in conn.execute(f"PRAGMA table_info({table})")] for table in TABLES
+    }
+    conn.close()
+    # The migrated file has the columns of a fresh one, in the same order.
+    assert columns == {table: [name for name, _ in cols] for table, cols in TABLES.items()}

@@ -6,7 +6,6 @@ PostgreSQL case runs on the throw-away server of ``tests/pg_server.py``.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 import uuid
@@ -266,7 +265,7 @@ def test_refusals_read_the_same_on_every_backend(store):
         store.get("gone")
 
 
-def _columns(store) -> dict[str, list[str]]:
+def columns_of(store) -> dict[str, list[str]]:
     """Each run-store table's columns, in order, as the backend's catalogue has them."""
     found = {}
     for table in TABLES:
@@ -285,29 +284,11 @@ def _columns(store) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_every_sql_backend_has_the_one_schema(backend, request, tmp_path):
-    """SQLite (fresh or migrated from version 1) and PostgreSQL hold the same columns in order."""
+    """A fresh SQLite file and a PostgreSQL database hold the same columns in the same order."""
     wanted = {table: [name for name, _ in columns] for table, columns in TABLES.items()}
     where = tmp_path / "runs.db" if backend == "sqlite" else request.getfixturevalue("postgres_url")
     with open_store(where) as store:
-        assert _columns(store) == wanted
-    old = tmp_path / "v1.db"
-    conn = sqlite3.connect(old)
-    conn.executescript(
-        """
-        CREATE TABLE schema_version (component TEXT PRIMARY KEY, version INTEGER NOT NULL);
-        INSERT INTO schema_version VALUES ('checkpoints', 1);
-        CREATE TABLE checkpoint_runs (run_id TEXT PRIMARY KEY, workflow_name TEXT NOT NULL,
-            status TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
-            result TEXT, error TEXT);
-        CREATE TABLE checkpoints (id TEXT PRIMARY KEY, run_id TEXT NOT NULL,
-            seq INTEGER NOT NULL, workflow_name TEXT NOT NULL, step_name TEXT,
-            input_event_type TEXT, output_event_types TEXT NOT NULL, created_at REAL NOT NULL,
-            ctx_data TEXT NOT NULL, final_event TEXT, UNIQUE (run_id, seq));
-        """
-    )
-    conn.close()
-    with SqliteCheckpointStore(old) as migrated:
-        assert _columns(migrated) == wanted
+        assert columns_of(store) == wanted
 
 
 def test_the_end_of_a_run_is_written_with_its_status(store):
@@ -360,3 +341,29 @@ def test_a_finish_that_fails_writes_neither_its_status_nor_its_end(store, reques
     assert [e.kind for e in store.events("r")] == ["event"]
     record = store.run("r")
     assert record is not None and record.status == "running"
+
+
+def test_an_event_log_alone_does_not_make_a_run(store):
+    """Events logged for a run never recorded are kept, but no run appears until one is."""
+    store.append_event("bare", "event", "{}", waiting=True)
+    assert [e.seq for e in store.events("bare")] == [1]
+    assert store.run("bare") is None and store.runs() == []
+    with pytest.raises(RunConflictError, match="not in the store"):
+        store.post_event("bare", "{}")
+    store.set_status("bare", "completed")  # nothing to update
+    assert store.run("bare") is None
+    store.create_run(_record("bare"))
+    record = store.run("bare")
+    assert record is not None and record.status == "running"
+    assert [e.seq for e in store.events("bare")] == [1]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_closed_sql_store_says_so(backend, request, tmp_path):
+    """Reading a closed SQL store is refused with the fix: create a new store of that kind."""
+    where = tmp_path / "runs.db" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    store = open_store(where)
+    store.close()
+    name = type(store).__name__
+    with pytest.raises(CheckpointError, match=rf"is closed.*; create a new {name}\.$"):
+        store.runs()
