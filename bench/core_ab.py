@@ -10,7 +10,9 @@ Both ``core`` folders are copied into a temporary folder as packages ``old_core`
 alternately, round by round, in CPU time (``time.process_time``), taking each figure's best
 round: on a shared, noisy machine that is the figure least disturbed by other processes. The
 workloads are event creation (a two-field event, ``StopEvent(result=...)``,
-``StartEvent(topic=...)``) and bench's ``chain`` (one step looping by returning its own event).
+``StartEvent(topic=...)``), bench's ``chain`` (one step looping by returning its own event) and
+the same chain as a durable run (``WorkflowCheckpointer`` on a ``SqliteCheckpointStore`` file in a
+temporary folder: a checkpoint after every step).
 """
 
 from __future__ import annotations
@@ -59,9 +61,21 @@ def chain_flow(core: Any) -> Any:
     return Tick, ChainFlow(timeout=None)
 
 
-async def measure(cores: dict[str, Any]) -> dict[tuple[str, str], float]:
+def durable_chain(core: Any, folder: Path) -> Any:
+    """The chain through a ``WorkflowCheckpointer`` on a SQLite file in ``folder``."""
+    store = core.SqliteCheckpointStore(folder / "checkpoints.db")
+    return core.WorkflowCheckpointer(chain_flow(core)[1], store=store)
+
+
+async def measure(
+    cores: dict[str, Any], folder: Path, rounds: int = ROUNDS
+) -> dict[tuple[str, str], float]:
     """Best per-item CPU time in µs for each (core, workload)."""
     setups = {name: chain_flow(core) for name, core in cores.items()}
+    durable = {}
+    for name, core in cores.items():
+        (folder / name).mkdir()
+        durable[name] = durable_chain(core, folder / name)
     statements = {
         "event(i, n)": "Tick(i=1, n=2)",
         "StopEvent(result)": "StopEvent(result=1)",
@@ -70,7 +84,9 @@ async def measure(cores: dict[str, Any]) -> dict[tuple[str, str], float]:
     best: dict[tuple[str, str], float] = {}
     for flow in (setup[1] for setup in setups.values()):
         assert await flow.run(n=500) == 500  # warm-up
-    for round_ in range(ROUNDS):
+    for cptr in durable.values():
+        assert await cptr.run(n=100) == 100
+    for round_ in range(rounds):
         names = list(cores) if round_ % 2 else list(reversed(cores))
         for name in names:
             core, (tick, flow) = cores[name], setups[name]
@@ -84,6 +100,12 @@ async def measure(cores: dict[str, Any]) -> dict[tuple[str, str], float]:
             assert await flow.run(n=n) == n
             cost = (time.process_time() - start) / n * 1e6
             best[(name, "chain (per step)")] = min(best.get((name, "chain (per step)"), cost), cost)
+            n = 500
+            start = time.process_time()
+            assert await durable[name].run(n=n) == n
+            cost = (time.process_time() - start) / n * 1e6
+            label = "durable chain (per step)"
+            best[(name, label)] = min(best.get((name, label), cost), cost)
     return best
 
 
@@ -92,12 +114,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("old", type=Path, help="the old version's core/ folder")
     parser.add_argument("new", type=Path, help="the new version's core/ folder")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="rounds (best one kept)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         sys.path.insert(0, tmp)
         cores = {"old": load(args.old, "old_core", root), "new": load(args.new, "new_core", root)}
-        best = asyncio.run(measure(cores))
+        best = asyncio.run(measure(cores, root, args.rounds))
     print("| workload | old (µs) | new (µs) | new / old |")
     print("|---|---|---|---|")
     for label in dict.fromkeys(label for _, label in best):

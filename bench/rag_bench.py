@@ -18,11 +18,16 @@ For each corpus size, in one run and interleaved so machine load hits both alike
     ``--workflow-chunks`` chunks.
 * **query latency (ms, p50/p95)** over the same query texts
   - ``embedded``: ``QdrantStore.query`` (encodes the query, BM25 on Qdrant Edge);
-  - ``client``: raw ``QdrantClient.query_points`` with the precomputed sparse query vector
-    (fewer queries at 100,000 chunks: each takes seconds);
+  - ``edge``: raw Qdrant Edge, the same shard the store writes, queried directly with the
+    precomputed sparse query vector (``EdgeShard.query``): the engine without our layer;
+  - ``client``: raw ``QdrantClient.query_points`` with the same precomputed sparse query vector
+    (its local mode scans every point in Python, seconds per query at 100,000 chunks, so only
+    the first ``--client-queries`` / ``--client-queries-large`` queries);
   - ``rag``: a whole ``RAGWorkflow.run`` on the embedded store (retrieve + extractive answer).
-* **answers**: hit@3 (the chunk a query's words were drawn from is in the top 3) on both, and
-  how many top-5 lists have the same scores on both engines.
+* **answers**: hit@3 (the chunk a query's words were drawn from is in the top 3) on each, the
+  embedded store's also on the raw client's (smaller) query set, so the two compare on the same
+  queries; and how many top-5 lists have the same scores on the embedded store and each raw
+  engine.
 * **quality**: hit@3 on the Chinese and English test corpora (``tests/rag/corpora.py``).
 
 All figures come from one run, on whatever machine runs it.
@@ -45,6 +50,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "rag"))  # the test corpora
 
+import qdrant_edge as qe  # noqa: E402
 from batonflow.rag import IngestionWorkflow, QdrantStore, RAGWorkflow  # noqa: E402
 from batonflow.rag.layout import SPARSE, payload_of  # noqa: E402
 from batonflow.rag.sparse import BM25SparseEncoder  # noqa: E402
@@ -157,22 +163,37 @@ async def bench_queries(
 ) -> dict[str, Any]:
     """Latencies (ms) and answers of the embedded store, raw qdrant-client and RAGWorkflow."""
     flow = RAGWorkflow(store=store, top_k=5)
-    lat: dict[str, list[float]] = {"embedded": [], "client": [], "rag": []}
-    hits = {"embedded": 0, "client": 0}
-    same_scores = 0
+    shard = store._engine._shards["docs"]  # the Edge shard the store wrote: the raw engine
+    lat: dict[str, list[float]] = {"embedded": [], "edge": [], "client": [], "rag": []}
+    hits = {"embedded": 0, "edge": 0, "client": 0, "embedded_on_client_queries": 0}
+    same = {"edge": 0, "client": 0}
     for n, (q, target) in enumerate(queries):
         want = f"doc{target}"
+        vec = encoder.encode_query(q)
         start = time.perf_counter()
         found = store.query(q, top_k=5)
         lat["embedded"].append((time.perf_counter() - start) * 1000)
-        hits["embedded"] += want in [h.source for h in found[:3]]
+        hit = want in [h.source for h in found[:3]]
+        hits["embedded"] += hit
+        start = time.perf_counter()
+        points = shard.query(
+            qe.QueryRequest(
+                limit=5,
+                query=qe.Query.Nearest(qe.SparseVector(vec.indices, vec.values), using=SPARSE),
+                with_payload=True,
+            )
+        )
+        lat["edge"].append((time.perf_counter() - start) * 1000)
+        hits["edge"] += want in [(p.payload or {}).get("source") for p in points[:3]]
+        # Ties may come back in another order; the scores must be the same.
+        same["edge"] += [round(h.score, 4) for h in found] == [round(p.score, 4) for p in points]
         start = time.perf_counter()
         response = await flow.run(query=q)
         lat["rag"].append((time.perf_counter() - start) * 1000)
         if not found or not response.sources:
             raise SystemExit(f"query {q!r} found nothing: the benchmark corpus is broken")
         if n < client_queries:
-            vec = encoder.encode_query(q)
+            hits["embedded_on_client_queries"] += hit
             start = time.perf_counter()
             raw = client.query_points(
                 "docs",
@@ -183,8 +204,7 @@ async def bench_queries(
             ).points
             lat["client"].append((time.perf_counter() - start) * 1000)
             hits["client"] += want in [(p.payload or {}).get("source") for p in raw[:3]]
-            # Ties may come back in another order; the scores must be the same.
-            same_scores += [round(h.score, 4) for h in found] == [round(p.score, 4) for p in raw]
+            same["client"] += [round(h.score, 4) for h in found] == [round(p.score, 4) for p in raw]
     return {
         "query_ms": {
             name: {"p50": pct(v, 50), "p95": pct(v, 95), "mean": statistics.fmean(v), "n": len(v)}
@@ -192,9 +212,14 @@ async def bench_queries(
         },
         "hit_at_3": {
             "embedded": hits["embedded"] / len(queries),
+            "edge": hits["edge"] / len(queries),
             "client": hits["client"] / client_queries,
+            "embedded_on_client_queries": hits["embedded_on_client_queries"] / client_queries,
         },
-        "same_top5_scores": f"{same_scores}/{client_queries}",
+        "same_top5_scores": {
+            "edge": f"{same['edge']}/{len(queries)}",
+            "client": f"{same['client']}/{client_queries}",
+        },
     }
 
 
@@ -224,7 +249,9 @@ def run_size(n: int, args: argparse.Namespace, encoder: BM25SparseEncoder) -> di
     """Every measurement at ``n`` chunks."""
     texts = make_corpus(n)
     queries = make_queries(texts, args.queries)
-    client_queries = min(len(queries), args.queries if n <= 20_000 else args.client_queries_large)
+    client_queries = min(
+        len(queries), args.client_queries if n <= 20_000 else args.client_queries_large
+    )
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         seconds, store, client = bench_ingest(root, texts, encoder)
@@ -239,9 +266,10 @@ def run_size(n: int, args: argparse.Namespace, encoder: BM25SparseEncoder) -> di
         "client": n / seconds["client"],
         "workflow": flow_n / flow_s,
     }
-    result["query_p50_ratio_client_over_embedded"] = (
-        result["query_ms"]["client"]["p50"] / result["query_ms"]["embedded"]["p50"]
-    )
+    for engine in ("client", "edge"):
+        result[f"query_p50_ratio_{engine}_over_embedded"] = (
+            result["query_ms"][engine]["p50"] / result["query_ms"]["embedded"]["p50"]
+        )
     return result
 
 
@@ -249,21 +277,29 @@ def print_size(r: dict[str, Any]) -> None:
     """One size's figures, for humans."""
     ing, q, hit = r["ingest_chunks_per_s"], r["query_ms"], r["hit_at_3"]
     print(f"\n{r['chunks']:,} chunks")
-    print(f"  {'':<34}{'ingest/s':>10}{'p50 ms':>10}{'p95 ms':>10}{'hit@3':>8}{'queries':>9}")
+    print(f"  {'':<36}{'ingest/s':>10}{'p50 ms':>10}{'p95 ms':>10}{'hit@3':>8}{'queries':>9}")
     rows = [
         ("embedded QdrantStore (Qdrant Edge)", ing["embedded"], q["embedded"], hit["embedded"]),
+        ("raw Qdrant Edge (same shard)", None, q["edge"], hit["edge"]),
         ("raw qdrant-client (local, memory)", ing["client"], q["client"], hit["client"]),
         ("RAGWorkflow.run on embedded", ing["workflow"], q["rag"], None),
     ]
     for label, rate, lat, h in rows:
         shown = f"{h:.2f}" if h is not None else "-"
+        rate_shown = f"{rate:,.0f}" if rate is not None else "-"
         print(
-            f"  {label:<34}{rate:>10,.0f}{lat['p50']:>10.2f}{lat['p95']:>10.2f}"
+            f"  {label:<36}{rate_shown:>10}{lat['p50']:>10.2f}{lat['p95']:>10.2f}"
             f"{shown:>8}{lat['n']:>9}"
         )
+    same = r["same_top5_scores"]
     print(
-        f"  query p50 client/embedded: {r['query_p50_ratio_client_over_embedded']:.0f}x; "
-        f"same top-5 scores on both: {r['same_top5_scores']}"
+        f"  query p50 raw Edge/embedded: {r['query_p50_ratio_edge_over_embedded']:.2f}x; "
+        f"raw client/embedded: {r['query_p50_ratio_client_over_embedded']:.0f}x"
+    )
+    print(
+        f"  hit@3 on the raw client's {q['client']['n']} queries: embedded "
+        f"{hit['embedded_on_client_queries']:.2f}, raw client {hit['client']:.2f}; "
+        f"same top-5 scores as embedded: raw Edge {same['edge']}, raw client {same['client']}"
     )
 
 
@@ -272,9 +308,15 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, action="append", help="corpus size (repeatable)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument(
+        "--client-queries",
+        type=int,
+        default=50,
+        help="raw qdrant-client queries up to 20,000 chunks (the first ones of --queries)",
+    )
+    parser.add_argument(
         "--client-queries-large",
         type=int,
-        default=20,
+        default=10,
         help="raw qdrant-client queries above 20,000 chunks (each scans every point in Python)",
     )
     parser.add_argument("--workflow-chunks", type=int, default=10_000)

@@ -113,7 +113,9 @@ def dump(
 ) -> dict[str, Any]:
     """The JSON-compatible snapshot of ``ctx`` (see ``Context.to_dict``)."""
     ser = _serializer(ctx, serializer)
-    _register(ctx)
+    graph = ctx._workflow._graph()
+    if not graph.registered:
+        _register(ctx)
 
     def enc(event: Event, where: str) -> str:
         try:
@@ -121,7 +123,6 @@ def dump(
         except SerializationError as exc:
             raise SerializationError(f"{where}: {exc}") from exc
 
-    graph = ctx._workflow._graph()
     data: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,

@@ -15,6 +15,7 @@ from typing import Any
 
 from ._records import Checkpoint, RunRecord
 from .errors import CheckpointError
+from .serialization import compact_json
 
 #: The tables of schema version 2, column by column. ``REAL`` is the dialect's double type
 #: (``DOUBLE PRECISION`` on PostgreSQL). The columns' order is the order of the records'
@@ -133,7 +134,7 @@ def checkpoint_row(checkpoint: Checkpoint) -> tuple[Any, ...]:
         CheckpointError: ``ctx_data`` cannot be written as JSON.
     """
     try:
-        ctx_json = json.dumps(checkpoint.ctx_data, separators=(",", ":"))
+        ctx_json = compact_json(checkpoint.ctx_data)
     except (TypeError, ValueError, RecursionError) as exc:
         raise CheckpointError(
             f"Checkpoint {checkpoint.id} of run {checkpoint.run_id} has ctx_data that is not "

@@ -11,8 +11,11 @@ what differs between databases:
   :meth:`SqlRunStore._query`), and how the driver's errors become ``CheckpointError``
   subclasses (full, read-only, locked, corrupt);
 * the exceptions its driver raises for a unique-key violation (``unique_violation``);
-* optional hooks: fencing a run's writes (:meth:`SqlRunStore._fence`), what happens after an
-  inbox post (PostgreSQL's ``NOTIFY``), the one-statement checkpoint write of a recorded run.
+* optional hooks: fencing a run's writes (:meth:`SqlRunStore._fence`), the columns of a new
+  run (:meth:`SqlRunStore._run_args`, PostgreSQL's lease), how a status is written, what
+  happens after an inbox post or a log entry (PostgreSQL's ``NOTIFY``), and the durable
+  step's one-statement writes (a recorded run's checkpoint, a plain stream event), which a
+  dialect may send straight to its connection.
 
 The SQLite dialect is :mod:`batonflow.core._sqlite_store`; PostgreSQL's is
 ``batonflow.postgres.store`` (core may not import its driver). Written here rather than taken
@@ -47,7 +50,7 @@ from ._records import (
     with_state_values,
 )
 from ._sql_schema import RUN_COLUMNS, Statements, checkpoint_row, run_row
-from .errors import StoreCorruptError
+from .errors import CheckpointError, StoreCorruptError
 
 T = TypeVar("T")
 #: A driver's connection (``sqlite3.Connection``, ``psycopg.Connection``): only ``execute``
@@ -87,6 +90,14 @@ class SqlRunStore:
     def _query(self, sql: str, args: tuple[Any, ...]) -> builtins.list[tuple[Any, ...]]:
         """The rows of one read; driver errors become store errors."""
         raise NotImplementedError
+
+    def _closed_error(self, cause: BaseException | None = None) -> CheckpointError:
+        """The error of a call on a store that was closed."""
+        detail = "" if cause is None else f" ({cause})"
+        return CheckpointError(
+            f"The checkpoint store {self._where} is closed{detail}; create a new "
+            f"{type(self).__name__}."
+        )
 
     def _fence(self, conn: Conn, run_id: str) -> None:
         """Refuse (raise) a write into ``run_id`` this process may not make; by default none."""

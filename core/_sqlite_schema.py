@@ -128,6 +128,28 @@ def _errorname(exc: BaseException) -> str:
     return str(getattr(exc, "sqlite_errorname", "") or "")
 
 
+def _size_limit_reached(path: Path) -> int | None:
+    """The file-size limit (``RLIMIT_FSIZE``) the database or its WAL has reached, if any.
+
+    A write past that limit fails as on a full disk (``EFBIG``), though the disk has space.
+    """
+    try:
+        import resource  # Unix only
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return None
+    for file in (path, path.with_name(path.name + "-wal")):
+        try:
+            # A write of a page (and a WAL frame's header) past the limit is refused.
+            if file.stat().st_size + 4096 + 24 > soft:
+                return int(soft)
+        except OSError:
+            continue
+    return None
+
+
 def is_locked(exc: sqlite3.Error) -> bool:
     """Whether SQLite refused because another connection holds a lock (SQLITE_BUSY)."""
     return isinstance(exc, sqlite3.OperationalError) and (
@@ -141,6 +163,13 @@ def store_error(path: Path, exc: BaseException, action: str) -> CheckpointError:
     name = _errorname(exc)
     text = str(exc)
     if name == "SQLITE_FULL" or "full" in text or name.startswith("SQLITE_IOERR_WRITE"):
+        limit = _size_limit_reached(path)
+        if limit is not None:
+            return StoreFullError(
+                f"Could not {action}: {where!r} reached this process's file-size limit "
+                f"({limit:,} bytes, ulimit -f) ({text}); nothing was written and what was "
+                "committed before is intact. Raise the limit, then resume the run."
+            )
         return StoreFullError(
             f"Could not {action}: the disk holding {where!r} is full ({text}); nothing was "
             "written and what was committed before is intact. Free space, then resume the run."

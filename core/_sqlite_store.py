@@ -197,10 +197,7 @@ class SqliteCheckpointStore(SqlRunStore):
             try:
                 return self._conn.execute(sql, args).fetchall()
             except sqlite3.ProgrammingError as exc:
-                raise CheckpointError(
-                    f"The checkpoint store {os.fspath(self.path)!r} is closed ({exc}); create "
-                    "a new SqliteCheckpointStore."
-                ) from exc
+                raise self._closed_error(exc) from exc
             except sqlite3.Error as exc:
                 raise store_error(self.path, exc, "read") from exc
 
@@ -217,13 +214,7 @@ class SqliteCheckpointStore(SqlRunStore):
                 raise store_error(self.path, exc, "write a checkpoint") from exc
 
     def append_event(self, run_id: str, kind: str, body: str, *, waiting: bool = False) -> int:
-        """Append one entry to the run's event log and return its ``seq`` (from 1).
-
-        Args:
-            run_id: The run.
-            kind: ``"event"`` or ``"end"``.
-            body: The entry as JSON text.
-            waiting: The event asks for input: the run becomes ``waiting`` for it, atomically.
+        """As :meth:`SqlRunStore.append_event`; a plain event is one statement, no transaction.
 
         Raises:
             StoreFullError: The disk is full; nothing was written.

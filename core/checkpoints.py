@@ -133,6 +133,7 @@ class WorkflowCheckpointer:
         self._live: dict[str, WorkflowHandler] = {}
         self._inbox: dict[str, int] = {}
         self._released: set[str] = set()
+        self._empty_state: tuple[BaseSerializer, dict[str, Any]] | None = None
         self._cancelling: set[asyncio.Future[None]] = set()  # kept referenced until done
         # One bound-method object, so detach() can remove exactly what was added.
         self._listener = self._on_step
@@ -512,7 +513,18 @@ class WorkflowCheckpointer:
             if isinstance(event, InternalDispatchEvent):
                 return
             asks = isinstance(event, InputRequiredEvent)
-            store.append_event(run_id, "event", event_body(event), waiting=asks)
+            try:
+                store.append_event(run_id, "event", event_body(event), waiting=asks)
+            except CheckpointError as exc:
+                if not isinstance(event, StopEvent):
+                    raise  # a step's event: the step fails with the store's error
+                # The run is ending (its result, a failure, a cancel, a timeout; all StopEvents)
+                # and must end, not stop half-way through: its record stays as last written,
+                # so it is resumable once the store works again.
+                logger.warning(
+                    "Run %s: its %s could not be recorded: %s", run_id, type(event).__name__, exc
+                )
+                return
             if asks:
                 # Once the asking step has settled (its waiter is registered), snapshot the
                 # run so an answer given later finds the question after a restart.
@@ -566,7 +578,11 @@ class WorkflowCheckpointer:
             return dict(ctx.to_dict(self.serializer)), None
         delta, values = changes
         data = dump(ctx, self.serializer, include_state=False)
-        data["state"] = with_state_values(encode_untyped({}, self.serializer), values)
+        cached = self._empty_state
+        if cached is None or cached[0] is not self.serializer:
+            # The state's header (its layout and type), the same at every checkpoint.
+            cached = self._empty_state = (self.serializer, encode_untyped({}, self.serializer))
+        data["state"] = with_state_values(cached[1], values)
         return data, delta
 
     def _put(
@@ -584,7 +600,7 @@ class WorkflowCheckpointer:
     ) -> None:
         self.store.put(
             Checkpoint(
-                id=uuid.uuid4().hex,
+                id=_new_id(),
                 run_id=run_id,
                 workflow_name=self.workflow.workflow_name,
                 step_name=step_name,
@@ -627,6 +643,14 @@ class WorkflowCheckpointer:
     # Reading the checkpoints back: _checkpoint_query.py.
     checkpoints = property(_checkpoint_query.checkpoints)
     filter_checkpoints = _checkpoint_query.filter_checkpoints
+
+
+def _new_id() -> str:
+    """A random version-4 UUID as 32 hex digits: ``uuid.uuid4().hex`` without the UUID object."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40
+    raw[8] = raw[8] & 0x3F | 0x80
+    return raw.hex()
 
 
 __all__ = [

@@ -59,6 +59,14 @@ from .events import (
 
 TAG = "__bf__"
 
+#: ``json.dumps(value, separators=(",", ":"))`` without building an encoder at every call
+#: (``json.dumps`` caches one only for its default arguments): a checkpoint encodes several
+#: values per step.
+compact_json = json.JSONEncoder(separators=(",", ":")).encode
+
+#: Values ``_encode`` writes as they are (exact types: subclasses take the long way).
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
 #: Classes met while encoding or registered explicitly, by "module:qualname".
 _KNOWN: weakref.WeakValueDictionary[str, type[BaseModel]] = weakref.WeakValueDictionary()
 _REGISTERED: weakref.WeakSet[type] = weakref.WeakSet()
@@ -178,7 +186,7 @@ class JsonSerializer(BaseSerializer):
             SerializationError: ``value`` holds something this serializer cannot encode; the
                 message names where (``value['key'][0].field``).
         """
-        return json.dumps(self.encode(value), separators=(",", ":"))
+        return compact_json(self.encode(value))
 
     def deserialize(self, value: str) -> Any:
         """Decode a JSON string written by :meth:`serialize`.
@@ -301,36 +309,34 @@ class JsonSerializer(BaseSerializer):
 
     def _encode_model(self, model: BaseModel, path: str, active: set[int]) -> Any:
         cls = type(model)
-        _KNOWN[qualified_name(cls)] = cls
-        decorators = cls.__pydantic_decorators__
-        # A "plain" model_serializer replaces the model's shape: let pydantic write it. A
-        # "wrap" one (llama-index's BaseComponent adds class_name) only decorates the default
-        # dump, so the fields are walked as usual and nested models keep their classes.
-        if any(d.info.mode == "plain" for d in decorators.model_serializers.values()):
+        plan = _PLANS.get(cls)
+        if plan is None:
+            plan = _PLANS[cls] = _model_plan(cls)
+        name_of, plain, fields = plan
+        if _KNOWN.get(name_of) is not cls:
+            _KNOWN[name_of] = cls
+        if plain:
             try:
-                fields = model.model_dump(mode="json")
+                dumped = model.model_dump(mode="json")
             except Exception as exc:
                 raise SerializationError(
                     f"Cannot serialize {path} ({cls.__qualname__}): its model_serializer failed "
                     f"({exc}); fix the serializer."
                 ) from exc
-            return {TAG: "model", "type": qualified_name(cls), "fields": fields}
-        by_pydantic = {
-            name for info in decorators.field_serializers.values() for name in info.info.fields
-        }
+            return {TAG: "model", "type": name_of, "fields": dumped}
         data: dict[str, Any] = {}
-        for name, info in cls.model_fields.items():
-            if info.exclude:
-                continue
-            # Written under the name model_validate reads back (the alias, when there is one).
-            key = _input_name(name, info)
-            if name in by_pydantic:
+        for name, key, by_pydantic in fields:
+            if by_pydantic:
                 data[key] = self._pydantic_field(model, name, path)
-            else:
-                data[key] = self._encode(getattr(model, name), f"{path}.{name}", active)
+                continue
+            value = getattr(model, name)
+            # Most fields are plain JSON scalars: skip building their path (only errors use it).
+            data[key] = (
+                value if type(value) in _PLAIN else self._encode(value, f"{path}.{name}", active)
+            )
         for name, value in (model.__pydantic_extra__ or {}).items():
             data[name] = self._encode(value, f"{path}.{name}", active)
-        return {TAG: "model", "type": qualified_name(cls), "fields": data}
+        return {TAG: "model", "type": name_of, "fields": data}
 
     @staticmethod
     def _pydantic_field(model: BaseModel, name: str, path: str) -> Any:
@@ -486,9 +492,7 @@ def serialize_event(event: Event, serializer: BaseSerializer) -> str:
         SerializationError: A field of the event cannot be encoded; the message names it.
     """
     if isinstance(serializer, JsonSerializer):
-        return json.dumps(
-            serializer.encode(event, f"event {type(event).__name__}"), separators=(",", ":")
-        )
+        return compact_json(serializer.encode(event, f"event {type(event).__name__}"))
     return serializer.serialize(event)
 
 
@@ -514,7 +518,7 @@ def serialize_at(serializer: BaseSerializer, value: Any, path: str) -> str:
         SerializationError: ``value`` cannot be encoded; the message names ``path``.
     """
     if isinstance(serializer, JsonSerializer):
-        return json.dumps(serializer.encode(value, path), separators=(",", ":"))
+        return compact_json(serializer.encode(value, path))
     try:
         return serializer.serialize(value)
     except SerializationError:
@@ -575,6 +579,34 @@ def _stable_order(items: Iterable[Any]) -> list[Any]:
         return sorted(values)
     except TypeError:
         return values
+
+
+_Plan = tuple[str, bool, tuple[tuple[str, str, bool], ...]]
+#: How ``JsonSerializer`` encodes each model class (see ``_model_plan``), made once per class.
+_PLANS: weakref.WeakKeyDictionary[type[BaseModel], _Plan] = weakref.WeakKeyDictionary()
+
+
+def _model_plan(cls: type[BaseModel]) -> _Plan:
+    """``(qualified name, plain, fields)`` of a model class for ``JsonSerializer``.
+
+    ``plain``: a "plain" ``model_serializer`` replaces the model's shape, so pydantic writes it;
+    a "wrap" one (llama-index's ``BaseComponent`` adds ``class_name``) only decorates the
+    default dump, so the fields are walked as usual and nested models keep their classes.
+    ``fields``: ``(attribute, key, by_pydantic)`` for every field not excluded, the key being
+    the name ``model_validate`` reads back (the alias, when there is one), ``by_pydantic`` when
+    a ``field_serializer`` writes it.
+    """
+    decorators = cls.__pydantic_decorators__
+    plain = any(d.info.mode == "plain" for d in decorators.model_serializers.values())
+    by_pydantic = {
+        name for info in decorators.field_serializers.values() for name in info.info.fields
+    }
+    fields = tuple(
+        (name, _input_name(name, info), name in by_pydantic)
+        for name, info in cls.model_fields.items()
+        if not info.exclude
+    )
+    return qualified_name(cls), plain, fields
 
 
 def _input_name(name: str, info: Any) -> str:

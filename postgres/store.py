@@ -231,10 +231,7 @@ class PostgresCheckpointStore(SqlRunStore):
 
     def _query(self, sql: str, args: tuple[Any, ...]) -> builtins.list[tuple[Any, ...]]:
         if self._pool.closed:
-            raise CheckpointError(
-                f"The checkpoint store at {self._where} is closed; create a new "
-                "PostgresCheckpointStore."
-            )
+            raise self._closed_error()
         try:
             with self._pool.connection() as conn:
                 return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ from batonflow.apps.server import BackgroundServer, create_app
 from batonflow.core.checkpoints import SqliteCheckpointStore
 from batonflow.core.errors import SerializationError
 from batonflow.core.serialization import JsonSerializer
+from full_disk import Disk
 
 from . import flows
 from .sse import read_sse, wait_status
@@ -132,53 +131,26 @@ def test_an_accepted_answer_survives_a_kill_before_it_is_used(tmp_path: Path) ->
         server.kill()
 
 
-def _tmpfs(path: Path, size: str) -> Iterator[Path]:
-    path.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 512 KiB tmpfs (needs root, as in CI)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
-    yield from _tmpfs(tmp_path / "disk", "512k")
-
-
-def _fill(folder: Path) -> Path:
-    filler = folder / "filler"
-    with open(filler, "wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"\0" * 4096)
-        except OSError:
-            pass
-    return filler
-
-
 def test_full_disk_is_a_507_nothing_runs_and_it_works_once_space_is_back(
-    small_disk: Path,
+    full_disk: Disk,
 ) -> None:
     """A start on a full disk: 507 with the cause, no run; after freeing space it runs."""
-    db = small_disk / "runs.db"
-    log = small_disk.parent / "log.txt"
+    db = full_disk.path / "runs.db"
+    log = full_disk.path.parent / "log.txt"
     store = SqliteCheckpointStore(db)
     app = create_app(
         {"slow": flows.SlowAnswerFlow(timeout=None)}, store=RunStore(db), checkpoints=store
     )
     with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=20) as c:
-        filler = _fill(small_disk)
+        full_disk.fill()
         body = {"log": str(log), "delay": 0.0, "pad": "x" * 20000}
         full = c.post("/workflows/slow/runs", json=body)
         assert full.status_code == 507, full.text
         assert full.json()["cause"] == "StoreFullError"
-        assert "is full" in full.json()["detail"] and "Free space" in full.json()["detail"]
+        fix = "Free space" if full_disk.mechanism == "tmpfs" else "file-size limit"
+        assert "is full" in full.json()["detail"] and fix in full.json()["detail"]
         assert not log.exists()
-        filler.unlink()
+        full_disk.free()
         ok = c.post("/workflows/slow/runs", json=body)
         assert ok.status_code == 202, ok.text
         run_id = ok.json()["run_id"]

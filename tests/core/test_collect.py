@@ -58,7 +58,11 @@ async def test_empty_fan_out_fires_with_empty_list() -> None:
 
 
 async def test_take_fires_on_the_nth_arrival() -> None:
-    """``Collect(Take(2))`` fires with the first two results to arrive."""
+    """``Collect(Take(2))`` fires with the first two results to arrive, not the first two
+    branches: the branches finish in reverse order (each waits for the one after it), so the
+    order does not depend on timers or on the machine's load."""
+    finished = {n: asyncio.Event() for n in range(5)}
+    finished[4].set()
 
     class Fastest(Workflow):
         @step
@@ -67,7 +71,8 @@ async def test_take_fires_on_the_nth_arrival() -> None:
 
         @step(num_workers=4)
         async def square(self, ev: Part) -> Result:
-            await asyncio.sleep(0.01 * (4 - ev.n))
+            await finished[ev.n + 1].wait()  # 3 goes first, then 2, 1, 0
+            finished[ev.n].set()
             return Result(n=ev.n, square=ev.n * ev.n)
 
         @step

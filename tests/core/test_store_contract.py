@@ -356,3 +356,14 @@ def test_an_event_log_alone_does_not_make_a_run(store):
     record = store.run("bare")
     assert record is not None and record.status == "running"
     assert [e.seq for e in store.events("bare")] == [1]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_closed_sql_store_says_so(backend, request, tmp_path):
+    """Reading a closed SQL store is refused with the fix: create a new store of that kind."""
+    where = tmp_path / "runs.db" if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    store = open_store(where)
+    store.close()
+    name = type(store).__name__
+    with pytest.raises(CheckpointError, match=rf"is closed.*; create a new {name}\.$"):
+        store.runs()
