@@ -87,7 +87,7 @@ async def execute(self: Run, ex: Execution) -> None:
     cell: list[Execution | None] = [ex]
     CURRENT_EXECUTION.set(cell)
     if self.internal:
-        self._state_changed(ex.lane.spec.name, StepState.RUNNING, ex.id, ex.event)
+        self._state_changed(ex.lane.spec.name, StepState.RUNNING, ex.worker, ex.event)
     lane = ex.lane
     spec = lane.spec
     try:
@@ -107,6 +107,7 @@ async def execute(self: Run, ex: Execution) -> None:
                     ex.event,
                     ex.origins,
                     self.meta,
+                    ex.worker,
                 )
                 if self._want_started:
                     self.instruments.call("step_started", record)
@@ -317,6 +318,7 @@ def step_finished(
             time.perf_counter() - began,
             will_retry,
             self.meta,
+            ex.worker,
         ),
     )
 
@@ -361,7 +363,7 @@ def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
         # Reported here, before the outputs are routed (a StopEvent ends the stream).
         ex.output_name = str(type(outputs[0])) if outputs else ""
         self._state_changed(
-            ex.lane.spec.name, StepState.NOT_RUNNING, ex.id, ex.event, ex.output_name or None
+            ex.lane.spec.name, StepState.NOT_RUNNING, ex.worker, ex.event, ex.output_name or None
         )
     entry = (ex.lane.spec.name, type(ex.event), kinds)
     # Repeated entries share one tuple: a long run keeps 8 bytes per step, not ~130.

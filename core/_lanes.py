@@ -50,7 +50,18 @@ Tag = tuple[int, int] | None
 class Lane:
     """The pending events and active executions of one step within one run."""
 
-    __slots__ = ("active", "call", "direct", "index", "joins", "limit", "meta", "pending", "spec")
+    __slots__ = (
+        "active",
+        "busy",
+        "call",
+        "direct",
+        "index",
+        "joins",
+        "limit",
+        "meta",
+        "pending",
+        "spec",
+    )
 
     def __init__(self, index: int, spec: StepSpec, call: Callable[..., Any], scoped: bool) -> None:
         self.index = index
@@ -58,6 +69,9 @@ class Lane:
         self.call = call
         self.limit = spec.num_workers
         self.active = 0
+        # The worker slots in use, one bit each: an execution takes the lowest free slot, as
+        # LlamaIndex numbers its workers 0..num_workers-1 (StepStateChanged.worker_id).
+        self.busy = 0
         # The common case (async, no resources, no step timeout, no instrument scope) calls the
         # step directly from the execution task.
         self.direct = (
@@ -117,6 +131,7 @@ class Execution:
         "tag",
         "task",
         "wait_count",
+        "worker",
     )
 
     def __init__(self, run: Run, eid: int, lane: Lane, event: Event, origin: Origin) -> None:
@@ -138,5 +153,10 @@ class Execution:
         self.first_started_wall = 0.0
         self.wait_count = 0
         self.started = False
+        # The lowest worker slot free in the lane when this execution started (see Lane.busy).
+        busy = lane.busy
+        free = ~busy & (busy + 1)
+        lane.busy = busy | free
+        self.worker = free.bit_length() - 1
         self.output_name: str | None = None
         self.tag: Tag = None

@@ -467,12 +467,13 @@ class Run:
         ex.task = None
         lane = ex.lane
         lane.active -= 1
+        lane.busy &= ~(1 << ex.worker)
         if ex.tag is not None and self.status is RunStatus.RUNNING:
             self._branch_done(ex.tag)
         if self.status is RunStatus.RUNNING:
             if self.internal:
                 if ex.output_name is None:  # not reported by _succeeded (it failed)
-                    self._state_changed(lane.spec.name, StepState.NOT_RUNNING, ex.id, ex.event)
+                    self._state_changed(lane.spec.name, StepState.NOT_RUNNING, ex.worker, ex.event)
                 self._maybe_idle()
             if self.stepwise:
                 if not self.running and self._wave is not None and not self._wave.done():
@@ -512,7 +513,7 @@ class Run:
         self,
         name: str,
         state: StepState,
-        eid: int | None,
+        worker: int | None,
         event: Event,
         output: str | None = None,
     ) -> None:
@@ -523,7 +524,7 @@ class Run:
             StepStateChanged(
                 name=name,
                 step_state=state,
-                worker_id="<enqueued>" if eid is None else str(eid),
+                worker_id="<enqueued>" if worker is None else str(worker),
                 input_event_name=str(type(event))
                 if state is StepState.NOT_RUNNING
                 else type(event).__name__,

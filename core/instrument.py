@@ -62,7 +62,12 @@ class RunFinished:
 
 @dataclass(frozen=True, slots=True)
 class StepStarted:
-    """One attempt of one step began on ``input_event``."""
+    """One attempt of one step began on ``input_event``.
+
+    ``execution_id`` numbers the run's executions (1, 2, ...); ``worker`` is the step's worker
+    slot the execution holds, the lowest free one in ``0..num_workers-1`` (LlamaIndex's
+    worker id).
+    """
 
     run_id: str
     workflow_name: str
@@ -72,6 +77,7 @@ class StepStarted:
     input_event: Any
     origins: tuple[int, ...]
     meta: dict[str, str] = field(default_factory=dict)
+    worker: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +95,7 @@ class StepFinished:
     duration: float
     will_retry: bool = False
     meta: dict[str, str] = field(default_factory=dict)
+    worker: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,8 +266,8 @@ class PrintingInstrument(Instrument):
     and ``style="llama"``, the step lines of current LlamaIndex's ``verbose=True``
     (``Workflow(verbose="llama")`` picks it)::
 
-        [generate_joke:1] started from StartEvent
-        [generate_joke:1] complete with JokeEvent
+        [generate_joke:0] started from StartEvent
+        [generate_joke:0] complete with JokeEvent
 
     Args:
         stream: Where to print (default: ``sys.stdout`` at the time of printing).
@@ -288,7 +295,7 @@ class PrintingInstrument(Instrument):
         """Print ``Running step NAME`` (or ``[NAME:ID] started from EVENT``)."""
         if self._llama:
             name = type(record.input_event).__name__
-            self._print(f"[{record.step_name}:{record.execution_id}] started from {name}")
+            self._print(f"[{record.step_name}:{record.worker}] started from {name}")
             return
         suffix = f" (attempt {record.attempt})" if record.attempt > 1 else ""
         self._print(f"Running step {record.step_name}{suffix}")
@@ -302,7 +309,7 @@ class PrintingInstrument(Instrument):
                 if record.output_events and record.error is None
                 else "complete with no result"
             )
-            self._print(f"[{record.step_name}:{record.execution_id}] {outcome}")
+            self._print(f"[{record.step_name}:{record.worker}] {outcome}")
         elif record.error is not None:
             self._print(
                 f"Step {record.step_name} failed: {type(record.error).__name__}: {record.error}"

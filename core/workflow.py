@@ -63,7 +63,7 @@ class Workflow:
         disable_validation: Skip the graph checks made before the first run.
         verbose: Print each step's start, finish and emitted events: ``True`` in the seeds'
             format ("Running step NAME"), ``"llama"`` in current LlamaIndex's
-            ("[NAME:1] started from StartEvent"); see :class:`PrintingInstrument`.
+            ("[NAME:0] started from StartEvent"); see :class:`PrintingInstrument`.
         resource_manager: Where ``Resource`` factories' results are cached (one per workflow
             instance by default).
         num_concurrent_runs: Most runs of this instance executing at once; more wait their turn.

@@ -11,6 +11,7 @@ or, for a page whose difference is a documented divergence, exactly ``<page>.bat
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import sys
 from pathlib import Path
@@ -56,6 +57,19 @@ def test_page_prints_what_it_prints_on_the_anchor(program: Path) -> None:
             )
         )
         pytest.fail(f"{program.stem} printed something else:\n{diff}\n{proc.stderr[-3000:]}")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("BATONFLOW_ANCHOR_PYTHON"),
+    reason="set BATONFLOW_ANCHOR_PYTHON to a python with llama-index-workflows 2.26.1 and "
+    "llama-index-utils-workflow to check the recordings",
+)
+@pytest.mark.parametrize("program", programs(), ids=lambda p: p.stem)
+def test_recording_is_what_the_anchor_prints(program: Path) -> None:
+    """The program as written still prints its recorded output on llama-index-workflows."""
+    proc = run_program(program, os.environ["BATONFLOW_ANCHOR_PYTHON"], ported=False)
+    assert transcript(proc) == program.with_suffix(".anchor.out").read_text(), proc.stderr
 
 
 def test_every_program_has_its_anchor_recording() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 
 import pytest
@@ -96,10 +97,10 @@ async def test_verbose_llama_format(capsys: pytest.CaptureFixture[str]) -> None:
     """``verbose="llama"`` prints current LlamaIndex's step lines."""
     await JokeFlow(verbose="llama").run(topic="t")
     assert capsys.readouterr().out.splitlines() == [
-        "[generate:1] started from StartEvent",
-        "[generate:1] complete with JokeEvent",
-        "[critique:2] started from JokeEvent",
-        "[critique:2] complete with StopEvent",
+        "[generate:0] started from StartEvent",
+        "[generate:0] complete with JokeEvent",
+        "[critique:0] started from JokeEvent",
+        "[critique:0] complete with StopEvent",
     ]
 
 
@@ -118,8 +119,68 @@ async def test_llama_format_reports_no_result() -> None:
             break
     await handler.cancel_run()
     assert buf.getvalue().splitlines() == [
-        "[quiet:1] started from StartEvent",
-        "[quiet:1] complete with no result",
+        "[quiet:0] started from StartEvent",
+        "[quiet:0] complete with no result",
     ]
     with pytest.raises(WorkflowConfigurationError, match="style 'json' is not one of seed, llama"):
         PrintingInstrument(style="json")
+
+
+class Job(Event):
+    n: int
+
+
+class Done(Event):
+    n: int
+
+
+class Pool(Workflow):
+    """Three jobs on two workers: job 0 holds its worker until job 2, queued, has run."""
+
+    @step
+    async def start(self, ctx: Context, ev: StartEvent) -> Job | None:
+        self.gate = asyncio.Event()
+        for n in range(3):
+            ctx.send_event(Job(n=n))
+        return None
+
+    @step(num_workers=2)
+    async def work(self, ev: Job) -> Done:
+        if ev.n == 0:
+            await self.gate.wait()
+        if ev.n == 2:
+            self.gate.set()
+        return Done(n=ev.n)
+
+    @step
+    async def join(self, ctx: Context, ev: Done) -> StopEvent | None:
+        got = ctx.collect_events(ev, [Done] * 3)
+        return None if got is None else StopEvent(result=[d.n for d in got])
+
+
+async def test_worker_ids_are_the_steps_worker_slots() -> None:
+    """Worker ids are the lowest free slot of the step's ``num_workers``, reused, as in LlamaIndex."""
+    buf = io.StringIO()
+    handler = Pool(instruments=[PrintingInstrument(buf, style="llama")]).run()
+    seen = [
+        (ev.step_state, ev.worker_id)
+        async for ev in handler.stream_events(expose_internal=True)
+        if isinstance(ev, StepStateChanged) and ev.name == "work"
+    ]
+    assert await handler == [1, 2, 0]
+    assert [s for s in seen if s[0] is not StepState.PREPARING] == [
+        (StepState.RUNNING, "0"),
+        (StepState.RUNNING, "1"),
+        (StepState.NOT_RUNNING, "1"),
+        (StepState.RUNNING, "1"),  # job 2 takes the slot job 1 freed
+        (StepState.NOT_RUNNING, "1"),
+        (StepState.NOT_RUNNING, "0"),
+    ]
+    assert [line for line in buf.getvalue().splitlines() if line.startswith("[work")] == [
+        "[work:0] started from Job",
+        "[work:1] started from Job",
+        "[work:1] complete with Done",
+        "[work:1] started from Job",
+        "[work:1] complete with Done",
+        "[work:0] complete with Done",
+    ]

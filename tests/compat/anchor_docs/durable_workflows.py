@@ -1,10 +1,12 @@
 # Ported from the anchor's docs page llamaagents/workflows/durable_workflows.md.
 # Filled in: the page's database `Client` is an in-memory SQLite connection with an `exec`
-# method; `db.save/load` is a dict; MyWorkflow is a one-step counter on ctx.store; Redis is a
-# dict-backed stand-in with `hset`; `convert()` records the document it converted; the page's
-# tab-indented lines are re-indented. The page's first DurableWorkflow defines __init__
-# without calling super().__init__(), as written; main() prints what each engine does with it.
+# method; `db.save/load` is a dict of JSON text; MyWorkflow is a one-step counter on
+# ctx.store; Redis is a dict-backed stand-in with `hset`; `convert()` records the document it
+# converted; the page's tab-indented lines are re-indented. The page's first DurableWorkflow
+# defines __init__ without calling super().__init__(), as written; main() prints what each
+# engine does with it.
 import asyncio
+import json
 import sqlite3
 from typing import Annotated
 
@@ -118,13 +120,13 @@ async def main():
     handler = w.run()
     context = handler.ctx
     # Save the context to a database
-    db["id"] = context.to_dict()
+    db["id"] = json.dumps(context.to_dict())
     print("first run:", await handler)
 
     # "Restart the Python process..."
     w = MyWorkflow()
     # Load the context from the database
-    context = Context.from_dict(w, db["id"])
+    context = Context.from_dict(w, json.loads(db["id"]))
     # Pass the context containing the state to the workflow
     result = await w.run(ctx=context)
     print("restored run:", result)

@@ -2,8 +2,10 @@
 # Filled in: input() is a scripted person who answers "42" (and prints the prompt it was
 # shown); the page's top-level `await`/`async for` lines run inside main(); the page's
 # `ask_user` step is put in a workflow (AskUserWorkflow) and prints a line before its wait,
-# the code the page says is replayed.
+# the code the page says is replayed; the page's "subclass these two events to add custom
+# payloads" is shown by AskNumber/NumberGiven in TypedHITLWorkflow.
 import asyncio
+import json
 
 from workflows import Context, Workflow, step
 from workflows.events import (
@@ -41,6 +43,24 @@ class AskUserWorkflow(Workflow):
         return StopEvent(result=response.response)
 
 
+class AskNumber(InputRequiredEvent):
+    question_id: int
+
+
+class NumberGiven(HumanResponseEvent):
+    number: int
+
+
+class TypedHITLWorkflow(Workflow):
+    @step
+    async def ask(self, ev: StartEvent) -> AskNumber:
+        return AskNumber(prefix="Pick a number: ", question_id=7)
+
+    @step
+    async def answer(self, ev: NumberGiven) -> StopEvent:
+        return StopEvent(result=(ev.number, ev.response))
+
+
 async def main():
     # workflow should work with streaming
     workflow = HumanInTheLoopWorkflow()
@@ -60,6 +80,7 @@ async def main():
         if isinstance(event, InputRequiredEvent):
             # Serialize the context, store it anywhere as a JSON blob
             ctx_dict = handler.ctx.to_dict()
+            ctx_dict = json.loads(json.dumps(ctx_dict))  # filled in: stored as a JSON blob
             await handler.cancel_run()
             break
 
@@ -85,6 +106,14 @@ async def main():
         if isinstance(event, InputRequiredEvent):
             handler.ctx.send_event(HumanResponseEvent(response=input(event.prefix)))
     print("waited:", await handler)
+
+    handler = TypedHITLWorkflow().run()
+    async for event in handler.stream_events():
+        print("streamed", type(event).__name__)
+        if isinstance(event, AskNumber):
+            reply = input(event.prefix)
+            handler.ctx.send_event(NumberGiven(response=reply, number=int(reply)))
+    print("typed:", await handler)
 
 
 asyncio.run(main())

@@ -47,7 +47,7 @@ async def main():
     try:
         await JokeFlow(timeout=60, verbose=False).run()
     except AttributeError as error:
-        print("no topic:", type(error).__name__)
+        print("no topic:", type(error).__name__, str(error).split(";")[0])
     print("get:", StartEvent(topic="ships").get("topic"), StartEvent().get("topic"))
 
 

@@ -3,7 +3,8 @@
 # from the config's model name; the two ResourceConfig fragments (path_selector, label) are put
 # in workflows of their own; `print(..., memory)` prints the memory's messages instead of the
 # Memory object (its repr holds an object address that changes every run); main() runs each
-# workflow and prints its result, and shows that get_memory ran once for both steps.
+# workflow and prints its result, and shows that get_memory ran once for both steps; the
+# page's sentence on `cache=False` is shown by FreshMemories (each step its own object).
 import asyncio
 import json
 from pathlib import Path
@@ -53,6 +54,21 @@ class WorkflowWithResource(Workflow):
         await memory.aput(ChatMessage(role="user", content=ev.msg))
         print("Memory after step 2", await messages(memory))
         return StopEvent(result="Messages put into memory")
+
+
+class FreshMemories(Workflow):
+    @step
+    async def first_step(
+        self, ev: StartEvent, memory: Annotated[Memory, Resource(get_memory, cache=False)]
+    ) -> SecondEvent:
+        await memory.aput(ChatMessage(role="user", content="only in the first memory"))
+        return SecondEvent(msg=str(id(memory)))
+
+    @step
+    async def second_step(
+        self, ev: SecondEvent, memory: Annotated[Memory, Resource(get_memory, cache=False)]
+    ) -> StopEvent:
+        return StopEvent(result=(ev.msg == str(id(memory)), await messages(memory)))
 
 
 class ClassifierConfig(BaseModel):
@@ -130,6 +146,8 @@ class MyWorkflow(Workflow):
 
 async def main():
     print(await WorkflowWithResource().run())
+    print("get_memory calls:", len(memories_made))
+    print("cache=False, same object and messages:", await FreshMemories().run())
     print("get_memory calls:", len(memories_made))
 
     Path("classifier.json").write_text(json.dumps({"categories": ["a", "b"], "threshold": 0.5}))

@@ -1,7 +1,9 @@
 # Ported from the anchor's docs page llamaagents/workflows/streaming.mdx.
 # Filled in: OpenAI(model="gpt-4o-mini") is a ScriptedLLM that streams its answer word by word;
 # the page's termination snippet loops over the streams of three workflows that time out, are
-# cancelled and fail (TimesOut, Cancelled, Fails), and prints the run's error after each.
+# cancelled and fail (TimesOut, Cancelled, Fails), and prints the run's error after each;
+# main() also prints how many events the stream gave and its last (the page: it "stops when
+# the stream delivers a StopEvent").
 import asyncio
 
 from _llm import ScriptedLLM as OpenAI
@@ -87,12 +89,15 @@ async def main():
     w = MyWorkflow(timeout=30, verbose=True)
     handler = w.run(first_input="Start the workflow.")
 
+    kinds = []
     async for ev in handler.stream_events():
+        kinds.append(type(ev).__name__)
         if isinstance(ev, ProgressEvent):
             print(ev.msg)
 
     final_result = await handler
     print("Final result", final_result)
+    print("stream:", len(kinds), "events, the last", kinds[-1])
 
     for flow in (TimesOut(timeout=0.2), Cancelled(), Fails()):
         handler = flow.run()
