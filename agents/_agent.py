@@ -38,7 +38,6 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.llms import LLM
 from llama_index.core.memory import BaseMemory
 from llama_index.core.tools import ToolOutput, ToolSelection
-from llama_index.core.tools.types import AsyncBaseTool
 from pydantic import BaseModel
 
 from .chat_memory import MEMORY, run_memory
@@ -54,11 +53,10 @@ from .events import (
     ToolResultEvent,
     history_messages,
 )
-from .llm import check_llm, default_llm
 from .members import DEFAULT_AGENT_DESCRIPTION, REASONING, SCRATCHPAD, AgentMember
 from .results import AgentResult, ToolCallRecord
 from .structured import RUN_OUTPUT_CLS, run_output_cls_path, structured_response
-from .tools import ToolLike, call_tool, to_tools
+from .tools import ToolLike, call_tool
 from .tracing import agent_span, ensure_llm_spans, record_tool_outcome
 
 #: The state key older versions kept the conversation under (as message dicts); a restored
@@ -110,24 +108,18 @@ class ToolAgentBase(AgentMember, Workflow):
             raise AgentConfigurationError(
                 f"{owner}(max_iterations={max_iterations}) must be at least 1."
             )
-        if retry_policy is not None and not callable(getattr(retry_policy, "next", None)):
-            raise AgentConfigurationError(
-                f"{owner}(retry_policy=...) got {retry_policy!r}, which has no next() method; "
-                "pass a RetryPolicy such as batonflow.core.retry_policy(stop=stop_after_attempt(3))."
-            )
         super().__init__(timeout=timeout, **workflow_kwargs)
-        #: The agent's tools by name.
-        self.tools: dict[str, AsyncBaseTool] = to_tools(tools)
-        self._llm: LLM | None = check_llm(llm, owner)
-        self.system_prompt = system_prompt
         self.max_iterations = max_iterations
-        self.streaming = streaming
-        self.retry_policy = retry_policy
         # The settings an AgentWorkflow reads when this agent is one of its agents, and the
         # structured output of standalone runs.
         self.configure_member(
             name=name,
             description=description,
+            tools=tools,
+            llm=llm,
+            system_prompt=system_prompt,
+            streaming=streaming,
+            retry_policy=retry_policy,
             can_handoff_to=can_handoff_to,
             output_cls=output_cls,
             structured_output_fn=structured_output_fn,
@@ -139,18 +131,6 @@ class ToolAgentBase(AgentMember, Workflow):
     def agent_name(self) -> str:
         """The agent's ``name`` (carried by its events as ``current_agent_name``)."""
         return self.name
-
-    # -- the LLM ---------------------------------------------------------------------------
-
-    def get_llm(self) -> LLM:
-        """The agent's LLM; builds the default (OpenAI gpt-4o-mini) on first use.
-
-        Raises:
-            LLMConfigurationError: no ``llm=`` was given and ``OPENAI_API_KEY`` is not set.
-        """
-        if self._llm is None:
-            self._llm = default_llm()
-        return self._llm
 
     # -- the steps -------------------------------------------------------------------------
 

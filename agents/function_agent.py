@@ -23,10 +23,9 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.llms import LLM
 from pydantic import BaseModel
 
-from .errors import AgentConfigurationError
-from .llm import check_function_calling, check_llm, default_llm
+from .llm import check_function_calling
 from .members import DEFAULT_AGENT_DESCRIPTION, DEFAULT_AGENT_NAME, FunctionCallingMember
-from .tools import ToolLike, to_tools
+from .tools import ToolLike
 from .workflow import AgentWorkflow
 
 
@@ -75,20 +74,14 @@ class WorkflowAgent(AgentWorkflow):
         timeout: float | None = None,
         **workflow_kwargs: Any,
     ) -> None:
-        owner = type(self).__name__
-        self.tools = to_tools(tools)
-        self._llm: LLM | None = check_llm(llm, owner)
-        self.system_prompt = system_prompt
-        self.streaming = streaming
-        if retry_policy is not None and not callable(getattr(retry_policy, "next", None)):
-            raise AgentConfigurationError(
-                f"{owner}(retry_policy=...) got {retry_policy!r}, which has no next() method; "
-                "pass a RetryPolicy such as batonflow.core.ConstantDelayRetryPolicy(...)."
-            )
-        self.retry_policy = retry_policy
         self.configure_member(  # type: ignore[attr-defined]
             name=name,
             description=description,
+            tools=tools,
+            llm=llm,
+            system_prompt=system_prompt,
+            streaming=streaming,
+            retry_policy=retry_policy,
             can_handoff_to=can_handoff_to,
             output_cls=output_cls,
             structured_output_fn=structured_output_fn,
@@ -105,16 +98,6 @@ class WorkflowAgent(AgentWorkflow):
             structured_output_fn=structured_output_fn,
             **workflow_kwargs,
         )
-
-    def get_llm(self) -> LLM:
-        """The agent's LLM; builds the default (OpenAI gpt-4o-mini) on first use.
-
-        Raises:
-            LLMConfigurationError: no ``llm=`` was given and ``OPENAI_API_KEY`` is not set.
-        """
-        if self._llm is None:
-            self._llm = default_llm()
-        return self._llm
 
 
 class FunctionAgent(FunctionCallingMember, WorkflowAgent):

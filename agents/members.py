@@ -20,7 +20,7 @@ does not grow with the length of the history beyond building the list that is se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from batonflow.core import Context
@@ -33,7 +33,7 @@ from pydantic import BaseModel
 
 from .errors import AgentConfigurationError, AgentInputError
 from .events import AgentInput, AgentOutput, AgentStream, ToolCallResult, messages_event
-from .llm import chat, check_function_calling
+from .llm import chat, check_function_calling, check_llm, default_llm
 from .prompts import (
     EARLY_STOPPING_PROMPT,
     REACT_SYSTEM_PROMPT,
@@ -41,6 +41,7 @@ from .prompts import (
     react_system_prompt,
 )
 from .react_parser import FORMAT_REMINDER, ReActParseError, parse_react_output
+from .tools import ToolLike, to_tools
 from .tracing import agent_span
 
 #: The state key of the current agent's in-progress messages.
@@ -79,8 +80,8 @@ class AgentMember:
     """The settings and turn hooks every agent of an AgentWorkflow has (see the module docs).
 
     Subclasses call :meth:`configure_member` from ``__init__`` and implement
-    :meth:`take_step`; they also provide ``tools`` (name -> tool), ``system_prompt``,
-    ``streaming``, ``retry_policy`` and ``get_llm()``.
+    :meth:`take_step`; they also set ``tools`` (name -> tool), ``system_prompt``,
+    ``streaming``, ``retry_policy`` and ``_llm`` (the ``llm=`` given, or ``None``).
     """
 
     name: str
@@ -94,8 +95,8 @@ class AgentMember:
     initial_tool_choice: str | None
     allow_parallel_tool_calls: bool
     retry_policy: Any
-    #: The agent's LLM (the agent classes provide it).
-    get_llm: Callable[[], LLM]
+    #: The ``llm=`` given (``None``: the default is built on first use, by :meth:`get_llm`).
+    _llm: LLM | None
     #: Whether the agent's turn uses the LLM's native tool calls (so ``tool_choice`` applies).
     native_tool_calls: bool = False
 
@@ -104,18 +105,35 @@ class AgentMember:
         *,
         name: str,
         description: str,
+        tools: Iterable[ToolLike] | None = None,
+        llm: LLM | None = None,
+        system_prompt: str | None = None,
+        streaming: bool = True,
+        retry_policy: Any = None,
         can_handoff_to: Sequence[str] | None = None,
         output_cls: type[BaseModel] | None = None,
         structured_output_fn: Callable[[list[ChatMessage]], Any] | None = None,
         initial_tool_choice: str | None = None,
         allow_parallel_tool_calls: bool = True,
     ) -> None:
-        """Check and keep the member settings.
+        """Check and keep the agent's settings (every agent class calls this from ``__init__``).
 
         Raises:
-            AgentConfigurationError: an option has the wrong type.
+            AgentConfigurationError: an option has the wrong type, a tool is not usable, tool
+                names repeat, or ``llm=`` is not a llama-index LLM.
         """
         owner = type(self).__name__
+        if retry_policy is not None and not callable(getattr(retry_policy, "next", None)):
+            raise AgentConfigurationError(
+                f"{owner}(retry_policy=...) got {retry_policy!r}, which has no next() method; "
+                "pass a RetryPolicy such as batonflow.core.retry_policy(stop=stop_after_attempt(3))."
+            )
+        #: The agent's tools by name.
+        self.tools = to_tools(tools)
+        self._llm = check_llm(llm, owner)
+        self.system_prompt = system_prompt
+        self.streaming = streaming
+        self.retry_policy = retry_policy
         if not isinstance(name, str) or not name.strip():
             raise AgentConfigurationError(
                 f"{owner}(name=...) must be a non-empty str, got {name!r}; give each agent a "
@@ -159,6 +177,16 @@ class AgentMember:
                 "native tool calls, so a tool choice cannot be forced; leave tool_choice out, "
                 "or use FunctionAgent / FunctionCallingAgent."
             )
+
+    def get_llm(self) -> LLM:
+        """The agent's LLM; builds the default (OpenAI gpt-4o-mini) on first use.
+
+        Raises:
+            LLMConfigurationError: no ``llm=`` was given and ``OPENAI_API_KEY`` is not set.
+        """
+        if self._llm is None:
+            self._llm = default_llm()
+        return self._llm
 
     # -- the turn ------------------------------------------------------------------------
 

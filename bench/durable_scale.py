@@ -13,7 +13,12 @@ a ratio compares runs made side by side on the same (noisy) machine:
 * ``stream``: 4,000 durable steps that each write a stream event nobody reads; the cost per
   step in the first, middle and last 500.
 
-Install the rival for the benchmark only: ``pip install -r bench/requirements.txt``.
+Install the rival for the benchmark only: ``pip install -r bench/requirements.txt``, or in a
+venv of its own and point ``--rival-python`` at it (LangGraph's workers then run there)::
+
+    python -m venv /work/bench-venv
+    /work/bench-venv/bin/pip install langgraph==1.2.24 langgraph-checkpoint-sqlite==3.1.2
+    .venv/bin/python bench/durable_scale.py --rival-python /work/bench-venv/bin/python
 """
 
 from __future__ import annotations
@@ -38,6 +43,17 @@ REPEATS = 3
 
 def _size(folder: str) -> int:
     return sum(p.stat().st_size for p in Path(folder).iterdir())
+
+
+def _figures(
+    short: tuple[float, float, int], long: tuple[float, float, int], steps: int
+) -> dict[str, float]:
+    """Per-step wall time, CPU time and file growth: ``(T(2n) - T(n)) / n`` of two runs."""
+    return {
+        "us_per_step": (long[0] - short[0]) / steps * 1e6,
+        "cpu_us_per_step": (long[1] - short[1]) / steps * 1e6,
+        "kib_per_step": (long[2] - short[2]) / steps / 1024,
+    }
 
 
 def batonflow_state(size: int, steps: int) -> dict[str, float]:
@@ -69,22 +85,22 @@ def batonflow_state(size: int, steps: int) -> dict[str, float]:
         store = SqliteCheckpointStore(os.path.join(folder, "runs.db"))
         cptr = WorkflowCheckpointer(Flow(timeout=None), store=store)
         start = time.perf_counter()
+        cpu = time.process_time()
         result = await cptr.run(size=size, steps=n)
+        cpu = time.process_time() - cpu
         took = time.perf_counter() - start
         assert result == n - 1, result
         written = _size(folder)
         store.close()
-        return took, written
+        return took, cpu, written
 
-    async def best(n: int) -> tuple[float, int]:
+    async def best(n: int) -> tuple[float, float, int]:
         runs = [await once(n) for _ in range(REPEATS)]
-        return min(t for t, _ in runs), runs[0][1]
+        return min(r[0] for r in runs), min(r[1] for r in runs), runs[0][2]
 
     async def main() -> dict[str, float]:
         await once(10)  # warm-up
-        t1, w1 = await best(steps)
-        t2, w2 = await best(2 * steps)
-        return {"us_per_step": (t2 - t1) / steps * 1e6, "kib_per_step": (w2 - w1) / steps / 1024}
+        return _figures(await best(steps), await best(2 * steps), steps)
 
     return asyncio.run(main())
 
@@ -119,20 +135,20 @@ def langgraph_state(size: int, steps: int) -> dict[str, float]:
         start_state = {f"k{k}": k for k in range(size)} | {"counter": 0, "steps": n}
         config = {"configurable": {"thread_id": "t"}, "recursion_limit": n + 10}
         start = time.perf_counter()
+        cpu = time.process_time()
         out = app.invoke(start_state, config)
+        cpu = time.process_time() - cpu
         took = time.perf_counter() - start
         assert out["counter"] == n, out["counter"]
         conn.close()
-        return took, _size(folder)
+        return took, cpu, _size(folder)
 
-    def best(n: int) -> tuple[float, int]:
+    def best(n: int) -> tuple[float, float, int]:
         runs = [once(n) for _ in range(REPEATS)]
-        return min(t for t, _ in runs), runs[0][1]
+        return min(r[0] for r in runs), min(r[1] for r in runs), runs[0][2]
 
     once(10)
-    t1, w1 = best(steps)
-    t2, w2 = best(2 * steps)
-    return {"us_per_step": (t2 - t1) / steps * 1e6, "kib_per_step": (w2 - w1) / steps / 1024}
+    return _figures(best(steps), best(2 * steps), steps)
 
 
 def batonflow_stream(steps: int) -> dict[str, float]:
@@ -189,9 +205,14 @@ WORKERS = {
 # -- the driver -----------------------------------------------------------------------------------
 
 
+#: The interpreter LangGraph's workers run in (``--rival-python``).
+RIVAL_PYTHON = sys.executable
+
+
 def _measure(worker: str, *args: int) -> dict[str, float] | str:
+    python = RIVAL_PYTHON if worker.startswith("langgraph") else sys.executable
     done = subprocess.run(
-        [sys.executable, str(HERE), "--worker", worker, *map(str, args)],
+        [python, str(HERE), "--worker", worker, *map(str, args)],
         capture_output=True,
         text=True,
         timeout=1800,
@@ -202,10 +223,9 @@ def _measure(worker: str, *args: int) -> dict[str, float] | str:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _have(module: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(module) is not None
+def _have(module: str, python: str) -> bool:
+    probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    return subprocess.run([python, "-c", probe], capture_output=True).returncode == 0
 
 
 def main() -> None:
@@ -215,13 +235,22 @@ def main() -> None:
     parser.add_argument("--stream-steps", type=int, default=4000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--worker", nargs="*")
+    parser.add_argument(
+        "--rival-python", default=sys.executable, help="the Python that has LangGraph installed"
+    )
     args = parser.parse_args()
+    global RIVAL_PYTHON
+    RIVAL_PYTHON = args.rival_python
     if args.worker:
         name, *rest = args.worker
         print(json.dumps(WORKERS[name](*map(int, rest))))
         return
     sizes = [int(s) for s in args.sizes.split(",")]
-    impls = ["batonflow_state"] + (["langgraph_state"] if _have("langgraph") else [])
+    impls = ["batonflow_state"]
+    if _have("langgraph", RIVAL_PYTHON):
+        impls.append("langgraph_state")
+    else:
+        print(f"LangGraph is not installed for {RIVAL_PYTHON}: batonflow only", file=sys.stderr)
     figures: dict[tuple[str, int], list[dict[str, float]]] = {}
     for _ in range(args.rounds):
         for size in sizes:
@@ -232,25 +261,28 @@ def main() -> None:
                     continue
                 figures.setdefault((impl, size), []).append(got)
     print(f"Durable step cost by state size ({args.rounds} rounds, median; {args.steps} steps)\n")
-    print("| state keys | batonflow µs/step | KiB/step | LangGraph µs/step | KiB/step | ratio |")
-    print("|---:|---:|---:|---:|---:|---:|")
-    base = None
-    for size in sizes:
-        bf = figures.get(("batonflow_state", size), [])
-        lg = figures.get(("langgraph_state", size), [])
-        bf_us = statistics.median(f["us_per_step"] for f in bf) if bf else float("nan")
-        bf_kib = statistics.median(f["kib_per_step"] for f in bf) if bf else float("nan")
-        lg_us = statistics.median(f["us_per_step"] for f in lg) if lg else float("nan")
-        lg_kib = statistics.median(f["kib_per_step"] for f in lg) if lg else float("nan")
-        base = bf_us if base is None else base
-        print(
-            f"| {size:,} | {bf_us:,.0f} | {bf_kib:.2f} | {lg_us:,.0f} | {lg_kib:.2f} | "
-            f"{lg_us / bf_us:.1f}× faster |"
-        )
-    last = statistics.median(
-        f["us_per_step"] for f in figures.get(("batonflow_state", sizes[-1]), [{"us_per_step": 0}])
+    print(
+        "| state keys | batonflow µs/step (CPU) | wall | KiB/step | LangGraph µs/step (CPU) | wall "
+        "| KiB/step | LangGraph / batonflow (CPU) | (wall) |"
     )
-    print(f"\nbatonflow at {sizes[-1]:,} keys / at {sizes[0]:,} keys: {last / base:.2f}×")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+    def med(impl: str, size: int, key: str) -> float:
+        got = figures.get((impl, size), [])
+        return statistics.median(f[key] for f in got) if got else float("nan")
+
+    for size in sizes:
+        bf = [med("batonflow_state", size, k) for k in ("cpu_us_per_step", "us_per_step")]
+        lg = [med("langgraph_state", size, k) for k in ("cpu_us_per_step", "us_per_step")]
+        print(
+            f"| {size:,} | {bf[0]:,.0f} | {bf[1]:,.0f} | "
+            f"{med('batonflow_state', size, 'kib_per_step'):.2f} | {lg[0]:,.0f} | {lg[1]:,.0f} | "
+            f"{med('langgraph_state', size, 'kib_per_step'):.2f} | {lg[0] / bf[0]:.2f}× | "
+            f"{lg[1] / bf[1]:.2f}× |"
+        )
+    first = med("batonflow_state", sizes[0], "cpu_us_per_step")
+    last = med("batonflow_state", sizes[-1], "cpu_us_per_step")
+    print(f"\nbatonflow at {sizes[-1]:,} keys / at {sizes[0]:,} keys (CPU): {last / first:.2f}×")
     streams = [_measure("batonflow_stream", args.stream_steps) for _ in range(args.rounds)]
     ok = [s for s in streams if isinstance(s, dict)]
     if ok:

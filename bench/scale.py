@@ -12,14 +12,21 @@ the median over rounds; ratios compare figures of one run. Every measurement che
 result. The curves:
 
 * ``edit``: ``async with ctx.store.edit_state()`` incrementing a counter, against ``get`` +
-  ``set`` of one key, in a state of N keys (batonflow and llama-index-workflows).
+  ``set`` of one key, in a state of N keys (batonflow and llama-index-workflows), and the
+  same increment under a bare ``asyncio.Lock`` around a dict (no isolation, no rollback).
+  ``--impls batonflow`` leaves llama-index out (its edit takes minutes at 10,000 keys).
 * ``serde``: the state store's ``to_dict`` / ``from_dict`` at N keys (batonflow and
   llama-index-workflows, each with its own ``JsonSerializer``).
-* ``fanout``: N events sent to a ``num_workers=16`` step and joined with
-  ``collect_events(ev, Done, count=N)``, against the worker-pool asyncio floor
-  (``floor.py``'s ``fanout_pool``: every step a pool of long-lived worker tasks).
+* ``fanout``: N events sent to a ``num_workers=16`` step and joined with ``collect_events``,
+  against the worker-pool asyncio floor (``floor.py``'s ``fanout_pool``: every step a pool of
+  long-lived worker tasks), once with slotted plain events (``floor``) and once building the
+  same pydantic events as the workload (``floor_events``: the same work but the engine's).
 * ``start``: start and finish a one-step run while N other runs are parked in a step, with
-  the cyclic GC on, and off (the reference: what the runs cost without GC passes).
+  the cyclic GC on, and off (the reference: what the runs cost without GC passes); CPU and
+  wall time per run, and how many collections the GC made while the runs were timed.
+
+Figures are CPU time (``time.process_time``) unless a column says wall: on a shared machine,
+wall time mostly measures the other processes.
 """
 
 from __future__ import annotations
@@ -42,8 +49,8 @@ CURVES: dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...]]] = {
     # name: (sizes, quick sizes, implementations)
     "edit": ((10, 1_000, 10_000, 100_000), (10, 100_000), ("batonflow", "llama")),
     "serde": ((10, 100, 1_000, 10_000, 100_000), (10, 10_000), ("batonflow", "llama")),
-    "fanout": ((1_000, 10_000, 50_000), (1_000, 10_000), ("batonflow", "floor")),
-    "start": ((1_000, 10_000, 50_000), (1_000, 20_000), ("batonflow", "batonflow_nogc")),
+    "fanout": ((1_000, 10_000, 50_000), (1_000, 10_000), ("batonflow", "floor", "floor_events")),
+    "start": ((1_000, 10_000, 50_000), (1_000, 50_000), ("batonflow", "batonflow_nogc")),
 }
 
 
@@ -62,13 +69,17 @@ def _state_values(n: int) -> dict[str, Any]:
 
 
 def _best_per_op(fn: Any, ops: int, budget: float = 0.6) -> float:
-    """Microseconds per op: the best of repeated timings of ``fn(ops)`` within ``budget``."""
+    """CPU microseconds per op: the best of repeated timings of ``fn(ops)`` within ``budget``.
+
+    CPU time (``time.process_time``), not wall time: on a shared machine the wall clock mostly
+    measures the other processes.
+    """
     best = float("inf")
     spent = 0.0
     while spent < budget or best == float("inf"):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn(ops)
-        elapsed = time.perf_counter() - t0
+        elapsed = time.process_time() - t0
         spent += elapsed
         best = min(best, elapsed / ops * 1e6)
     return best
@@ -78,9 +89,9 @@ async def _abest_per_op(fn: Any, ops: int, budget: float = 0.6) -> float:
     best = float("inf")
     spent = 0.0
     while spent < budget or best == float("inf"):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         await fn(ops)
-        elapsed = time.perf_counter() - t0
+        elapsed = time.process_time() - t0
         spent += elapsed
         best = min(best, elapsed / ops * 1e6)
     return best
@@ -113,11 +124,22 @@ async def one_edit(impl: str, n: int) -> dict[str, float]:
             value = await store.get("other", default=0)
             await store.set("other", value + 1)
 
+    lock = asyncio.Lock()
+    plain: dict[str, Any] = {}
+
+    async def locked(ops: int) -> None:
+        # The reference: an asyncio.Lock around a plain dict, with no isolation (others read
+        # the block's writes at once) and no rollback.
+        for _ in range(ops):
+            async with lock:
+                plain["counter"] = plain.get("counter", 0) + 1
+
     edit = await _abest_per_op(edits, 2_000)
     pair = await _abest_per_op(pairs, 2_000)
+    bare = await _abest_per_op(locked, 2_000)
     if await store.get("counter") < 2_000 or await store.get("other") < 2_000:
         raise AssertionError("lost updates")
-    return {"edit_us": edit, "get_set_us": pair}
+    return {"edit_us": edit, "get_set_us": pair, "lock_dict_us": bare}
 
 
 def one_serde(impl: str, n: int) -> dict[str, float]:
@@ -158,22 +180,28 @@ def one_serde(impl: str, n: int) -> dict[str, float]:
 
 
 async def one_fanout(impl: str, n: int) -> dict[str, float]:
-    if impl == "floor":
-        from floor import FLOOR_WORKLOADS
+    if impl.startswith("floor"):
+        from floor import make_fanout_pool
 
-        once = FLOOR_WORKLOADS["fanout_pool"]()
+        event = None
+        if impl == "floor_events":
+            from api import load_api
+
+            event = load_api("batonflow").Event
+        once = make_fanout_pool(event)
     else:
         from api import load_api
         from workloads import make_fanout
 
         once = make_fanout(load_api(impl))
     await once(min(n, 1_000))  # warm-up
-    best = float("inf")
+    best = cpu = float("inf")
     for _ in range(3 if n <= 10_000 else 1):
         gc.collect()
         figures = await once(n)
         best = min(best, figures["seconds"] / n * 1e6)
-    return {"us_per_event": best}
+        cpu = min(cpu, figures["cpu_seconds"] / n * 1e6)
+    return {"us_per_event": best, "cpu_us_per_event": cpu}
 
 
 async def one_start(impl: str, n: int) -> dict[str, float]:
@@ -210,14 +238,27 @@ async def one_start(impl: str, n: int) -> dict[str, float]:
 
     await runs(200)  # warm-up
     gc.collect()
+    collections = [0]
+
+    def count(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            collections[0] += 1
+
     if nogc:
         gc.disable()
-    per_run = await _abest_per_op(runs, 2_000, budget=1.0)
+    gc.callbacks.append(count)
+    c0 = time.process_time()
+    w0 = time.perf_counter()
+    ops = 3_000
+    await runs(ops)
+    cpu = (time.process_time() - c0) / ops * 1e6
+    wall = (time.perf_counter() - w0) / ops * 1e6
+    gc.callbacks.remove(count)
     gc.enable()
     gate.set()
     if sum(await asyncio.gather(*handlers)) != n:
         raise AssertionError("parked runs did not finish")
-    return {"us_per_run": per_run}
+    return {"us_per_run": wall, "cpu_us_per_run": cpu, "gc_collections": collections[0]}
 
 
 def run_one(curve: str, impl: str, n: int) -> dict[str, float]:
@@ -248,6 +289,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--only", default=",".join(CURVES))
+    parser.add_argument(
+        "--impls", default=None, help="only these implementations (comma-separated), e.g. batonflow"
+    )
     parser.add_argument("--markdown", type=Path)
     parser.add_argument("--one", nargs=3, metavar=("CURVE", "IMPL", "N"))
     args = parser.parse_args()
@@ -260,6 +304,8 @@ def main() -> int:
     failed = False
     for curve in args.only.split(","):
         sizes, quick_sizes, impls = CURVES[curve]
+        if args.impls:
+            impls = tuple(i for i in impls if i in args.impls.split(","))
         for n in quick_sizes if args.quick else sizes:
             for r in range(rounds):
                 order = impls[r % len(impls) :] + impls[: r % len(impls)]
@@ -298,18 +344,21 @@ def render(results: dict[tuple[str, int, str], list[dict[str, float]]]) -> str:
         if curve == "edit":
             out += [
                 "| state keys | batonflow edit_state (µs) | batonflow get+set (µs) | edit / get+set "
-                "| llama edit_state (µs) | llama get+set (µs) |",
-                "|---:|---:|---:|---:|---:|---:|",
+                "| asyncio.Lock + dict (µs) | lock / get+set | llama edit_state (µs) "
+                "| llama get+set (µs) |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|",
             ]
             for n in ns:
                 e = _median(results, (curve, n, "batonflow"), "edit_us")
                 g = _median(results, (curve, n, "batonflow"), "get_set_us")
+                lk = _median(results, (curve, n, "batonflow"), "lock_dict_us")
                 le = _median(results, (curve, n, "llama"), "edit_us")
                 lg = _median(results, (curve, n, "llama"), "get_set_us")
                 ratio = None if e is None or g is None else e / g
+                lock_ratio = None if lk is None or g is None else lk / g
                 out.append(
-                    f"| {n:,} | {_fmt(e, 2)} | {_fmt(g, 2)} | {_fmt(ratio, 1)}× | "
-                    f"{_fmt(le, 2)} | {_fmt(lg, 2)} |"
+                    f"| {n:,} | {_fmt(e, 2)} | {_fmt(g, 2)} | {_fmt(ratio, 1)}× | {_fmt(lk, 2)} "
+                    f"| {_fmt(lock_ratio, 1)}× | {_fmt(le, 2)} | {_fmt(lg, 2)} |"
                 )
         elif curve == "serde":
             out += [
@@ -330,24 +379,37 @@ def render(results: dict[tuple[str, int, str], list[dict[str, float]]]) -> str:
                 )
         elif curve == "fanout":
             out += [
-                "| events | batonflow (µs/event) | worker-pool floor (µs/event) | batonflow / floor |",
-                "|---:|---:|---:|---:|",
+                "| events | batonflow (CPU µs/event) | floor, slotted events | floor, same events "
+                "| batonflow / floor (slotted) | batonflow / floor (same events) |",
+                "|---:|---:|---:|---:|---:|---:|",
             ]
             for n in ns:
-                b = _median(results, (curve, n, "batonflow"), "us_per_event")
-                f = _median(results, (curve, n, "floor"), "us_per_event")
-                ratio = None if b is None or f is None else b / f
-                out.append(f"| {n:,} | {_fmt(b, 2)} | {_fmt(f, 2)} | {_fmt(ratio, 2)}× |")
+                b = _median(results, (curve, n, "batonflow"), "cpu_us_per_event")
+                f = _median(results, (curve, n, "floor"), "cpu_us_per_event")
+                fe = _median(results, (curve, n, "floor_events"), "cpu_us_per_event")
+                r1 = None if b is None or f is None else b / f
+                r2 = None if b is None or fe is None else b / fe
+                out.append(
+                    f"| {n:,} | {_fmt(b, 2)} | {_fmt(f, 2)} | {_fmt(fe, 2)} | {_fmt(r1, 2)}× "
+                    f"| {_fmt(r2, 2)}× |"
+                )
         elif curve == "start":
             out += [
-                "| parked runs | batonflow run, GC on (µs) | GC off (µs) | on / off |",
-                "|---:|---:|---:|---:|",
+                "| parked runs | CPU µs/run, GC on | GC off | on / off | wall µs/run, GC on "
+                "| GC off | GC collections while timed (GC on) |",
+                "|---:|---:|---:|---:|---:|---:|---:|",
             ]
             for n in ns:
-                b = _median(results, (curve, n, "batonflow"), "us_per_run")
-                off = _median(results, (curve, n, "batonflow_nogc"), "us_per_run")
+                b = _median(results, (curve, n, "batonflow"), "cpu_us_per_run")
+                off = _median(results, (curve, n, "batonflow_nogc"), "cpu_us_per_run")
+                wb = _median(results, (curve, n, "batonflow"), "us_per_run")
+                woff = _median(results, (curve, n, "batonflow_nogc"), "us_per_run")
+                gcs = _median(results, (curve, n, "batonflow"), "gc_collections")
                 ratio = None if b is None or off is None else b / off
-                out.append(f"| {n:,} | {_fmt(b)} | {_fmt(off)} | {_fmt(ratio, 2)}× |")
+                out.append(
+                    f"| {n:,} | {_fmt(b)} | {_fmt(off)} | {_fmt(ratio, 2)}× | {_fmt(wb)} "
+                    f"| {_fmt(woff)} | {_fmt(gcs, 0)} |"
+                )
         out.append("")
     return "\n".join(out)
 

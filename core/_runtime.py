@@ -10,8 +10,9 @@ step (retrying per its policy), then reports back to the run in the same task: i
 routed, or its error fails the run. Then, rather than ending, the worker takes the next event
 that may start (its own lane's first, then a lane its outputs just filled), so a fan-out of
 10,000 events costs about ``num_workers`` tasks, not 20,000; it yields to the event loop
-between executions, so other runs, timers and stream readers keep their turn. Workers never
-raise into the loop, so the user gets the step's original exception from ``await handler``.
+between executions whenever another task is ready (and at least every 32 executions), so other
+runs, timers and stream readers keep their turn, and executions start in the order they would
+with a task each. Workers never raise into the loop, so the user gets the step's original exception from ``await handler``.
 When the run ends (stop, failure, timeout, cancel) every other task is cancelled, and the
 handler is resolved only once all of them are gone, so no task outlives its run.
 
@@ -28,7 +29,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sized
 from typing import TYPE_CHECKING, Any
 
 from . import _branches, _executing, _run_parts, _services
@@ -82,6 +83,9 @@ class Run:
         calls: list[Callable[..., Any]],
     ) -> None:
         self.loop = asyncio.get_running_loop()
+        #: The loop's queue of ready callbacks (asyncio's own loop; ``None`` for others): a
+        #: worker that finds it empty needs not yield before its next execution.
+        self._loop_ready: Sized | None = getattr(self.loop, "_ready", None)
         self.thread_id = threading.get_ident()
         self.workflow = workflow
         self.graph = graph

@@ -401,3 +401,59 @@ async def test_cancel_run_does_not_swallow_the_callers_own_cancellation():
         await canceller
     with pytest.raises(WorkflowCancelledByUser):
         await handler
+
+
+async def test_a_chain_that_never_suspends_still_lets_due_timers_run() -> None:
+    """A worker skips its yield between executions only while nothing else is ready, and
+    yields at least every 32 executions, so a timer that comes due fires during a long chain
+    of steps that never await (not after it)."""
+    fired_at: list[int] = []
+    steps_done = 0
+
+    class Loop(Workflow):
+        @step
+        async def begin(self, ev: StartEvent) -> Tick:
+            asyncio.get_running_loop().call_later(0, lambda: fired_at.append(steps_done))
+            return Tick(n=0)
+
+        @step
+        async def spin(self, ev: Tick) -> Tick | StopEvent:
+            nonlocal steps_done
+            steps_done += 1
+            if ev.n + 1 >= 500:
+                return StopEvent(result=ev.n + 1)
+            return Tick(n=ev.n + 1)
+
+    assert await Loop(timeout=None).run() == 500
+    assert fired_at and fired_at[0] < 100
+
+
+async def test_a_chain_beside_another_task_yields_to_it_at_every_step() -> None:
+    """While another task is ready, a worker yields before each execution, as a task per
+    execution would: a task counting yields in a loop advances once per chain step."""
+    seen: list[int] = []
+    ticks = 0
+    done = False
+
+    async def other() -> None:
+        nonlocal ticks
+        while not done:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    class Loop(Workflow):
+        @step
+        async def spin(self, ev: StartEvent | Tick) -> Tick | StopEvent:
+            n = getattr(ev, "n", 0)
+            seen.append(ticks)
+            if n + 1 >= 50:
+                return StopEvent(result=n + 1)
+            return Tick(n=n + 1)
+
+    counter = asyncio.ensure_future(other())
+    await asyncio.sleep(0)
+    assert await Loop(timeout=None).run() == 50
+    done = True
+    await counter
+    gaps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
+    assert gaps and min(gaps) >= 1

@@ -165,3 +165,48 @@ async def test_fan_out_reuses_worker_tasks():
     finally:
         loop.set_task_factory(previous)
     assert created < 40
+
+
+async def test_runs_started_beside_many_parked_runs_leave_nothing_for_the_gc() -> None:
+    """Runs that start and finish while 2,000 others are parked leave no garbage for the
+    cyclic GC: 300 of them set off no collection, so a run's start cost does not grow with
+    the number of live runs (the GC passes that made it grow traverse every live run)."""
+    gate = asyncio.Event()
+    parked = 0
+
+    class Parked(Workflow):
+        @step
+        async def park(self, ev: StartEvent) -> StopEvent:
+            nonlocal parked
+            parked += 1
+            await gate.wait()
+            return StopEvent(result=1)
+
+    class Tiny(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> StopEvent:
+            return StopEvent(result=ev.i)
+
+    parked_flow = Parked(timeout=None)
+    tiny = Tiny(timeout=None)
+    handlers = [parked_flow.run() for _ in range(2_000)]
+    while parked < 2_000:
+        await asyncio.sleep(0.01)
+    for i in range(100):  # warm-up: caches filled once
+        assert await tiny.run(i=i) == i
+    gc.collect()
+    collections: list[int] = []
+
+    def watch(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.callbacks.append(watch)
+    try:
+        for i in range(300):
+            assert await tiny.run(i=i) == i
+    finally:
+        gc.callbacks.remove(watch)
+        gate.set()
+    assert sum(await asyncio.gather(*handlers)) == 2_000
+    assert collections == []
