@@ -9,7 +9,9 @@ Run as a script it prints a program (or runs it, with ``--run``) either as writt
 anchor, or ported, for batonflow; the anchor's outputs beside the programs are recorded with
 ``python tests/compat/port.py --record`` from a venv that has llama-index-workflows (and
 llama-index-utils-workflow, for the drawing page); batonflow's own output for a page that
-diverges on purpose, with ``--record --ported PAGE`` from batonflow's venv.
+diverges on purpose, with ``--record --ported PAGE`` from batonflow's venv. A venv for the
+anchor: ``python -m venv V && V/bin/pip install llama-index-workflows==2.26.1
+llama-index-core==0.14.25 llama-index-utils-workflow``.
 """
 
 from __future__ import annotations

@@ -212,6 +212,7 @@ async def outcome(workflow, **kwargs):
 async def main():
     reset = ConnectionError("reset")
     print("basic:", delays(basic, reset, attempts=11))
+    print("no arguments:", delays(retry_policy(), ValueError("any")))
     print("filtering, reset:", delays(filtering, reset))
     print("filtering, rate limit:", delays(filtering, RuntimeError("hit the rate limit")))
     print("filtering, ValueError:", delays(filtering, ValueError("bad request")))
@@ -231,6 +232,7 @@ async def main():
     print("deprecated warns:", sorted({w.category.__name__ for w in caught}))
     print("constant:", [constant.next(0.0, n, reset) for n in range(1, 12)])
     print("backoff stops after:", [backoff.next(0.0, n, reset) is None for n in range(1, 7)])
+    print("backoff, seeded:", [backoff.next(0.0, n, reset, seed=11) for n in range(1, 6)])
 
     print("BasicWorkflow:", await outcome(BasicWorkflow()))
     print("FilteringWorkflow:", await outcome(FilteringWorkflow()), "calls:", calls["n"])
