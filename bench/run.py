@@ -393,6 +393,9 @@ def derived_rows(cells: dict[str, dict[str, Cell]]) -> tuple[list[list[str]], bo
             met = "n/a" if val is None else ("met" if val < 200 else "MISSED")
             if judged:
                 all_met &= met == "met"
+            elif val is not None:
+                # Shown beside the judged CPU figure, not judged itself: say under or over.
+                met = "under" if val < 200 else "over"
             rows.append(
                 [
                     label,
