@@ -18,6 +18,7 @@ demo: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 typecheck: install
 	$(VENV)/bin/mypy

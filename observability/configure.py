@@ -371,9 +371,7 @@ def _processor(exporter: SpanExporter, kind: str) -> SpanProcessor:
         return BatchSpanProcessor(exporter)
     if kind == "simple":
         return SimpleSpanProcessor(exporter)
-    raise TracingConfigurationError(
-        f"Unknown span_processor {kind!r}. Use 'batch' or 'simple'."
-    )
+    raise TracingConfigurationError(f"Unknown span_processor {kind!r}. Use 'batch' or 'simple'.")
 
 
 def current_tracing() -> TracingHandle | None:

@@ -18,7 +18,9 @@ DEEP = b"[" * 100_000 + b"]" * 100_000
     "body, needle",
     [
         pytest.param(DEEP, "nests deeper than 100 levels", id="100k-deep-array"),
-        pytest.param(b'{"a": ' * 5000 + b"1" + b"}" * 5000, "nests deeper than 100", id="5k-objects"),
+        pytest.param(
+            b'{"a": ' * 5000 + b"1" + b"}" * 5000, "nests deeper than 100", id="5k-objects"
+        ),
         pytest.param(b'{"x": NaN}', "contains NaN, which is not JSON", id="nan"),
         pytest.param(b'{"x": [-Infinity]}', "contains -Infinity, which is not JSON", id="infinity"),
         pytest.param(b"{oops", "is not valid JSON", id="garbage"),
@@ -158,7 +160,9 @@ def test_a_port_in_use_is_a_clear_error():
     taken = bind_socket("127.0.0.1", 0)
     port = taken.getsockname()[1]
     try:
-        with pytest.raises(PortInUseError, match=f"Port {port} on 127.0.0.1 is already in use.*--port 0"):
+        with pytest.raises(
+            PortInUseError, match=f"Port {port} on 127.0.0.1 is already in use.*--port 0"
+        ):
             bind_socket("127.0.0.1", port)
     finally:
         taken.close()

@@ -23,7 +23,9 @@ def test_a_failed_run_resumes_as_a_new_run_without_redoing_its_steps(tmp_path):
     FlakyFlow.drafts, FlakyFlow.outages = 0, 1
     db = tmp_path / "runs.db"
     app = create_app(
-        {"flaky": FlakyFlow(timeout=None)}, store=RunStore(db), checkpoints=SqliteCheckpointStore(db)
+        {"flaky": FlakyFlow(timeout=None)},
+        store=RunStore(db),
+        checkpoints=SqliteCheckpointStore(db),
     )
     with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=20) as c:
         run_id = c.post("/workflows/flaky/runs", json={"topic": "pirates"}).json()["run_id"]

@@ -206,7 +206,6 @@ class MyState(BaseModel):
     my_obj: MyRandomObject = Field(default_factory=MyRandomObject)
     some_key: str = Field(default="some_value")
 
-
     @field_serializer("my_obj", when_used="always")
     def serialize_my_obj(self, my_obj: MyRandomObject) -> str:
         return my_obj.name

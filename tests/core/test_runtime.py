@@ -382,6 +382,7 @@ async def test_execution_trace_is_complete_and_shares_repeated_entries() -> None
 
 async def test_cancel_run_does_not_swallow_the_callers_own_cancellation():
     """A task cancelled while it waits in cancel_run() is cancelled, not silently resumed."""
+
     class SlowCleanup(Workflow):
         @step
         async def work(self, ev: StartEvent) -> StopEvent:
