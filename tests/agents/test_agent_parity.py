@@ -41,6 +41,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import ChatMemoryBuffer, Memory
 from llama_index.core.tools import FunctionTool, ToolOutput
 from llama_index.llms.openai import OpenAI
+from memories import dispose
 from openai_mock import CHAT_URL, completion, sent_body, sent_messages
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
@@ -217,17 +218,20 @@ async def test_llama_index_memories_are_used_as_they_are(kind: str, memory_kind:
     )
     llm = ScriptedLLM([answer(kind, "first answer " * 40), answer(kind, "second")])
     agent = build(kind, llm)
-    await start(kind, agent, "first question " * 40, memory=memory)
-    result = await start(kind, agent, "second question", memory=memory)
-    assert str(result) == "second"
-    sent = [m.content for m in llm.calls[1] if m.role.value != "system"]
-    assert sent == ["second question"]  # the long first exchange is over the limit
-    assert [(m.content or "").strip() for m in await memory.aget_all()] == [
-        ("first question " * 40).strip(),
-        ("first answer " * 40).strip(),
-        "second question",
-        "second",
-    ]
+    try:
+        await start(kind, agent, "first question " * 40, memory=memory)
+        result = await start(kind, agent, "second question", memory=memory)
+        assert str(result) == "second"
+        sent = [m.content for m in llm.calls[1] if m.role.value != "system"]
+        assert sent == ["second question"]  # the long first exchange is over the limit
+        assert [(m.content or "").strip() for m in await memory.aget_all()] == [
+            ("first question " * 40).strip(),
+            ("first answer " * 40).strip(),
+            "second question",
+            "second",
+        ]
+    finally:
+        await dispose(memory)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -18,6 +18,7 @@ from batonflow.agents.testing import ScriptedLLM, ScriptedResponse, ScriptedTool
 from llama_index.core.llms import ChatMessage
 from llama_index.core.memory import ChatMemoryBuffer, Memory
 from llama_index.llms.openai import OpenAI
+from memories import dispose
 from openai_mock import CHAT_URL, completion, sent_body
 from pydantic import BaseModel
 
@@ -146,12 +147,15 @@ async def test_llama_index_memories_are_accepted_as_they_are() -> None:
     ):
         llm = ScriptedLLM(["first answer " * 40, "second"])
         agent = FunctionAgent(llm=llm)
-        await agent.run(user_msg="first question " * 40, memory=memory)
-        await agent.run(user_msg="second question", memory=memory)
-        sent = [m.content for m in llm.calls[1]]
-        assert sent[-1] == "second question"
-        assert "first question " * 40 not in sent  # trimmed by the memory's own limit
-        assert len(await memory.aget_all()) == 4
+        try:
+            await agent.run(user_msg="first question " * 40, memory=memory)
+            await agent.run(user_msg="second question", memory=memory)
+            sent = [m.content for m in llm.calls[1]]
+            assert sent[-1] == "second question"
+            assert "first question " * 40 not in sent  # trimmed by the memory's own limit
+            assert len(await memory.aget_all()) == 4
+        finally:
+            await dispose(memory)
 
 
 def test_chat_memory_keeps_a_window_that_starts_at_a_user_message() -> None:
