@@ -23,14 +23,9 @@ def hand_out(self: Run, ex: Execution, outputs: tuple[Event, ...], fan_out: bool
     the event rejoins it when sent back with ``ctx.send_event``.
     """
     tags: list[Tag] = [ex.tag] * len(outputs)
-    if fan_out:
-        declared = tuple(e for e in ex.lane.spec.emitted if not issubclass(e, StopEvent))
-        collectors = self.graph.collectors_from(declared)
-        if collectors:
-            sid = self.next_stream
-            self.next_stream += 1
-            self.streams[sid] = CollectionStream(len(outputs), collectors)
-            tags = [(sid, i) for i in range(len(outputs))]
+    sid = _open_stream(self, ex, len(outputs)) if fan_out else None
+    if sid is not None:
+        tags = [(sid, i) for i in range(len(outputs))]
     for ev, tag in zip(outputs, tags, strict=True):
         self._step_outputs.append(ev)
         if isinstance(ev, StopEvent):
@@ -40,19 +35,26 @@ def hand_out(self: Run, ex: Execution, outputs: tuple[Event, ...], fan_out: bool
             self.streams[tag[0]].live[tag[1]] += 1
 
 
+def _open_stream(self: Run, ex: Execution, size: int) -> int | None:
+    """Open a collection stream for ``size`` outputs of ``ex`` when they feed a ``list[E]``
+    join (one branch per item); return its id, or ``None`` when no such join takes them."""
+    declared = tuple(e for e in ex.lane.spec.emitted if not issubclass(e, StopEvent))
+    collectors = self.graph.collectors_from(declared)
+    if not collectors:
+        return None
+    sid = self.next_stream
+    self.next_stream += 1
+    self.streams[sid] = CollectionStream(size, collectors)
+    return sid
+
+
 def route_outputs(self: Run, ex: Execution, outputs: tuple[Event, ...], fan_out: bool) -> None:
-    if fan_out:
-        declared = tuple(e for e in ex.lane.spec.emitted if not issubclass(e, StopEvent))
-        collectors = self.graph.collectors_from(declared)
-        if collectors:
-            # A list feeding a list[E] join opens a collection stream: one branch per item.
-            sid = self.next_stream
-            self.next_stream += 1
-            self.streams[sid] = CollectionStream(len(outputs), collectors)
-            for i, ev in enumerate(outputs):
-                self.route(ev, ex.id, None, emitter=ex, tag=(sid, i))
-            self._check_stream(sid)
-            return
+    sid = _open_stream(self, ex, len(outputs)) if fan_out else None
+    if sid is not None:
+        for i, ev in enumerate(outputs):
+            self.route(ev, ex.id, None, emitter=ex, tag=(sid, i))
+        self._check_stream(sid)
+        return
     tag = ex.tag
     for ev in outputs:
         self.route(ev, ex.id, None, emitter=ex, tag=tag)
