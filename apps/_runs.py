@@ -21,7 +21,7 @@ import contextlib
 import inspect
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -392,8 +392,10 @@ class RunManager:
         assert self.replicas is not None
         row = self.store.get(run_id)
         if row is None or row.status not in ("running", "waiting"):
-            self._live_or_error(run_id, "cancelling")  # raises, naming its status
-        assert row is not None
+            state = row.status if row is not None else "unknown"
+            raise RunStateError(
+                f"Run {run_id!r} is {state}; cancelling only works while a run is in progress."
+            )
         try:
             self.checkpointers[row.workflow].request_cancel(run_id)
         except RunConflictError as exc:
@@ -431,7 +433,7 @@ class RunManager:
                     return
                 row = self.store.get(run_id)
                 if row is None or row.status in ENDED or row.status == "interrupted":
-                    async for entry in self._last_entries(run_id, after, row):
+                    for entry in self._last_entries(run_id, after, row):
                         yield entry
                     return
                 if self.replicas is None:
@@ -444,7 +446,7 @@ class RunManager:
             except TimeoutError:
                 yield None
 
-    async def _last_entries(self, run_id: str, after: int, row: Any) -> AsyncIterator[StoredEvent]:
+    def _last_entries(self, run_id: str, after: int, row: Any) -> Iterator[StoredEvent]:
         """The rest of an ended run's log, which always finishes with its ``end`` entry.
 
         The status and the end are committed together, so the end is there, maybe written

@@ -304,9 +304,20 @@ def test_the_end_of_a_run_is_written_with_its_status(store):
     assert record is not None and (record.status, record.result) == ("completed", '"ok"')
 
 
-def _refuse_completing(store, request, tmp_path) -> None:
+@pytest.fixture(params=["sqlite", "postgres"])
+def durable_store(request, tmp_path):
+    """A fresh, empty store of each backend that outlives its process (what a crash can split)."""
+    if request.param == "sqlite":
+        s = open_store(tmp_path / "runs.db")
+    else:
+        s = open_store(request.getfixturevalue("postgres_url"))
+    yield s
+    s.close()
+
+
+def _refuse_completing(request, tmp_path) -> None:
     """Make the database itself refuse to mark a run completed (a trigger), as a crash would."""
-    if request.node.callspec.params["store"] == "sqlite":
+    if request.node.callspec.params["durable_store"] == "sqlite":
         import sqlite3
 
         with sqlite3.connect(tmp_path / "runs.db") as conn:
@@ -329,13 +340,14 @@ def _refuse_completing(store, request, tmp_path) -> None:
             )
 
 
-def test_a_finish_that_fails_writes_neither_its_status_nor_its_end(store, request, tmp_path):
+def test_a_finish_that_fails_writes_neither_its_status_nor_its_end(
+    durable_store, request, tmp_path
+):
     """The status and the end entry commit together or not at all (durable backends)."""
-    if request.node.callspec.params["store"] == "memory":
-        pytest.skip("nothing in memory survives a crash: there is no half-write to avoid")
+    store = durable_store
     store.create_run(_record("r"))
     store.append_event("r", "event", "{}")
-    _refuse_completing(store, request, tmp_path)
+    _refuse_completing(request, tmp_path)
     with pytest.raises(CheckpointError):
         store.finish_run("r", "completed", result='"ok"', end='{"status": "completed"}')
     assert [e.kind for e in store.events("r")] == ["event"]
