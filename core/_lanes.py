@@ -54,6 +54,7 @@ class Lane:
         "active",
         "busy",
         "call",
+        "collects",
         "direct",
         "index",
         "joins",
@@ -68,6 +69,7 @@ class Lane:
         self.spec = spec
         self.call = call
         self.limit = spec.num_workers
+        self.collects = spec.collects
         self.active = 0
         # The worker slots in use, one bit each: an execution takes the lowest free slot, as
         # LlamaIndex numbers its workers 0..num_workers-1 (StepStateChanged.worker_id).
@@ -133,17 +135,19 @@ class Execution:
         "worker",
     )
 
-    def __init__(self, run: Run, eid: int, lane: Lane, event: Event, origin: Origin) -> None:
+    def __init__(
+        self, run: Run, eid: int, lane: Lane, event: Event, origin: Origin, tag: Tag = None
+    ) -> None:
         self.run = run
         self.id = eid
         self.lane = lane
         self.event = event
-        if origin is None:
-            self.origins: tuple[int, ...] = ()
-        elif isinstance(origin, int):
-            self.origins = (origin,)
+        if type(origin) is int:
+            self.origins: tuple[int, ...] = (origin,)
+        elif origin is None:
+            self.origins = ()
         else:
-            self.origins = tuple(origin)
+            self.origins = tuple(origin)  # type: ignore[arg-type]
         self.attempt = 0
         self.retry_info: RetryInfo | None = None
         self.step_timeout: asyncio.Timeout | None = None
@@ -157,4 +161,4 @@ class Execution:
         lane.busy = busy | free
         self.worker = free.bit_length() - 1
         self.output_name: str | None = None
-        self.tag: Tag = None
+        self.tag = tag

@@ -31,7 +31,7 @@ def collect(
         expected and (expected[0] is not buf.first or expected[-1] is not buf.last)
     ):
         buf.configure(expected)
-    if not buf.add(event, ex.origins):
+    if not buf.add(event, ex.origins) or buf.satisfied < len(buf.need):
         return None
     released = buf.release()
     if released is None:

@@ -274,8 +274,10 @@ class Context(Generic[StateT]):
             target = self._check_target(message, step, waiting, external=not internal)
         if threading.get_ident() != run.thread_id:
             run.loop.call_soon_threadsafe(self._send, run, message, target, ex)
-            return
-        self._send(run, message, target, ex)
+        elif ex is not None and ex.run is run:  # _send's common case, the run checked above
+            run.route(message, ex.id, target, emitter=ex)
+        else:
+            run.route(message, None, target, external=True)
 
     def _check_target(
         self,
