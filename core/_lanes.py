@@ -61,6 +61,7 @@ class Lane:
         "limit",
         "meta",
         "pending",
+        "plain",
         "spec",
     )
 
@@ -88,6 +89,8 @@ class Lane:
         self.joins: dict[str, deque[tuple[Event, Origin]]] | None = (
             {name: deque() for name in spec.join} if spec.join else None
         )
+        #: Neither a list[E] collector nor a step with several event parameters.
+        self.plain = not spec.collects and self.joins is None
 
     def join(self, event: Event, origin: Origin) -> tuple[JoinedEvents, Origin] | None:
         """File ``event`` under its parameter; return a full set once there is one."""

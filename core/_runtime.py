@@ -168,6 +168,9 @@ class Run:
         self._want_joined = ins.wants("events_joined")
         #: (target lanes, kind) per event class, filled by graph.kind_of.
         self._kinds = graph.kinds
+        #: Whether a step's outputs go straight to routing (no step_finished record, not
+        #: stepwise): see _executing.succeeded.
+        self._plain_finish = not (self._want_finished or stepwise)
         #: Whether a step returning an event nobody takes fails the run (unless opted out).
         self._check_outputs = not (
             workflow._disable_validation or "terminal_event" in workflow._skip_graph_checks
@@ -413,21 +416,22 @@ class Run:
         lanes = self.lanes
         for index in targets:
             lane = lanes[index] or self._lane(index)
-            if lane.collects:
-                if tag is not None:
-                    self._collect_member(lane, event, tag)
-                elif self.internal:
-                    self._unhandled(event)
-                continue
             item: Event = event
             item_origin: Origin = origin
             item_tag = tag
-            if lane.joins is not None:
-                joined = lane.join(event, origin)
-                if joined is None:
+            if not lane.plain:
+                if lane.collects:
+                    if tag is not None:
+                        self._collect_member(lane, event, tag)
+                    elif self.internal:
+                        self._unhandled(event)
                     continue
-                item, item_origin = joined
-                item_tag = None
+                if lane.joins is not None:
+                    joined = lane.join(event, origin)
+                    if joined is None:
+                        continue
+                    item, item_origin = joined
+                    item_tag = None
             if item_tag is not None:
                 self.streams[item_tag[0]].live[item_tag[1]] += 1
             if hold or lane.active >= lane.limit or lane.pending:
