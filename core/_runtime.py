@@ -501,8 +501,10 @@ class Run:
                 if not self.running and self._wave is not None and not self._wave.done():
                     self._wave.set_result(None)
             elif lane.pending and not self._hold:
-                while lane.pending and lane.active < lane.limit:
-                    self._start(lane)
+                pending, meta = lane.pending, lane.meta
+                while pending and lane.active < lane.limit:
+                    origin, eid, tag = meta.popleft()  # _start, inline
+                    self._begin(lane, pending.popleft(), origin, eid, tag)
         if self.status is not RunStatus.RUNNING and not self.running:
             self._resolve()
 
