@@ -43,6 +43,7 @@ from ._records import (
     checkpoint_id,
     with_state_values,
 )
+from ._snapshot import dump
 from ._sqlite_store import SqliteCheckpointStore
 from ._state_serde import encode_untyped
 from ._store import CheckpointStore, encode, event_body, outcome
@@ -578,8 +579,6 @@ class WorkflowCheckpointer:
         :class:`Checkpoint`); a state store that cannot tell its changes gives the whole
         state (``None``).
         """
-        from ._snapshot import dump
-
         take = getattr(ctx.store, "take_changes", None)
         changes = take(self.serializer) if take is not None else None
         if changes is None:
