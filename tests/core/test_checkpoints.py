@@ -203,6 +203,11 @@ async def test_sqlite_store_rejects_non_json_ctx_data(tmp_path: Path) -> None:
     with SqliteCheckpointStore(tmp_path / "runs.db") as s:
         with pytest.raises(CheckpointError, match=r"ctx_data that is not JSON .*ctx.to_dict\(\)"):
             s.put(make_checkpoint(ctx={"x": object()}))
+        looped: dict[str, object] = {}
+        looped["self"] = looped
+        with pytest.raises(CheckpointError, match=r"ctx_data that is not JSON .*ctx.to_dict\(\)"):
+            s.put(make_checkpoint(ctx={"x": [looped]}))
+        assert s.list("r1") == []
 
 
 async def test_sqlite_store_closed(tmp_path: Path) -> None:
