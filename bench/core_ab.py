@@ -10,8 +10,9 @@ Both ``core`` folders are copied into a temporary folder as packages ``old_core`
 alternately, round by round, in CPU time (``time.process_time``), taking each figure's best
 round: on a shared, noisy machine that is the figure least disturbed by other processes. The
 workloads are event creation (a two-field event, ``StopEvent(result=...)``,
-``StartEvent(topic=...)``), bench's ``chain`` (one step looping by returning its own event) and
-the same chain as a durable run (``WorkflowCheckpointer`` on a ``SqliteCheckpointStore`` file in a
+``StartEvent(topic=...)``), bench's ``chain`` (one step looping by returning its own event),
+bench's ``fanout`` (2,000 sent events through a ``num_workers=16`` step and a join) and the same
+chain as a durable run (``WorkflowCheckpointer`` on a ``SqliteCheckpointStore`` file in a
 temporary folder: a checkpoint after every step).
 """
 
@@ -61,6 +62,39 @@ def chain_flow(core: Any) -> Any:
     return Tick, ChainFlow(timeout=None)
 
 
+def fanout_flow(core: Any) -> Any:
+    """bench's fanout workload for one core: sent events through a ``num_workers=16`` step,
+    joined with ``collect_events``."""
+
+    class Item(core.Event):
+        i: int
+        n: int
+
+    class Done(core.Event):
+        i: int
+        n: int
+
+    class FanOut(core.Workflow):
+        @core.step
+        async def start(self, ctx: core.Context, ev: core.StartEvent) -> Item | None:
+            for i in range(ev.n):
+                ctx.send_event(Item(i=i, n=ev.n))
+            return None
+
+        @core.step(num_workers=16)
+        async def work(self, ev: Item) -> Done:
+            return Done(i=ev.i * 2, n=ev.n)
+
+        @core.step
+        async def join(self, ctx: core.Context, ev: Done) -> core.StopEvent | None:
+            got = ctx.collect_events(ev, Done, count=ev.n)
+            if got is None:
+                return None
+            return core.StopEvent(result=(len(got), sum(e.i for e in got)))
+
+    return FanOut(timeout=None)
+
+
 def durable_chain(core: Any, folder: Path) -> Any:
     """The chain through a ``WorkflowCheckpointer`` on a SQLite file in ``folder``."""
     store = core.SqliteCheckpointStore(folder / "checkpoints.db")
@@ -72,6 +106,7 @@ async def measure(
 ) -> dict[tuple[str, str], float]:
     """Best per-item CPU time in µs for each (core, workload)."""
     setups = {name: chain_flow(core) for name, core in cores.items()}
+    fanouts = {name: fanout_flow(core) for name, core in cores.items()}
     durable = {}
     for name, core in cores.items():
         (folder / name).mkdir()
@@ -100,6 +135,12 @@ async def measure(
             assert await flow.run(n=n) == n
             cost = (time.process_time() - start) / n * 1e6
             best[(name, "chain (per step)")] = min(best.get((name, "chain (per step)"), cost), cost)
+            n = 2_000
+            start = time.process_time()
+            assert await fanouts[name].run(n=n) == (n, n * (n - 1))
+            cost = (time.process_time() - start) / n * 1e6
+            label = "fanout (per event)"
+            best[(name, label)] = min(best.get((name, label), cost), cost)
             n = 500
             start = time.process_time()
             assert await durable[name].run(n=n) == n

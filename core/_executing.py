@@ -26,46 +26,61 @@ if TYPE_CHECKING:
     from ._runtime import Run
 
 
-#: Executions a worker runs back to back, while nothing else is ready, before it yields anyway.
+#: Executions a worker runs back to back before it yields to the loop anyway (so timers
+#: and I/O are polled during a long run of steps that never suspend).
 STREAK = 32
 
 
-async def work(self: Run, ex: Execution) -> None:
-    """A worker task: run ``ex``, then the next executions the run hands it."""
-    worker = ex.task
-    next_ex: Execution | None = ex
-    ready = self._loop_ready
+async def work(self: Run) -> None:
+    """A worker task: run the run's ready executions, oldest first, while there are any.
+
+    Every worker takes the first execution of ``self._ready``, so executions begin in the
+    order they started, as with a task each, and a run resumed from a snapshot (which queues
+    them in that order) begins them in the same order. A worker that takes one while more
+    are ready makes sure another worker is on its way (it may suspend in its step); it runs
+    the next one without a loop turn while nothing but the run's own idle workers is ready
+    in the loop, and yields at least every ``STREAK`` executions.
+    """
+    task = asyncio.current_task()
+    assert task is not None
+    idle = self._idle
+    idle.discard(task)
+    ready = self._ready
+    loop_ready = self._loop_ready
     streak = 0
-    while next_ex is not None:
-        ex = next_ex
+    while ready:
+        ex = ready.popleft()
+        if ready and not idle:
+            self._add_worker()
+        ex.task = task
         try:
             await self._execute(ex)
         except BaseException:
-            self._release(ex, None)
+            self._deferring = False
+            self._release(ex)
             raise
-        self._deferring = not self.stepwise  # (already set when ex succeeded)
-        next_ex = self._release(ex, worker)
-        if next_ex is None:
+        self._deferring = True  # what _release starts, this worker takes
+        self._release(ex)
+        self._deferring = False
+        if not ready:
             return
-        if ready is not None and not ready and streak < STREAK:
-            # Nothing else is ready to run: a yield would only come straight back here
-            # (I/O and timers that come due go after it), so the next execution starts now,
-            # in the same order. Every STREAK executions the worker yields anyway, so I/O
-            # and timers are polled.
-            streak += 1
+        streak += 1
+        if loop_ready is not None and streak < STREAK and len(loop_ready) <= len(idle):
+            # Nothing else is ready in the loop (the run's idle workers only take what
+            # this one would): a yield would come straight back here.
             continue
         streak = 0
-        # Let the loop run what is ready (other runs, timers, stream readers) before the
-        # next execution, as a new task would have; cheaper than creating one. If the run
-        # ends meanwhile, _end cancels this task and drops next_ex, as for a new task
-        # cancelled before its first step.
+        # Let the loop run what is ready (other runs, timers, stream readers) first. If the
+        # run ends meanwhile, the queue is empty when this worker comes back.
+        idle.add(task)
         try:
             await asyncio.sleep(0)
         except asyncio.CancelledError:
-            if next_ex.id in self.running:  # cancelled from outside the run
-                self._cancelled_outside(next_ex, None)
-                self._release(next_ex, None)
+            if self.status is RunStatus.RUNNING and ready:  # cancelled from outside the run
+                self._cancelled_outside(ready[0], None)
             raise
+        finally:
+            idle.discard(task)
 
 
 def cancelled_outside(self: Run, ex: Execution, cancelled: BaseException | None) -> None:
@@ -83,7 +98,6 @@ def cancelled_outside(self: Run, ex: Execution, cancelled: BaseException | None)
 
 async def execute(self: Run, ex: Execution) -> None:
     """Run one execution (all its attempts); the caller releases it."""
-    ex.started = True
     cell: list[Execution | None] = [ex]
     CURRENT_EXECUTION.set(cell)
     if self.internal:
@@ -128,6 +142,7 @@ async def execute(self: Run, ex: Execution) -> None:
             except Exception as error:
                 if self.status is not RunStatus.RUNNING:
                     return
+                self._deferring = True  # a recovery's execution: this worker takes it
                 try:
                     delay = self._retry_delay(ex, error)
                 except WorkflowRuntimeError as broken:
@@ -147,14 +162,15 @@ async def execute(self: Run, ex: Execution) -> None:
                     error,
                     datetime.now(UTC),
                 )
+                self._deferring = False
                 await self._sleep(delay)
                 if self.status is not RunStatus.RUNNING:
                     return
                 continue
             if self.status is not RunStatus.RUNNING:
                 return
-            # Executions the outputs start are handed out by _release (see _start).
-            self._deferring = not self.stepwise
+            # Executions the outputs start are taken by this worker (see _start).
+            self._deferring = True
             self._succeeded(ex, result, began)
             return
     finally:

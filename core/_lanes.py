@@ -126,7 +126,6 @@ class Execution:
         "output_name",
         "retry_info",
         "run",
-        "started",
         "step_timeout",
         "tag",
         "task",
@@ -152,7 +151,6 @@ class Execution:
         self.first_started = 0.0
         self.first_started_wall = 0.0
         self.wait_count = 0
-        self.started = False
         # The lowest worker slot free in the lane when this execution started (see Lane.busy).
         busy = lane.busy
         free = ~busy & (busy + 1)

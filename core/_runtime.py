@@ -5,16 +5,20 @@ a count of active executions bounded by ``num_workers``), the set of running exe
 ``collect_events`` buffers, the waiters of ``wait_for_event``, and the event stream.
 
 There is no central loop task: dispatching is synchronous. When an event is routed, each
-target lane gets it and, if below its bound, starts a worker task for it. A worker runs the
-step (retrying per its policy), then reports back to the run in the same task: its outputs are
-routed, or its error fails the run. Then, rather than ending, the worker takes the next event
-that may start (its own lane's first, then a lane its outputs just filled), so a fan-out of
-10,000 events costs about ``num_workers`` tasks, not 20,000; it yields to the event loop
-between executions whenever another task is ready (and at least every 32 executions), so other
-runs, timers and stream readers keep their turn, and executions start in the order they would
-with a task each. Workers never raise into the loop, so the user gets the step's original exception from ``await handler``.
-When the run ends (stop, failure, timeout, cancel) every other task is cancelled, and the
-handler is resolved only once all of them are gone, so no task outlives its run.
+target lane gets it and, if below its bound, starts an execution: the execution joins the
+run's queue of ready executions (``_ready``, in start order), and a worker task takes it. A
+worker runs the step (retrying per its policy), then reports back to the run in the same task:
+its outputs are routed, or its error fails the run. Then, rather than ending, the worker takes
+the first ready execution, so a fan-out of 10,000 events costs a few tasks, not 20,000. Every
+worker takes the oldest ready execution, so executions begin in the order they started (as
+with a task each, and as a run resumed from a snapshot begins them). A worker that takes one
+while more are ready makes sure another worker is on its way, in case its step suspends; it
+yields to the event loop between executions whenever something else is ready there (and at
+least every 32 executions), so other runs, timers and stream readers keep their turn.
+Workers never raise into the loop, so the user gets the step's original exception from
+``await handler``. When the run ends (stop, failure, timeout, cancel) the task of every other
+execution in progress is cancelled (idle workers find nothing left and end at their next
+turn), and the handler is resolved only once those executions are gone.
 
 This module holds the run's lifecycle and routing. The rest of :class:`Run` lives in one module
 per concept, as functions bound in its class body (plain methods, no extra lookup):
@@ -29,6 +33,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Coroutine, Sized
 from typing import TYPE_CHECKING, Any
 
@@ -84,7 +89,8 @@ class Run:
     ) -> None:
         self.loop = asyncio.get_running_loop()
         #: The loop's queue of ready callbacks (asyncio's own loop; ``None`` for others): a
-        #: worker that finds it empty needs not yield before its next execution.
+        #: worker yields before its next execution while anything but the run's own idle
+        #: workers is in it.
         self._loop_ready: Sized | None = getattr(self.loop, "_ready", None)
         self.thread_id = threading.get_ident()
         self.workflow = workflow
@@ -137,11 +143,16 @@ class Run:
             tuple[str, type[Event], tuple[type[Event], ...]],
         ] = {}
         self._held_stop: StopEvent | None = None
-        #: Set while a worker finishes an execution (routes its outputs, frees its slot): the
-        #: executions that start meanwhile are created as usual but get no task yet; they are
-        #: kept in ``_deferred`` (in start order) and the worker hands them out (_release).
+        #: The executions started and not yet taken by a worker, in start order: workers
+        #: always take the first, so executions begin in the order they started, however
+        #: many workers there are (see _executing.work).
+        self._ready: deque[Execution] = deque()
+        #: The workers that will come back for ``_ready`` without anyone waking them: new
+        #: ones not yet begun and those yielding to the loop between two executions.
+        self._idle: set[asyncio.Task[None]] = set()
+        #: Set while a worker finishes an execution (routes its outputs, frees its slot): it
+        #: takes the executions that start meanwhile itself, so they need no new worker.
         self._deferring = False
-        self._deferred: list[Execution] = []
         self._step_outputs: list[Event] = []
         #: Stepwise outputs of collection branches held by the caller: id -> (event, branch).
         self._handed: dict[int, tuple[Event, tuple[int, int]]] = {}
@@ -283,13 +294,14 @@ class Run:
         current = asyncio.current_task()
         for ex in list(self.running.values()):
             task = ex.task
-            if task is not None and task is not current:
+            if task is None:
+                # Started but taken by no worker yet: it never runs, so it is released here.
+                del self.running[ex.id]
+            elif task is not current:
                 task.cancel()
-                if not ex.started:
-                    # A task cancelled before its first step never runs its body (nor its
-                    # finally), so it is released here.
-                    del self.running[ex.id]
-                    ex.task = None  # as in _release: no Execution-Task cycle left for the GC
+        # Idle workers (yet to begin, or yielding) find nothing left and end at their next
+        # turn; not cancelled: a cancelled task's traceback would keep its frame in a cycle.
+        self._ready.clear()
         # Steps waiting for an event when the run ends: cancelled then, the run is paused.
         self.paused_steps = tuple(dict.fromkeys(w.step for w in self.waiters.values()))
         for waiter in self.waiters.values():
@@ -429,12 +441,10 @@ class Run:
                     self._start(lane)
 
     def _start(self, lane: Lane) -> None:
-        """Start an execution of ``lane``'s next event, in a new worker task.
+        """Start an execution of ``lane``'s next event: queue it for the run's workers.
 
-        While a worker finishes an execution (``_deferring``), the execution gets no task yet:
-        the worker gives the others tasks, in start order, and runs the last one itself, after
-        yielding to the loop, so every execution starts in the order it would have with a
-        task each.
+        A worker finishing an execution (``_deferring``) takes it itself; otherwise, when no
+        worker is on its way back to the queue, a new one is created for it.
         """
         event = lane.pending.popleft()
         origin, eid, tag = lane.meta.popleft()
@@ -447,20 +457,18 @@ class Run:
             self._inherit_recoveries(ex)
         lane.active += 1
         self.running[eid] = ex
-        if self._deferring:
-            self._deferred.append(ex)
-        else:
-            ex.task = self.loop.create_task(self._work(ex))
+        self._ready.append(ex)
+        if not self._deferring and not self._idle:
+            self._add_worker()
+
+    def _add_worker(self) -> None:
+        task = self.loop.create_task(self._work())
+        self._idle.add(task)
 
     # ------------------------------------------------------------------ executing
 
-    def _release(self, ex: Execution, worker: asyncio.Task[None] | None) -> Execution | None:
-        """The execution ``ex`` is over: free its slot, start what may start.
-
-        Returns:
-            The execution ``worker`` (the task that ran ``ex``) runs next, or ``None`` (no
-            worker given, nothing to run, or the run is over).
-        """
+    def _release(self, ex: Execution) -> None:
+        """The execution ``ex`` is over: free its slot, start what may start."""
         self.running.pop(ex.id, None)
         # The task is done with ex: break Execution -> Task -> its contextvars -> Execution,
         # so finished executions are freed by refcount rather than by full GC passes.
@@ -481,33 +489,8 @@ class Run:
             elif lane.pending and not self._hold:
                 while lane.pending and lane.active < lane.limit:
                     self._start(lane)
-        return self._hand_out_started(worker)
-
-    def _hand_out_started(self, worker: asyncio.Task[None] | None) -> Execution | None:
-        """End ``_deferring``: give tasks to the executions started meanwhile, but the last.
-
-        The last one goes to ``worker`` (unless it is being cancelled): it yields to the loop
-        before running it, so it starts after the others, as its own task would have.
-        """
-        started = self._deferred
-        self._deferring = False
-        if started:
-            self._deferred = []
-            if self.status is not RunStatus.RUNNING:
-                for ex in started:  # never ran: _end left them to us
-                    self.running.pop(ex.id, None)
-                started = []
-            elif worker is not None and not worker.cancelling():
-                last = started.pop()
-                last.task = worker
-                for ex in started:
-                    ex.task = self.loop.create_task(self._work(ex))
-                return last
-            for ex in started:
-                ex.task = self.loop.create_task(self._work(ex))
         if self.status is not RunStatus.RUNNING and not self.running:
             self._resolve()
-        return None
 
     def _state_changed(
         self,

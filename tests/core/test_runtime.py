@@ -458,3 +458,78 @@ async def test_a_chain_beside_another_task_yields_to_it_at_every_step() -> None:
     await counter
     gaps = [b - a for a, b in zip(seen, seen[1:], strict=False)]
     assert gaps and min(gaps) >= 1
+
+
+class Item(Event):
+    i: int
+
+
+class Done(Event):
+    i: int
+
+
+async def test_executions_begin_in_the_order_they_started() -> None:
+    """However many workers run a fan-out, executions begin in the order they started (their
+    ids), as with a task each: a worker takes the oldest ready execution, never the one its
+    own outputs just started, so a run resumed from a snapshot begins them in the same order."""
+    from batonflow.core import Instrument
+    from batonflow.core.instrument import StepStarted
+
+    begun: list[tuple[str, int]] = []
+
+    class Recorder(Instrument):
+        def step_started(self, record: StepStarted) -> None:
+            begun.append((record.step_name, record.execution_id))
+
+    class Fan(Workflow):
+        @step
+        async def start(self, ctx: Context, ev: StartEvent) -> Item | None:
+            for i in range(40):
+                ctx.send_event(Item(i=i))
+            return None
+
+        @step(num_workers=4)
+        async def work(self, ev: Item) -> Done:
+            if ev.i % 7 == 0:
+                await asyncio.sleep(0)  # some suspend: other workers take the next ones
+            return Done(i=ev.i)
+
+        @step(num_workers=2)
+        async def join(self, ctx: Context, ev: Done) -> StopEvent | None:
+            got = ctx.collect_events(ev, Done, count=40)
+            return None if got is None else StopEvent(result=len(got))
+
+    assert await Fan(timeout=10, instruments=[Recorder()]).run() == 40
+    ids = [eid for _, eid in begun]
+    assert len(ids) == 81 and ids == sorted(ids)
+    assert {name for name, _ in begun} == {"start", "work", "join"}
+
+
+async def test_a_step_that_suspends_lets_the_next_ready_executions_begin() -> None:
+    """Executions of a num_workers step run concurrently: while one waits, the next ready
+    ones begin (here each waits until all three have begun)."""
+    arrived = 0
+    all_in = asyncio.Event()
+
+    class Barrier(Workflow):
+        @step
+        async def start(self, ctx: Context, ev: StartEvent) -> Item | None:
+            for i in range(3):
+                ctx.send_event(Item(i=i))
+            return None
+
+        @step(num_workers=3)
+        async def meet(self, ev: Item) -> Done:
+            nonlocal arrived
+            arrived += 1
+            if arrived == 3:
+                all_in.set()
+            await all_in.wait()
+            return Done(i=ev.i)
+
+        @step
+        async def join(self, ctx: Context, ev: Done) -> StopEvent | None:
+            got = ctx.collect_events(ev, Done, count=3)
+            return None if got is None else StopEvent(result=sorted(d.i for d in got))
+
+    assert await Barrier(timeout=5).run() == [0, 1, 2]

@@ -210,3 +210,30 @@ async def test_runs_started_beside_many_parked_runs_leave_nothing_for_the_gc() -
         gate.set()
     assert sum(await asyncio.gather(*handlers)) == 2_000
     assert collections == []
+
+
+async def test_a_fan_out_runs_on_a_few_worker_tasks() -> None:
+    """A fan-out whose steps never suspend runs on a handful of tasks: a worker takes the
+    next ready execution itself, and adds one worker only in case its step suspends."""
+    loop = asyncio.get_running_loop()
+    created = 0
+    previous = loop.get_task_factory()
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+        nonlocal created
+        created += 1
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    class Wide(Fan):
+        @step
+        async def join(self, ctx: Context, ev: Done) -> StopEvent | None:
+            got = ctx.collect_events(ev, Done, count=2_000)
+            return None if got is None else StopEvent(result=len(got))
+
+    flow = Wide(timeout=60)
+    loop.set_task_factory(counting)
+    try:
+        assert await flow.run(count=2_000) == 2_000
+    finally:
+        loop.set_task_factory(previous)
+    assert created <= 4
