@@ -486,6 +486,8 @@ class InMemoryStateStore(Generic[S]):
         if dirty is None:
             self._dirty = set()
             return False, encode_untyped(state, serializer)["state_data"]["_data"]
+        if not dirty:
+            return True, {}  # the step changed nothing: most steps of most runs
         present = {k: state[k] for k in dirty if k in state}
         data: dict[str, str | None] = encode_untyped(present, serializer)["state_data"]["_data"]
         data.update((k, None) for k in dirty if k not in present)
