@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import socket
 import threading
+import time
 from typing import Any
 
 
@@ -108,10 +109,21 @@ class BackgroundServer:
         app: An app from :func:`create_app`.
         host: Interface to bind (``127.0.0.1``).
         port: The port (0: any free one).
+        start_timeout: Seconds :meth:`start` waits for the server to accept requests (its
+            lifespan start-up resumes durable runs and opens stores, which takes longer on
+            a loaded machine).
     """
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, app: Any, host: str = "127.0.0.1", port: int = 0, *, start_timeout: float = 30.0
+    ) -> None:
         import uvicorn
+
+        if not start_timeout > 0:
+            raise ValueError(
+                f"start_timeout must be a positive number of seconds, got {start_timeout!r}."
+            )
+        self._start_timeout = start_timeout
 
         self._sock = bind_socket(host, port)
         self.url = f"http://{host}:{self._sock.getsockname()[1]}"
@@ -129,13 +141,17 @@ class BackgroundServer:
     def start(self) -> BackgroundServer:
         """Start serving; returns once the server accepts requests."""
         self._thread.start()
-        for _ in range(500):
-            if self._server.started:
-                return self
+        deadline = time.monotonic() + self._start_timeout
+        while not self._server.started:
             if not self._thread.is_alive():
                 raise RuntimeError("The server thread stopped during start-up; see its log.")
-            threading.Event().wait(0.01)
-        raise RuntimeError("The server did not start within 5 seconds.")
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"The server did not start within {self._start_timeout:g} seconds; "
+                    "pass a larger start_timeout= if start-up is slow here."
+                )
+            time.sleep(0.01)
+        return self
 
     def stop(self) -> None:
         """Ask the server to shut down and wait for it."""

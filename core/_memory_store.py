@@ -22,6 +22,7 @@ from ._records import (
     StoredEvent,
     answered_error,
     apply_changes,
+    check_checkpoint_id,
     check_limit,
     check_post,
     check_status,
@@ -163,8 +164,10 @@ class InMemoryCheckpointStore:
         """Store a checkpoint; a run not recorded yet is recorded as ``running``.
 
         Raises:
-            CheckpointError: The id or the run's seq is taken.
+            CheckpointError: The id or the run's seq is taken, or the id is the made id of
+                another checkpoint (see ``check_checkpoint_id``).
         """
+        check_checkpoint_id(checkpoint)
         with self._lock:
             run = self._runs.get(checkpoint.run_id)
             if run is None:

@@ -311,6 +311,48 @@ def checkpoint_taken_error(checkpoint: Checkpoint) -> CheckpointError:
     )
 
 
+def checkpoint_id(run_id: str, seq: int) -> str:
+    """The id the checkpointer gives checkpoint ``seq`` of run ``run_id``: ``"<run_id>:<seq>"``.
+
+    Unique as the run's seqs are, and made without drawing random bytes; a SQL store finds it
+    by its run and seq, without an index of ids (see ``_sql_schema.OTHER_ID``).
+    """
+    return f"{run_id}:{seq}"
+
+
+def made_id_parts(checkpoint_id: str) -> tuple[str, int] | None:
+    """``(run_id, seq)`` when ``checkpoint_id`` has the form :func:`checkpoint_id` makes."""
+    run_id, colon, seq = checkpoint_id.rpartition(":")
+    if not colon or not seq.isascii():
+        return None
+    try:
+        number = int(seq)
+    except ValueError:
+        return None
+    # Only the text checkpoint_id() writes: no sign, zeros, spaces or underscores added.
+    return (run_id, number) if str(number) == seq else None
+
+
+def check_checkpoint_id(checkpoint: Checkpoint) -> bool:
+    """Whether ``checkpoint.id`` is the one made from its run and seq; refuse an id that is
+    the made id of another checkpoint.
+
+    Raises:
+        CheckpointError: The id has the form ``"<run_id>:<seq>"`` of another run or seq.
+    """
+    if checkpoint.id == f"{checkpoint.run_id}:{checkpoint.seq}":
+        return True
+    named = made_id_parts(checkpoint.id)
+    if named is not None:
+        raise CheckpointError(
+            f"Checkpoint id {checkpoint.id!r} names checkpoint {named[1]} of run {named[0]!r}, "
+            f"but it is checkpoint {checkpoint.seq} of run {checkpoint.run_id!r}; ids of the "
+            "form '<run_id>:<seq>' are the checkpointer's: give it "
+            f"{checkpoint_id(checkpoint.run_id, checkpoint.seq)!r} or an id of another form."
+        )
+    return False
+
+
 def no_checkpoint_error(checkpoint_id: str, where: str) -> CheckpointError:
     """The error of ``get`` for a checkpoint id the store at ``where`` does not hold."""
     return CheckpointError(
@@ -330,11 +372,14 @@ __all__ = [
     "StoredEvent",
     "answered_error",
     "apply_changes",
+    "check_checkpoint_id",
     "check_limit",
     "check_post",
     "check_status",
+    "checkpoint_id",
     "checkpoint_taken_error",
     "implicit_record",
+    "made_id_parts",
     "no_checkpoint_error",
     "run_exists_error",
     "state_values",

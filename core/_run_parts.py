@@ -64,6 +64,8 @@ def restore(self: Run, snap: RunSnapshot) -> None:
 
 def stream_parts(self: Run) -> list[dict[str, Any]]:
     """The open collection streams, by step names (for snapshots)."""
+    if not self.streams:
+        return []  # most runs, at every durable checkpoint
     names = [spec.name for spec in self.graph.order]
     return [
         {

@@ -25,6 +25,7 @@ from .state import InMemoryStateStore
 
 if TYPE_CHECKING:
     from .context import Context
+    from .graph import Graph
     from .workflow import Workflow
 
 FORMAT = "batonflow.context"
@@ -89,8 +90,7 @@ def _serializer(ctx: Context[Any], serializer: BaseSerializer | None) -> BaseSer
     return JsonSerializer()
 
 
-def _register(ctx: Context[Any]) -> None:
-    graph = ctx._workflow._graph()
+def _register(graph: Graph) -> None:
     if graph.registered:
         return  # once per graph, not at every checkpoint
     register_models(*graph.events)
@@ -113,9 +113,11 @@ def dump(
 ) -> dict[str, Any]:
     """The JSON-compatible snapshot of ``ctx`` (see ``Context.to_dict``)."""
     ser = _serializer(ctx, serializer)
-    graph = ctx._workflow._graph()
+    run = ctx._run
+    # A live run holds its graph: no lookup of the workflow's (at every durable step).
+    graph = run.graph if run is not None else ctx._workflow._graph()
     if not graph.registered:
-        _register(ctx)
+        _register(graph)
 
     def enc(event: Event, where: str) -> str:
         try:
@@ -133,7 +135,6 @@ def dump(
         "meta": dict(ctx.meta),
         "state": ctx.store.to_dict(ser) if include_state else None,
     }
-    run = ctx._run
     snap = ctx._snapshot
     if run is not None:
         cancelled = run.cancelled_view
@@ -146,10 +147,11 @@ def dump(
             queued, in_progress = run.snapshot_parts()
             waiters = list(run.waiters.values())
             data["is_running"] = run.status is RunStatus.RUNNING
-            pending = run.stream.pending() if data["is_running"] else []
-        if run.stream.recorder is not None:
             # A durable run's stream events are in its store's event log, recorded once when
-            # written: a checkpoint does not carry (nor re-encode) the ones nobody read yet.
+            # written: a checkpoint does not carry (nor copy, nor re-encode) the unread ones.
+            recorded = run.stream.recorder is not None
+            pending = run.stream.pending() if data["is_running"] and not recorded else []
+        if run.stream.recorder is not None:
             pending = []
         data["queue"] = [
             {
@@ -338,7 +340,7 @@ def restore_into(ctx: Context[Any], data: Any, serializer: BaseSerializer | None
     ):
         raise _bad("'steps' is not a list of step names")
     ser = _serializer(ctx, serializer)
-    _register(ctx)
+    _register(graph)
 
     def dec(text: Any, where: str) -> Event:
         if not isinstance(text, str):

@@ -1,6 +1,6 @@
 """The run store's SQL, written once for every dialect: its tables, rows and statements.
 
-:data:`TABLES` is the schema (version 2) column by column, :func:`create_statements` creates
+:data:`TABLES` is the schema (version 3) column by column, :func:`create_statements` creates
 it, :func:`run_row`/:func:`checkpoint_row` turn records into rows of it, and
 :class:`Statements` holds every statement :class:`~batonflow.core._sql_store.SqlRunStore`
 makes, in a dialect's parameter style. The SQL is what SQLite (3.35 and later) and PostgreSQL
@@ -17,9 +17,10 @@ from ._records import Checkpoint, RunRecord
 from .errors import CheckpointError
 from .serialization import compact_json
 
-#: The tables of schema version 2, column by column. ``REAL`` is the dialect's double type
+#: The tables of schema version 3, column by column. ``REAL`` is the dialect's double type
 #: (``DOUBLE PRECISION`` on PostgreSQL). The columns' order is the order of the records'
 #: fields; the SQLite file of version 1 had the first columns of the first two tables.
+#: Version 3 took the primary key off ``checkpoints.id`` (see :data:`OTHER_ID`).
 TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "checkpoint_runs": (
         ("run_id", "TEXT PRIMARY KEY"),
@@ -41,7 +42,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("lease_until", "REAL"),
     ),
     "checkpoints": (
-        ("id", "TEXT PRIMARY KEY"),
+        ("id", "TEXT NOT NULL"),
         ("run_id", "TEXT NOT NULL"),
         ("seq", "INTEGER NOT NULL"),
         ("workflow_name", "TEXT NOT NULL"),
@@ -76,9 +77,16 @@ _KEYS = {
     # One question takes one answer: an answer's key is "answer:<seq of the question>".
     "run_inbox": ("PRIMARY KEY (run_id, seq)", "UNIQUE (run_id, key)"),
 }
+#: The checkpoints whose id is not the one made from their run and seq (``"<run_id>:<seq>"``,
+#: see :func:`~batonflow.core._records.checkpoint_id`): ids given by a caller, and those of
+#: version 2 (random). Only these are indexed by id; a made id is found by its run and seq in
+#: the ``(run_id, seq)`` index, so the durable step's insert writes two b-trees, not three.
+OTHER_ID = "id <> run_id || ':' || CAST(seq AS TEXT)"
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS checkpoint_runs_by_status "
     "ON checkpoint_runs (status, workflow_name)",
+    f"CREATE UNIQUE INDEX IF NOT EXISTS checkpoints_by_other_id ON checkpoints (id) "
+    f"WHERE {OTHER_ID}",
 )
 
 
@@ -87,18 +95,21 @@ def column_type(kind: str, real: str = "REAL") -> str:
     return kind.replace("REAL", real, 1) if kind.startswith("REAL") else kind
 
 
-def create_statements(real: str = "REAL") -> tuple[str, ...]:
-    """``CREATE ... IF NOT EXISTS`` for every table and index of the current version."""
-    tables = tuple(
-        f"CREATE TABLE IF NOT EXISTS {table} ("
+def create_table(table: str, real: str = "REAL", *, name: str | None = None) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` for ``table`` of the current version (named ``name``)."""
+    return (
+        f"CREATE TABLE IF NOT EXISTS {name or table} ("
         + ", ".join(
-            [f"{name} {column_type(kind, real)}" for name, kind in columns]
+            [f"{column} {column_type(kind, real)}" for column, kind in TABLES[table]]
             + list(_KEYS.get(table, ()))
         )
         + ")"
-        for table, columns in TABLES.items()
     )
-    return tables + _INDEXES
+
+
+def create_statements(real: str = "REAL") -> tuple[str, ...]:
+    """``CREATE ... IF NOT EXISTS`` for every table and index of the current version."""
+    return tuple(create_table(table, real) for table in TABLES) + _INDEXES
 
 
 #: The checkpoint columns, in the order of :func:`checkpoint_row`.
@@ -147,13 +158,27 @@ def checkpoint_row(checkpoint: Checkpoint) -> tuple[Any, ...]:
         checkpoint.workflow_name,
         checkpoint.step_name,
         checkpoint.input_event_type,
-        json.dumps(list(checkpoint.output_event_types)),
+        _types_json(checkpoint.output_event_types),
         checkpoint.created_at,
         ctx_json,
         checkpoint.final_event,
         checkpoint.inbox_seq,
         None if checkpoint.state_changes is None else int(checkpoint.state_changes),
     )
+
+
+#: ``output_event_types`` as JSON, by tuple: a workflow has few distinct ones, and a durable
+#: step would encode the same list at every checkpoint. Bounded (see :func:`_types_json`).
+_TYPES_JSON: dict[tuple[str, ...], str] = {}
+
+
+def _types_json(types: tuple[str, ...]) -> str:
+    text = _TYPES_JSON.get(types)
+    if text is None:
+        text = json.dumps(list(types))
+        if len(_TYPES_JSON) < 1024:  # a fan-out of many kinds cannot grow it without bound
+            _TYPES_JSON[types] = text
+    return text
 
 
 def _marks(n: int) -> str:
@@ -174,6 +199,7 @@ class Statements:
     list_checkpoints: str
     latest_checkpoint: str
     get_checkpoint: str
+    get_made_checkpoint: str
     last_whole_state: str
     state_changes: str
     append_event: str
@@ -208,7 +234,12 @@ class Statements:
             f"VALUES ({_marks(12)})",
             "list_checkpoints": f"{checkpoints} WHERE run_id = ? ORDER BY seq",
             "latest_checkpoint": f"{checkpoints} WHERE run_id = ? ORDER BY seq DESC LIMIT 1",
-            "get_checkpoint": f"{checkpoints} WHERE id = ?",
+            # An id given by a caller (or version 2's), through the index of those ids: the
+            # query repeats the index's condition word for word, so both SQLite and PostgreSQL
+            # see that the index applies.
+            "get_checkpoint": f"{checkpoints} WHERE id = ? AND {OTHER_ID}",
+            # A made id "<run_id>:<seq>", through the (run_id, seq) index.
+            "get_made_checkpoint": f"{checkpoints} WHERE run_id = ? AND seq = ? AND id = ?",
             "last_whole_state": "SELECT COALESCE(MAX(seq), 0) FROM checkpoints "
             "WHERE run_id = ? AND seq <= ? AND state_mode = 0",
             "state_changes": f"SELECT {state_json} FROM checkpoints WHERE run_id = ? "
@@ -243,11 +274,13 @@ class Statements:
 
 __all__ = [
     "CHECKPOINT_COLUMNS",
+    "OTHER_ID",
     "RUN_COLUMNS",
     "TABLES",
     "Statements",
     "checkpoint_row",
     "column_type",
     "create_statements",
+    "create_table",
     "run_row",
 ]

@@ -40,10 +40,12 @@ from ._records import (
     StoredEvent,
     answered_error,
     apply_changes,
+    check_checkpoint_id,
     check_limit,
     check_post,
     check_status,
     checkpoint_taken_error,
+    made_id_parts,
     no_checkpoint_error,
     run_exists_error,
     state_values,
@@ -238,10 +240,12 @@ class SqlRunStore:
         A run that was not recorded with :meth:`create_run` is recorded as ``running``.
 
         Raises:
-            CheckpointError: A checkpoint with the same id or ``(run_id, seq)`` exists, or the
+            CheckpointError: A checkpoint with the same id or ``(run_id, seq)`` exists, its id
+                is the made id of another checkpoint (see ``check_checkpoint_id``), or the
                 context cannot be written as JSON.
             StoreFullError: The disk is full; nothing was written.
         """
+        check_checkpoint_id(checkpoint)
         row = checkpoint_row(checkpoint)
         if checkpoint.run_id in self._recorded:
             self._put_recorded(checkpoint, row)
@@ -281,7 +285,12 @@ class SqlRunStore:
         Raises:
             CheckpointError: No checkpoint has that id.
         """
-        rows = self._query(self.sql.get_checkpoint, (checkpoint_id,))
+        made = made_id_parts(checkpoint_id)
+        rows: builtins.list[tuple[Any, ...]] = []
+        if made is not None:
+            rows = self._query(self.sql.get_made_checkpoint, (*made, checkpoint_id))
+        if not rows:
+            rows = self._query(self.sql.get_checkpoint, (checkpoint_id,))
         if not rows:
             raise no_checkpoint_error(checkpoint_id, self._where)
         return self._checkpoint(rows[0])

@@ -1,4 +1,4 @@
-"""The SQLite run store's schema: the migration from version 1, and SQLite's errors by name.
+"""The SQLite run store's schema: the migrations from versions 1 and 2, and SQLite's errors.
 
 Kept apart from :mod:`batonflow.core._sqlite_store` (the store's operations) so each stays one
 concept: this module knows what the file looks like and how to tell SQLite's errors apart.
@@ -10,7 +10,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from ._sql_schema import CHECKPOINT_COLUMNS, TABLES, create_statements
+from ._sql_schema import CHECKPOINT_COLUMNS, TABLES, create_statements, create_table
 from .errors import (
     CheckpointError,
     StoreCorruptError,
@@ -39,11 +39,37 @@ def create_private(path: Path) -> None:
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """Bring a fresh or version-1 file to version 2 (inside the set-up transaction)."""
+    """Bring a fresh, version-1 or version-2 file to version 3 (inside the set-up transaction)."""
     # A fresh file gets the tables whole; a version-1 file keeps its two tables, which get
     # the columns version 2 added (in the same order, so both files read alike).
     for statement in create_statements():
         conn.execute(statement)
+    _add_version_2(conn)
+    # Version 3: checkpoints without the primary key on id (one index less per insert).
+    if any(row[3] == "pk" for row in conn.execute("PRAGMA index_list(checkpoints)")):
+        _rebuild_checkpoints(conn)
+
+
+def _rebuild_checkpoints(conn: sqlite3.Connection) -> None:
+    """Copy the checkpoints into a table of version 3: SQLite cannot drop a primary key.
+
+    Every row keeps its id: the random ids of version 2 (and version 1's) are not of the
+    ``"<run_id>:<seq>"`` form, so the index of such ids holds them and ``get`` finds them.
+    """
+    conn.execute("DROP TABLE IF EXISTS checkpoints_v3")
+    conn.execute(create_table("checkpoints", name="checkpoints_v3"))
+    conn.execute(
+        f"INSERT INTO checkpoints_v3 ({CHECKPOINT_COLUMNS}) "
+        f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints ORDER BY run_id, seq"
+    )
+    conn.execute("DROP TABLE checkpoints")  # with its indexes
+    conn.execute("ALTER TABLE checkpoints_v3 RENAME TO checkpoints")
+    for statement in create_statements():  # the indexes of the new table
+        conn.execute(statement)
+
+
+def _add_version_2(conn: sqlite3.Connection) -> None:
+    """Version 2: the new columns of version 1's tables, its statuses and server tables."""
     for table, first in _V1_COLUMNS.items():
         have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
         for name, kind in TABLES[table][first:]:

@@ -9,7 +9,8 @@ Tables (a file can hold other components' tables too):
 * ``schema_version(component, version)``: one row per component; ours is ``checkpoints``.
 * ``checkpoint_runs``: one row per run (workflow, status, start event, result or error, who
   runs it, what it waits for).
-* ``checkpoints``: one row per checkpoint, ``ctx_data`` as JSON text, unique ``(run_id, seq)``.
+* ``checkpoints``: one row per checkpoint, ``ctx_data`` as JSON text, unique ``(run_id, seq)``
+  (and unique ``id``: an id not of the form ``"<run_id>:<seq>"`` is in an index of its own).
   A checkpoint's ``ctx_data`` may hold only the untyped state keys its step changed
   (``state_mode`` 1; 0 for a whole state), so it writes what changed, not what the run holds;
   reading it back applies the changes since the last whole state.
@@ -18,8 +19,11 @@ Tables (a file can hold other components' tables too):
   answer.
 
 Versions: 1 (the first release: runs and checkpoints only, plus the server's own
-``server_runs``/``server_events``/``flow_refs`` tables) is migrated in place to 2, in one
-transaction; the server's records move into the one store.
+``server_runs``/``server_events``/``flow_refs`` tables) and 2 are migrated in place to 3, in one
+transaction; the server's records move into the one store. Version 3 has no primary key on
+``checkpoints.id``: the ids the checkpointer makes (``"<run_id>:<seq>"``) are found through the
+``(run_id, seq)`` index, and only other ids are indexed, so a checkpoint's insert writes two
+b-trees, not three.
 
 One connection per store, used under a lock (``check_same_thread=False``), in autocommit mode
 with explicit ``BEGIN IMMEDIATE`` transactions, so concurrent writers in other processes wait on
@@ -47,7 +51,7 @@ from ._sql_store import SqlRunStore
 from ._sqlite_schema import create_private, is_locked, migrate, opening_error, store_error
 from .errors import CheckpointError, StoreCorruptError, StoreLockedError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 COMPONENT = "checkpoints"
 T = TypeVar("T")
 
@@ -146,8 +150,8 @@ class SqliteCheckpointStore(SqlRunStore):
             if row is not None and version < 1:
                 raise CheckpointError(
                     f"{os.fspath(self.path)!r} holds checkpoints of an older batonflow (schema "
-                    f"version {version}, this one migrates 1 to {SCHEMA_VERSION}); finish those "
-                    "runs with the version that wrote them, or move the file away."
+                    f"version {version}, this one migrates 1 and 2 to {SCHEMA_VERSION}); finish "
+                    "those runs with the version that wrote them, or move the file away."
                 )
             if version > SCHEMA_VERSION:
                 raise CheckpointError(

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import sys
 from collections import deque
-from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+from collections.abc import Awaitable, ItemsView, Iterator, Mapping, ValuesView
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from pydantic import BaseModel
@@ -31,11 +32,24 @@ from ._state_types import DictState
 if TYPE_CHECKING:
     from .state import InMemoryStateStore
 
+#: asyncio's table of the task each running loop runs now, read directly on Python 3.11
+#: (see ``InMemoryStateStore._running_task``); ``None`` from 3.12 on.
+RUNNING_TASKS: Final[dict[Any, asyncio.Task[Any]] | None] = (
+    getattr(asyncio.tasks, "_current_tasks", None) if sys.version_info < (3, 12) else None
+)
+
 #: A key the state did not have before the block (in the undo log).
 _ABSENT: Final[Any] = object()
 
 #: Value types that cannot be mutated in place: an edit never needs to copy them.
 ATOMIC: Final = frozenset((str, int, float, bool, type(None), bytes, complex))
+
+
+# The dict methods EditingState's hot paths call, as globals (a global is cheaper to reach
+# than an attribute of ``dict``).
+_dict_get = dict.get
+_dict_getitem = dict.__getitem__
+_dict_setitem = dict.__setitem__
 
 
 class EditingState(DictState):
@@ -51,7 +65,7 @@ class EditingState(DictState):
     __slots__ = ()
 
     def __getitem__(self, key: str) -> Any:
-        value = dict.__getitem__(self, key)
+        value = _dict_getitem(self, key)
         if type(value) in ATOMIC:
             return value  # immutable: nothing to copy or to remember
         log = self._bf_edit_log
@@ -67,9 +81,11 @@ class EditingState(DictState):
 
     def __setitem__(self, key: str, value: Any) -> None:
         log = self._bf_edit_log
-        if log is not None and key not in log.undo:
-            log.undo[key] = dict.get(self, key, _ABSENT)
-        dict.__setitem__(self, key, value)
+        if log is not None:
+            undo = log.undo
+            if key not in undo:
+                undo[key] = _dict_get(self, key, _ABSENT)
+        _dict_setitem(self, key, value)
 
     def __delitem__(self, key: str) -> None:
         if not dict.__contains__(self, key):
@@ -80,7 +96,7 @@ class EditingState(DictState):
         dict.__delitem__(self, key)
 
     def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
-        value = dict.get(self, key, _ABSENT)
+        value = _dict_get(self, key, _ABSENT)
         if value is _ABSENT:
             return default
         if type(value) in ATOMIC:
@@ -202,15 +218,24 @@ class StateEdit(Mapping[str, Any]):
 
     As a mapping it is the state from before the block: other steps read the committed
     state through it (``store._committed``), a key being looked up in the undo log first, then
-    in the dict being edited. A plain class rather than an ``@asynccontextmanager``
-    generator: the generator machinery alone cost more than the whole edit.
+    in the dict being edited.
+
+    Why it is built the way it is (an increment in an edit block cost 2.5 µs, five times a
+    ``get`` + ``set``, before): ``__aenter__`` and ``__aexit__`` are plain methods that do
+    their work at once and return an already-finished future, which ``await`` reads without a
+    loop turn; a coroutine only exists when the lock is taken and the block must wait. The
+    store keeps one ``StateEdit`` and hands it out again once its block has ended (a second
+    ``edit_state()`` while it is out, nested or from another task, gets a new one), so an
+    uncontended block allocates nothing but its undo log.
     """
 
-    __slots__ = ("_committed", "_live", "_nested", "_store", "memo", "undo")
+    __slots__ = ("_committed", "_live", "_nested", "_out", "_store", "memo", "undo")
 
     def __init__(self, store: InMemoryStateStore[Any]) -> None:
         self._store = store
         self._nested = False
+        #: Handed out by ``edit_state()`` and its block not ended yet.
+        self._out = False
         self._committed: Any = None
         self._live: DictState | None = None
         #: Key -> its value before the block (``_ABSENT``: no such key then), for every key
@@ -250,68 +275,130 @@ class StateEdit(Mapping[str, Any]):
 
     # -- the block ------------------------------------------------------------------------
 
-    async def __aenter__(self) -> Any:
+    def __aenter__(self) -> Awaitable[Any]:
         store = self._store
-        task = asyncio.current_task()
-        if store._owner is not None and store._owner is task:
-            self._nested = True  # nested edit in the same task: part of the outer one
-            return store._state
+        task: asyncio.Task[Any] | None
+        if RUNNING_TASKS is not None:
+            try:
+                task = RUNNING_TASKS[store._loop]  # store._running_task(), inline
+            except KeyError:
+                task = store._running_task()
+        else:
+            task = asyncio.current_task()
+        owner = store._owner
+        if owner is not None:
+            if owner is task:
+                self._nested = True  # nested edit in the same task: part of the outer one
+                return store._finished(store._state)
+            return self._enter_after_turn(task)  # another task's block is open: wait
         lock = store._lock
         if lock.locked or lock.waiters:
-            await lock.wait_turn()
-        else:
-            lock.locked = True  # TurnLock.try_take, inline: this is the hot path
+            return self._enter_after_turn(task)
+        lock.locked = True  # TurnLock.try_take, inline: this is the hot path
+        return self._begin(store, task)
+
+    async def _enter_after_turn(self, task: asyncio.Task[Any] | None) -> Any:
+        try:
+            await self._store._lock.wait_turn()
+        except BaseException:
+            self._out = False  # the block never opened: the store may hand this out again
+            raise
+        return await self._begin(self._store, task)
+
+    def _begin(
+        self, store: InMemoryStateStore[Any], task: asyncio.Task[Any] | None
+    ) -> asyncio.Future[Any]:
+        """Open the block for ``task``, which holds the lock; the future yields its state."""
         store._owner = task
         state = store._state
         if type(state) is DictState:
             self._live = state
             store._committed = self
-            _set_log(state, self)
+            try:
+                bound = state._bf_edit_log is self
+            except AttributeError:
+                bound = False  # a DictState never edited before
+            if not bound:
+                _set_log(state, self)  # stays set after the block: only EditingState reads it
             _set_class(state, EditingState)
-            return state
+            entered = store._entered
+            if entered is None or store._entered_state is not state:
+                entered = store._entered = store._finished(state)
+                store._entered_state = state
+            return entered
         # Typed state: edit a copy; the committed model stays what other steps read.
         self._committed = store._committed = state
         working = store._state = copy_state(state)
-        return working
+        return store._finished(working)
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, *_: object) -> bool:
-        if self._nested:
-            return False
+    def __aexit__(self, exc_type: type[BaseException] | None, *_: object) -> asyncio.Future[bool]:
         store = self._store
+        false = store._false or store._finished_false()
         live = self._live
+        if exc_type is not None or live is None or self._nested or store._state is not live:
+            self._end(store, live, exc_type is None)
+            self._store = None  # type: ignore[assignment]
+            return false
+        # An untyped block that ended normally, the hot path.
+        self._live = None
+        _set_class(live, DictState)
+        undo = self.undo
+        if undo:
+            self.undo = {}
+            self.memo = None
+            dirty = store._dirty  # what durable checkpoints write
+            if dirty is not None:
+                dirty.update(undo)
+        self._release(store)
+        return false
+
+    def _end(self, store: InMemoryStateStore[Any], live: DictState | None, keep: bool) -> None:
+        """End a block other than an untyped one that ended normally."""
+        if self._nested:
+            self._nested = False
+            self._out = False
+            return
         try:
             if live is not None:
-                self._end_untyped(store, live, exc_type is None)
+                self._live = None
+                _set_class(live, DictState)
+                undo, self.undo, self.memo = self.undo, {}, None
+                if not keep:
+                    _roll_back(live, undo)
+                    store._state = live  # also undoes a set_state() inside the block
+                elif store._state is not live:
+                    store._state = store._checked(store._state)  # set_state() in the block
+                else:
+                    store._mark_changed(undo)
             else:
+                committed, self._committed = self._committed, None
                 try:
-                    if exc_type is None:
-                        store._state = store._checked(store._state)
-                    else:
-                        store._state = self._committed
+                    store._state = store._checked(store._state) if keep else committed
                 except BaseException:
-                    store._state = self._committed
+                    store._state = committed
                     raise
         finally:
-            store._owner = None
-            store._committed = None
-            store._lock.release()
-        return False
+            self._release(store)
 
-    def _end_untyped(self, store: InMemoryStateStore[Any], live: DictState, keep: bool) -> None:
-        _set_class(live, DictState)
-        _set_log(live, None)
-        if keep:
-            if store._state is not live:
-                store._state = store._checked(store._state)  # set_state() inside the block
-            else:
-                store._mark_changed(self.undo)  # what durable checkpoints write
-            return
-        for key, before in self.undo.items():
-            if before is _ABSENT:
-                dict.pop(live, key, None)
-            else:
-                dict.__setitem__(live, key, before)
-        store._state = live
+    def _release(self, store: InMemoryStateStore[Any]) -> None:
+        store._owner = None
+        store._committed = None
+        self._out = False
+        self._store = None  # type: ignore[assignment]
+        lock = store._lock
+        if lock.waiters:
+            lock.release()
+        else:
+            lock.locked = False
+
+
+def _roll_back(live: DictState, undo: dict[str, Any]) -> None:
+    """Put back the values a failed block changed."""
+    for key, before in undo.items():
+        if before is _ABSENT:
+            dict.pop(live, key, None)
+        else:
+            dict.__setitem__(live, key, before)
 
 
 def copy_state(state: Any) -> Any:

@@ -63,6 +63,11 @@ class DictState(dict[str, Any]):
         except KeyError:
             raise AttributeError(name) from None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Copies and pickles are of the keys only: the edit-log slot (which may still name
+        # the store's last edit block) is not part of the state.
+        return (DictState, (dict(self),))
+
     def to_dict(self) -> dict[str, Any]:
         """A plain ``dict`` copy (shallow) of the state."""
         return dict(self)

@@ -34,7 +34,16 @@ from typing import TYPE_CHECKING, Any
 
 from . import _checkpoint_query
 from ._memory_store import InMemoryCheckpointStore
-from ._records import STATUSES, Checkpoint, InboxItem, RunRecord, StoredEvent, with_state_values
+from ._records import (
+    STATUSES,
+    Checkpoint,
+    InboxItem,
+    RunRecord,
+    StoredEvent,
+    checkpoint_id,
+    with_state_values,
+)
+from ._snapshot import dump
 from ._sqlite_store import SqliteCheckpointStore
 from ._state_serde import encode_untyped
 from ._store import CheckpointStore, encode, event_body, outcome
@@ -570,8 +579,6 @@ class WorkflowCheckpointer:
         :class:`Checkpoint`); a state store that cannot tell its changes gives the whole
         state (``None``).
         """
-        from ._snapshot import dump
-
         take = getattr(ctx.store, "take_changes", None)
         changes = take(self.serializer) if take is not None else None
         if changes is None:
@@ -598,9 +605,10 @@ class WorkflowCheckpointer:
         state_changes: bool | None = None,
         events: tuple[Event | None, Event | None] = (None, None),
     ) -> None:
+        seq = next(self._seq[run_id])
         self.store.put(
             Checkpoint(
-                id=_new_id(),
+                id=checkpoint_id(run_id, seq),
                 run_id=run_id,
                 workflow_name=self.workflow.workflow_name,
                 step_name=step_name,
@@ -608,7 +616,7 @@ class WorkflowCheckpointer:
                 output_event_types=tuple(qualified_name(type(e)) for e in outputs),
                 created_at=created_at if created_at is not None else time.time(),
                 ctx_data=ctx_data,
-                seq=next(self._seq[run_id]),
+                seq=seq,
                 final_event=final_event,
                 inbox_seq=self._inbox.get(run_id, 0),
                 state_changes=state_changes,
@@ -643,14 +651,6 @@ class WorkflowCheckpointer:
     # Reading the checkpoints back: _checkpoint_query.py.
     checkpoints = property(_checkpoint_query.checkpoints)
     filter_checkpoints = _checkpoint_query.filter_checkpoints
-
-
-def _new_id() -> str:
-    """A random version-4 UUID as 32 hex digits: ``uuid.uuid4().hex`` without the UUID object."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = raw[6] & 0x0F | 0x40
-    raw[8] = raw[8] & 0x3F | 0x80
-    return raw.hex()
 
 
 __all__ = [

@@ -38,7 +38,7 @@ import typing
 import uuid
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from pathlib import Path, PurePath
 from typing import Any
@@ -59,10 +59,37 @@ from .events import (
 
 TAG = "__bf__"
 
-#: ``json.dumps(value, separators=(",", ":"))`` without building an encoder at every call
-#: (``json.dumps`` caches one only for its default arguments): a checkpoint encodes several
-#: values per step.
-compact_json = json.JSONEncoder(separators=(",", ":")).encode
+
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _compact_encoder() -> Callable[[Any], str]:
+    """``json.dumps(value, separators=(",", ":"))`` on one C encoder made once.
+
+    ``JSONEncoder.encode`` makes a new C encoder (and a dict of the containers met, to find
+    cycles) at every call; a durable step encodes its queued events and its checkpoint, so
+    this holds one without that dict. A value that contains itself raises ``RecursionError``
+    instead of ``ValueError``: what is encoded here is a serializer's tree (``encode`` finds
+    cycles itself) or a snapshot, whose callers catch both.
+    """
+    from json import encoder
+
+    make = getattr(encoder, "c_make_encoder", None)  # not in typeshed: CPython's _json
+    if make is None:  # pragma: no cover - a Python built without the _json accelerator
+        return json.JSONEncoder(separators=(",", ":")).encode
+    held = make(
+        None, _not_json, encoder.encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+
+    def compact_json(value: Any) -> str:
+        return "".join(held(value, 0))
+
+    return compact_json
+
+
+#: ``json.dumps(value, separators=(",", ":"))``, ASCII only: see :func:`_compact_encoder`.
+compact_json = _compact_encoder()
 
 #: Values ``_encode`` writes as they are (exact types: subclasses take the long way).
 _PLAIN = frozenset({str, int, float, bool, type(None)})

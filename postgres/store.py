@@ -54,7 +54,7 @@ from batonflow.core.errors import (
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 COMPONENT = "checkpoints"
 EVENTS_CHANNEL = "batonflow_events"
 INBOX_CHANNEL = "batonflow_inbox"
@@ -63,10 +63,17 @@ T = TypeVar("T")
 #: The server's clock, so leases do not depend on the replicas' clocks agreeing.
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
 
-#: Version 2 is the first PostgreSQL schema: the tables of core's SQL store, as they are.
+#: Version 2 is the first PostgreSQL schema: the tables of core's SQL store, as they are
+#: (those of the current version: a new database gets them whole, and the later migrations
+#: find nothing left to do).
 _SCHEMA = create_statements(real="DOUBLE PRECISION")
 #: What each version adds, applied in order to a database at an older version.
-_MIGRATIONS: dict[int, tuple[str, ...]] = {2: _SCHEMA}
+_MIGRATIONS: dict[int, tuple[str, ...]] = {
+    2: _SCHEMA,
+    # No primary key on checkpoints.id: only ids not of the "<run_id>:<seq>" form the
+    # checkpointer makes are indexed (the index of _SCHEMA), the others are found by run and seq.
+    3: ("ALTER TABLE checkpoints DROP CONSTRAINT IF EXISTS checkpoints_pkey", *_SCHEMA),
+}
 
 _SQL = replace(
     Statements.build("%s", state_json="(ctx_data::json -> 'state')::text", lock_row=" FOR UPDATE"),

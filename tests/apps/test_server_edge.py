@@ -166,3 +166,39 @@ def test_a_port_in_use_is_a_clear_error():
             bind_socket("127.0.0.1", port)
     finally:
         taken.close()
+
+
+def _slow_start_app(seconds: float):
+    """An ASGI app whose lifespan start-up takes ``seconds`` (as resuming many runs can)."""
+    import contextlib
+
+    from fastapi import FastAPI
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        await asyncio.sleep(seconds)
+        yield
+
+    return FastAPI(lifespan=lifespan)
+
+
+def test_background_server_waits_for_a_slow_start_up_within_its_timeout():
+    """A slow lifespan start-up is waited for, up to start_timeout (30 s by default)."""
+    from batonflow.apps.server import BackgroundServer
+
+    with BackgroundServer(_slow_start_app(0.5), start_timeout=10) as server:
+        assert server.url.startswith("http://127.0.0.1:")
+
+
+def test_background_server_start_timeout_is_a_clear_error():
+    """A start-up longer than start_timeout raises, naming the timeout and what to pass."""
+    from batonflow.apps.server import BackgroundServer
+
+    server = BackgroundServer(_slow_start_app(3), start_timeout=0.2)
+    try:
+        with pytest.raises(RuntimeError, match=r"within 0\.2 seconds; pass a larger start_timeout"):
+            server.start()
+    finally:
+        server.stop()
+    with pytest.raises(ValueError, match="start_timeout must be a positive number"):
+        BackgroundServer(_slow_start_app(0), start_timeout=0)

@@ -123,7 +123,7 @@ async def test_sqlite_store_uses_wal_mode(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "runs.db")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("SELECT component, version FROM schema_version").fetchall() == [
-        ("checkpoints", 2)
+        ("checkpoints", 3)
     ]
     conn.close()
 
@@ -156,7 +156,7 @@ async def test_sqlite_store_rejects_a_file_that_is_not_sqlite(tmp_path: Path) ->
         pytest.param(0, r"holds checkpoints of an older batonflow \(schema version 0", id="older"),
         pytest.param(
             7,
-            r"holds checkpoints of a newer batonflow \(schema version 7, this one reads up to 2\)",
+            r"holds checkpoints of a newer batonflow \(schema version 7, this one reads up to 3\)",
             id="newer",
         ),
     ],
@@ -203,6 +203,11 @@ async def test_sqlite_store_rejects_non_json_ctx_data(tmp_path: Path) -> None:
     with SqliteCheckpointStore(tmp_path / "runs.db") as s:
         with pytest.raises(CheckpointError, match=r"ctx_data that is not JSON .*ctx.to_dict\(\)"):
             s.put(make_checkpoint(ctx={"x": object()}))
+        looped: dict[str, object] = {}
+        looped["self"] = looped
+        with pytest.raises(CheckpointError, match=r"ctx_data that is not JSON .*ctx.to_dict\(\)"):
+            s.put(make_checkpoint(ctx={"x": [looped]}))
+        assert s.list("r1") == []
 
 
 async def test_sqlite_store_closed(tmp_path: Path) -> None:

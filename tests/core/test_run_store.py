@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import stat
@@ -13,13 +14,20 @@ import pytest
 from batonflow.core import (
     CheckpointError,
     CheckpointStore,
+    HumanResponseEvent,
     InMemoryCheckpointStore,
+    InputRequiredEvent,
     RunConflictError,
     SqliteCheckpointStore,
+    StartEvent,
+    StopEvent,
     StoreCorruptError,
     StoreReadOnlyError,
+    Workflow,
+    WorkflowCheckpointer,
+    step,
 )
-from batonflow.core._sql_schema import TABLES
+from batonflow.core._sql_schema import TABLES, create_table
 from batonflow.core._sqlite_schema import store_error
 from batonflow.core.checkpoints import Checkpoint, RunRecord
 
@@ -270,7 +278,7 @@ async def test_a_version_1_file_is_migrated_into_the_one_store(tmp_path: Path) -
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     version = conn.execute("SELECT version FROM schema_version").fetchone()[0]
     conn.close()
-    assert version == 2 and not {"server_runs", "server_events", "flow_refs"} & tables
+    assert version == 3 and not {"server_runs", "server_events", "flow_refs"} & tables
     conn = sqlite3.connect(path)
     columns = {
         table: [row[1] for row in conn.execute(f"PRAGMA table_info({table})")] for table in TABLES
@@ -278,3 +286,84 @@ async def test_a_version_1_file_is_migrated_into_the_one_store(tmp_path: Path) -
     conn.close()
     # The migrated file has the columns of a fresh one, in the same order.
     assert columns == {table: [name for name, _ in cols] for table, cols in TABLES.items()}
+
+
+class _Asks(Workflow):
+    """Counts a step, asks a question, then returns the answer."""
+
+    @step
+    async def count(self, ev: StartEvent) -> InputRequiredEvent:
+        return InputRequiredEvent(prefix="go?")
+
+    @step
+    async def answer(self, ev: HumanResponseEvent) -> StopEvent:
+        return StopEvent(result=ev.response)
+
+
+def _as_version_2(path: Path) -> None:
+    """Rewrite the file as version 2 had it: ``checkpoints.id`` its primary key (an index of
+    every id), the ids random hex as version 2's checkpointer made them."""
+    v2_table = create_table("checkpoints", name="checkpoints_v2").replace(
+        "id TEXT NOT NULL", "id TEXT PRIMARY KEY", 1
+    )
+    columns = ", ".join(name for name, _ in TABLES["checkpoints"])
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        f"""
+        {v2_table};
+        INSERT INTO checkpoints_v2 ({columns}) SELECT lower(hex(randomblob(16))),
+            {columns.split(", ", 1)[1]} FROM checkpoints;
+        DROP TABLE checkpoints;
+        ALTER TABLE checkpoints_v2 RENAME TO checkpoints;
+        UPDATE schema_version SET version = 2;
+        """
+    )
+    conn.close()
+
+
+def _indexes(path: Path) -> dict[str, tuple[str, int]]:
+    """The checkpoints table's indexes: name -> (origin, partial)."""
+    conn = sqlite3.connect(path)
+    rows = conn.execute("PRAGMA index_list(checkpoints)").fetchall()
+    conn.close()
+    return {row[1]: (row[3], row[4]) for row in rows}
+
+
+async def test_a_version_2_file_is_migrated_and_its_runs_resume(tmp_path: Path) -> None:
+    """A version-2 file (an index of every checkpoint id, random ids) opens as version 3: no
+    primary key on id, the old ids still found by get(), and a run it held resumes, its new
+    checkpoints with made ids that no index of ids holds."""
+    path = tmp_path / "runs.db"
+    with SqliteCheckpointStore(path) as store:
+        first = WorkflowCheckpointer(_Asks(timeout=None), store=store)
+        handler = first.run(run_id="r")
+        while store.run("r").status != "waiting":  # type: ignore[union-attr]
+            await asyncio.sleep(0.005)
+        first.release("r")  # the record stays "waiting", as after a server's shutdown
+        await handler.cancel_run()
+    _as_version_2(path)
+    assert "pk" in {origin for origin, _ in _indexes(path).values()}
+    with SqliteCheckpointStore(path) as store:
+        old = store.list("r")
+        assert len(old) == 2 and all(len(c.id) == 32 and ":" not in c.id for c in old)
+        assert [store.get(c.id) for c in old] == old
+        cptr = WorkflowCheckpointer(_Asks(timeout=None), store=store)
+        cptr.send_event("r", HumanResponseEvent(response="yes"), answer=True)
+        assert await cptr.resume("r") == "yes"
+        every = store.list("r")
+        assert [c.id for c in every[:2]] == [c.id for c in old]
+        assert [c.id for c in every[2:]] == [f"r:{c.seq}" for c in every[2:]]
+        assert [store.get(c.id).seq for c in every] == [c.seq for c in every]
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT version FROM schema_version").fetchone() == (3,)
+    # Only the two old ids are in the index of ids; the made ones are found by (run_id, seq).
+    indexed = conn.execute(
+        "SELECT id FROM checkpoints INDEXED BY checkpoints_by_other_id "
+        "WHERE id <> run_id || ':' || CAST(seq AS TEXT) ORDER BY seq"
+    ).fetchall()
+    conn.close()
+    assert indexed == [(c.id,) for c in old]
+    assert _indexes(path) == {
+        "checkpoints_by_other_id": ("c", 1),
+        "sqlite_autoindex_checkpoints_1": ("u", 0),
+    }

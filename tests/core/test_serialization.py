@@ -16,6 +16,7 @@ from batonflow.core.serialization import (
     JsonPickleSerializer,
     JsonSerializer,
     PickleSerializer,
+    compact_json,
     deserialize_event,
     qualified_name,
     register_type,
@@ -430,3 +431,23 @@ async def test_wrap_model_serializer_keeps_nested_classes() -> None:
 
     back = round_trip(Holder(item=Child(x=1, y=2)))
     assert type(back.item) is Child and back.item.y == 2
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, True, 0, -7, 1.5, 1e300, float("nan"), "x", 'é\ud800\n"', [], {}, [1, [2, {"a": None}]]],
+)
+def test_compact_json_writes_what_json_dumps_writes(value: object) -> None:
+    """The held C encoder writes json.dumps's compact text, ASCII only (a lone surrogate too)."""
+    assert compact_json(value) == json.dumps(value, separators=(",", ":"))
+    assert compact_json(value).isascii()
+
+
+def test_compact_json_refuses_what_is_not_json() -> None:
+    """Not a JSON value: TypeError naming the type; a value containing itself: RecursionError."""
+    with pytest.raises(TypeError, match=r"^Object of type Decimal is not JSON serializable$"):
+        compact_json({"a": [Decimal(1)]})
+    looped: list[object] = []
+    looped.append(looped)
+    with pytest.raises(RecursionError):
+        compact_json(looped)

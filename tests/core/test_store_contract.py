@@ -9,9 +9,10 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from dataclasses import replace
 
 import pytest
-from batonflow.core._records import Checkpoint, RunRecord
+from batonflow.core._records import Checkpoint, RunRecord, checkpoint_id
 from batonflow.core._sql_schema import TABLES
 from batonflow.core.checkpoints import (
     CheckpointStore,
@@ -263,6 +264,34 @@ def test_refusals_read_the_same_on_every_backend(store):
         store.put(_checkpoint(run_id, 0))
     with pytest.raises(CheckpointError, match=r"No checkpoint 'gone' in .*store.list\(run_id\)"):
         store.get("gone")
+
+
+def test_a_checkpoint_is_found_by_a_made_or_a_given_id(store):
+    """get() finds the checkpointer's "<run_id>:<seq>" ids and ids of any other form; an id
+    that is another checkpoint's made id is refused, and a given id is unique."""
+    run_id = uuid.uuid4().hex
+    made = replace(_checkpoint(run_id, 1), id=checkpoint_id(run_id, 1))
+    given = _checkpoint(run_id, 2)  # "<run_id>-2"
+    padded = replace(_checkpoint(run_id, 3), id=f"{run_id}:03")  # not the made text: given
+    colons = replace(_checkpoint("a:b:7", 0), id=checkpoint_id("a:b:7", 0))
+    for checkpoint in (made, given, padded, colons):
+        store.put(checkpoint)
+    assert made.id == f"{run_id}:1"
+    assert [store.get(c.id).seq for c in (made, given, padded)] == [1, 2, 3]
+    assert store.get("a:b:7:0").run_id == "a:b:7"
+    for missing in (f"{run_id}:4", f"{run_id}:01", f"{run_id}-1", "a:b:7:1"):
+        with pytest.raises(CheckpointError, match="No checkpoint"):
+            store.get(missing)
+    with pytest.raises(
+        CheckpointError,
+        match=rf"Checkpoint id '{run_id}:1' names checkpoint 1 of run '{run_id}', but it is "
+        rf"checkpoint 5 of run '{run_id}'; .* give it '{run_id}:5' or an id of another form\.",
+    ):
+        store.put(replace(_checkpoint(run_id, 5), id=f"{run_id}:1"))
+    with pytest.raises(CheckpointError, match=rf"already has checkpoint {run_id}-2 or seq 6"):
+        store.put(replace(_checkpoint(run_id, 6), id=given.id))
+    assert [c.id for c in store.list(run_id)] == [made.id, given.id, padded.id]
+    assert store.latest(run_id) == padded
 
 
 def columns_of(store) -> dict[str, list[str]]:

@@ -82,7 +82,7 @@ def test_schema_is_created_once_by_racing_replicas(postgres_url):
     assert errors == []
     with psycopg.connect(postgres_url) as conn:
         assert conn.execute("SELECT component, version FROM batonflow_schema").fetchall() == [
-            ("checkpoints", 2)
+            ("checkpoints", 3)
         ]
 
 
@@ -196,3 +196,37 @@ def test_a_replica_takes_over_only_the_workflows_it_runs(postgres_url):
         _expire(postgres_url, theirs)
         assert [r.run_id for r in b.claim_expired(workflows=["flow-a"])] == [mine]
         assert b.lease_of(theirs)[0] == "dead"
+
+
+def test_a_version_2_database_is_migrated_and_keeps_its_ids(postgres_url):
+    """A version-2 database (a primary key on checkpoints.id, random ids) is migrated to 3:
+    no primary key, the old ids found through the index of given ids, made ids by run and seq."""
+    run_id = uuid.uuid4().hex
+    with PostgresCheckpointStore(postgres_url) as store:
+        store.create_run(_record(run_id, owner="cli"))
+        store.put(_checkpoint(run_id, 0))
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        # Back to version 2: its index of every id, and the random ids its checkpointer made.
+        conn.execute("DROP INDEX checkpoints_by_other_id")
+        conn.execute("UPDATE checkpoints SET id = md5(random()::text)")
+        conn.execute("ALTER TABLE checkpoints ADD PRIMARY KEY (id)")
+        conn.execute("UPDATE batonflow_schema SET version = 2")
+        (old_id,) = conn.execute("SELECT id FROM checkpoints").fetchone()
+    with PostgresCheckpointStore(postgres_url) as store:
+        assert store.get(old_id).seq == 0
+        made = Checkpoint(f"{run_id}:1", run_id, "Flow", "s", None, (), time.time(), {}, 1)
+        store.put(made)
+        assert [c.id for c in store.list(run_id)] == [old_id, made.id]
+        assert store.get(made.id).seq == 1
+        with pytest.raises(CheckpointError, match="already has checkpoint"):
+            store.put(Checkpoint(old_id, run_id, "Flow", "s", None, (), time.time(), {}, 2))
+    with psycopg.connect(postgres_url) as conn:
+        assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (3,)
+        kinds = conn.execute(
+            "SELECT contype FROM pg_constraint WHERE conrelid = 'checkpoints'::regclass"
+        ).fetchall()
+        assert ("p",) not in kinds
+        (definition,) = conn.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'checkpoints_by_other_id'"
+        ).fetchone()
+        assert "UNIQUE" in definition and "WHERE" in definition
