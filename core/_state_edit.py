@@ -295,25 +295,7 @@ class StateEdit(Mapping[str, Any]):
         if lock.locked or lock.waiters:
             return self._enter_after_turn(task)
         lock.locked = True  # TurnLock.try_take, inline: this is the hot path
-        state = store._state
-        if type(state) is not DictState:
-            return self._begin(store, task)
-        # Untyped state, the hot path: _begin, inline.
-        store._owner = task
-        self._live = state
-        store._committed = self
-        try:
-            bound = state._bf_edit_log is self
-        except AttributeError:
-            bound = False  # a DictState never edited before
-        if not bound:
-            _set_log(state, self)  # stays set after the block: only EditingState reads it
-        _set_class(state, EditingState)
-        entered = store._entered
-        if entered is None or store._entered_state is not state:
-            entered = store._entered = store._finished(state)
-            store._entered_state = state
-        return entered
+        return self._begin(store, task)
 
     async def _enter_after_turn(self, task: asyncio.Task[Any] | None) -> Any:
         try:
@@ -326,12 +308,18 @@ class StateEdit(Mapping[str, Any]):
     def _begin(
         self, store: InMemoryStateStore[Any], task: asyncio.Task[Any] | None
     ) -> asyncio.Future[Any]:
+        """Open the block for ``task``, which holds the lock; the future yields its state."""
         store._owner = task
         state = store._state
         if type(state) is DictState:
             self._live = state
             store._committed = self
-            _set_log(state, self)
+            try:
+                bound = state._bf_edit_log is self
+            except AttributeError:
+                bound = False  # a DictState never edited before
+            if not bound:
+                _set_log(state, self)  # stays set after the block: only EditingState reads it
             _set_class(state, EditingState)
             entered = store._entered
             if entered is None or store._entered_state is not state:
