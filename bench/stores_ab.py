@@ -54,7 +54,7 @@ def store_cost(core: Any, folder: Path, name: str, round_: int) -> dict[str, flo
     ctx = {"state": {"state_data": {"_data": {"n": "1"}}}, "queues": {}, "version": 2}
     points = [
         core.checkpoints.Checkpoint(
-            f"{run_id}-{i}", run_id, "Flow", "loop", "m:Tick", ("m:Tick",), now, ctx, seq=i
+            f"{run_id}:{i}", run_id, "Flow", "loop", "m:Tick", ("m:Tick",), now, ctx, seq=i
         )
         for i in range(WRITES)
     ]
@@ -151,7 +151,7 @@ class PgWorkloads:
         points = []
         for _ in range(n):
             self.seq += 1
-            cid = f"{self.run_id}-{self.seq}"
+            cid = f"{self.run_id}:{self.seq}"  # the checkpointer's ids (run store v3)
             args = (cid, self.run_id, "Flow", "loop", "m:Tick", ("m:Tick",), time.time(), ctx)
             points.append(self.checkpoints.Checkpoint(*args, seq=self.seq))
         start = time.perf_counter()
