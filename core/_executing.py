@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ._calls import call_in_scopes, run_sync
-from ._lanes import CURRENT_EXECUTION, Execution, RunStatus
+from ._lanes import CURRENT_EXECUTION, RUNNING, Execution
 from .errors import StepTimeoutError, WorkflowRuntimeError
 from .events import Event, StepFailedEvent, StepState
 from .graph import CALLER_EVENTS
@@ -80,7 +80,7 @@ async def work(self: Run) -> None:
                         if await self._failed(ex, error, 0.0):
                             await self._execute(ex, True)  # the attempts left
                     else:
-                        if self.status is RunStatus.RUNNING:
+                        if self.status is RUNNING:
                             self._deferring = True
                             self._succeeded(ex, result, 0.0)
                 finally:
@@ -108,7 +108,7 @@ async def work(self: Run) -> None:
         try:
             await asyncio.sleep(0)
         except asyncio.CancelledError:
-            if self.status is RunStatus.RUNNING and ready:  # cancelled from outside the run
+            if self.status is RUNNING and ready:  # cancelled from outside the run
                 self._cancelled_outside(ready[0], None)
             raise
         finally:
@@ -116,7 +116,7 @@ async def work(self: Run) -> None:
 
 
 def cancelled_outside(self: Run, ex: Execution, cancelled: BaseException | None) -> None:
-    if self.status is RunStatus.RUNNING:
+    if self.status is RUNNING:
         # Not cancelled by the run (it only cancels steps once it has ended): the loop is
         # shutting down or someone cancelled the task directly.
         error = WorkflowRuntimeError(
@@ -177,7 +177,7 @@ async def execute(self: Run, ex: Execution, retrying: bool = False) -> None:
                 if await self._failed(ex, error, began):
                     continue
                 return
-            if self.status is not RunStatus.RUNNING:
+            if self.status is not RUNNING:
                 return
             # Executions the outputs start are taken by this worker (see _start).
             self._deferring = True
@@ -190,7 +190,7 @@ async def execute(self: Run, ex: Execution, retrying: bool = False) -> None:
 async def failed(self: Run, ex: Execution, error: Exception, began: float) -> bool:
     """An attempt of ``ex`` raised ``error``: retry (after the policy's delay; returns
     ``True``), recover with ``@catch_error``, or fail the run (``False``)."""
-    if self.status is not RunStatus.RUNNING:
+    if self.status is not RUNNING:
         return False
     self._deferring = True  # a recovery's execution: this worker takes it
     try:
@@ -214,7 +214,7 @@ async def failed(self: Run, ex: Execution, error: Exception, began: float) -> bo
     )
     self._deferring = False
     await self._sleep(delay)
-    return self.status is RunStatus.RUNNING
+    return self.status is RUNNING
 
 
 def recover(self: Run, ex: Execution, error: Exception) -> bool:

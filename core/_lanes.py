@@ -27,6 +27,11 @@ class RunStatus(Enum):
     CANCELLED = "cancelled"  # cancel_run(), or the handler future was cancelled
 
 
+#: ``RunStatus.RUNNING`` as a module constant, for the checks made several times per
+#: execution: reading an Enum member from its class costs ~0.1 µs on Python 3.11.
+RUNNING = RunStatus.RUNNING
+
+
 #: The execution the current task (or sync step thread) is running, in a one-item list that is
 #: emptied when the execution ends: asyncio timer handles and tasks a step creates copy the
 #: context, and a cell they keep must not keep the run (and its workflow) alive after it.

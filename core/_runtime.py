@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any, cast
 from . import _branches, _executing, _run_parts, _services
 from ._collect import CollectBuffer, CollectionStream
 from ._lanes import CURRENT_EXECUTION as CURRENT_EXECUTION
+from ._lanes import RUNNING, Lane, Origin, Tag
 from ._lanes import Execution as Execution
-from ._lanes import Lane, Origin, Tag
 from ._lanes import RunStatus as RunStatus
 from ._lanes import current_execution as current_execution
 from ._stream import EventStream
@@ -105,7 +105,7 @@ class Run:
         self.lanes: list[Lane | None] = [None] * len(graph.order)
         self.running: dict[int, Execution] = {}
         self.next_id = 1
-        self.status = RunStatus.RUNNING
+        self.status = RUNNING
         self.error: BaseException | None = None
         self.stop_event: StopEvent | None = None
         self.stream = EventStream(self.loop)
@@ -207,7 +207,7 @@ class Run:
 
     def _on_timeout(self, timeout: float) -> None:
         self._timeout_handle = None
-        if self.status is not RunStatus.RUNNING:
+        if self.status is not RUNNING:
             return
         active = self.running_steps()
         self.stream.put(WorkflowTimedOutEvent(timeout=timeout, active_steps=active))
@@ -244,7 +244,7 @@ class Run:
 
     def cancel(self) -> None:
         """End the run as cancelled by the user."""
-        if self.status is not RunStatus.RUNNING:
+        if self.status is not RUNNING:
             return
         # What the run was doing, for ctx.to_dict() afterwards: a cancelled run can be resumed.
         self.cancelled_view = (
@@ -267,7 +267,7 @@ class Run:
 
         A failure of execution ``ex`` is announced on the stream with a WorkflowFailedEvent.
         """
-        if self.status is not RunStatus.RUNNING:
+        if self.status is not RUNNING:
             return
         if status is RunStatus.FAILED:
             self.stream.put(
@@ -284,7 +284,7 @@ class Run:
 
     def complete(self, stop: StopEvent) -> None:
         """End the run successfully with ``stop``."""
-        if self.status is not RunStatus.RUNNING:
+        if self.status is not RUNNING:
             return
         self.status = RunStatus.COMPLETED
         self.stop_event = stop
@@ -377,7 +377,7 @@ class Run:
         tag: Tag = None,
     ) -> None:
         """Deliver ``event`` to the steps that accept it (or to step ``target`` only)."""
-        if self.status is not RunStatus.RUNNING:
+        if self.status is not RUNNING:
             return
         if self._handed and tag is None:
             handed = self._handed.pop(id(event), None)
@@ -445,7 +445,7 @@ class Run:
                 self._begin(lane, item, item_origin, None, item_tag)
 
     def _kick_all(self) -> None:
-        if self.stepwise or self.status is not RunStatus.RUNNING:
+        if self.stepwise or self.status is not RUNNING:
             return
         for lane in self.lanes:
             if lane is not None:
@@ -490,9 +490,9 @@ class Run:
         lane = ex.lane
         lane.active -= 1
         lane.busy &= ~(1 << ex.worker)
-        if ex.tag is not None and self.status is RunStatus.RUNNING:
+        if ex.tag is not None and self.status is RUNNING:
             self._branch_done(ex.tag)
-        if self.status is RunStatus.RUNNING:
+        if self.status is RUNNING:
             if self.internal:
                 if ex.output_name is None:  # not reported by _succeeded (it failed)
                     self._state_changed(lane.spec.name, StepState.NOT_RUNNING, ex.worker, ex.event)
@@ -505,7 +505,7 @@ class Run:
                 while pending and lane.active < lane.limit:
                     origin, eid, tag = meta.popleft()  # _start, inline
                     self._begin(lane, pending.popleft(), origin, eid, tag)
-        if self.status is not RunStatus.RUNNING and not self.running:
+        if self.status is not RUNNING and not self.running:
             self._resolve()
 
     def _state_changed(

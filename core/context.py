@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from ._collect import repeat_type
+from ._lanes import RUNNING
 from ._runtime import CURRENT_EXECUTION, RunStatus, current_execution
 from ._snapshot import FromDict, dump, restore_into
 from ._snapshot import SnapshotDict as SnapshotDict
@@ -154,7 +155,7 @@ class Context(Generic[StateT]):
     def is_running(self) -> bool:
         """Whether this context's run is in progress."""
         run = self._run
-        return run is not None and run.status is RunStatus.RUNNING
+        return run is not None and run.status is RUNNING
 
     @property
     def workflow(self) -> Workflow:
@@ -210,7 +211,7 @@ class Context(Generic[StateT]):
         """
         run = self._run
         if run is not None:
-            if run.status is not RunStatus.RUNNING:
+            if run.status is not RUNNING:
                 return []
             return [
                 Waiting(w.step, w.type_name, w.event_type, w.waiter_id, dict(w.requirements))
@@ -264,7 +265,7 @@ class Context(Generic[StateT]):
             return
         cell = CURRENT_EXECUTION.get()  # current_execution(), inline: once per sent event
         ex = None if cell is None else cell[0]
-        if run.status is not RunStatus.RUNNING:
+        if run.status is not RUNNING:
             self._send(run, message, None, ex)  # raises unless there is nothing to do
             return
         if step is None and run.graph.targets(type(message)):
@@ -349,7 +350,7 @@ class Context(Generic[StateT]):
     def _send(
         self, run: Run, message: Event, target: int | None, ex: Execution | None = None
     ) -> None:
-        if run.status is not RunStatus.RUNNING:
+        if run.status is not RUNNING:
             if isinstance(message, StopEvent) or run is not self._run:
                 return  # stepwise callers hand the final StopEvent back; nothing to do
             raise ContextStateError(
