@@ -54,12 +54,14 @@ class Lane:
         "active",
         "busy",
         "call",
+        "collects",
         "direct",
         "index",
         "joins",
         "limit",
         "meta",
         "pending",
+        "plain",
         "spec",
     )
 
@@ -68,6 +70,7 @@ class Lane:
         self.spec = spec
         self.call = call
         self.limit = spec.num_workers
+        self.collects = spec.collects
         self.active = 0
         # The worker slots in use, one bit each: an execution takes the lowest free slot, as
         # LlamaIndex numbers its workers 0..num_workers-1 (StepStateChanged.worker_id).
@@ -86,6 +89,8 @@ class Lane:
         self.joins: dict[str, deque[tuple[Event, Origin]]] | None = (
             {name: deque() for name in spec.join} if spec.join else None
         )
+        #: Neither a list[E] collector nor a step with several event parameters.
+        self.plain = not spec.collects and self.joins is None
 
     def join(self, event: Event, origin: Origin) -> tuple[JoinedEvents, Origin] | None:
         """File ``event`` under its parameter; return a full set once there is one."""
@@ -133,17 +138,19 @@ class Execution:
         "worker",
     )
 
-    def __init__(self, run: Run, eid: int, lane: Lane, event: Event, origin: Origin) -> None:
+    def __init__(
+        self, run: Run, eid: int, lane: Lane, event: Event, origin: Origin, tag: Tag = None
+    ) -> None:
         self.run = run
         self.id = eid
         self.lane = lane
         self.event = event
-        if origin is None:
-            self.origins: tuple[int, ...] = ()
-        elif isinstance(origin, int):
-            self.origins = (origin,)
+        if type(origin) is int:
+            self.origins: tuple[int, ...] = (origin,)
+        elif origin is None:
+            self.origins = ()
         else:
-            self.origins = tuple(origin)
+            self.origins = tuple(origin)  # type: ignore[arg-type]
         self.attempt = 0
         self.retry_info: RetryInfo | None = None
         self.step_timeout: asyncio.Timeout | None = None
@@ -157,4 +164,4 @@ class Execution:
         lane.busy = busy | free
         self.worker = free.bit_length() - 1
         self.output_name: str | None = None
-        self.tag: Tag = None
+        self.tag = tag

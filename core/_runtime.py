@@ -35,7 +35,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Sized
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import _branches, _executing, _run_parts, _services
 from ._collect import CollectBuffer, CollectionStream
@@ -49,7 +49,6 @@ from ._waiters import Waiter, type_name
 from .errors import WorkflowCancelledByUser, WorkflowRuntimeError, WorkflowTimeoutError
 from .events import (
     Event,
-    InputRequiredEvent,
     StepState,
     StepStateChanged,
     StopEvent,
@@ -59,6 +58,7 @@ from .events import (
     WorkflowIdleEvent,
     WorkflowTimedOutEvent,
 )
+from .graph import INPUT_REQUIRED, STOP
 from .instrument import EventEmitted, InstrumentSet, RunFinished, RunStarted
 
 if TYPE_CHECKING:
@@ -166,6 +166,11 @@ class Run:
         self._want_record = self._want_started or self._want_finished or self._want_scope
         self._want_emitted = ins.wants("event_emitted")
         self._want_joined = ins.wants("events_joined")
+        #: (target lanes, kind) per event class, filled by graph.kind_of.
+        self._kinds = graph.kinds
+        #: Whether a step's outputs go straight to routing (no step_finished record, not
+        #: stepwise): see _executing.succeeded.
+        self._plain_finish = not (self._want_finished or stepwise)
         #: Whether a step returning an event nobody takes fails the run (unless opted out).
         self._check_outputs = not (
             workflow._disable_validation or "terminal_event" in workflow._skip_graph_checks
@@ -392,45 +397,52 @@ class Run:
                     None if emitter is None else emitter.id,
                 ),
             )
-        if isinstance(event, StopEvent):
+        targets, kind = self._kinds.get(type(event)) or self.graph.kind_of(type(event))
+        if kind is STOP:
             if self._hold:
-                self._held_stop = event
+                self._held_stop = cast(StopEvent, event)
             else:
-                self.complete(event)
+                self.complete(cast(StopEvent, event))
             return
         if self.waiters and self._offer_waiters(event):
             return
-        if not external and isinstance(event, InputRequiredEvent):
+        if kind is INPUT_REQUIRED and not external:
             self.stream.put(event)
-        targets = self.graph.targets(type(event)) if target is None else (target,)
-        if not targets and self.internal:
+        if target is not None:
+            targets = (target,)
+        elif not targets and self.internal:
             self._unhandled(event)
         hold = self._hold or self.stepwise
+        lanes = self.lanes
         for index in targets:
-            lane = self.lanes[index] or self._lane(index)
-            if lane.spec.collects:
-                if tag is not None:
-                    self._collect_member(lane, event, tag)
-                elif self.internal:
-                    self._unhandled(event)
-                continue
+            lane = lanes[index] or self._lane(index)
             item: Event = event
             item_origin: Origin = origin
             item_tag = tag
-            if lane.joins is not None:
-                joined = lane.join(event, origin)
-                if joined is None:
+            if not lane.plain:
+                if lane.collects:
+                    if tag is not None:
+                        self._collect_member(lane, event, tag)
+                    elif self.internal:
+                        self._unhandled(event)
                     continue
-                item, item_origin = joined
-                item_tag = None
-            lane.pending.append(item)
-            lane.meta.append((item_origin, None, item_tag))
+                if lane.joins is not None:
+                    joined = lane.join(event, origin)
+                    if joined is None:
+                        continue
+                    item, item_origin = joined
+                    item_tag = None
             if item_tag is not None:
                 self.streams[item_tag[0]].live[item_tag[1]] += 1
-            if not hold and lane.active < lane.limit:
-                self._start(lane)
-            elif self.internal:
-                self._state_changed(lane.spec.name, StepState.PREPARING, None, item)
+            if hold or lane.active >= lane.limit or lane.pending:
+                lane.pending.append(item)
+                lane.meta.append((item_origin, None, item_tag))
+                if not hold and lane.active < lane.limit:
+                    self._start(lane)
+                elif self.internal:
+                    self._state_changed(lane.spec.name, StepState.PREPARING, None, item)
+            else:  # nothing queued before it: it starts now
+                self._begin(lane, item, item_origin, None, item_tag)
 
     def _kick_all(self) -> None:
         if self.stepwise or self.status is not RunStatus.RUNNING:
@@ -441,18 +453,20 @@ class Run:
                     self._start(lane)
 
     def _start(self, lane: Lane) -> None:
-        """Start an execution of ``lane``'s next event: queue it for the run's workers.
+        """Start an execution of ``lane``'s next event (see :meth:`_begin`)."""
+        origin, eid, tag = lane.meta.popleft()
+        self._begin(lane, lane.pending.popleft(), origin, eid, tag)
+
+    def _begin(self, lane: Lane, event: Event, origin: Origin, eid: int | None, tag: Tag) -> None:
+        """Start an execution of ``lane`` on ``event``: queue it for the run's workers.
 
         A worker finishing an execution (``_deferring``) takes it itself; otherwise, when no
         worker is on its way back to the queue, a new one is created for it.
         """
-        event = lane.pending.popleft()
-        origin, eid, tag = lane.meta.popleft()
         if eid is None:
             eid = self.next_id
-            self.next_id += 1
-        ex = Execution(self, eid, lane, event, origin)
-        ex.tag = tag
+            self.next_id = eid + 1
+        ex = Execution(self, eid, lane, event, origin, tag)
         if self.recoveries or self.recovering:
             self._inherit_recoveries(ex)
         lane.active += 1
@@ -487,8 +501,10 @@ class Run:
                 if not self.running and self._wave is not None and not self._wave.done():
                     self._wave.set_result(None)
             elif lane.pending and not self._hold:
-                while lane.pending and lane.active < lane.limit:
-                    self._start(lane)
+                pending, meta = lane.pending, lane.meta
+                while pending and lane.active < lane.limit:
+                    origin, eid, tag = meta.popleft()  # _start, inline
+                    self._begin(lane, pending.popleft(), origin, eid, tag)
         if self.status is not RunStatus.RUNNING and not self.running:
             self._resolve()
 
@@ -543,6 +559,7 @@ class Run:
     _work = _executing.work
     _cancelled_outside = _executing.cancelled_outside
     _execute = _executing.execute
+    _failed = _executing.failed
     _recover = _executing.recover
     _inherit_recoveries = _executing.inherit_recoveries
     _retry_delay = _executing.retry_delay

@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._collect import CollectBuffer
+from ._collect import CollectBuffer, RepeatedType
 from ._lanes import Execution, RunStatus
 from ._waiters import Waiter, type_name
 from .events import Event
@@ -27,11 +27,14 @@ def collect(
     buf = self.buffers.get(key)
     if buf is None:
         buf = self.buffers[key] = CollectBuffer()
-    if len(expected) != buf.size or (
+    if type(expected) is RepeatedType:  # collect_events(ev, cls, count=n): no calls to compare
+        if expected.n != buf.size or (expected.n and expected.cls is not buf.first):
+            buf.configure(expected)
+    elif len(expected) != buf.size or (
         expected and (expected[0] is not buf.first or expected[-1] is not buf.last)
     ):
         buf.configure(expected)
-    if not buf.add(event, ex.origins):
+    if not buf.add(event, ex.origins) or buf.satisfied < len(buf.need):
         return None
     released = buf.release()
     if released is None:

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from ._collect import repeat_type
-from ._runtime import RunStatus, current_execution
+from ._runtime import CURRENT_EXECUTION, RunStatus, current_execution
 from ._snapshot import FromDict, dump, restore_into
 from ._snapshot import SnapshotDict as SnapshotDict
 from ._stream import StreamQueue as StreamQueue
@@ -262,7 +262,8 @@ class Context(Generic[StateT]):
                 return
             self._live_run("send_event")
             return
-        ex = current_execution()
+        cell = CURRENT_EXECUTION.get()  # current_execution(), inline: once per sent event
+        ex = None if cell is None else cell[0]
         if run.status is not RunStatus.RUNNING:
             self._send(run, message, None, ex)  # raises unless there is nothing to do
             return
@@ -274,8 +275,10 @@ class Context(Generic[StateT]):
             target = self._check_target(message, step, waiting, external=not internal)
         if threading.get_ident() != run.thread_id:
             run.loop.call_soon_threadsafe(self._send, run, message, target, ex)
-            return
-        self._send(run, message, target, ex)
+        elif ex is not None and ex.run is run:  # _send's common case, the run checked above
+            run.route(message, ex.id, target, emitter=ex)
+        else:
+            run.route(message, None, target, external=True)
 
     def _check_target(
         self,
@@ -397,7 +400,10 @@ class Context(Generic[StateT]):
             ContextStateError: Called outside a step of this context's run.
             TypeError: ``count`` with a list, or a ``count`` that is not an int >= 0.
         """
-        ex = self._execution("collect_events")
+        cell = CURRENT_EXECUTION.get()  # self._execution(), inline: once per arriving event
+        ex = None if cell is None else cell[0]
+        if ex is None or ex.run.ctx is not self:
+            ex = self._execution("collect_events")  # raises
         wanted: Sequence[type[Event]]
         if isinstance(expected, type):
             wanted = repeat_type(expected, 1 if count is None else count)

@@ -40,6 +40,10 @@ EXTERNAL_EVENTS: tuple[type[Event], ...] = (StartEvent, HumanResponseEvent, Step
 #: Events meant for the caller (the stream) that need no accepting step.
 CALLER_EVENTS: tuple[type[Event], ...] = (StopEvent, InputRequiredEvent)
 
+#: What routing does with an event class besides delivering it (Graph.kind_of): nothing
+#: more, end the run (a StopEvent), or also put it on the stream (an InputRequiredEvent).
+PLAIN, STOP, INPUT_REQUIRED = "plain", "stop", "input required"
+
 
 @dataclass(slots=True)
 class Graph:
@@ -66,6 +70,8 @@ class Graph:
     registered: bool = False
     _routes: dict[type, tuple[int, ...]] = field(default_factory=dict)
     _collectors: dict[tuple[type, ...], tuple[int, ...]] = field(default_factory=dict)
+    #: ``(targets, kind)`` per routed event class (see :meth:`kind_of`).
+    kinds: dict[type, tuple[tuple[int, ...], str]] = field(default_factory=dict)
     _checked: dict[frozenset[str], WorkflowValidationError | None] = field(default_factory=dict)
 
     def error_handler_for(self, step_name: str) -> int | None:
@@ -112,6 +118,18 @@ class Graph:
                 if any(issubclass(event_type, acc) for acc in spec.accepted)
             )
             self._routes[event_type] = found
+        return found
+
+    def kind_of(self, event_type: type) -> tuple[tuple[int, ...], str]:
+        """The steps that take ``event_type`` and what else routing does with it (one dict
+        lookup per routed event: :attr:`kinds` caches it)."""
+        if issubclass(event_type, StopEvent):
+            kind = STOP
+        elif issubclass(event_type, InputRequiredEvent):
+            kind = INPUT_REQUIRED
+        else:
+            kind = PLAIN
+        found = self.kinds[event_type] = (self.targets(event_type), kind)
         return found
 
     @property
