@@ -147,11 +147,11 @@ def dump(
             queued, in_progress = run.snapshot_parts()
             waiters = list(run.waiters.values())
             data["is_running"] = run.status is RunStatus.RUNNING
-            # A durable run's stream events are in its store's event log, recorded once when
-            # written: a checkpoint does not carry (nor copy, nor re-encode) the unread ones.
             recorded = run.stream.recorder is not None
             pending = run.stream.pending() if data["is_running"] and not recorded else []
         if run.stream.recorder is not None:
+            # A durable run's stream events are in its store's event log, recorded once when
+            # written: a checkpoint does not carry (nor copy, nor re-encode) the unread ones.
             pending = []
         data["queue"] = [
             {

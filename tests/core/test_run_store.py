@@ -367,3 +367,35 @@ async def test_a_version_2_file_is_migrated_and_its_runs_resume(tmp_path: Path) 
         "checkpoints_by_other_id": ("c", 1),
         "sqlite_autoindex_checkpoints_1": ("u", 0),
     }
+
+
+async def test_a_durable_step_writes_no_index_of_ids_and_get_searches(tmp_path: Path) -> None:
+    """The checkpointer's checkpoints are in the (run_id, seq) index only (none in the index
+    of given ids), and get() of either kind of id searches an index instead of the table."""
+    path = tmp_path / "runs.db"
+    with SqliteCheckpointStore(path) as store:
+        cptr = WorkflowCheckpointer(_Asks(timeout=None), store=store)
+        handler = cptr.run(run_id="r")
+        while store.run("r").status != "waiting":  # type: ignore[union-attr]
+            await asyncio.sleep(0.005)
+        cptr.send_event("r", HumanResponseEvent(response="yes"), answer=True)
+        assert await handler == "yes"
+        assert [c.id for c in store.list("r")] == ["r:1", "r:2", "r:3"]
+        plans = {
+            name: " ".join(row[3] for row in store._query(f"EXPLAIN QUERY PLAN {sql}", args))
+            for name, sql, args in (
+                ("made", store.sql.get_made_checkpoint, ("r", 1, "r:1")),
+                ("given", store.sql.get_checkpoint, ("c1",)),
+            )
+        }
+    assert plans == {
+        "made": "SEARCH checkpoints USING INDEX sqlite_autoindex_checkpoints_1 (run_id=? AND seq=?)",
+        "given": "SEARCH checkpoints USING INDEX checkpoints_by_other_id (id=?)",
+    }
+    conn = sqlite3.connect(path)
+    indexed = conn.execute(
+        "SELECT count(*) FROM checkpoints INDEXED BY checkpoints_by_other_id "
+        "WHERE id <> run_id || ':' || CAST(seq AS TEXT)"
+    ).fetchone()
+    conn.close()
+    assert indexed == (0,)
