@@ -162,6 +162,11 @@ def main() -> None:
         sys.path.insert(0, tmp)
         cores = {"old": load(args.old, "old_core", root), "new": load(args.new, "new_core", root)}
         best = asyncio.run(measure(cores, root, args.rounds))
+    report(best)
+
+
+def report(best: dict[tuple[str, str], float]) -> None:
+    """Print one row per workload: old, new, and their ratio."""
     print("| workload | old (µs) | new (µs) | new / old |")
     print("|---|---|---|---|")
     for label in dict.fromkeys(label for _, label in best):

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from core_ab import chain_flow, load
+from core_ab import chain_flow, load, report
 
 ROUNDS = 15
 STEPS = 400
@@ -237,15 +237,6 @@ def main() -> None:
         data.mkdir()
         best = asyncio.run(measure(cores, data, args.rounds))
     report(best)
-
-
-def report(best: dict[tuple[str, str], float]) -> None:
-    """Print one row per workload: old, new, and their ratio."""
-    print("| workload | old (µs) | new (µs) | new / old |")
-    print("|---|---|---|---|")
-    for label in dict.fromkeys(label for _, label in best):
-        old, new = best[("old", label)], best[("new", label)]
-        print(f"| {label} | {old:.2f} | {new:.2f} | {new / old:.3f} |")
 
 
 if __name__ == "__main__":

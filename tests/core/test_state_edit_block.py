@@ -122,10 +122,13 @@ async def test_store_and_state_are_freed_without_the_garbage_collector() -> None
 
 
 async def test_a_state_kept_from_a_block_copies_and_pickles_as_its_keys() -> None:
-    """The dict a block yielded, kept past the block, copies and pickles as plain state."""
+    """The dict a block yields, inside the block and kept past it, copies and pickles as
+    plain state (its edit-log slot, which names the store's block, is left out)."""
     store = InMemoryStateStore(initial={"items": [1]})
     async with store.edit_state() as state:
         state["items"].append(2)
+        inside = pickle.loads(pickle.dumps(state))  # the block's view, without its undo log
+        assert type(inside) is DictState and inside == {"items": [1, 2]}
     kept = state
     for clone in (copy.deepcopy(kept), copy.copy(kept), pickle.loads(pickle.dumps(kept))):
         assert type(clone) is DictState and clone == {"items": [1, 2]}
