@@ -391,8 +391,10 @@ class InMemoryStateStore(Generic[S]):
         ``get_running_loop()``, which makes a ``getpid()`` system call each time (0.3 µs
         here, more than a whole ``get``). The loop seen last is kept instead and the task
         read from asyncio's table of current tasks by loop; a loop that is not running has
-        no entry there, so a new loop is noticed and looked up once. From 3.12 on,
-        ``current_task()`` is C code without the system call and is used as it is.
+        no entry there, so a new loop is noticed and looked up once. (A store serves one
+        thread's loop at a time, as it is not thread-safe anyway: were the loop seen last
+        running in another thread right then, this would name that thread's task.) From 3.12
+        on, ``current_task()`` is C code without the system call and is used as it is.
         """
         if RUNNING_TASKS is None:
             return asyncio.current_task()
