@@ -382,24 +382,23 @@ def step_finished(
 def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
     # The execution is over: it is no longer in progress for snapshots.
     del self.running[ex.id]
-    if (
-        isinstance(result, Event)
-        and self._plain_finish
-        and not self.internal
-        and not self.workflow._listeners
-        and (
+    if self._plain_finish and not self.internal and not self.workflow._listeners:
+        # The common cases (one event out or none, nobody told about it but the stream):
+        # what the rest of this function does for them, in short.
+        one: tuple[str, type[Event], tuple[type[Event], ...]]
+        if result is None:  # a join still collecting, say
+            one = (ex.lane.spec.name, type(ex.event), ())
+            self.trace.append(self._trace_entries.setdefault(one, one))
+            return
+        if isinstance(result, Event) and (
             not self._check_outputs
             or type(result) in ex.lane.spec.emitted
             or not self._undeliverable(result)
-        )
-    ):
-        # The common case (one event out, nobody told about it but the stream): what the
-        # rest of this function does for it, in short.
-        one: tuple[str, type[Event], tuple[type[Event], ...]]
-        one = (ex.lane.spec.name, type(ex.event), (type(result),))
-        self.trace.append(self._trace_entries.setdefault(one, one))
-        self.route(result, ex.id, None, emitter=ex, tag=ex.tag)
-        return
+        ):
+            one = (ex.lane.spec.name, type(ex.event), (type(result),))
+            self.trace.append(self._trace_entries.setdefault(one, one))
+            self.route(result, ex.id, None, emitter=ex, tag=ex.tag)
+            return
     fan_out = False
     if isinstance(result, Event):
         outputs: tuple[Event, ...] = (result,)
@@ -466,7 +465,7 @@ def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
             ex.event,
             outputs,
             self.ctx,
-            ex.first_started_wall,
+            getattr(ex, "first_started_wall", 0.0),
             time.time(),
         )
         for listener in listeners:
