@@ -54,6 +54,8 @@ def current_execution() -> Execution | None:
 Origin = int | tuple[int, ...] | None
 #: The collection-stream branch an event belongs to: (stream id, branch index), or None.
 Tag = tuple[int, int] | None
+#: One completed execution in the run's trace: (step name, input class, output classes).
+TraceEntry = tuple[str, type[Event], tuple[type[Event], ...]]
 
 
 class Lane:
@@ -72,6 +74,9 @@ class Lane:
         "pending",
         "plain",
         "spec",
+        "trace_entry",
+        "trace_in",
+        "trace_out",
     )
 
     def __init__(self, index: int, spec: StepSpec, call: Callable[..., Any], scoped: bool) -> None:
@@ -100,6 +105,12 @@ class Lane:
         )
         #: Neither a list[E] collector nor a step with several event parameters.
         self.plain = not spec.collects and self.joins is None
+        # The last execution's input and output classes (type(None) for no output) and its
+        # run-trace entry, when that output class passed the output check without help
+        # from a waiter (see _executing.succeeded): the next execution alike reuses both.
+        self.trace_in: type | None = None
+        self.trace_out: type | None = None
+        self.trace_entry: TraceEntry = (spec.name, Event, ())
 
     def join(self, event: Event, origin: Origin) -> tuple[JoinedEvents, Origin] | None:
         """File ``event`` under its parameter; return a full set once there is one."""
