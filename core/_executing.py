@@ -385,11 +385,10 @@ def step_finished(
 
 
 def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
-    # The execution is over: it is no longer in progress for snapshots.
-    del self.running[ex.id]
     if self._plain_finish and not self.internal and not self.workflow._listeners:
         # The common cases (one event out or none, nobody told about it but the stream):
-        # what the rest of this function does for them, in short.
+        # what the rest of this function does for them, in short. Nothing here looks at
+        # the run's executions in progress, so ex leaves them in _release, right after.
         lane = ex.lane
         kind = type(result)
         if kind is lane.trace_out and type(ex.event) is lane.trace_in:
@@ -412,6 +411,9 @@ def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
             if result is not None:
                 self.route(result, ex.id, None, emitter=ex, tag=ex.tag)
             return
+    # The execution is over: it is no longer in progress for snapshots (a step listener
+    # may take one).
+    del self.running[ex.id]
     fan_out = False
     if isinstance(result, Event):
         outputs: tuple[Event, ...] = (result,)

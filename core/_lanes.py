@@ -155,11 +155,11 @@ class Execution:
         "output_name",
         "retry_info",
         "run",
+        "slot",
         "step_timeout",
         "tag",
         "task",
         "wait_count",
-        "worker",
     )
 
     run: Run
@@ -169,8 +169,9 @@ class Execution:
     origins: tuple[int, ...]
     attempt: int
     first_started: float
-    #: The lowest worker slot free in the lane when this execution started (see Lane.busy).
-    worker: int
+    #: The bit of the lowest worker slot free in the lane when this execution started (see
+    #: Lane.busy): ``1 << worker``.
+    slot: int
     tag: Tag
     # Set only by the features that use them, and read with getattr(ex, name, default): a
     # fan-out event makes two executions, which would otherwise store them for nothing.
@@ -186,6 +187,11 @@ class Execution:
     wait_count: int
     #: With internal events: the first output's class, "" for none (set by _succeeded).
     output_name: str
+
+    @property
+    def worker(self) -> int:
+        """The lane's worker slot this execution took, 0 to ``num_workers - 1``."""
+        return self.slot.bit_length() - 1
 
 
 _new_execution = object.__new__
@@ -214,9 +220,9 @@ def begin(self: Run, lane: Lane, event: Event, origin: Origin, eid: int | None, 
     ex.attempt = 0
     ex.first_started = 0.0
     busy = lane.busy
-    free = ~busy & (busy + 1)
-    lane.busy = busy | free
-    ex.worker = free.bit_length() - 1
+    slot = ~busy & (busy + 1)
+    lane.busy = busy | slot
+    ex.slot = slot
     ex.tag = tag
     if self.recoveries or self.recovering:
         self._inherit_recoveries(ex)
@@ -235,7 +241,7 @@ def release(self: Run, ex: Execution) -> None:
     ex.task = None
     lane = ex.lane
     lane.active -= 1
-    lane.busy &= ~(1 << ex.worker)
+    lane.busy ^= ex.slot
     if ex.tag is not None and self.status is RUNNING:
         self._branch_done(ex.tag)
     if self.status is RUNNING:
@@ -246,10 +252,10 @@ def release(self: Run, ex: Execution) -> None:
         if self.stepwise:
             if not self.running and self._wave is not None and not self._wave.done():
                 self._wave.set_result(None)
-        elif lane.pending and not self._hold:
-            pending, meta = lane.pending, lane.meta
+        elif not self._hold:
+            pending = lane.pending
             while pending and lane.active < lane.limit:
-                origin, eid, tag = meta.popleft()  # _start, inline
+                origin, eid, tag = lane.meta.popleft()  # _start, inline
                 self._begin(lane, pending.popleft(), origin, eid, tag)
     if self.status is not RUNNING and not self.running:
         self._resolve()

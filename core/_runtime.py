@@ -417,33 +417,51 @@ class Run:
         lanes = self.lanes
         for index in targets:
             lane = lanes[index] or self._lane(index)
-            item: Event = event
-            item_origin: Origin = origin
-            item_tag = tag
             if not lane.plain:
-                if lane.collects:
-                    if tag is not None:
-                        self._collect_member(lane, event, tag)
-                    elif self.internal:
-                        self._unhandled(event)
-                    continue
-                if lane.joins is not None:
-                    joined = lane.join(event, origin)
-                    if joined is None:
-                        continue
-                    item, item_origin = joined
-                    item_tag = None
-            if item_tag is not None:
-                self.streams[item_tag[0]].live[item_tag[1]] += 1
+                self._deliver_gathered(lane, event, origin, tag, hold)
+                continue
+            # _deliver, inline (the common case: a step taking one event at a time)
+            if tag is not None:
+                self.streams[tag[0]].live[tag[1]] += 1
             if hold or lane.active >= lane.limit or lane.pending:
-                lane.pending.append(item)
-                lane.meta.append((item_origin, None, item_tag))
+                lane.pending.append(event)
+                lane.meta.append((origin, None, tag))
                 if not hold and lane.active < lane.limit:
                     self._start(lane)
                 elif self.internal:
-                    self._state_changed(lane.spec.name, StepState.PREPARING, None, item)
+                    self._state_changed(lane.spec.name, StepState.PREPARING, None, event)
             else:  # nothing queued before it: it starts now
-                self._begin(lane, item, item_origin, None, item_tag)
+                self._begin(lane, event, origin, None, tag)
+
+    def _deliver(self, lane: Lane, item: Event, origin: Origin, tag: Tag, hold: int | bool) -> None:
+        """Start an execution of ``lane`` on ``item``, or queue it (held, or at its bound)."""
+        if tag is not None:
+            self.streams[tag[0]].live[tag[1]] += 1
+        if hold or lane.active >= lane.limit or lane.pending:
+            lane.pending.append(item)
+            lane.meta.append((origin, None, tag))
+            if not hold and lane.active < lane.limit:
+                self._start(lane)
+            elif self.internal:
+                self._state_changed(lane.spec.name, StepState.PREPARING, None, item)
+        else:  # nothing queued before it: it starts now
+            self._begin(lane, item, origin, None, tag)
+
+    def _deliver_gathered(
+        self, lane: Lane, event: Event, origin: Origin, tag: Tag, hold: int | bool
+    ) -> None:
+        """Deliver ``event`` to a ``list[E]`` collector, or to a step with several event
+        parameters (which starts once it holds one event of each)."""
+        if lane.collects:
+            if tag is not None:
+                self._collect_member(lane, event, tag)
+            elif self.internal:
+                self._unhandled(event)
+            return
+        assert lane.joins is not None
+        joined = lane.join(event, origin)
+        if joined is not None:
+            self._deliver(lane, joined[0], joined[1], None, hold)
 
     def _kick_all(self) -> None:
         if self.stepwise or self.status is not RUNNING:
