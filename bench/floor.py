@@ -11,6 +11,7 @@ runs it on the workload's own pydantic events, so both sides build the same even
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -284,14 +285,83 @@ class PoolRun:
                 task.cancel()
 
 
-def make_fanout_pool(event: type | None = None) -> Once:
+class Record:
+    """The least an engine that snapshots and traces lineage keeps per execution.
+
+    Its id (lineage, ``wait_for_event``), step and event (what a snapshot re-queues), the
+    ids of the executions whose outputs it took (origins), and when it started (durations,
+    timeouts). Nothing else: no attempts, worker numbers, retry or recovery state.
+    """
+
+    __slots__ = ("event", "id", "origins", "started", "step")
+
+    def __init__(self, eid: int, step: Any, event: Any, origin: int | None) -> None:
+        self.id = eid
+        self.step = step
+        self.event = event
+        self.origins = () if origin is None else (origin,)
+        self.started = 0.0
+
+
+#: The execution a worker is running now, as an engine's ``ctx.send_event`` needs it to know
+#: the sender (a one-element cell, set once per execution, as batonflow does).
+CURRENT: contextvars.ContextVar[list[Record | None]] = contextvars.ContextVar("current")
+
+
+class RecordedPoolRun(PoolRun):
+    """:class:`PoolRun` keeping a :class:`Record` per execution in a table of running ones.
+
+    The table is what a snapshot reads (the executions queued or under way); an execution
+    enters it when its event is sent and leaves it when its step returns. This is the
+    worker-pool floor plus the per-execution record, nothing more (``fanout_pool_record``).
+    """
+
+    def __init__(self, handlers: dict[type, tuple[Handler, int]]) -> None:
+        super().__init__(handlers)
+        self.running: dict[int, Record] = {}
+        self.next_id = 0
+
+    def send_event(self, ev: Any, origin: int | None = None) -> None:
+        if type(ev) is Stop:
+            if not self.done.done():
+                self.done.set_result(ev.result)
+            return
+        eid = self.next_id
+        self.next_id = eid + 1
+        kind = type(ev)
+        record = Record(eid, kind, ev, origin)
+        self.running[eid] = record
+        self.queues[kind].put_nowait(record)
+
+    async def worker(self, fn: Handler, queue: asyncio.Queue[Any]) -> None:
+        clock = time.monotonic
+        while True:
+            record = await queue.get()
+            cell: list[Record | None] = [record]
+            CURRENT.set(cell)
+            record.started = clock()
+            try:
+                out = await fn(self, record.event)  # type: ignore[arg-type]
+            except Exception as exc:
+                if not self.done.done():
+                    self.done.set_exception(exc)
+                return
+            cell[0] = None
+            del self.running[record.id]
+            if out is not None:
+                self.send_event(out, record.id)
+
+
+def make_fanout_pool(event: type | None = None, record: bool = False) -> Once:
     """``fanout`` on :class:`PoolRun`: start, 16 workers, and a join, each a worker pool.
 
     Args:
         event: The event base class to build ``Item`` and ``Done`` from (the workload's own,
             e.g. ``batonflow.core.Event``, so both sides construct the same pydantic events);
             default: slotted plain objects, the floor of the router alone.
+        record: Run on :class:`RecordedPoolRun`: the pool plus a minimal record per execution.
     """
+    run_class = RecordedPoolRun if record else PoolRun
     if event is None:
 
         class Item(Ev):
@@ -339,7 +409,7 @@ def make_fanout_pool(event: type | None = None) -> Once:
     async def once(n: int) -> dict[str, float]:
         t0 = time.perf_counter()
         c0 = time.process_time()
-        result = await PoolRun(handlers).run(Start(0, n))
+        result = await run_class(handlers).run(Start(0, n))
         cpu = time.process_time() - c0
         elapsed = time.perf_counter() - t0
         check("fanout (count, sum)", result, (n, 2 * sum(range(n))))

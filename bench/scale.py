@@ -13,14 +13,20 @@ result. The curves:
 
 * ``edit``: ``async with ctx.store.edit_state()`` incrementing a counter, against ``get`` +
   ``set`` of one key, in a state of N keys (batonflow and llama-index-workflows), and the
-  same increment under a bare ``asyncio.Lock`` around a dict (no isolation, no rollback).
+  same increment under a bare ``asyncio.Lock`` around a dict (no isolation, no rollback), and
+  the interception floor: ``async with`` over finished futures yielding a dict whose writes
+  and ``get`` are Python methods (what any block that learns its writes without copying the
+  state pays before doing anything with them).
   ``--impls batonflow`` leaves llama-index out (its edit takes minutes at 10,000 keys).
 * ``serde``: the state store's ``to_dict`` / ``from_dict`` at N keys (batonflow and
   llama-index-workflows, each with its own ``JsonSerializer``).
 * ``fanout``: N events sent to a ``num_workers=16`` step and joined with ``collect_events``,
   against the worker-pool asyncio floor (``floor.py``'s ``fanout_pool``: every step a pool of
   long-lived worker tasks), once with slotted plain events (``floor``) and once building the
-  same pydantic events as the workload (``floor_events``: the same work but the engine's).
+  same pydantic events as the workload (``floor_events``: the same work but the engine's), and
+  that pool keeping the least record per execution that snapshots and lineage need
+  (``floor_record``: id, step, event, origins and start time in a table of running executions,
+  and the current-execution cell; ``floor.py``'s ``RecordedPoolRun``).
 * ``start``: start and finish a one-step run while N other runs are parked in a step, with
   the cyclic GC on, and off (the reference: what the runs cost without GC passes); CPU and
   wall time per run, and how many collections the GC made while the runs were timed.
@@ -49,7 +55,11 @@ CURVES: dict[str, tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...]]] = {
     # name: (sizes, quick sizes, implementations)
     "edit": ((10, 1_000, 10_000, 100_000), (10, 100_000), ("batonflow", "llama")),
     "serde": ((10, 100, 1_000, 10_000, 100_000), (10, 10_000), ("batonflow", "llama")),
-    "fanout": ((1_000, 10_000, 50_000), (1_000, 10_000), ("batonflow", "floor", "floor_events")),
+    "fanout": (
+        (1_000, 10_000, 50_000),
+        (1_000, 10_000),
+        ("batonflow", "floor", "floor_events", "floor_record"),
+    ),
     "start": ((1_000, 10_000, 50_000), (1_000, 50_000), ("batonflow", "batonflow_nogc")),
 }
 
@@ -134,12 +144,59 @@ async def one_edit(impl: str, n: int) -> dict[str, float]:
             async with lock:
                 plain["counter"] = plain.get("counter", 0) + 1
 
+    block = _InterceptBlock(asyncio.get_running_loop())
+    watched = block.state
+
+    async def intercepted(ops: int) -> None:
+        for _ in range(ops):
+            async with block as state:
+                state["counter"] = state.get("counter", 0) + 1
+
     edit = await _abest_per_op(edits, 2_000)
     pair = await _abest_per_op(pairs, 2_000)
     bare = await _abest_per_op(locked, 2_000)
+    floor = await _abest_per_op(intercepted, 2_000)
     if await store.get("counter") < 2_000 or await store.get("other") < 2_000:
         raise AssertionError("lost updates")
-    return {"edit_us": edit, "get_set_us": pair, "lock_dict_us": bare}
+    if watched["counter"] < 2_000 or plain["counter"] < 2_000:
+        raise AssertionError("lost updates")
+    return {"edit_us": edit, "get_set_us": pair, "lock_dict_us": bare, "intercept_us": floor}
+
+
+class _WatchedDict(dict[str, Any]):
+    """A dict whose writes and ``get`` run Python code: what seeing the block's writes costs."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        dict.__setitem__(self, key, value)  # a real design records the old value here
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        return dict.get(self, key, default)  # ... and copies a mutable value here
+
+
+class _InterceptBlock:
+    """The floor of an edit block that sees what it writes without copying the state.
+
+    ``async with`` over finished futures (no coroutine, no lock, no owner, no undo log, no
+    class switch), yielding a dict whose ``__setitem__`` and ``get`` are Python methods that
+    only call the C ones. Rollback and isolation without copying need at least this: the
+    block must learn which keys it writes, and CPython 3.11 offers no C-level hook on a
+    dict's writes (``PyDict_AddWatcher`` is 3.12 and C-only).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.state = _WatchedDict()
+        self._enter = loop.create_future()
+        self._enter.set_result(self.state)
+        self._exit = loop.create_future()
+        self._exit.set_result(False)
+
+    def __aenter__(self) -> asyncio.Future[Any]:
+        return self._enter
+
+    def __aexit__(self, *_: object) -> asyncio.Future[bool]:
+        return self._exit
 
 
 def one_serde(impl: str, n: int) -> dict[str, float]:
@@ -184,11 +241,11 @@ async def one_fanout(impl: str, n: int) -> dict[str, float]:
         from floor import make_fanout_pool
 
         event = None
-        if impl == "floor_events":
+        if impl in ("floor_events", "floor_record"):
             from api import load_api
 
             event = load_api("batonflow").Event
-        once = make_fanout_pool(event)
+        once = make_fanout_pool(event, record=impl == "floor_record")
     else:
         from api import load_api
         from workloads import make_fanout
@@ -344,21 +401,24 @@ def render(results: dict[tuple[str, int, str], list[dict[str, float]]]) -> str:
         if curve == "edit":
             out += [
                 "| state keys | batonflow edit_state (µs) | batonflow get+set (µs) | edit / get+set "
-                "| asyncio.Lock + dict (µs) | lock / get+set | llama edit_state (µs) "
-                "| llama get+set (µs) |",
-                "|---:|---:|---:|---:|---:|---:|---:|---:|",
+                "| asyncio.Lock + dict (µs) | lock / get+set | interception floor (µs) "
+                "| floor / get+set | llama edit_state (µs) | llama get+set (µs) |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             ]
             for n in ns:
                 e = _median(results, (curve, n, "batonflow"), "edit_us")
                 g = _median(results, (curve, n, "batonflow"), "get_set_us")
                 lk = _median(results, (curve, n, "batonflow"), "lock_dict_us")
+                ic = _median(results, (curve, n, "batonflow"), "intercept_us")
                 le = _median(results, (curve, n, "llama"), "edit_us")
                 lg = _median(results, (curve, n, "llama"), "get_set_us")
                 ratio = None if e is None or g is None else e / g
                 lock_ratio = None if lk is None or g is None else lk / g
+                ic_ratio = None if ic is None or g is None else ic / g
                 out.append(
                     f"| {n:,} | {_fmt(e, 2)} | {_fmt(g, 2)} | {_fmt(ratio, 1)}× | {_fmt(lk, 2)} "
-                    f"| {_fmt(lock_ratio, 1)}× | {_fmt(le, 2)} | {_fmt(lg, 2)} |"
+                    f"| {_fmt(lock_ratio, 1)}× | {_fmt(ic, 2)} | {_fmt(ic_ratio, 1)}× "
+                    f"| {_fmt(le, 2)} | {_fmt(lg, 2)} |"
                 )
         elif curve == "serde":
             out += [
@@ -380,18 +440,21 @@ def render(results: dict[tuple[str, int, str], list[dict[str, float]]]) -> str:
         elif curve == "fanout":
             out += [
                 "| events | batonflow (CPU µs/event) | floor, slotted events | floor, same events "
-                "| batonflow / floor (slotted) | batonflow / floor (same events) |",
-                "|---:|---:|---:|---:|---:|---:|",
+                "| floor, same events + record | batonflow / floor (slotted) "
+                "| batonflow / floor (same events) | record floor / floor (same events) |",
+                "|---:|---:|---:|---:|---:|---:|---:|---:|",
             ]
             for n in ns:
                 b = _median(results, (curve, n, "batonflow"), "cpu_us_per_event")
                 f = _median(results, (curve, n, "floor"), "cpu_us_per_event")
                 fe = _median(results, (curve, n, "floor_events"), "cpu_us_per_event")
+                fr = _median(results, (curve, n, "floor_record"), "cpu_us_per_event")
                 r1 = None if b is None or f is None else b / f
                 r2 = None if b is None or fe is None else b / fe
+                r3 = None if fr is None or fe is None else fr / fe
                 out.append(
-                    f"| {n:,} | {_fmt(b, 2)} | {_fmt(f, 2)} | {_fmt(fe, 2)} | {_fmt(r1, 2)}× "
-                    f"| {_fmt(r2, 2)}× |"
+                    f"| {n:,} | {_fmt(b, 2)} | {_fmt(f, 2)} | {_fmt(fe, 2)} | {_fmt(fr, 2)} "
+                    f"| {_fmt(r1, 2)}× | {_fmt(r2, 2)}× | {_fmt(r3, 2)}× |"
                 )
         elif curve == "start":
             out += [

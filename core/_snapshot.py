@@ -12,15 +12,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._runtime import RunStatus
+from ._type_registry import register_models
 from .errors import ContextSerdeError, SerializationError
 from .events import Event
-from .serialization import (
-    BaseSerializer,
-    JsonSerializer,
-    qualified_name,
-    register_models,
-    serialize_event,
-)
+from .serialization import BaseSerializer, JsonSerializer, qualified_name, serialize_event
 from .state import InMemoryStateStore
 
 if TYPE_CHECKING:

@@ -29,10 +29,11 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
+from ._json_values import TAG
 from ._state_paths import display
 from ._state_types import DictState
 from .errors import ContextSerdeError
-from .serialization import TAG, BaseSerializer, JsonSerializer, serialize_at
+from .serialization import BaseSerializer, JsonSerializer, serialize_at
 
 FORMAT_VERSION: Final = 2
 _READABLE_VERSIONS: Final = (1, 2)

@@ -29,128 +29,32 @@ it sits inside the value, e.g. ``state['client']``. Such objects belong in resou
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import enum
 import json
 import pickle
 import sys
-import typing
-import uuid
-import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
-from decimal import Decimal
-from pathlib import Path, PurePath
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import ContextSerdeError, SerializationError
-from .events import (
-    Event,
-    HumanResponseEvent,
-    InputRequiredEvent,
-    StartEvent,
-    StopEvent,
-    UnreconstructedException,
-    exception_from_data,
-    exception_to_data,
+from ._json_values import (
+    PLANS,
+    SCALAR_DECODERS,
+    TAG,
+    compact_json,
+    encode_scalar,
+    json_base,
+    model_plan,
+    stable_order,
 )
-
-TAG = "__bf__"
-
-
-def _not_json(value: Any) -> Any:
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-def _compact_encoder() -> Callable[[Any], str]:
-    """``json.dumps(value, separators=(",", ":"))`` on one C encoder made once.
-
-    ``JSONEncoder.encode`` makes a new C encoder (and a dict of the containers met, to find
-    cycles) at every call; a durable step encodes its queued events and its checkpoint, so
-    this holds one without that dict. A value that contains itself raises ``RecursionError``
-    instead of ``ValueError``: what is encoded here is a serializer's tree (``encode`` finds
-    cycles itself) or a snapshot, whose callers catch both.
-    """
-    from json import encoder
-
-    make = getattr(encoder, "c_make_encoder", None)  # not in typeshed: CPython's _json
-    if make is None:  # pragma: no cover - a Python built without the _json accelerator
-        return json.JSONEncoder(separators=(",", ":")).encode
-    held = make(
-        None, _not_json, encoder.encode_basestring_ascii, None, ":", ",", False, False, True
-    )
-
-    def compact_json(value: Any) -> str:
-        return "".join(held(value, 0))
-
-    return compact_json
-
-
-#: ``json.dumps(value, separators=(",", ":"))``, ASCII only: see :func:`_compact_encoder`.
-compact_json = _compact_encoder()
+from ._type_registry import BUILTIN_EVENTS, KNOWN, dotted, qualified_name, register_type
+from .errors import ContextSerdeError, SerializationError
+from .events import Event, UnreconstructedException, exception_from_data, exception_to_data
 
 #: Values ``_encode`` writes as they are (exact types: subclasses take the long way).
 _PLAIN = frozenset({str, int, float, bool, type(None)})
-
-#: Classes met while encoding or registered explicitly, by "module:qualname".
-_KNOWN: weakref.WeakValueDictionary[str, type[BaseModel]] = weakref.WeakValueDictionary()
-_REGISTERED: weakref.WeakSet[type] = weakref.WeakSet()
-_BUILTIN_EVENTS: tuple[type[BaseModel], ...] = (
-    Event,
-    StartEvent,
-    StopEvent,
-    InputRequiredEvent,
-    HumanResponseEvent,
-)
-
-
-def qualified_name(cls: type) -> str:
-    """``"module:QualName"``: the name a class is written under."""
-    return f"{cls.__module__}:{cls.__qualname__}"
-
-
-def register_models(*types: type[BaseModel]) -> None:
-    """Register ``types`` and every pydantic model their fields name (``list[Item]``...)."""
-    seen: set[type] = set()
-    todo: list[Any] = list(types)
-    while todo:
-        cls = todo.pop()
-        if isinstance(cls, type) and issubclass(cls, BaseModel):
-            if cls in seen:
-                continue
-            seen.add(cls)
-            register_type(cls)
-            for info in cls.model_fields.values():
-                todo.append(info.annotation)
-        else:
-            todo.extend(a for a in typing.get_args(cls) if a is not None)
-
-
-def register_type(*types: type[BaseModel]) -> None:
-    """Make pydantic classes decodable by name in this process without importing them.
-
-    The engine registers every event and state type of a workflow, so a snapshot taken in one
-    process restores in another that defines the same workflow, even in ``__main__``.
-
-    Args:
-        types: pydantic model classes.
-
-    Raises:
-        TypeError: A type that is not a pydantic model class.
-    """
-    for cls in types:
-        if cls in _REGISTERED:
-            continue  # the engine registers a workflow's types at every snapshot: keep it cheap
-        if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
-            raise TypeError(f"register_type() takes pydantic model classes, got {cls!r}.")
-        _KNOWN[qualified_name(cls)] = cls
-        _REGISTERED.add(cls)
-
-
-for _cls in _BUILTIN_EVENTS:
-    register_type(_cls)
 
 
 class BaseSerializer(ABC):
@@ -190,14 +94,14 @@ class JsonSerializer(BaseSerializer):
         if allowed_types is not None:
             # Compared in dotted form, so "pkg.mod.Class" and "pkg.mod:Class" both work
             # without importing anything here.
-            names = {_dotted(qualified_name(c)) for c in _BUILTIN_EVENTS}
+            names = {dotted(qualified_name(c)) for c in BUILTIN_EVENTS}
             for item in allowed_types:
                 if isinstance(item, type):
-                    names.add(_dotted(qualified_name(item)))
+                    names.add(dotted(qualified_name(item)))
                     if issubclass(item, BaseModel):
                         register_type(item)
                 elif isinstance(item, str):
-                    names.add(_dotted(item))
+                    names.add(dotted(item))
                 else:
                     raise TypeError(
                         f"allowed_types takes classes or 'module.ClassName' strings, got {item!r}."
@@ -273,7 +177,7 @@ class JsonSerializer(BaseSerializer):
             if isinstance(value, tuple):
                 kind, items = "tuple", list(value)
             else:
-                kind, items = type(value).__name__, _stable_order(value)
+                kind, items = type(value).__name__, stable_order(value)
                 if kind not in ("set", "frozenset"):
                     kind = "set" if isinstance(value, set) else "frozenset"
             return self._guard(
@@ -288,8 +192,8 @@ class JsonSerializer(BaseSerializer):
         if isinstance(value, enum.Enum):
             return self._encode(value.value, path, active)
         if isinstance(value, bool | int | float | str):  # subclasses of JSON scalars
-            return self._encode(_json_base(value), path, active)
-        scalar = _encode_scalar(value)
+            return self._encode(json_base(value), path, active)
+        scalar = encode_scalar(value)
         if scalar is not None:
             return scalar
         if isinstance(value, BaseException):
@@ -336,12 +240,12 @@ class JsonSerializer(BaseSerializer):
 
     def _encode_model(self, model: BaseModel, path: str, active: set[int]) -> Any:
         cls = type(model)
-        plan = _PLANS.get(cls)
+        plan = PLANS.get(cls)
         if plan is None:
-            plan = _PLANS[cls] = _model_plan(cls)
+            plan = PLANS[cls] = model_plan(cls)
         name_of, plain, fields = plan
-        if _KNOWN.get(name_of) is not cls:
-            _KNOWN[name_of] = cls
+        if KNOWN.get(name_of) is not cls:
+            KNOWN[name_of] = cls
         if plain:
             try:
                 dumped = model.model_dump(mode="json")
@@ -417,7 +321,7 @@ class JsonSerializer(BaseSerializer):
             return self._unpickle(tree, path)
         if kind == "exception":
             return self._decode_exception(tree)
-        decoder = _SCALAR_DECODERS.get(kind)
+        decoder = SCALAR_DECODERS.get(kind)
         if decoder is None:
             raise ContextSerdeError(
                 f"Cannot decode {path}: unknown tag {kind!r}; the data was written by a newer "
@@ -430,7 +334,7 @@ class JsonSerializer(BaseSerializer):
         if (
             self._allowed is not None
             and not name.startswith("builtins.")
-            and _dotted(name) not in self._allowed
+            and dotted(name) not in self._allowed
         ):
             return UnreconstructedException(str(tree["exception_message"]), original_type=name)
         return exception_from_data(
@@ -446,12 +350,12 @@ class JsonSerializer(BaseSerializer):
     def _model_class(self, name: str, path: str) -> type[BaseModel]:
         if not isinstance(name, str):
             raise ContextSerdeError(f"Cannot decode {path}: model type {name!r} is not a name.")
-        if self._allowed is not None and _dotted(name) not in self._allowed:
+        if self._allowed is not None and dotted(name) not in self._allowed:
             raise ContextSerdeError(
                 f"Cannot decode {path}: class {name!r} is not in allowed_types; add it to "
                 "JsonSerializer(allowed_types=[...]) if you trust it."
             )
-        known = _KNOWN.get(name)
+        known = KNOWN.get(name)
         if known is not None:
             return known
         module_name, _, qualname = name.partition(":")
@@ -469,7 +373,7 @@ class JsonSerializer(BaseSerializer):
                 "name. Call register_type() on it, or pass JsonSerializer(allowed_types=[...]) "
                 "with it (its module imported)."
             )
-        _KNOWN[name] = obj
+        KNOWN[name] = obj
         return obj
 
 
@@ -497,7 +401,7 @@ class PickleSerializer(JsonSerializer):
         if (
             self._allowed is not None
             and not name.startswith("builtins.")
-            and _dotted(name) not in self._allowed
+            and dotted(name) not in self._allowed
         ):
             return UnreconstructedException(str(tree["exception_message"]), original_type=name)
         return exception_from_data(
@@ -556,93 +460,6 @@ def serialize_at(serializer: BaseSerializer, value: Any, path: str) -> str:
             f"{type(exc).__name__}: {exc}. Inject such objects as a Resource or use a serializer "
             "that handles them."
         ) from exc
-
-
-# -- scalar helpers -------------------------------------------------------------------------
-
-
-def _encode_scalar(value: Any) -> dict[str, Any] | None:
-    if isinstance(value, dt.datetime):
-        return {TAG: "datetime", "v": value.isoformat()}
-    if isinstance(value, dt.date):
-        return {TAG: "date", "v": value.isoformat()}
-    if isinstance(value, dt.time):
-        return {TAG: "time", "v": value.isoformat()}
-    if isinstance(value, dt.timedelta):
-        return {TAG: "timedelta", "v": [value.days, value.seconds, value.microseconds]}
-    if isinstance(value, Decimal):
-        return {TAG: "decimal", "v": str(value)}
-    if isinstance(value, uuid.UUID):
-        return {TAG: "uuid", "v": str(value)}
-    if isinstance(value, PurePath):
-        return {TAG: "path", "v": str(value)}
-    if isinstance(value, bytes | bytearray):
-        return {TAG: "bytes", "v": base64.b64encode(bytes(value)).decode("ascii")}
-    return None
-
-
-_SCALAR_DECODERS: dict[str, Any] = {
-    "datetime": dt.datetime.fromisoformat,
-    "date": dt.date.fromisoformat,
-    "time": dt.time.fromisoformat,
-    "timedelta": lambda v: dt.timedelta(days=v[0], seconds=v[1], microseconds=v[2]),
-    "decimal": Decimal,
-    "uuid": uuid.UUID,
-    "path": Path,
-    "bytes": lambda v: base64.b64decode(v),
-}
-
-
-def _json_base(value: Any) -> Any:
-    for base in (bool, int, float, str):
-        if isinstance(value, base):
-            return base(value)
-    return value  # pragma: no cover - callers only pass JSON scalar subclasses
-
-
-def _stable_order(items: Iterable[Any]) -> list[Any]:
-    values = list(items)
-    try:
-        return sorted(values)
-    except TypeError:
-        return values
-
-
-_Plan = tuple[str, bool, tuple[tuple[str, str, bool], ...]]
-#: How ``JsonSerializer`` encodes each model class (see ``_model_plan``), made once per class.
-_PLANS: weakref.WeakKeyDictionary[type[BaseModel], _Plan] = weakref.WeakKeyDictionary()
-
-
-def _model_plan(cls: type[BaseModel]) -> _Plan:
-    """``(qualified name, plain, fields)`` of a model class for ``JsonSerializer``.
-
-    ``plain``: a "plain" ``model_serializer`` replaces the model's shape, so pydantic writes it;
-    a "wrap" one (llama-index's ``BaseComponent`` adds ``class_name``) only decorates the
-    default dump, so the fields are walked as usual and nested models keep their classes.
-    ``fields``: ``(attribute, key, by_pydantic)`` for every field not excluded, the key being
-    the name ``model_validate`` reads back (the alias, when there is one), ``by_pydantic`` when
-    a ``field_serializer`` writes it.
-    """
-    decorators = cls.__pydantic_decorators__
-    plain = any(d.info.mode == "plain" for d in decorators.model_serializers.values())
-    by_pydantic = {
-        name for info in decorators.field_serializers.values() for name in info.info.fields
-    }
-    fields = tuple(
-        (name, _input_name(name, info), name in by_pydantic)
-        for name, info in cls.model_fields.items()
-        if not info.exclude
-    )
-    return qualified_name(cls), plain, fields
-
-
-def _input_name(name: str, info: Any) -> str:
-    alias = info.validation_alias if isinstance(info.validation_alias, str) else info.alias
-    return alias if isinstance(alias, str) else name
-
-
-def _dotted(name: str) -> str:
-    return name.replace(":", ".")
 
 
 def _first_error(exc: ValidationError) -> str:
