@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ._calls import call_in_scopes, run_sync
-from ._lanes import CURRENT_EXECUTION, RUNNING, Execution
+from ._lanes import CURRENT_EXECUTION, RUNNING, Execution, TraceEntry
 from .errors import StepTimeoutError, WorkflowRuntimeError
 from .events import Event, StepFailedEvent, StepState
 from .graph import CALLER_EVENTS
@@ -54,6 +54,7 @@ async def work(self: Run) -> None:
     loop_ready = self._loop_ready
     clock = self._clock
     workflow = self.workflow
+    want_record = self._want_record  # fixed for the run, as its instruments
     streak = 0
     while ready:
         ex = ready.popleft()
@@ -62,7 +63,7 @@ async def work(self: Run) -> None:
         ex.task = task
         lane = ex.lane
         try:
-            if lane.direct and not (self._want_record or self.internal or workflow._listeners):
+            if lane.direct and not (want_record or self.internal or workflow._listeners):
                 cell: list[Execution | None] = [ex]
                 CURRENT_EXECUTION.set(cell)
                 try:
@@ -97,7 +98,11 @@ async def work(self: Run) -> None:
         if not ready:
             return
         streak += 1
-        if loop_ready is not None and streak < STREAK and len(loop_ready) <= len(idle):
+        if (
+            loop_ready is not None
+            and streak < STREAK
+            and (not loop_ready or len(loop_ready) <= len(idle))
+        ):
             # Nothing else is ready in the loop (the run's idle workers only take what
             # this one would): a yield would come straight back here.
             continue
@@ -380,26 +385,35 @@ def step_finished(
 
 
 def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
-    # The execution is over: it is no longer in progress for snapshots.
+    if self._plain_finish and not self.internal and not self.workflow._listeners:
+        # The common cases (one event out or none, nobody told about it but the stream):
+        # what the rest of this function does for them, in short. Nothing here looks at
+        # the run's executions in progress, so ex leaves them in _release, right after.
+        lane = ex.lane
+        kind = type(result)
+        if kind is lane.trace_out and type(ex.event) is lane.trace_in:
+            # The same classes in and out as the lane's last execution: its trace entry,
+            # and an output class its annotation declares (or None), as checked then.
+            self.trace.append(lane.trace_entry)
+            if result is not None:
+                self.route(result, ex.id, None, emitter=ex, tag=ex.tag)
+            return
+        declared = result is None or kind in lane.spec.emitted
+        if declared or (
+            isinstance(result, Event)
+            and (not self._check_outputs or not self._undeliverable(result))
+        ):
+            entry: TraceEntry = (lane.spec.name, type(ex.event), () if result is None else (kind,))
+            entry = self._trace_entries.setdefault(entry, entry)
+            self.trace.append(entry)
+            if declared or not self._check_outputs:
+                lane.trace_in, lane.trace_out, lane.trace_entry = type(ex.event), kind, entry
+            if result is not None:
+                self.route(result, ex.id, None, emitter=ex, tag=ex.tag)
+            return
+    # The execution is over: it is no longer in progress for snapshots (a step listener
+    # may take one).
     del self.running[ex.id]
-    if (
-        isinstance(result, Event)
-        and self._plain_finish
-        and not self.internal
-        and not self.workflow._listeners
-        and (
-            not self._check_outputs
-            or type(result) in ex.lane.spec.emitted
-            or not self._undeliverable(result)
-        )
-    ):
-        # The common case (one event out, nobody told about it but the stream): what the
-        # rest of this function does for it, in short.
-        one: tuple[str, type[Event], tuple[type[Event], ...]]
-        one = (ex.lane.spec.name, type(ex.event), (type(result),))
-        self.trace.append(self._trace_entries.setdefault(one, one))
-        self.route(result, ex.id, None, emitter=ex, tag=ex.tag)
-        return
     fan_out = False
     if isinstance(result, Event):
         outputs: tuple[Event, ...] = (result,)
@@ -466,7 +480,7 @@ def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
             ex.event,
             outputs,
             self.ctx,
-            ex.first_started_wall,
+            getattr(ex, "first_started_wall", 0.0),
             time.time(),
         )
         for listener in listeners:

@@ -22,7 +22,8 @@ turn), and the handler is resolved only once those executions are gone.
 
 This module holds the run's lifecycle and routing. The rest of :class:`Run` lives in one module
 per concept, as functions bound in its class body (plain methods, no extra lookup):
-``_lanes`` (the run's status, lanes and executions), ``_executing`` (one execution's attempts),
+``_lanes`` (the run's status, lanes and executions: starting and releasing one),
+``_executing`` (one execution's attempts),
 ``_branches`` (collection streams), ``_services`` (what a Context asks of its run) and
 ``_run_parts`` (snapshot and restore).
 """
@@ -37,7 +38,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Sized
 from typing import TYPE_CHECKING, Any, cast
 
-from . import _branches, _executing, _run_parts, _services
+from . import _branches, _executing, _lanes, _run_parts, _services
 from ._collect import CollectBuffer, CollectionStream
 from ._lanes import CURRENT_EXECUTION as CURRENT_EXECUTION
 from ._lanes import RUNNING, Lane, Origin, Tag
@@ -298,7 +299,7 @@ class Run:
             self._timeout_handle = None
         current = asyncio.current_task()
         for ex in list(self.running.values()):
-            task = ex.task
+            task = getattr(ex, "task", None)
             if task is None:
                 # Started but taken by no worker yet: it never runs, so it is released here.
                 del self.running[ex.id]
@@ -416,33 +417,51 @@ class Run:
         lanes = self.lanes
         for index in targets:
             lane = lanes[index] or self._lane(index)
-            item: Event = event
-            item_origin: Origin = origin
-            item_tag = tag
             if not lane.plain:
-                if lane.collects:
-                    if tag is not None:
-                        self._collect_member(lane, event, tag)
-                    elif self.internal:
-                        self._unhandled(event)
-                    continue
-                if lane.joins is not None:
-                    joined = lane.join(event, origin)
-                    if joined is None:
-                        continue
-                    item, item_origin = joined
-                    item_tag = None
-            if item_tag is not None:
-                self.streams[item_tag[0]].live[item_tag[1]] += 1
+                self._deliver_gathered(lane, event, origin, tag, hold)
+                continue
+            # _deliver, inline (the common case: a step taking one event at a time)
+            if tag is not None:
+                self.streams[tag[0]].live[tag[1]] += 1
             if hold or lane.active >= lane.limit or lane.pending:
-                lane.pending.append(item)
-                lane.meta.append((item_origin, None, item_tag))
+                lane.pending.append(event)
+                lane.meta.append((origin, None, tag))
                 if not hold and lane.active < lane.limit:
                     self._start(lane)
                 elif self.internal:
-                    self._state_changed(lane.spec.name, StepState.PREPARING, None, item)
+                    self._state_changed(lane.spec.name, StepState.PREPARING, None, event)
             else:  # nothing queued before it: it starts now
-                self._begin(lane, item, item_origin, None, item_tag)
+                self._begin(lane, event, origin, None, tag)
+
+    def _deliver(self, lane: Lane, item: Event, origin: Origin, tag: Tag, hold: int | bool) -> None:
+        """Start an execution of ``lane`` on ``item``, or queue it (held, or at its bound)."""
+        if tag is not None:
+            self.streams[tag[0]].live[tag[1]] += 1
+        if hold or lane.active >= lane.limit or lane.pending:
+            lane.pending.append(item)
+            lane.meta.append((origin, None, tag))
+            if not hold and lane.active < lane.limit:
+                self._start(lane)
+            elif self.internal:
+                self._state_changed(lane.spec.name, StepState.PREPARING, None, item)
+        else:  # nothing queued before it: it starts now
+            self._begin(lane, item, origin, None, tag)
+
+    def _deliver_gathered(
+        self, lane: Lane, event: Event, origin: Origin, tag: Tag, hold: int | bool
+    ) -> None:
+        """Deliver ``event`` to a ``list[E]`` collector, or to a step with several event
+        parameters (which starts once it holds one event of each)."""
+        if lane.collects:
+            if tag is not None:
+                self._collect_member(lane, event, tag)
+            elif self.internal:
+                self._unhandled(event)
+            return
+        assert lane.joins is not None
+        joined = lane.join(event, origin)
+        if joined is not None:
+            self._deliver(lane, joined[0], joined[1], None, hold)
 
     def _kick_all(self) -> None:
         if self.stepwise or self.status is not RUNNING:
@@ -457,56 +476,11 @@ class Run:
         origin, eid, tag = lane.meta.popleft()
         self._begin(lane, lane.pending.popleft(), origin, eid, tag)
 
-    def _begin(self, lane: Lane, event: Event, origin: Origin, eid: int | None, tag: Tag) -> None:
-        """Start an execution of ``lane`` on ``event``: queue it for the run's workers.
-
-        A worker finishing an execution (``_deferring``) takes it itself; otherwise, when no
-        worker is on its way back to the queue, a new one is created for it.
-        """
-        if eid is None:
-            eid = self.next_id
-            self.next_id = eid + 1
-        ex = Execution(self, eid, lane, event, origin, tag)
-        if self.recoveries or self.recovering:
-            self._inherit_recoveries(ex)
-        lane.active += 1
-        self.running[eid] = ex
-        self._ready.append(ex)
-        if not self._deferring and not self._idle:
-            self._add_worker()
-
     def _add_worker(self) -> None:
         task = self.loop.create_task(self._work())
         self._idle.add(task)
 
-    # ------------------------------------------------------------------ executing
-
-    def _release(self, ex: Execution) -> None:
-        """The execution ``ex`` is over: free its slot, start what may start."""
-        self.running.pop(ex.id, None)
-        # The task is done with ex: break Execution -> Task -> its contextvars -> Execution,
-        # so finished executions are freed by refcount rather than by full GC passes.
-        ex.task = None
-        lane = ex.lane
-        lane.active -= 1
-        lane.busy &= ~(1 << ex.worker)
-        if ex.tag is not None and self.status is RUNNING:
-            self._branch_done(ex.tag)
-        if self.status is RUNNING:
-            if self.internal:
-                if ex.output_name is None:  # not reported by _succeeded (it failed)
-                    self._state_changed(lane.spec.name, StepState.NOT_RUNNING, ex.worker, ex.event)
-                self._maybe_idle()
-            if self.stepwise:
-                if not self.running and self._wave is not None and not self._wave.done():
-                    self._wave.set_result(None)
-            elif lane.pending and not self._hold:
-                pending, meta = lane.pending, lane.meta
-                while pending and lane.active < lane.limit:
-                    origin, eid, tag = meta.popleft()  # _start, inline
-                    self._begin(lane, pending.popleft(), origin, eid, tag)
-        if self.status is not RUNNING and not self.running:
-            self._resolve()
+    # ------------------------------------------------------------------ internal events
 
     def _state_changed(
         self,
@@ -555,6 +529,9 @@ class Run:
     # The rest of the run's methods live in one module per concept; binding the functions here
     # makes them plain methods (the same lookup as a ``def`` in this class body).
 
+    # starting and releasing an execution: _lanes.py
+    _begin = _lanes.begin
+    _release = _lanes.release
     # executing a step: _executing.py
     _work = _executing.work
     _cancelled_outside = _executing.cancelled_outside

@@ -81,9 +81,10 @@ async def wait_for(
     timeout: float | None,
 ) -> Event:
     """``ctx.wait_for_event`` for the execution ``ex``."""
+    count = getattr(ex, "wait_count", 0)
     if waiter_id is None:
-        waiter_id = f"{ex.lane.spec.name}:{ex.id}:{ex.wait_count}"
-    ex.wait_count += 1
+        waiter_id = f"{ex.lane.spec.name}:{ex.id}:{count}"
+    ex.wait_count = count + 1
     found = self.waiter_results.pop(waiter_id, None)
     if found is not None:
         return found
@@ -104,7 +105,7 @@ async def wait_for(
     if self.internal:
         self._maybe_idle()
     # Time spent waiting for someone else is not charged to the step's own timeout.
-    step_timer = ex.step_timeout
+    step_timer = getattr(ex, "step_timeout", None)
     remaining: float | None = None
     if step_timer is not None:
         deadline = step_timer.when()

@@ -268,8 +268,8 @@ class Context(Generic[StateT]):
         if run.status is not RUNNING:
             self._send(run, message, None, ex)  # raises unless there is nothing to do
             return
-        if step is None and run.graph.targets(type(message)):
-            target = None  # the common case: some step takes it
+        if step is None and (run._kinds.get(type(message)) or run.graph.kind_of(type(message)))[0]:
+            target = None  # the common case: some step takes it (routing's own lookup)
         else:
             internal = ex is not None and ex.run is run
             waiting = [(w.step, w) for w in run.waiters.values()] if run.waiters else []
@@ -407,16 +407,19 @@ class Context(Generic[StateT]):
             ex = self._execution("collect_events")  # raises
         wanted: Sequence[type[Event]]
         if isinstance(expected, type):
-            wanted = repeat_type(expected, 1 if count is None else count)
+            repeated = repeat_type(expected, 1 if count is None else count)
+            if not repeated.n:  # (its len(), without a call)
+                return []  # nothing to wait for (LlamaIndex returns [] too)
+            wanted = repeated
         elif count is not None:
             raise TypeError(
                 "collect_events(count=...) counts events of one type; pass the type itself, "
                 f"e.g. collect_events(ev, Done, count={count!r}), or a list without count."
             )
+        elif not expected:
+            return []
         else:
             wanted = expected
-        if not wanted:
-            return []  # nothing to wait for (LlamaIndex returns [] too)
         run = ex.run
         if threading.get_ident() != run.thread_id:
             return _in_loop(run, run.collect, ex, ev, wanted, buffer_id)  # type: ignore[no-any-return]
@@ -450,7 +453,7 @@ class Context(Generic[StateT]):
     def retry_info(self) -> RetryInfo:
         """Where the current step stands in its retries (attempt 0 on the first run)."""
         ex = self._execution("retry_info")
-        return ex.retry_info or RetryInfo()
+        return getattr(ex, "retry_info", None) or RetryInfo()
 
     # ------------------------------------------------------------------ deprecated stream access
 

@@ -58,9 +58,19 @@ class Event(BaseModel):
     if not TYPE_CHECKING:
 
         def __getattr__(self, name: str) -> Any:
-            # LlamaIndex keeps extra fields in a private dict `_data`; ours live in pydantic's
-            # extra dict, which `_data` names (the same object, so writes show through).
-            if name == "_data":
+            if name[:1] != "_":
+                # An extra field (``ev.topic`` on a StartEvent), read here rather than by
+                # pydantic's __getattr__, which looks for a private attribute first: their
+                # names start with "_". A fan-out loop reading ``ev.n`` per item saves ~0.3 µs
+                # a read (most of what is left is Python raising the AttributeError that
+                # sends the read here).
+                extra = self.__pydantic_extra__
+                if extra is not None and name in extra:
+                    return extra[name]
+            elif name == "_data":
+                # LlamaIndex keeps extra fields in a private dict `_data`; ours live in
+                # pydantic's extra dict, which `_data` names (the same object, so writes
+                # show through).
                 return self.__pydantic_extra__
             return super().__getattr__(name)
 

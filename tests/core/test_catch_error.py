@@ -10,6 +10,8 @@ from batonflow.core import (
     Event,
     StartEvent,
     StepFailedEvent,
+    StepState,
+    StepStateChanged,
     StopEvent,
     Workflow,
     WorkflowFailedEvent,
@@ -351,3 +353,29 @@ async def test_handler_must_accept_step_failed_event(handler: Any) -> None:
         r"event parameter\. Annotate it `ev: StepFailedEvent`",
     ):
         catch_error(handler)
+
+
+async def test_a_recovered_step_reports_it_stopped_running() -> None:
+    """On the internal stream, a step that failed and was recovered is reported running,
+    then not running with no output (released after its failure), then the handler runs."""
+
+    class W(Workflow):
+        @step
+        async def flaky(self, ev: StartEvent) -> StopEvent:
+            raise ConnectionError("down")
+
+        @catch_error
+        async def recover(self, ev: StepFailedEvent) -> StopEvent:
+            return StopEvent(result="recovered")
+
+    handler = W().run()
+    changes = [
+        (ev.name, ev.step_state, ev.output_event_name)
+        async for ev in handler.stream_events(expose_internal=True)
+        if isinstance(ev, StepStateChanged) and ev.name == "flaky"
+    ]
+    assert await handler == "recovered"
+    assert changes == [
+        ("flaky", StepState.RUNNING, None),
+        ("flaky", StepState.NOT_RUNNING, None),
+    ]

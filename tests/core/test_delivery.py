@@ -200,6 +200,34 @@ async def test_sent_event_answering_a_waiter_is_delivered() -> None:
     assert await W(timeout=5).run() == 20
 
 
+async def test_an_output_a_waiter_took_is_checked_again_next_time() -> None:
+    """A step's undeclared output that a waiting step took once is no pass for the next:
+    the same output with nobody waiting fails the run (a lane remembers only the output
+    classes its annotation declares as checked)."""
+
+    class Never(Event):
+        pass
+
+    class W(Workflow):
+        @step
+        async def boss(self, ctx: Context, ev: StartEvent) -> A | StopEvent:
+            ctx.send_event(A(x=1))
+            first = await ctx.wait_for_event(B, timeout=5)
+            ctx.send_event(A(x=2))
+            await ctx.wait_for_event(Never, timeout=5)  # the run fails before
+            return StopEvent(result=first.y)
+
+        @step
+        async def echo(self, ev: A) -> StopEvent:
+            return B(y=str(ev.x))  # type: ignore[return-value]
+
+    with pytest.raises(
+        WorkflowRuntimeError,
+        match=r"^Step echo returned B, but no step accepts B and no step is waiting for it",
+    ):
+        await W(timeout=10).run()
+
+
 async def test_opting_out_of_the_terminal_event_check_drops_silently() -> None:
     """With ``skip_graph_checks=["terminal_event"]`` an untaken returned event is dropped."""
 

@@ -380,6 +380,52 @@ async def test_execution_trace_is_complete_and_shares_repeated_entries() -> None
     assert handler.workflow.execution_trace() == trace
 
 
+async def test_execution_trace_follows_a_step_whose_outputs_change() -> None:
+    """A step whose output class changes from one execution to the next (an event, none,
+    the same event, another event, and with another input class) gets one entry each, with
+    the classes of that execution: a lane reuses the entry of its last execution only when
+    the classes in and out are the same."""
+
+    class Item(Event):
+        x: int
+
+    class Other(Item):
+        pass
+
+    class A(Event):
+        x: int
+
+    class B(Event):
+        x: int
+
+    class W(Workflow):
+        @step
+        async def begin(self, ctx: Context, ev: StartEvent) -> Item | None:
+            for x in range(5):
+                ctx.send_event(Other(x=x) if x == 4 else Item(x=x))
+            return None
+
+        @step
+        async def pick(self, ev: Item) -> A | B | None:
+            return (A(x=0), None, A(x=2), B(x=3), B(x=4))[ev.x]
+
+        @step
+        async def join(self, ctx: Context, ev: A | B) -> StopEvent | None:
+            got = ctx.collect_events(ev, [A, A, B, B])
+            return None if got is None else StopEvent(result=[e.x for e in got])
+
+    handler = W().run()
+    assert await handler == [0, 2, 3, 4]
+    picks = [entry for entry in handler.execution_trace() if entry[0] == "pick"]
+    assert picks == [
+        ("pick", Item, (A,)),
+        ("pick", Item, ()),
+        ("pick", Item, (A,)),
+        ("pick", Item, (B,)),
+        ("pick", Other, (B,)),
+    ]
+
+
 async def test_cancel_run_does_not_swallow_the_callers_own_cancellation():
     """A task cancelled while it waits in cancel_run() is cancelled, not silently resumed."""
 
