@@ -353,7 +353,7 @@ def draw(
     with cli_errors(debug):
         from .registry import load_workflow_class
 
-        target = load_workflow_class(flow)
+        # The output first: loading the flow may import llama-index (seconds).
         suffix = output.suffix.lower()
         if suffix not in (".html", ".htm", ".mmd", ".md"):
             raise BadParameterError(
@@ -363,6 +363,7 @@ def draw(
             raise BadParameterError(
                 f"Folder {str(output.parent)!r} does not exist; create it or choose another -o."
             )
+        target = load_workflow_class(flow)
         from ._introspect import drawing
 
         drawing().draw_all_possible_flows(
@@ -451,8 +452,8 @@ def serve(
         else:
             store = RunStore(settings.db_path)
             checkpoints = settings.open_store() if durable else None
+        traces = setup_tracing("batonflow-server")  # a bad OTEL_* setting says so first
         served = _served_workflows(settings, extra, prebuilt)
-        traces = setup_tracing("batonflow-server")
         from .server import create_app
         from .server import serve as run_server
 

@@ -118,6 +118,8 @@ def test_rag_on_a_qdrant_url_nobody_answers(tmp_path: Path, command: str) -> Non
         (("serve", "--port", "0", "--db", "{file}/runs.db"), "Cannot open the checkpoint database"),
         (("run", "accumulate", "--durable", "--db", "{file}/runs.db"), "Cannot open the"),
         (("runs", "list", "--db", "{tmp}/none.db"), "No run store at"),
+        (("draw", "rag", "-o", "{tmp}/no/such/dir/rag.html"), "Folder "),
+        (("draw", "rag", "-o", "{tmp}/rag.png"), "use a .html, .mmd or .md file name"),
     ],
     ids=[
         "ingest-missing-path",
@@ -128,6 +130,8 @@ def test_rag_on_a_qdrant_url_nobody_answers(tmp_path: Path, command: str) -> Non
         "serve-db-under-a-file",
         "run-durable-db-under-a-file",
         "runs-list-no-store",
+        "draw-into-a-missing-folder",
+        "draw-to-a-png",
     ],
 )
 def test_bad_references_and_paths_fail_before_heavy_imports(
@@ -142,6 +146,29 @@ def test_bad_references_and_paths_fail_before_heavy_imports(
     assert error.startswith("error: ") and message in error
     assert "Error: " not in error  # the sentence itself, not the exception's class name
     assert heavy == set()
+
+
+def test_serve_with_a_bad_tracing_setting_says_so_first(tmp_path: Path) -> None:
+    """An OTEL_* value that cannot work is reported before the prebuilt flows load."""
+    env = {"OTEL_TRACES_EXPORTER": "bogus"}
+    code, error, heavy = cli("serve", "--port", "0", cwd=tmp_path, env=env)
+    assert code == 1
+    assert "Unknown trace exporter 'bogus' in OTEL_TRACES_EXPORTER" in error
+    assert heavy == set()
+
+
+def test_a_local_store_in_use_is_reported_before_the_flows_load(tmp_path: Path) -> None:
+    """A folder another process (here: this one) holds open is named, with the way out."""
+    from batonflow.rag import QdrantStore
+
+    where = tmp_path / "held"
+    with QdrantStore(path=where, collection="docs") as store:
+        store.ensure_collection()
+        for args in (("rag", "ask", "q"), ("rag", "ingest", str(tmp_path))):
+            code, error, heavy = cli(*args, "--qdrant-path", str(where), cwd=tmp_path)
+            assert code == 1
+            assert f"The local Qdrant folder {str(where)!r} is in use by another process" in error
+            assert heavy == set()
 
 
 def test_a_postgresql_url_nobody_answers_fails_at_once(tmp_path: Path) -> None:
