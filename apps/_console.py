@@ -28,6 +28,12 @@ _SELF_EXPLAINING = (
     "TracingConfigurationError",
     "MissingDependencyError",
     "PortInUseError",
+    # the run store's and batonflow.rag's store errors: they name the store and the fix
+    "CheckpointError",
+    "StoreUnavailableError",
+    "StoreLockedError",
+    "StoreConfigError",
+    "CollectionNotFoundError",
     # batonflow.client: the server's own sentence, after its status code
     "APIError",
     "AuthenticationError",

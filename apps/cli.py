@@ -131,13 +131,14 @@ def run(
             _run_on_server(url, token, flow, fields, stream, as_json, list(answers), durable)
             return
         settings = Settings.load(db=db)
+        # Cheap checks first: the flow's store, the run store (a flow may load for seconds).
+        prebuilt = PREBUILT.get(flow)
+        if prebuilt is not None and prebuilt.check is not None:
+            prebuilt.check(settings)
+        checkpoints = settings.open_store() if durable else None
+        flow_ref = _flow_reference(flow) if durable else None
         setup_tracing()
         workflow = load_workflow(flow, settings)
-        checkpoints = None
-        flow_ref = None
-        if durable:
-            checkpoints = settings.open_store()
-            flow_ref = _flow_reference(flow)
         stdout = sys.stdout
         # With --json, stdout carries only JSON: whatever the steps print goes to stderr.
         redirect = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
@@ -352,7 +353,7 @@ def draw(
     with cli_errors(debug):
         from .registry import load_workflow_class
 
-        target = load_workflow_class(flow)
+        # The output first: loading the flow may import llama-index (seconds).
         suffix = output.suffix.lower()
         if suffix not in (".html", ".htm", ".mmd", ".md"):
             raise BadParameterError(
@@ -362,6 +363,7 @@ def draw(
             raise BadParameterError(
                 f"Folder {str(output.parent)!r} does not exist; create it or choose another -o."
             )
+        target = load_workflow_class(flow)
         from ._introspect import drawing
 
         drawing().draw_all_possible_flows(
@@ -439,12 +441,10 @@ def serve(
         sock = bind_socket(settings.host, settings.port)  # a port in use fails before set-up
         env_hosts = os.environ.get("BATONFLOW_ALLOWED_HOSTS", "")
         hosts = [*allowed_hosts, *(h.strip() for h in env_hosts.split(",") if h.strip())]
-        served = _served_workflows(settings, workflows, prebuilt)
-        traces = setup_tracing("batonflow-server")
+        extra = _workflow_options(workflows)
         from .run_store import RunStore
-        from .server import create_app
-        from .server import serve as run_server
 
+        # What the user gave is checked before the prebuilt flows load (llama-index: seconds).
         if settings.database_url is not None:
             # One store for records and checkpoints; on PostgreSQL it joins the replicas.
             checkpoints = settings.open_store(replica=True)
@@ -452,6 +452,11 @@ def serve(
         else:
             store = RunStore(settings.db_path)
             checkpoints = settings.open_store() if durable else None
+        traces = setup_tracing("batonflow-server")  # a bad OTEL_* setting says so first
+        served = _served_workflows(settings, extra, prebuilt)
+        from .server import create_app
+        from .server import serve as run_server
+
         app_ = create_app(
             served,
             store=store,
@@ -514,13 +519,39 @@ def _where(settings: Settings, store: Any) -> str:
     return str(settings.db_path) if settings.database_url is None else repr(store)
 
 
-def _served_workflows(settings: Settings, extra: list[str], prebuilt: bool) -> dict[str, Any]:
+def _workflow_options(items: list[str]) -> dict[str, str]:
+    """The ``--workflow NAME=MODULE:CLASS`` options, by name.
+
+    Raises:
+        BadParameterError: An option that is not ``NAME=MODULE:CLASS``.
+    """
+    specs: dict[str, str] = {}
+    for item in items:
+        name, sep, spec = item.partition("=")
+        if not sep or not name or not spec:
+            raise BadParameterError(
+                f"--workflow expects NAME=MODULE:CLASS, got {item!r}; e.g. "
+                "--workflow approval=batonflow.apps.examples.approval:ApprovalFlow."
+            )
+        specs[name] = spec
+    return specs
+
+
+def _served_workflows(settings: Settings, specs: dict[str, str], prebuilt: bool) -> dict[str, Any]:
+    """The workflows to serve: ``specs`` and the prebuilt flows they do not replace.
+
+    ``specs`` (name → ``module:Class``, from ``--workflow``) load first, so an error in the
+    user's own is reported before the prebuilt flows load llama-index (seconds).
+    """
     from .registry import FlowSetupError, LLMNotConfiguredError
 
+    extra = {name: load_workflow(spec, settings) for name, spec in specs.items()}
     served: dict[str, Any] = {}
     need_llm: list[str] = []
     if prebuilt:
         for name in PREBUILT:
+            if name in specs:
+                continue  # --workflow serves another flow under this name
             try:
                 served[name] = load_workflow(name, settings)
                 if hasattr(served[name], "print_progress"):
@@ -534,14 +565,7 @@ def _served_workflows(settings: Settings, extra: list[str], prebuilt: bool) -> d
                 err.print(f"not serving {name!r}: {reason}", markup=False)
     if need_llm:
         err.print(f"not serving {', '.join(need_llm)} (set OPENAI_API_KEY)", markup=False)
-    for item in extra:
-        name, sep, spec = item.partition("=")
-        if not sep or not name or not spec:
-            raise BadParameterError(
-                f"--workflow expects NAME=MODULE:CLASS, got {item!r}; e.g. "
-                "--workflow approval=batonflow.apps.examples.approval:ApprovalFlow."
-            )
-        served[name] = load_workflow(spec, settings)
+    served.update(extra)
     if not served:
         raise BadParameterError("No workflow to serve; add one with --workflow NAME=MODULE:CLASS.")
     return served

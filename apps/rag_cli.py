@@ -52,6 +52,7 @@ def ingest(
         settings = Settings.load(
             collection=collection, qdrant_url=qdrant_url, qdrant_path=qdrant_path
         )
+        check_store(settings)
         setup_tracing()
         from ._signals import EXIT_INTERRUPTED, Interrupted, run_interruptibly
 
@@ -74,11 +75,11 @@ def ingest(
 
 async def ingest_paths(settings: Settings, paths: list[str], progress: bool = True) -> Any:
     """Run the ingestion workflow over ``paths`` with a progress bar; return its report."""
-    from batonflow.rag import IngestionWorkflow, IngestProgress
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    store = open_qdrant_store(settings)
+    store = open_qdrant_store(settings)  # a locked folder is reported before llama-index loads
     try:
+        from batonflow.rag import IngestionWorkflow, IngestProgress
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
         handler = IngestionWorkflow(store=store).run(paths=paths)
         with Progress(
             TextColumn("ingesting"),
@@ -136,6 +137,7 @@ def ask(
         settings = Settings.load(
             collection=collection, qdrant_url=qdrant_url, qdrant_path=qdrant_path
         )
+        check_store(settings, collection=True)
         setup_tracing()
         response = asyncio.run(ask_question(settings, question, top_k=top_k))
         if as_json:
@@ -146,17 +148,50 @@ def ask(
 
 async def ask_question(settings: Settings, question: str, top_k: int = 5) -> Any:
     """Run the RAG workflow on one question; return its ``RAGResponse``."""
-    from batonflow.rag import RAGWorkflow
-
-    from .registry import _llm
-
     store = open_qdrant_store(settings)
     try:
-        _check_collection(store, settings)
+        from batonflow.rag import RAGWorkflow
+
+        from .registry import _llm
+
         llm = _llm(settings, "rag") if settings.openai_api_key else None
         return await RAGWorkflow(store=store, llm=llm, top_k=top_k).run(query=question)
     finally:
         _close(store)
+
+
+def check_store(settings: Settings, *, collection: bool = False) -> None:
+    """Fail fast on a store that cannot work, before qdrant-client and llama-index load.
+
+    Their imports take seconds, and a typo in ``--collection`` or ``--qdrant-url`` is found
+    in milliseconds: a Qdrant server gets one request (:func:`batonflow.rag._probe.
+    probe_server`), a local folder is opened (which imports neither) and closed again.
+
+    Args:
+        settings: Where the store is.
+        collection: Also check that the collection exists (to ask it; ingesting creates it).
+
+    Raises:
+        StoreUnavailableError: Nothing answers at ``--qdrant-url``.
+        FlowSetupError: The local folder is in use by another process.
+        BadParameterError: ``collection`` and the collection is not there; the message lists
+            those that are.
+    """
+    if settings.qdrant_url:
+        from batonflow.rag._probe import probe_server
+        from batonflow.rag.errors import CollectionNotFoundError
+
+        try:
+            probe_server(settings.qdrant_url, settings.collection if collection else None)
+        except CollectionNotFoundError as exc:
+            raise BadParameterError(str(exc)) from None
+        return
+    if collection:
+        store = open_qdrant_store(settings)
+        try:
+            _check_collection(store, settings)
+        finally:
+            _close(store)
 
 
 def _check_collection(store: Any, settings: Settings) -> None:
@@ -168,7 +203,7 @@ def _check_collection(store: Any, settings: Settings) -> None:
     Raises:
         BadParameterError: The collection is not there; the message lists those that are.
     """
-    from batonflow.rag.retriever import collection_not_found
+    from batonflow.rag.store import collection_not_found
 
     if not store.exists():
         raise BadParameterError(str(collection_not_found(store)))

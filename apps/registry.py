@@ -45,13 +45,18 @@ class BadParameterError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class PrebuiltFlow:
-    """One flow the command line knows by name."""
+    """One flow the command line knows by name.
+
+    ``check``, when given, is what ``batonflow run NAME`` checks before it builds the flow
+    (which may import llama-index for seconds): a store that cannot work fails at once.
+    """
 
     name: str
     summary: str
     build: Callable[[Settings], Any]
     example: str
     target: str
+    check: Callable[[Settings], None] | None = None
 
 
 def _llm(settings: Settings, flow: str) -> Any:
@@ -121,6 +126,12 @@ def _build_hitl(settings: Settings) -> Any:
     return ApprovalFlow(timeout=None)
 
 
+def _check_rag(settings: Settings) -> None:
+    from .rag_cli import check_store
+
+    check_store(settings, collection=True)
+
+
 def open_qdrant_store(settings: Settings, collection: str | None = None) -> Any:
     """The Qdrant store of ``settings``: a server by URL, else the local folder."""
     from batonflow.rag import QdrantStore, StoreLockedError
@@ -178,6 +189,7 @@ PREBUILT: dict[str, PrebuiltFlow] = {
             _build_rag,
             "--set query='What is batonflow?'",
             "batonflow.rag:RAGWorkflow",
+            _check_rag,
         ),
         PrebuiltFlow(
             "hitl",

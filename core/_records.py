@@ -353,6 +353,36 @@ def check_checkpoint_id(checkpoint: Checkpoint) -> bool:
     return False
 
 
+#: The ``final_event`` column of a checkpoint that has no StopEvent although its snapshot
+#: holds one (only a hand-built checkpoint can be so); see :func:`final_column`.
+_NO_FINAL = ""
+
+
+def final_column(checkpoint: Checkpoint) -> str | None:
+    """What a SQL store writes for ``checkpoint.final_event``: nothing when the snapshot has it.
+
+    The step that ends a run leaves its StopEvent in the snapshot (``ctx_data["stop_event"]``,
+    which restores the ended run by itself), so the column would hold a second copy of the
+    same text: it is written only when it differs. :func:`final_of` reads it back. Rows of
+    older versions hold both copies and read the same.
+    """
+    final = checkpoint.final_event
+    held = checkpoint.ctx_data.get("stop_event")
+    if final is not None and final == held:
+        return None
+    if final is None and held is not None:
+        return _NO_FINAL
+    return final
+
+
+def final_of(column: str | None, ctx_data: Mapping[str, Any]) -> str | None:
+    """A checkpoint's ``final_event`` from its column and its snapshot (see :func:`final_column`)."""
+    if column is None:
+        held = ctx_data.get("stop_event")
+        return held if isinstance(held, str) else None
+    return None if column == _NO_FINAL else column
+
+
 def no_checkpoint_error(checkpoint_id: str, where: str) -> CheckpointError:
     """The error of ``get`` for a checkpoint id the store at ``where`` does not hold."""
     return CheckpointError(
@@ -378,6 +408,8 @@ __all__ = [
     "check_status",
     "checkpoint_id",
     "checkpoint_taken_error",
+    "final_column",
+    "final_of",
     "implicit_record",
     "made_id_parts",
     "no_checkpoint_error",

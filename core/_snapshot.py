@@ -114,11 +114,17 @@ def dump(
     if not graph.registered:
         _register(graph)
 
+    # One encoding per event object: an event routed to several steps is queued for each.
+    encoded: dict[int, str] = {}
+
     def enc(event: Event, where: str) -> str:
-        try:
-            return serialize_event(event, ser)
-        except SerializationError as exc:
-            raise SerializationError(f"{where}: {exc}") from exc
+        text = encoded.get(id(event))  # the run holds every event until dump returns
+        if text is None:
+            try:
+                text = encoded[id(event)] = serialize_event(event, ser)
+            except SerializationError as exc:
+                raise SerializationError(f"{where}: {exc}") from exc
+        return text
 
     data: dict[str, Any] = {
         "format": FORMAT,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._json_values import compact_json
-from ._records import Checkpoint, RunRecord
+from ._records import Checkpoint, RunRecord, final_column
 from .errors import CheckpointError
 
 #: The tables of schema version 3, column by column. ``REAL`` is the dialect's double type
@@ -161,7 +161,7 @@ def checkpoint_row(checkpoint: Checkpoint) -> tuple[Any, ...]:
         _types_json(checkpoint.output_event_types),
         checkpoint.created_at,
         ctx_json,
-        checkpoint.final_event,
+        final_column(checkpoint),
         checkpoint.inbox_seq,
         None if checkpoint.state_changes is None else int(checkpoint.state_changes),
     )

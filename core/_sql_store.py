@@ -45,6 +45,7 @@ from ._records import (
     check_post,
     check_status,
     checkpoint_taken_error,
+    final_of,
     made_id_parts,
     no_checkpoint_error,
     run_exists_error,
@@ -327,7 +328,7 @@ class SqlRunStore:
                 created_at=float(created),
                 ctx_data=ctx_data,
                 seq=int(seq),
-                final_event=final,
+                final_event=final_of(final, ctx_data),
                 inbox_seq=int(inbox_seq or 0),
             )
         except (TypeError, ValueError, RecursionError) as exc:

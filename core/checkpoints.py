@@ -555,6 +555,16 @@ class WorkflowCheckpointer:
             return
         final = next((e for e in boundary.output_events if isinstance(e, StopEvent)), None)
         ctx_data, delta = self._changes(boundary.ctx)
+        final_event = None
+        if final is not None:
+            # The run holds the StopEvent while listeners look, so the snapshot has encoded it
+            # already: the checkpoint keeps that text, not a second encoding of the event.
+            run = boundary.ctx._run
+            held = ctx_data.get("stop_event")
+            if run is not None and run.held_stop is final and isinstance(held, str):
+                final_event = held
+            else:
+                final_event = self.serializer.serialize(final)
         try:
             self._put(
                 boundary.run_id,
@@ -562,7 +572,7 @@ class WorkflowCheckpointer:
                 qualified_name(type(boundary.input_event)),
                 boundary.output_events,
                 ctx_data,
-                final_event=self.serializer.serialize(final) if final is not None else None,
+                final_event=final_event,
                 created_at=boundary.finished_at,
                 state_changes=delta,
                 events=(boundary.input_event, next(iter(boundary.output_events), None)),

@@ -156,6 +156,17 @@ class PostgresCheckpointStore(SqlRunStore):
             name="batonflow",
         )
         try:
+            # One connection first: the pool retries a refused or rejected one until the
+            # timeout, and a wrong port or password should say so at once, with the reason.
+            psycopg.connect(url, connect_timeout=max(1, int(connect_timeout))).close()
+        except psycopg.OperationalError as exc:
+            self._pool.close()
+            raise CheckpointError(
+                f"Cannot connect to PostgreSQL at {self._where} ({_reason(exc, url)}); check "
+                "that the server runs and the URL (user, password, host, port, database) is "
+                "right."
+            ) from exc
+        try:
             self._pool.open(wait=True, timeout=connect_timeout)
         except PoolTimeout as exc:
             self._pool.close()
@@ -470,6 +481,16 @@ class PostgresCheckpointStore(SqlRunStore):
             f"Could not {action} in {where} ({type(exc).__name__}: {text}); check the "
             "database, or pass another URL."
         )
+
+
+def _reason(exc: Exception, url: str) -> str:
+    """libpq's reason for a failed connection, on one line and without the password."""
+    text = " ".join(str(exc).split())
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    return text.replace(password, "***") if password else text
 
 
 def _redacted(url: str) -> str:

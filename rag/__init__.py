@@ -10,10 +10,12 @@
 Install with ``pip install 'batonflow[rag]'``.
 """
 
-# The extra's packages are checked before they are imported, for a clear error.
-# ruff: noqa: E402
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from batonflow._extras import require_extra
 
+# The extra's packages are checked first (without importing them), for a clear error.
 require_extra(
     "batonflow.rag",
     "rag",
@@ -25,35 +27,85 @@ require_extra(
     },
 )
 
-from .embeddings import MiniLMEmbedding as MiniLMEmbedding
-from .errors import CollectionNotFoundError as CollectionNotFoundError
-from .errors import RAGConfigError as RAGConfigError
-from .errors import RAGError as RAGError
-from .errors import StoreConfigError as StoreConfigError
-from .errors import StoreLockedError as StoreLockedError
-from .errors import StoreUnavailableError as StoreUnavailableError
-from .events import AnswerDelta as AnswerDelta
-from .events import IngestProgress as IngestProgress
-from .events import QueryEvent as QueryEvent
-from .events import RerankedEvent as RerankedEvent
-from .events import RetrievedEvent as RetrievedEvent
-from .events import RetrieveEvent as RetrieveEvent
-from .events import SourcesEvent as SourcesEvent
-from .filters import to_qdrant_filter as to_qdrant_filter
-from .ingestion import IngestionReport as IngestionReport
-from .ingestion import IngestionWorkflow as IngestionWorkflow
-from .loading import SkippedFile as SkippedFile
-from .retriever import QdrantQuery as QdrantQuery
-from .retriever import QdrantRetriever as QdrantRetriever
-from .samples import sample_docs_dir as sample_docs_dir
-from .sparse import BM25SparseEncoder as BM25SparseEncoder
-from .store import Chunk as Chunk
-from .store import Hit as Hit
-from .store import QdrantStore as QdrantStore
-from .synthesis import RAGResponse as RAGResponse
-from .synthesis import Source as Source
-from .workflow import RAGStart as RAGStart
-from .workflow import RAGWorkflow as RAGWorkflow
+# The names are imported when first used (PEP 562), so ``from batonflow.rag import
+# QdrantStore`` does not import llama-index: the command line checks a store (a missing
+# collection, a server that is down) and says so before it loads the workflows.
+_EXPORTS = {
+    "MiniLMEmbedding": ".embeddings",
+    "CollectionNotFoundError": ".errors",
+    "RAGConfigError": ".errors",
+    "RAGError": ".errors",
+    "StoreConfigError": ".errors",
+    "StoreLockedError": ".errors",
+    "StoreUnavailableError": ".errors",
+    "AnswerDelta": ".events",
+    "IngestProgress": ".events",
+    "QueryEvent": ".events",
+    "RerankedEvent": ".events",
+    "RetrievedEvent": ".events",
+    "RetrieveEvent": ".events",
+    "SourcesEvent": ".events",
+    "to_qdrant_filter": ".filters",
+    "IngestionReport": ".ingestion",
+    "IngestionWorkflow": ".ingestion",
+    "SkippedFile": ".loading",
+    "QdrantQuery": ".retriever",
+    "QdrantRetriever": ".retriever",
+    "sample_docs_dir": ".samples",
+    "BM25SparseEncoder": ".sparse",
+    "Chunk": ".store",
+    "Hit": ".store",
+    "QdrantStore": ".store",
+    "RAGResponse": ".synthesis",
+    "Source": ".synthesis",
+    "RAGStart": ".workflow",
+    "RAGWorkflow": ".workflow",
+}
+
+if TYPE_CHECKING:
+    from .embeddings import MiniLMEmbedding as MiniLMEmbedding
+    from .errors import CollectionNotFoundError as CollectionNotFoundError
+    from .errors import RAGConfigError as RAGConfigError
+    from .errors import RAGError as RAGError
+    from .errors import StoreConfigError as StoreConfigError
+    from .errors import StoreLockedError as StoreLockedError
+    from .errors import StoreUnavailableError as StoreUnavailableError
+    from .events import AnswerDelta as AnswerDelta
+    from .events import IngestProgress as IngestProgress
+    from .events import QueryEvent as QueryEvent
+    from .events import RerankedEvent as RerankedEvent
+    from .events import RetrievedEvent as RetrievedEvent
+    from .events import RetrieveEvent as RetrieveEvent
+    from .events import SourcesEvent as SourcesEvent
+    from .filters import to_qdrant_filter as to_qdrant_filter
+    from .ingestion import IngestionReport as IngestionReport
+    from .ingestion import IngestionWorkflow as IngestionWorkflow
+    from .loading import SkippedFile as SkippedFile
+    from .retriever import QdrantQuery as QdrantQuery
+    from .retriever import QdrantRetriever as QdrantRetriever
+    from .samples import sample_docs_dir as sample_docs_dir
+    from .sparse import BM25SparseEncoder as BM25SparseEncoder
+    from .store import Chunk as Chunk
+    from .store import Hit as Hit
+    from .store import QdrantStore as QdrantStore
+    from .synthesis import RAGResponse as RAGResponse
+    from .synthesis import Source as Source
+    from .workflow import RAGStart as RAGStart
+    from .workflow import RAGWorkflow as RAGWorkflow
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'batonflow.rag' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # once: later lookups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
 
 __all__ = [
     "AnswerDelta",

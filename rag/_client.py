@@ -12,6 +12,7 @@ from typing import Any
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException
 
+from ._probe import unreachable
 from .errors import StoreLockedError, StoreUnavailableError
 from .layout import Layout, detect
 from .sparse import SparseVector
@@ -31,10 +32,7 @@ class ClientEngine:
         self.where = str(self.url or opts.get("path") or opts.get("location") or "")
 
     def _unavailable(self, exc: Exception) -> StoreUnavailableError:
-        return StoreUnavailableError(
-            f"Could not reach Qdrant at {self.url} ({exc}); start the server, check url= "
-            "(and api_key=), or leave url= out to use local embedded Qdrant."
-        )
+        return unreachable(str(self.url), exc)
 
     def layout(self, collection: str) -> Layout | None:
         """The collection's vectors, or ``None`` when it does not exist."""

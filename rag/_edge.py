@@ -22,15 +22,17 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import portalocker
 import qdrant_edge as qe
-from qdrant_client import models
 
 from .errors import StoreConfigError, StoreLockedError
 from .layout import Layout, detect
 from .sparse import SparseVector
+
+if TYPE_CHECKING:
+    from qdrant_client import models
 
 _CONFIG = "edge_config.json"
 _PAGE = 1024
@@ -259,6 +261,8 @@ def _unsupported(what: object) -> StoreConfigError:
 
 
 def _match(m: Any) -> Any:
+    from qdrant_client import models  # only a query with a filter needs qdrant-client
+
     if isinstance(m, models.MatchValue):
         return qe.MatchValue(m.value)
     if isinstance(m, models.MatchAny):
@@ -271,6 +275,8 @@ def _match(m: Any) -> Any:
 
 
 def _condition(c: Any) -> Any:
+    from qdrant_client import models  # only a query with a filter needs qdrant-client
+
     if isinstance(c, models.Filter):
         return to_edge_filter(c)
     if isinstance(c, models.FieldCondition):

@@ -40,6 +40,20 @@ class RAGConfigError(RAGError, ValueError):
     """A workflow option that cannot work (a reranker that is not a postprocessor, ...)."""
 
 
+def collection_missing(collection: str, where: str, names: list[str]) -> str:
+    """The message of :class:`CollectionNotFoundError`: what is there, and how to fill it."""
+    there = (
+        f"the collections there are: {', '.join(names)}; pass one with collection= "
+        "(--collection), or"
+        if names
+        else "it has no collections yet;"
+    )
+    return (
+        f"Collection {collection!r} does not exist at {where}; {there} ingest documents first: "
+        f"batonflow rag ingest PATH --collection {collection}."
+    )
+
+
 __all__ = [
     "CollectionNotFoundError",
     "RAGConfigError",
@@ -47,4 +61,5 @@ __all__ = [
     "StoreConfigError",
     "StoreLockedError",
     "StoreUnavailableError",
+    "collection_missing",
 ]

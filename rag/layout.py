@@ -23,9 +23,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
-from llama_index.core.vector_stores.utils import node_to_metadata_dict
-
 from .chunks import Chunk, Hit
 
 SPARSE = "sparse"
@@ -67,6 +64,10 @@ def detect(dense: dict[str, int], sparse: set[str]) -> Layout:
 
 def payload_of(chunk: Chunk, content_hash: str | None = None) -> dict[str, Any]:
     """The payload of ``chunk``: llama-index's fields plus batonflow's (see the module docs)."""
+    # Imported here: opening a store or reading hits needs no llama-index (see rag/__init__).
+    from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+    from llama_index.core.vector_stores.utils import node_to_metadata_dict
+
     node = TextNode(
         id_=chunk.id,
         text=chunk.text,

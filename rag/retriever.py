@@ -20,9 +20,9 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from .errors import CollectionNotFoundError, StoreConfigError
+from .errors import StoreConfigError
 from .filters import combine, to_qdrant_filter
-from .store import Hit, QdrantStore
+from .store import Hit, QdrantStore, collection_not_found
 
 
 @dataclass
@@ -118,21 +118,6 @@ class QdrantRetriever(BaseRetriever):
             query_bundle.query_str, dense=dense, top_k=top_k, query_filter=flt
         )
         return [hit_to_node(h) for h in hits]
-
-
-def collection_not_found(store: QdrantStore) -> CollectionNotFoundError:
-    """The error for a query on a collection that does not exist, listing those that do."""
-    names = store.collections()
-    there = (
-        f"the collections there are: {', '.join(names)}; pass one with collection= "
-        "(--collection), or"
-        if names
-        else "it has no collections yet;"
-    )
-    return CollectionNotFoundError(
-        f"Collection {store.collection!r} does not exist at {store.where}; {there} ingest "
-        f"documents first: batonflow rag ingest PATH --collection {store.collection}."
-    )
 
 
 def hit_to_node(hit: Hit) -> NodeWithScore:

@@ -27,23 +27,48 @@ import asyncio
 import os
 import threading
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from qdrant_client import QdrantClient, models
-
-from ._client import ClientEngine, open_local_client
 from ._edge import EdgeEngine, is_client_folder
 from .chunks import Chunk, Hit, chunks_of, point_id
-from .errors import StoreConfigError
-from .filters import to_qdrant_filter
+from .errors import CollectionNotFoundError, StoreConfigError, collection_missing
 from .layout import DENSE, SPARSE, Layout, hit_of, payload_of
 from .sparse import BM25SparseEncoder
+
+if TYPE_CHECKING:
+    # Imported where used: a store on the embedded engine, its collections and its queries
+    # without a filter need neither qdrant-client nor llama-index (their imports take seconds),
+    # so a missing collection is reported before they load.
+    from qdrant_client import QdrantClient, models
+
+    from ._client import ClientEngine
 
 DEFAULT_PATH = ".batonflow/qdrant"
 #: Above this many sources, pruning scans the collection once instead of filtering per source
 #: (a filter on an unindexed field is itself a scan, so per-source filters would be quadratic).
 _SCAN_SOURCES = 8
 _SOURCE_FIELDS = ["source", "content_hash"]
+
+
+def _client_engine(
+    client: QdrantClient | None,
+    url: str | None,
+    location: str | None,
+    api_key: str | None,
+    timeout: int | None,
+    where: str,
+) -> ClientEngine:
+    """The qdrant-client engine: a given client, a server by URL, or a local-mode folder."""
+    from ._client import ClientEngine, open_local_client
+
+    if client is not None:
+        return ClientEngine(client, owned=False)
+    if url is not None or location is not None:
+        from qdrant_client import QdrantClient
+
+        made = QdrantClient(url=url, location=location, api_key=api_key, timeout=timeout)
+        return ClientEngine(made, owned=True)
+    return ClientEngine(open_local_client(where), owned=True)
 
 
 class QdrantStore:
@@ -105,22 +130,15 @@ class QdrantStore:
         self.batch_size = batch_size
         self._lock = threading.Lock()
         self._layout: Layout | None = None  # cached once the collection is known to exist
+        where = location if location is not None else os.fspath(path or DEFAULT_PATH)
+        embedded = client is None and url is None and location in (None, ":memory:")
         self._engine: EdgeEngine | ClientEngine
-        if client is not None:
-            self._engine = ClientEngine(client, owned=False)
-        elif url is not None or (location is not None and location != ":memory:"):
-            self._engine = ClientEngine(
-                QdrantClient(url=url, location=location, api_key=api_key, timeout=timeout),
-                owned=True,
-            )
+        if embedded and not is_client_folder(where):
+            self._engine = EdgeEngine(where)
         else:
-            where = location if location is not None else os.fspath(path or DEFAULT_PATH)
-            if is_client_folder(where):
-                self._engine = ClientEngine(open_local_client(where), owned=True)
-            else:
-                self._engine = EdgeEngine(where)
+            self._engine = _client_engine(client, url, location, api_key, timeout, where)
         self.is_local = self._engine.is_local
-        self.url = self._engine.url if isinstance(self._engine, ClientEngine) else None
+        self.url = None if isinstance(self._engine, EdgeEngine) else self._engine.url
 
     @property
     def engine(self) -> str:
@@ -134,7 +152,7 @@ class QdrantStore:
         Raises:
             StoreConfigError: the store runs on embedded Qdrant Edge, which has no client.
         """
-        if isinstance(self._engine, ClientEngine):
+        if not isinstance(self._engine, EdgeEngine):
             return self._engine.client
         raise StoreConfigError(
             f"QdrantStore(path={self._engine.where!r}) runs on embedded Qdrant Edge, which has "
@@ -282,6 +300,8 @@ class QdrantStore:
     def _source_filters(self, sources: list[str]) -> list[models.Filter | None]:
         if len(sources) > _SCAN_SOURCES and (self.is_local or self.engine == "edge"):
             return [None]  # one scan of everything, matched in Python
+        from qdrant_client import models
+
         step = 256  # keeps each request's filter small for the server's keyword index
         return [
             models.Filter(
@@ -335,6 +355,8 @@ class QdrantStore:
         with self._lock:
             if self._read_layout() is None:
                 return 0
+            from qdrant_client import models
+
             flt = (
                 models.Filter(
                     must=[
@@ -373,7 +395,11 @@ class QdrantStore:
         """
         if top_k < 1:
             raise StoreConfigError(f"top_k must be at least 1, got {top_k}.")
-        flt = to_qdrant_filter(query_filter)
+        flt = None
+        if query_filter is not None:
+            from .filters import to_qdrant_filter  # llama-index's filter types
+
+            flt = to_qdrant_filter(query_filter)
         sparse = self.encoder.encode_query(text)
         with self._lock:
             layout = self._read_layout()
@@ -460,4 +486,20 @@ class QdrantStore:
         return f"QdrantStore(collection={self.collection!r}, engine={self.engine!r})"
 
 
-__all__ = ["DENSE", "SPARSE", "Chunk", "Hit", "QdrantStore", "chunks_of", "point_id"]
+def collection_not_found(store: QdrantStore) -> CollectionNotFoundError:
+    """The error for a query on a collection that does not exist, listing those that do."""
+    return CollectionNotFoundError(
+        collection_missing(store.collection, store.where, store.collections())
+    )
+
+
+__all__ = [
+    "DENSE",
+    "SPARSE",
+    "Chunk",
+    "Hit",
+    "QdrantStore",
+    "chunks_of",
+    "collection_not_found",
+    "point_id",
+]

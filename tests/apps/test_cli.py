@@ -315,9 +315,16 @@ def test_prebuilt_flows_check_their_start_fields(args, message, tmp_path, monkey
 
 
 def test_rag_start_field_typo_names_query(tmp_path, monkeypatch):
-    """run rag --set question=... names the field the rag flow takes."""
+    """run rag --set question=... names the field the rag flow takes (once its collection
+    exists: a missing one is reported first, before the flow loads)."""
+    from batonflow.rag import QdrantStore
+
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("BATONFLOW_QDRANT_PATH", raising=False)
+    monkeypatch.delenv("BATONFLOW_COLLECTION", raising=False)
+    with QdrantStore(path=tmp_path / ".batonflow" / "qdrant", collection="docs") as store:
+        store.ensure_collection()
     result = invoke("run", "rag", "--set", "question=hi")
     assert result.exit_code == 1, result.output
     assert "--set question: RAGStart has no field 'question'; its fields are query" in (

@@ -336,7 +336,7 @@ def test_prebuilt_flows_have_typed_start_events_and_stay_quiet(tmp_path, monkeyp
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    served = _served_workflows(Settings.load(), [], prebuilt=True)
+    served = _served_workflows(Settings.load(), {}, prebuilt=True)
     assert {"guess-number", "accumulate", "rag", "hitl"} <= set(served)
     app = create_app(served, store=RunStore(tmp_path / "runs.db"))
     with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=20) as client:

@@ -53,12 +53,21 @@ def test_unknown_scheme_names_the_fix():
 
 
 def test_unreachable_server_is_a_clear_error(postgres_server):
-    """A server that does not answer gives one CheckpointError naming the URL, no password."""
+    """A refused connection gives one CheckpointError naming the URL and libpq's reason, no
+    password, at once: not after the pool's retries for ``connect_timeout`` seconds."""
     url = f"postgresql://u:secret@127.0.0.1:{postgres_server.port + 1}/db"
     with pytest.raises(CheckpointError, match=r"Cannot connect to PostgreSQL") as info:
-        PostgresCheckpointStore(url, connect_timeout=1)
+        PostgresCheckpointStore(url, connect_timeout=600)
     assert "secret" not in str(info.value)
     assert "u:***@" in str(info.value)
+    assert "refused" in str(info.value).lower()  # the pool's timeout would not say why
+
+
+def test_a_database_that_does_not_exist_is_named(postgres_url):
+    """A wrong database name in a working server's URL says so at once."""
+    url = postgres_url.rsplit("/", 1)[0] + "/no_such_db_7f"
+    with pytest.raises(CheckpointError, match=r'database "no_such_db_7f" does not exist'):
+        PostgresCheckpointStore(url, connect_timeout=600)
 
 
 def test_schema_is_created_once_by_racing_replicas(postgres_url):

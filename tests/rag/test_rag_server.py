@@ -22,7 +22,7 @@ def test_server_and_cli_give_the_same_missing_collection_error(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("BATONFLOW_COLLECTION", "kitchn")
     settings = Settings.load()
-    served = _served_workflows(settings, [], prebuilt=True)
+    served = _served_workflows(settings, {}, prebuilt=True)
     store = served["rag"].store
     with pytest.raises(BadParameterError) as cli_error:
         _check_collection(store, settings)
