@@ -72,6 +72,22 @@ async def test_declared_fields_are_read_like_extra_ones() -> None:
         _ = ev.nope
 
 
+async def test_attribute_reads_of_extra_fields() -> None:
+    """``ev.name`` finds an extra field (also one written through ``_data``), an extra field
+    whose name starts with "_", and a private attribute before an extra field of its name;
+    a missing one raises AttributeError naming it, so ``getattr`` defaults work."""
+    ev = StartEvent(topic="pirates", _note="kept")
+    assert ev.topic == "pirates" and ev._note == "kept"
+    ev._data["added"] = 1
+    assert ev.added == 1
+    assert getattr(ev, "missing", "default") == "default"
+    with pytest.raises(AttributeError, match="'StartEvent' object has no attribute 'missing'"):
+        _ = ev.missing
+    tagged = Tagged(label="x")
+    tagged._data["_token"] = "extra"
+    assert tagged._token == "none"  # the private attribute wins, as in pydantic
+
+
 async def test_private_attributes_given_as_keywords() -> None:
     """A private attribute passed as a keyword is set on the event, never an extra field."""
     ev = Tagged(label="x", _token="secret", other=1)
