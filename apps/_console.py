@@ -19,7 +19,7 @@ from ._wire import jsonable
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-#: Exceptions whose message is already a complete, user-facing sentence.
+#: Exceptions (and their subclasses) whose message is already a complete, user-facing sentence.
 _SELF_EXPLAINING = (
     "FlowNotFoundError",
     "FlowSetupError",
@@ -52,7 +52,7 @@ def debug_enabled(flag: bool) -> bool:
 def one_line(exc: BaseException) -> str:
     """The error as one line: its message (with the type name when it is not ours)."""
     text = " ".join(str(exc).split())
-    if type(exc).__name__ in _SELF_EXPLAINING and text:
+    if text and any(cls.__name__ in _SELF_EXPLAINING for cls in type(exc).__mro__):
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 

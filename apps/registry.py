@@ -78,9 +78,10 @@ def _llm(settings: Settings, flow: str) -> Any:
 
 
 def _build_joke(settings: Settings) -> Any:
+    llm = _llm(settings, "joke")  # no key: said before batonflow.agents loads llama-index
     from batonflow.agents import JokeFlow
 
-    return JokeFlow(llm=_llm(settings, "joke"))
+    return JokeFlow(llm=llm)
 
 
 def _calculator_tools() -> list[Callable[..., Any]]:
@@ -96,9 +97,10 @@ def _calculator_tools() -> list[Callable[..., Any]]:
 
 
 def _build_react(settings: Settings) -> Any:
+    llm = _llm(settings, "react")
     from batonflow.agents import ReActAgent
 
-    return ReActAgent(tools=_calculator_tools(), llm=_llm(settings, "react"))
+    return ReActAgent(tools=_calculator_tools(), llm=llm)
 
 
 def _build_guess(settings: Settings) -> Any:

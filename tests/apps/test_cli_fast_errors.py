@@ -120,6 +120,8 @@ def test_rag_on_a_qdrant_url_nobody_answers(tmp_path: Path, command: str) -> Non
         (("runs", "list", "--db", "{tmp}/none.db"), "No run store at"),
         (("draw", "rag", "-o", "{tmp}/no/such/dir/rag.html"), "Folder "),
         (("draw", "rag", "-o", "{tmp}/rag.png"), "use a .html, .mmd or .md file name"),
+        (("run", "joke"), "The 'joke' flow needs an LLM and none is configured; set OPENAI"),
+        (("run", "react"), "The 'react' flow needs an LLM and none is configured; set OPENAI"),
     ],
     ids=[
         "ingest-missing-path",
@@ -132,6 +134,8 @@ def test_rag_on_a_qdrant_url_nobody_answers(tmp_path: Path, command: str) -> Non
         "runs-list-no-store",
         "draw-into-a-missing-folder",
         "draw-to-a-png",
+        "run-joke-without-a-key",
+        "run-react-without-a-key",
     ],
 )
 def test_bad_references_and_paths_fail_before_heavy_imports(
