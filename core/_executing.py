@@ -415,8 +415,8 @@ def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
                 self.route(result, ex.id, None, emitter=ex, tag=ex.tag)
             return
     # The execution is over: it is no longer in progress for snapshots (a step listener
-    # may take one).
-    del self.running[ex.id]
+    # may take one). Already out when the common case above let it through.
+    self.running.pop(ex.id, None)
     fan_out = False
     if isinstance(result, Event):
         outputs: tuple[Event, ...] = (result,)

@@ -20,6 +20,7 @@ from batonflow.core import (
     StartEvent,
     StopEvent,
     Workflow,
+    WorkflowRuntimeError,
     retry_policy,
     step,
     stop_after_attempt,
@@ -338,3 +339,36 @@ async def test_a_returned_event_is_emitted_once_its_step_is_no_longer_in_progres
     assert await handler == "done"
     assert "first" in in_progress["Sent"]  # sent while first runs
     assert "first" not in in_progress["Mid"]  # returned: first is over
+
+
+async def test_a_step_returning_a_list_with_an_event_emitted_instrument() -> None:
+    """A list-returning step (and one returning a bad value) finishes as without the
+    instrument: the list fans out, the bad value fails the run with its own error."""
+    emitted: list[str] = []
+
+    class Item(Event):
+        n: int
+
+    class Emitted(Instrument):
+        def event_emitted(self, record: EventEmitted) -> None:
+            emitted.append(type(record.event).__name__)
+
+    class Fan(Workflow):
+        @step
+        async def split(self, ev: StartEvent) -> list[Item]:
+            return [Item(n=1), Item(n=2)]
+
+        @step
+        async def total(self, ev: list[Item]) -> StopEvent:
+            return StopEvent(result=sum(item.n for item in ev))
+
+    assert await Fan(timeout=5, instruments=[Emitted()]).run() == 3
+    assert emitted.count("Item") == 2
+
+    class Bad(Workflow):
+        @step
+        async def only(self, ev: StartEvent) -> StopEvent:
+            return 42  # type: ignore[return-value]
+
+    with pytest.raises(WorkflowRuntimeError, match="Step function only returned int instead"):
+        await Bad(timeout=5, instruments=[Emitted()]).run()
