@@ -387,8 +387,11 @@ def step_finished(
 def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
     if self._plain_finish and not self.internal and not self.workflow._listeners:
         # The common cases (one event out or none, nobody told about it but the stream):
-        # what the rest of this function does for them, in short. Nothing here looks at
-        # the run's executions in progress, so ex leaves them in _release, right after.
+        # what the rest of this function does for them, in short. Only an event_emitted
+        # instrument could look at the run's executions in progress meanwhile; without
+        # one, ex leaves them in _release, right after.
+        if self._want_emitted:
+            del self.running[ex.id]
         lane = ex.lane
         kind = type(result)
         if kind is lane.trace_out and type(ex.event) is lane.trace_in:

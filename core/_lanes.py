@@ -241,7 +241,7 @@ def release(self: Run, ex: Execution) -> None:
     ex.task = None
     lane = ex.lane
     lane.active -= 1
-    lane.busy ^= ex.slot
+    lane.busy &= ~ex.slot
     if ex.tag is not None and self.status is RUNNING:
         self._branch_done(ex.tag)
     if self.status is RUNNING:

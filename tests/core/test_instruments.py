@@ -298,3 +298,43 @@ async def test_wants_run_removes_an_instrument_from_a_run() -> None:
     assert picky.records == []
     await w.run(run_id="watch-me")
     assert [r.run_id for r in picky.of(RunStarted)] == ["watch-me"]
+
+
+async def test_a_returned_event_is_emitted_once_its_step_is_no_longer_in_progress() -> None:
+    """A snapshot taken in ``event_emitted`` for a step's returned event does not list that
+    execution as in progress (it is over: a resumed run would run it again), while the
+    step still running when it sends an event is listed."""
+    in_progress: dict[str, list[str]] = {}
+
+    class Mid(Event):
+        pass
+
+    class Sent(Event):
+        pass
+
+    class Snapshots(Instrument):
+        def event_emitted(self, record: EventEmitted) -> None:
+            if record.step_name is not None:
+                data = handler.ctx.to_dict()
+                in_progress[type(record.event).__name__] = [
+                    item["step"] for item in data["in_progress"]
+                ]
+
+    class W(Workflow):
+        @step
+        async def first(self, ctx: Context, ev: StartEvent) -> Mid | Sent:
+            ctx.send_event(Sent())
+            return Mid()
+
+        @step
+        async def sent(self, ev: Sent) -> None:
+            return None
+
+        @step
+        async def second(self, ev: Mid) -> StopEvent:
+            return StopEvent(result="done")
+
+    handler = W(instruments=[Snapshots()]).run()
+    assert await handler == "done"
+    assert "first" in in_progress["Sent"]  # sent while first runs
+    assert "first" not in in_progress["Mid"]  # returned: first is over
