@@ -331,8 +331,8 @@ def test_wait_for_event_inside_a_step_is_answerable(client):
 
 def test_prebuilt_flows_have_typed_start_events_and_stay_quiet(tmp_path, monkeypatch, capfd):
     """Served prebuilt flows publish real start schemas, refuse typos by name, print nothing."""
-    from batonflow.apps.cli import _served_workflows
     from batonflow.apps.config import Settings
+    from batonflow.apps.serve_cli import _served_workflows
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

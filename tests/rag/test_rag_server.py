@@ -6,11 +6,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from batonflow.apps.cli import _served_workflows
 from batonflow.apps.config import Settings
 from batonflow.apps.rag_cli import _check_collection
 from batonflow.apps.registry import BadParameterError
 from batonflow.apps.run_store import RunStore
+from batonflow.apps.serve_cli import _served_workflows
 from batonflow.apps.server import BackgroundServer, create_app
 
 
