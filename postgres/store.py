@@ -485,7 +485,10 @@ class PostgresCheckpointStore(SqlRunStore):
 
 def _reason(exc: Exception, url: str) -> str:
     """libpq's reason for a failed connection, on one line and without the password."""
-    text = " ".join(str(exc).split())
+    # libpq puts a hint on a line of its own ("Connection refused\n\tIs the server running
+    # ...?"): its lines become sentences of one line.
+    lines = [" ".join(line.split()) for line in str(exc).splitlines()]
+    text = ". ".join(line.rstrip(".") for line in lines if line)
     try:
         password = urlsplit(url).password
     except ValueError:

@@ -61,6 +61,9 @@ def test_unreachable_server_is_a_clear_error(postgres_server):
     assert "secret" not in str(info.value)
     assert "u:***@" in str(info.value)
     assert "refused" in str(info.value).lower()  # the pool's timeout would not say why
+    assert "\n" not in str(info.value)
+    # libpq's hint line ("Is the server running ...?") is a sentence of its own.
+    assert "refused Is" not in str(info.value)
 
 
 def test_a_database_that_does_not_exist_is_named(postgres_url):
