@@ -48,76 +48,101 @@ async def work(self: Run) -> None:
     """
     task = asyncio.current_task()
     assert task is not None
-    idle = self._idle
-    idle.discard(task)
-    ready = self._ready
-    loop_ready = self._loop_ready
-    clock = self._clock
-    workflow = self.workflow
-    want_record = self._want_record  # fixed for the run, as its instruments
-    streak = 0
-    while ready:
-        ex = ready.popleft()
-        if ready and not idle:
-            self._add_worker()
-        ex.task = task
-        lane = ex.lane
-        try:
-            if lane.direct and not (want_record or self.internal or workflow._listeners):
-                cell: list[Execution | None] = [ex]
-                CURRENT_EXECUTION.set(cell)
-                try:
-                    ex.first_started = clock()
-                    ex.attempt = 1
-                    try:
-                        result = await lane.call(self.ctx, ex.event, None)
-                    except asyncio.CancelledError as cancelled:
-                        self._cancelled_outside(ex, cancelled)
-                        raise
-                    except (KeyboardInterrupt, SystemExit) as error:
-                        self.fail(error, ex=ex)
-                        raise
-                    except Exception as error:
-                        if await self._failed(ex, error, 0.0):
-                            await self._execute(ex, True)  # the attempts left
-                    else:
-                        if self.status is RUNNING:
-                            self._deferring = True
-                            self._succeeded(ex, result, 0.0)
-                finally:
-                    cell[0] = None
-            else:
-                await self._execute(ex)
-        except BaseException:
-            self._deferring = False
-            self._release(ex)
-            raise
-        self._deferring = True  # what _release starts, this worker takes
-        self._release(ex)
-        self._deferring = False
-        if not ready:
-            return
-        streak += 1
-        if (
-            loop_ready is not None
-            and streak < STREAK
-            and (not loop_ready or len(loop_ready) <= len(idle))
-        ):
-            # Nothing else is ready in the loop (the run's idle workers only take what
-            # this one would): a yield would come straight back here.
-            continue
+    ex: Execution | None = None
+    try:
+        idle = self._idle
+        idle.discard(task)
+        ready = self._ready
+        loop_ready = self._loop_ready
+        clock = self._clock
+        workflow = self.workflow
+        want_record = self._want_record  # fixed for the run, as its instruments
         streak = 0
-        # Let the loop run what is ready (other runs, timers, stream readers) first. If the
-        # run ends meanwhile, the queue is empty when this worker comes back.
-        idle.add(task)
-        try:
-            await asyncio.sleep(0)
-        except asyncio.CancelledError:
-            if self.status is RUNNING and ready:  # cancelled from outside the run
-                self._cancelled_outside(ready[0], None)
-            raise
-        finally:
-            idle.discard(task)
+        while ready:
+            ex = ready.popleft()
+            if ready and not idle:
+                self._add_worker()
+            ex.task = task
+            lane = ex.lane
+            try:
+                if lane.direct and not (want_record or self.internal or workflow._listeners):
+                    cell: list[Execution | None] = [ex]
+                    CURRENT_EXECUTION.set(cell)
+                    try:
+                        ex.first_started = clock()
+                        ex.attempt = 1
+                        try:
+                            result = await lane.call(self.ctx, ex.event, None)
+                        except asyncio.CancelledError as cancelled:
+                            self._cancelled_outside(ex, cancelled)
+                            raise
+                        except (KeyboardInterrupt, SystemExit) as error:
+                            self.fail(error, ex=ex)
+                            raise
+                        except Exception as error:
+                            if await self._failed(ex, error, 0.0):
+                                await self._execute(ex, True)  # the attempts left
+                        else:
+                            if self.status is RUNNING:
+                                self._deferring = True
+                                self._succeeded(ex, result, 0.0)
+                    finally:
+                        cell[0] = None
+                else:
+                    await self._execute(ex)
+            except BaseException:
+                self._deferring = False
+                self._release(ex)
+                raise
+            self._deferring = True  # what _release starts, this worker takes
+            self._release(ex)
+            self._deferring = False
+            if not ready:
+                return
+            streak += 1
+            if (
+                loop_ready is not None
+                and streak < STREAK
+                and (not loop_ready or len(loop_ready) <= len(idle))
+            ):
+                # Nothing else is ready in the loop (the run's idle workers only take what
+                # this one would): a yield would come straight back here.
+                continue
+            streak = 0
+            # Let the loop run what is ready (other runs, timers, stream readers) first. If the
+            # run ends meanwhile, the queue is empty when this worker comes back.
+            idle.add(task)
+            try:
+                await asyncio.sleep(0)
+            except asyncio.CancelledError:
+                if self.status is RUNNING and ready:  # cancelled from outside the run
+                    self._cancelled_outside(ready[0], None)
+                raise
+            finally:
+                idle.discard(task)
+    except Exception as error:
+        # Not a step's error (those are handled above) but the engine's own: end the run
+        # with it, rather than leave the run waiting for a worker that is gone.
+        engine_fault(self, ex, error)
+
+
+def engine_fault(self: Run, culprit: Execution | None, error: Exception) -> None:
+    """A worker died of an error in batonflow itself, ``culprit`` being the execution it took
+    last: fail the run with the error, and resolve the run once nothing else runs."""
+    where = f" while running step {culprit.lane.spec.name!r}" if culprit is not None else ""
+    failure = WorkflowRuntimeError(
+        f"batonflow failed inside its engine{where} ({type(error).__name__}: {error}), so the "
+        "run was ended. This is a bug in batonflow, not in your workflow: please report it "
+        "with this traceback."
+    )
+    failure.__cause__ = error
+    self.fail(failure, ex=culprit)
+    if culprit is not None and self.running.get(culprit.id) is culprit:
+        # Not released (the fault was in releasing it): as far as the run's end needs.
+        del self.running[culprit.id]
+        culprit.task = None
+    if self.status is not RUNNING and not self.running:
+        self._resolve()
 
 
 def cancelled_outside(self: Run, ex: Execution, cancelled: BaseException | None) -> None:
