@@ -434,7 +434,12 @@ class Run:
                 self._begin(lane, event, origin, None, tag)
 
     def _deliver(self, lane: Lane, item: Event, origin: Origin, tag: Tag, hold: int | bool) -> None:
-        """Start an execution of ``lane`` on ``item``, or queue it (held, or at its bound)."""
+        """Start an execution of ``lane`` on ``item``, or queue it (held, or at its bound).
+
+        :meth:`route` has this inline for a plain lane (2% fewer instructions per fan-out
+        event and per chain step, counted with ``bench/hotspots.py --tool instructions``):
+        a change here goes there too.
+        """
         if tag is not None:
             self.streams[tag[0]].live[tag[1]] += 1
         if hold or lane.active >= lane.limit or lane.pending:
