@@ -68,7 +68,9 @@ def register_type(*types: type[BaseModel]) -> None:
     """Make pydantic classes decodable by name in this process without importing them.
 
     The engine registers every event and state type of a workflow, so a snapshot taken in one
-    process restores in another that defines the same workflow, even in ``__main__``.
+    process restores in another that defines the same workflow, even in ``__main__``, and it
+    trusts the workflow's modules. Call this for a model kept in a run's data whose module no
+    workflow references, in the module that defines it (which the resuming process imports).
 
     Args:
         types: pydantic model classes.

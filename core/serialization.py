@@ -18,8 +18,11 @@ small tagged object ``{"__bf__": kind, ...}``:
 On decode, no module is ever imported because the data names it: a model is rebuilt only when
 its class is trusted, i.e. registered (the engine registers the events and state types of the
 workflows in play and the models their fields name; :func:`register_type` adds more; a class
-this process has serialized counts too), or listed in ``allowed_types`` (and already imported).
-Models defined inside functions round-trip within one process.
+this process has serialized counts too), defined in or imported by name into an already
+imported module of a workflow in play (its class's, its steps', its events' and state type's),
+or listed in ``allowed_types`` (and already imported). Other imported modules are not searched
+(see :mod:`batonflow.core._type_registry` for why). Models defined inside functions round-trip
+within one process.
 
 Anything else (a client, a lock, an open file) raises :class:`SerializationError` naming where
 it sits inside the value, e.g. ``state['client']``. Such objects belong in resources;
@@ -94,7 +97,7 @@ class JsonSerializer(BaseSerializer):
     Args:
         allowed_types: Restrict which model classes ``deserialize`` may create: classes, or
             their names as ``"module.QualName"`` / ``"module:QualName"``. batonflow's own events
-            are always allowed. ``None`` (default): any pydantic model class.
+            are always allowed. ``None`` (default): any trusted class (see the module docs).
     """
 
     def __init__(self, *, allowed_types: Iterable[type | str] | None = None) -> None:

@@ -289,3 +289,57 @@ async def test_an_enum_member_keeps_its_class_only_in_a_typed_field() -> None:
     ser = JsonSerializer()
     assert ser.deserialize(ser.serialize({"c": Color.RED})) == {"c": "red"}
     assert ser.deserialize(ser.serialize(Paint(color=Color.RED))).color is Color.RED
+
+
+async def test_the_modules_of_base_workflows_and_of_step_annotations_are_trusted(
+    make_module: Make,
+) -> None:
+    """Models of the module of a base workflow class (with no steps) and of the module of an
+    event a step's annotation names come back, though the workflow's own module does not
+    name them."""
+    base = make_module(
+        """
+        from pydantic import BaseModel
+        from batonflow.core import Workflow
+
+        class FromBase(BaseModel):
+            v: int
+
+        class Base(Workflow):
+            pass
+        """,
+        prefix="bf_base",
+    )
+    events = make_module(
+        """
+        from pydantic import BaseModel
+        from batonflow.core import StopEvent
+
+        class FromEvents(BaseModel):
+            v: int
+
+        class Done(StopEvent):
+            pass
+        """,
+        prefix="bf_events",
+    )
+    flow = make_module(
+        f"""
+        import {base.__name__} as base, {events.__name__} as events
+        from batonflow.core import Context, StartEvent, step
+
+        class Flow(base.Base):
+            @step
+            async def only(self, ctx: Context, ev: StartEvent) -> events.Done:
+                await ctx.store.set("a", base.FromBase(v=1))
+                await ctx.store.set("b", events.FromEvents(v=2))
+                return events.Done(result="ok")
+        """,
+        prefix="bf_sub",
+    )
+    data = await snapshot(flow.Flow())
+    for mod in (base, events, flow):
+        forget(mod)
+    ctx = Context.from_dict(flow.Flow(), data)
+    assert type(await ctx.store.get("a")) is base.FromBase
+    assert type(await ctx.store.get("b")) is events.FromEvents
