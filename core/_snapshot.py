@@ -92,8 +92,6 @@ def register_workflow(workflow: Workflow, graph: Graph | None = None) -> None:
     modules (see ``_type_registry.trust_modules``): the workflow class's and those of the
     workflow classes it derives from, its steps', and its events' and state type's.
     """
-    from .workflow import Workflow
-
     if graph is None:
         graph = workflow._graph()
     if graph.registered:
@@ -101,11 +99,10 @@ def register_workflow(workflow: Workflow, graph: Graph | None = None) -> None:
     register_models(*graph.events)
     if graph.state_type is not None:
         register_models(graph.state_type)
-    modules = {
-        cls.__module__
-        for cls in type(workflow).__mro__
-        if issubclass(cls, Workflow) and cls is not Workflow
-    }
+    # The workflow classes of its MRO but the last, batonflow's Workflow (not imported here:
+    # workflow.py imports this module).
+    classes = [cls for cls in type(workflow).__mro__ if hasattr(cls, "_class_graph")]
+    modules = {cls.__module__ for cls in classes[:-1]}
     for spec in graph.order:
         modules.add(spec.func.__module__)
         modules.update(ev.__module__ for ev in (*spec.accepted, *spec.emitted))
