@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._runtime import RunStatus
-from ._type_registry import register_models
+from ._type_registry import register_models, trust_modules
 from .errors import ContextSerdeError, SerializationError
 from .events import Event
 from .serialization import BaseSerializer, JsonSerializer, qualified_name, serialize_event
@@ -85,12 +85,30 @@ def _serializer(ctx: Context[Any], serializer: BaseSerializer | None) -> BaseSer
     return JsonSerializer()
 
 
-def _register(graph: Graph) -> None:
+def register_workflow(workflow: Workflow, graph: Graph | None = None) -> None:
+    """Make the classes of ``workflow`` decodable by name in this process (once per graph).
+
+    Registers its events and state type and the models their fields name, and trusts its
+    modules (see ``_type_registry.trust_modules``): the workflow class's and those of the
+    workflow classes it derives from, its steps', and its events' and state type's.
+    """
+    if graph is None:
+        graph = workflow._graph()
     if graph.registered:
         return  # once per graph, not at every checkpoint
     register_models(*graph.events)
     if graph.state_type is not None:
         register_models(graph.state_type)
+    # The workflow classes of its MRO but the last, batonflow's Workflow (not imported here:
+    # workflow.py imports this module).
+    classes = [cls for cls in type(workflow).__mro__ if hasattr(cls, "_class_graph")]
+    modules = {cls.__module__ for cls in classes[:-1]}
+    for spec in graph.order:
+        modules.add(spec.func.__module__)
+        modules.update(ev.__module__ for ev in (*spec.accepted, *spec.emitted))
+        if spec.state_type is not None:
+            modules.add(spec.state_type.__module__)
+    trust_modules(*modules)
     graph.registered = True
 
 
@@ -112,7 +130,7 @@ def dump(
     # A live run holds its graph: no lookup of the workflow's (at every durable step).
     graph = run.graph if run is not None else ctx._workflow._graph()
     if not graph.registered:
-        _register(graph)
+        register_workflow(ctx._workflow, graph)
 
     # One encoding per event object: an event routed to several steps is queued for each.
     encoded: dict[int, str] = {}
@@ -341,7 +359,7 @@ def restore_into(ctx: Context[Any], data: Any, serializer: BaseSerializer | None
     ):
         raise _bad("'steps' is not a list of step names")
     ser = _serializer(ctx, serializer)
-    _register(graph)
+    register_workflow(workflow, graph)
 
     def dec(text: Any, where: str) -> Event:
         if not isinstance(text, str):

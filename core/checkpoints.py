@@ -41,6 +41,7 @@ from ._records import (
     RunRecord,
     StoredEvent,
 )
+from ._snapshot import register_workflow
 from ._sqlite_store import SqliteCheckpointStore
 from ._store import CheckpointStore, encode, event_body
 from .errors import (
@@ -125,6 +126,9 @@ class WorkflowCheckpointer:
     ) -> None:
         self.workflow = workflow
         self._on_end = on_end
+        # Before anything is decoded (a recorded start event, an inbox event): the classes of
+        # the workflow are the ones its runs' data may name.
+        register_workflow(workflow)
         self.store: CheckpointStore = store if store is not None else InMemoryCheckpointStore()
         self.serializer: BaseSerializer = (
             serializer or checkpoint_serializer or workflow.serializer or JsonSerializer()

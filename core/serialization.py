@@ -18,8 +18,11 @@ small tagged object ``{"__bf__": kind, ...}``:
 On decode, no module is ever imported because the data names it: a model is rebuilt only when
 its class is trusted, i.e. registered (the engine registers the events and state types of the
 workflows in play and the models their fields name; :func:`register_type` adds more; a class
-this process has serialized counts too), or listed in ``allowed_types`` (and already imported).
-Models defined inside functions round-trip within one process.
+this process has serialized counts too), defined in or imported by name into an already
+imported module of a workflow in play (its class's, its steps', its events' and state type's),
+or listed in ``allowed_types`` (and already imported). Other imported modules are not searched
+(see :mod:`batonflow.core._type_registry` for why). Models defined inside functions round-trip
+within one process.
 
 Anything else (a client, a lock, an open file) raises :class:`SerializationError` naming where
 it sits inside the value, e.g. ``state['client']``. Such objects belong in resources;
@@ -35,7 +38,7 @@ import pickle
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -49,7 +52,15 @@ from ._json_values import (
     model_plan,
     stable_order,
 )
-from ._type_registry import BUILTIN_EVENTS, KNOWN, dotted, qualified_name, register_type
+from ._type_registry import (
+    BUILTIN_EVENTS,
+    KNOWN,
+    TRUSTED_MODULES,
+    dotted,
+    qualified_name,
+    register_type,
+    resolve,
+)
 from .errors import ContextSerdeError, SerializationError
 from .events import Event, UnreconstructedException, exception_from_data, exception_to_data
 
@@ -86,7 +97,7 @@ class JsonSerializer(BaseSerializer):
     Args:
         allowed_types: Restrict which model classes ``deserialize`` may create: classes, or
             their names as ``"module.QualName"`` / ``"module:QualName"``. batonflow's own events
-            are always allowed. ``None`` (default): any pydantic model class.
+            are always allowed. ``None`` (default): any trusted class (see the module docs).
     """
 
     def __init__(self, *, allowed_types: Iterable[type | str] | None = None) -> None:
@@ -355,26 +366,67 @@ class JsonSerializer(BaseSerializer):
                 f"Cannot decode {path}: class {name!r} is not in allowed_types; add it to "
                 "JsonSerializer(allowed_types=[...]) if you trust it."
             )
-        known = KNOWN.get(name)
-        if known is not None:
-            return known
-        module_name, _, qualname = name.partition(":")
         # Never import a module because the data names it: only classes registered (by the
-        # workflows in play, register_type, or encoding them in this process) or listed in
-        # allowed_types, found in modules this process has already imported.
-        obj: Any = sys.modules.get(module_name) if self._allowed is not None else None
-        if obj is not None and "<locals>" not in qualname:
-            for part in qualname.split("."):
-                obj = getattr(obj, part, None)
-        if not (isinstance(obj, type) and issubclass(obj, BaseModel)):
-            raise ContextSerdeError(
-                f"Cannot decode {path}: class {name!r} is not a type this process trusts; "
-                "only the events and state types of the workflows in play are restored by "
-                "name. Call register_type() on it, or pass JsonSerializer(allowed_types=[...]) "
-                "with it (its module imported)."
-            )
-        KNOWN[name] = obj
-        return obj
+        # workflows in play, register_type, or encoding them in this process), found in the
+        # workflows' own modules, or listed in allowed_types, all already imported.
+        found = resolve(name, BaseModel)
+        if found is None and self._allowed is not None:
+            found = _listed(name)
+        if found is None:
+            raise ContextSerdeError(_untrusted(name, path))
+        return cast("type[BaseModel]", found)
+
+
+def _listed(name: str) -> type[BaseModel] | None:
+    """The model an ``allowed_types`` string names, when its module is already imported."""
+    module_name, _, qualname = name.partition(":")
+    obj: Any = sys.modules.get(module_name)
+    if obj is None or "<locals>" in qualname:
+        return None
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    if not (isinstance(obj, type) and issubclass(obj, BaseModel)):
+        return None
+    KNOWN[name] = obj
+    return obj
+
+
+def _untrusted(name: str, path: str) -> str:
+    """Why the class ``name`` is not restored, ending with how to make it restorable."""
+    module_name, _, qualname = name.partition(":")
+    head = f"Cannot decode {path}: class {name!r} is not a type this process trusts"
+    register = f"batonflow.core.serialization.register_type({qualname.rpartition('.')[2]})"
+    if "<locals>" in qualname:
+        return (
+            f"{head}: it was defined inside a function, so it exists only in the process that "
+            "made it. Define it at module level, in the workflow's module or in a module that "
+            f"calls {register}."
+        )
+    if module_name == "__main__":
+        return (
+            f"{head}: it was defined in the script the writing process ran as __main__, and no "
+            f"workflow in play here lives in this process's __main__. Move {qualname} to an "
+            "importable module (data written from then on names that module); to read this "
+            f"data, define it in the script that resumes and call {register} before resuming."
+        )
+    if module_name not in TRUSTED_MODULES:
+        imported = "imported" if module_name in sys.modules else "not imported"
+        return (
+            f"{head}: classes are restored by name only from the modules of the workflows in "
+            "play (the workflow's own module, its steps' modules and those of the events and "
+            f"state types they name) and from register_type(), and module {module_name!r} "
+            f"({imported}) is none of them. Call {register} in the module that defines it and "
+            "import that module before resuming (or pass JsonSerializer(allowed_types=[...]))."
+        )
+    if module_name not in sys.modules:
+        return (
+            f"{head}: module {module_name!r} belongs to a workflow in play but is not imported, "
+            "and data never makes this process import a module. Import it before resuming."
+        )
+    return (
+        f"{head}: module {module_name!r} has no pydantic model {qualname}; it was renamed or "
+        "removed since the data was written. Restore the class, or migrate the data."
+    )
 
 
 class PickleSerializer(JsonSerializer):

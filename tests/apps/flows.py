@@ -14,6 +14,7 @@ from batonflow.core import (
     Workflow,
     step,
 )
+from pydantic import BaseModel
 
 
 class EchoFlow(Workflow):
@@ -145,6 +146,36 @@ class TwoStepFlow(Workflow):
     async def second(self, ev: Halfway) -> StopEvent:
         await asyncio.sleep(1.0)
         return StopEvent(result=ev.value + 1)
+
+
+class Order(BaseModel):
+    """A plain pydantic model no step annotation names, kept in untyped state."""
+
+    item: str
+    qty: int
+
+
+class OrderStateFlow(Workflow):
+    """Step one keeps ``Order`` models in untyped state; step two sleeps, then reports them."""
+
+    @step
+    async def first(self, ctx: Context, ev: StartEvent) -> Halfway:
+        await ctx.store.set("order", Order(item=ev.item, qty=int(ev.qty)))
+        await ctx.store.set("more", [Order(item="spare", qty=1)])
+        return Halfway(value=int(ev.qty))
+
+    @step
+    async def second(self, ctx: Context, ev: Halfway) -> StopEvent:
+        await asyncio.sleep(1.0)
+        order = await ctx.store.get("order")
+        more = await ctx.store.get("more")
+        return StopEvent(
+            result={
+                "classes": [type(order).__qualname__, type(more[0]).__qualname__],
+                "same_class": type(order) is Order and type(more[0]) is Order,
+                "order": order.model_dump(),
+            }
+        )
 
 
 class WaitingFlow(Workflow):

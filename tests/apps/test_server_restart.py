@@ -43,6 +43,8 @@ class ServerProcess:
             f"twostep={FLOWS}:TwoStepFlow",
             "-w",
             f"slowanswer={FLOWS}:SlowAnswerFlow",
+            "-w",
+            f"orders={FLOWS}:OrderStateFlow",
         ]
         if not durable:
             args.append("--no-durable")
@@ -149,6 +151,33 @@ def test_durable_run_resumes_after_kill_from_its_last_step(tmp_path):
         answer = {"type": "HumanResponseEvent", "data": {"response": "ok"}}
         assert c.post(f"/runs/{waiting}/events", json=answer).status_code == 202
         assert wait_status(c, waiting, {"completed"})["result"] == "durable: ok"
+    finally:
+        second.kill()
+
+
+@pytest.mark.slow
+def test_pydantic_models_in_untyped_state_survive_kill_and_restart(tmp_path):
+    """A run killed after a checkpoint that keeps plain pydantic models in untyped state
+    resumes after a restart with the same class and values (it ended `interrupted` before)."""
+    db = tmp_path / "runs.db"
+    first = ServerProcess(db)
+    try:
+        c = first.client
+        run_id = c.post("/workflows/orders/runs", json={"item": "tea", "qty": 3}).json()["run_id"]
+        wait_checkpoint(db, run_id, "first")
+        assert c.get(f"/runs/{run_id}").json()["status"] == "running"
+    finally:
+        first.kill()
+
+    second = ServerProcess(db)
+    try:
+        done = wait_status(second.client, run_id, {"completed", "failed", "interrupted"})
+        assert done["status"] == "completed", done
+        assert done["result"] == {
+            "classes": ["Order", "Order"],
+            "same_class": True,
+            "order": {"item": "tea", "qty": 3},
+        }
     finally:
         second.kill()
 
