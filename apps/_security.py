@@ -19,6 +19,8 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
+from batonflow.core._text import first_text_problem
+
 logger = logging.getLogger("batonflow.apps.server")
 
 Scope = MutableMapping[str, Any]
@@ -205,7 +207,9 @@ def json_problem(raw: bytes) -> str | None:
     """Why ``raw`` is not an acceptable JSON body, or ``None`` when it is.
 
     Refused: text that is not JSON, ``NaN`` / ``Infinity`` (not JSON, and they cannot be sent
-    back), and nesting deeper than :data:`MAX_JSON_DEPTH`.
+    back), nesting deeper than :data:`MAX_JSON_DEPTH`, and a lone surrogate in a string
+    (``"\\ud800"``: not Unicode text, so it could be neither stored nor sent back). A NUL
+    character (``"\\u0000"``) is data, and is kept.
     """
     try:
         data = json.loads(raw, parse_constant=_reject_constant)
@@ -217,6 +221,15 @@ def json_problem(raw: bytes) -> str | None:
         return f"The request body is not valid JSON ({exc}); send a JSON object."
     if _depth(data) > MAX_JSON_DEPTH:
         return f"The request body nests deeper than {MAX_JSON_DEPTH} levels; send flatter JSON."
+    # A lone surrogate comes as a "\ud800" escape, or as its bytes (which json reads too).
+    if b"\\u" in raw or b"\xed" in raw:
+        found = first_text_problem(data, nul=False)
+        if found is not None:
+            return (
+                f"The request body holds {found[1]} in the text {found[0][:40]!r}, which is "
+                "not Unicode text; send the character itself, or both halves of a surrogate "
+                "pair."
+            )
     return None
 
 
