@@ -159,3 +159,30 @@ def test_a_changed_file_cut_between_batches_is_replaced_whole(tmp_path, engine, 
         assert [(h.text, h.source) for h in hits] == [(LAST, str(big.resolve()))]
     assert report.repaired == [str(big.resolve())]
     assert _ingest(folder, qdrant).unchanged == [str(big.resolve())]
+
+
+def test_the_cli_says_which_files_it_repaired(tmp_path):
+    """batonflow rag ingest prints a 'repaired' line for a file found incomplete."""
+    from batonflow.apps.cli import app
+    from batonflow.rag.store import Chunk
+    from typer.testing import CliRunner
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    big = folder / "notes.md"
+    _write(big, _whole())
+    source = str(big.resolve())
+    with QdrantStore(path=tmp_path / "q") as store:  # two of seven chunks, as a kill leaves
+        store.upsert(
+            [
+                Chunk(text=t, source=source, index=i, content_hash="h", source_chunks=7)
+                for i, t in enumerate(_whole()[:2])
+            ]
+        )
+    done = CliRunner().invoke(
+        app, ["rag", "ingest", str(folder), "--qdrant-path", str(tmp_path / "q")]
+    )
+    assert done.exit_code == 0, done.output
+    assert f"repaired {source}: an interrupted ingestion had stored only part of it" in done.stdout
+    with QdrantStore(path=tmp_path / "q") as store:
+        assert store.stored_sources()[source].complete
