@@ -1,11 +1,13 @@
 """ASGI middleware of the server: bearer-token auth, host checks, the body limit, JSON bodies.
 
 Without a token, a server on ``127.0.0.1`` is still reachable from any web page the user opens:
-a page may POST ``text/plain`` to it (no CORS preflight) or, through DNS rebinding, talk to it
-under a name of its own. :class:`HostGuard` and :class:`JsonBody` close both doors: only the
-bound address (or a configured allowed host) is served, cross-site ``Origin`` headers are
-refused, and bodies must be JSON. Every check answers a 4xx naming the fix, so a client mistake
-never reaches the application as a 500.
+a page may POST ``text/plain`` or no body at all to it (no CORS preflight), from another site or
+from another port of the same machine (a dev server, a notebook), or, through DNS rebinding, talk
+to it under a name of its own. :class:`HostGuard` and :class:`JsonBody` close these doors: only
+the bound address (or a configured allowed host) is served, cross-site ``Origin`` headers are
+refused, a request that changes something is taken from a browser only when it comes from the
+server's own origin (scheme, host and port), and bodies must be JSON. Every check answers a 4xx
+naming the fix, so a client mistake never reaches the application as a 500.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
+
+from batonflow.core._text import first_text_problem
 
 logger = logging.getLogger("batonflow.apps.server")
 
@@ -203,7 +207,9 @@ def json_problem(raw: bytes) -> str | None:
     """Why ``raw`` is not an acceptable JSON body, or ``None`` when it is.
 
     Refused: text that is not JSON, ``NaN`` / ``Infinity`` (not JSON, and they cannot be sent
-    back), and nesting deeper than :data:`MAX_JSON_DEPTH`.
+    back), nesting deeper than :data:`MAX_JSON_DEPTH`, and a lone surrogate in a string
+    (``"\\ud800"``: not Unicode text, so it could be neither stored nor sent back). A NUL
+    character (``"\\u0000"``) is data, and is kept.
     """
     try:
         data = json.loads(raw, parse_constant=_reject_constant)
@@ -215,6 +221,15 @@ def json_problem(raw: bytes) -> str | None:
         return f"The request body is not valid JSON ({exc}); send a JSON object."
     if _depth(data) > MAX_JSON_DEPTH:
         return f"The request body nests deeper than {MAX_JSON_DEPTH} levels; send flatter JSON."
+    # A lone surrogate comes as a "\ud800" escape, or as its bytes (which json reads too).
+    if b"\\u" in raw or b"\xed" in raw:
+        found = first_text_problem(data, nul=False)
+        if found is not None:
+            return (
+                f"The request body holds {found[1]} in the text {found[0][:40]!r}, which is "
+                "not Unicode text; send the character itself, or both halves of a surrogate "
+                "pair."
+            )
     return None
 
 
@@ -260,6 +275,11 @@ class JsonBody:
 
 
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+#: Methods that change nothing; every other one is taken from a browser only from the same origin.
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+#: ``Sec-Fetch-Site`` values of a request a page of another origin made.
+_FOREIGN_SITES = frozenset({b"cross-site", b"same-site"})
 
 
 def _split_host(value: str) -> tuple[str, str]:
@@ -270,6 +290,34 @@ def _split_host(value: str) -> tuple[str, str]:
         return name, rest.removeprefix(":")
     name, _, port = value.partition(":") if value.count(":") == 1 else (value, "", "")
     return name, port
+
+
+def _is_loopback(name: str) -> bool:
+    return name in _LOOPBACK_NAMES or name.startswith("127.")
+
+
+def _port(text: str, scheme: str) -> int | None:
+    """A URL's port, or its scheme's default port; ``None`` when it is not a port."""
+    if not text:
+        return _DEFAULT_PORTS.get(scheme)
+    return int(text) if text.isdigit() else None
+
+
+def _same_origin(origin: str, scope: Scope, host: str) -> bool:
+    """Whether a browser's ``Origin`` is this request's own origin: same scheme, host and port.
+
+    The loopback names (``127.0.0.1``, ``localhost``, ``[::1]``) count as one host; ``null``
+    (a sandboxed frame, a file) is never the same origin.
+    """
+    scheme, sep, rest = origin.strip().lower().partition("://")
+    if not sep:
+        return False
+    own_scheme = str(scope.get("scheme") or "http").lower()
+    name, port = _split_host(rest.partition("/")[0])
+    own_name, own_port = _split_host(host)
+    if scheme != own_scheme or _port(port, scheme) != _port(own_port, own_scheme):
+        return False
+    return name == own_name or (_is_loopback(name) and _is_loopback(own_name))
 
 
 def _is_ip(name: str) -> bool:
@@ -288,6 +336,13 @@ class HostGuard:
     ``0.0.0.0``: any IP address) or one of ``allowed_hosts``; else 400. A browser's ``Origin``
     header, when sent, must name an allowed host too; else 403 (a cross-site request).
 
+    A request that may change something (any method but GET, HEAD and OPTIONS, with or without
+    a body) that a browser sends must come from the server's own origin: its ``Origin`` must
+    have the request's scheme, host and port (``null`` never does), and without an ``Origin``
+    its ``Sec-Fetch-Site`` must not say another site or port sent it; else 403. Clients that
+    are not browsers (curl, the Python client, the CLI) send neither header and are served.
+    This guard serves a server without a token; a token protects the others.
+
     Args:
         app: The ASGI application.
         allowed_hosts: More host names to serve (``batonflow serve --allowed-host``);
@@ -305,8 +360,8 @@ class HostGuard:
         bound = str(server[0]).lower()
         if name == bound:
             return True
-        if bound in _LOOPBACK_NAMES or bound.startswith("127."):
-            return name in _LOOPBACK_NAMES or name.startswith("127.")
+        if _is_loopback(bound):
+            return _is_loopback(name)
         wildcard = bound in ("0.0.0.0", "::", "")
         return wildcard and _is_ip(name)
 
@@ -328,8 +383,8 @@ class HostGuard:
             )
             return
         origin = _header(scope, b"origin")
-        if origin is not None:  # "null" too: sandboxed frames and files send it
-            text = origin.decode("latin-1")
+        text = None if origin is None else origin.decode("latin-1")
+        if text is not None:  # "null" too: sandboxed frames and files send it
             origin_name, _ = _split_host(text.partition("://")[2].partition("/")[0])
             if not self._allowed(origin_name, scope):
                 await send_json(
@@ -342,4 +397,33 @@ class HostGuard:
                     },
                 )
                 return
+        method = str(scope.get("method") or "GET").upper()
+        if scope["type"] == "http" and method not in _SAFE_METHODS:
+            problem = _foreign_change(scope, method, text, host)
+            if problem is not None:
+                await send_json(send, 403, {"detail": problem})
+                return
         await self.app(scope, receive, send)
+
+
+def _foreign_change(scope: Scope, method: str, origin: str | None, host: str) -> str | None:
+    """Why a browser's request to change something comes from another origin, or ``None``."""
+    fix = (
+        "a server without a token takes changes from a browser only from its own origin "
+        f"(scheme, host and port: {_own_origin(scope, host)!r}). Use the server's own pages, a "
+        "client outside the browser (curl, the Python client, the CLI), or start the server "
+        "with a token (--token / BATONFLOW_API_TOKEN) and send it."
+    )
+    if origin is not None:
+        if _same_origin(origin, scope, host):
+            return None
+        return f"{method} from the origin {origin!r} refused: {fix}"
+    site = _header(scope, b"sec-fetch-site")
+    if site is not None and site.strip().lower() in _FOREIGN_SITES:
+        sent = site.decode("latin-1")
+        return f"{method} from a page of another origin (Sec-Fetch-Site: {sent}) refused: {fix}"
+    return None
+
+
+def _own_origin(scope: Scope, host: str) -> str:
+    return f"{str(scope.get('scheme') or 'http').lower()}://{host.strip().lower()}"

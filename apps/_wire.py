@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from batonflow.core._text import storable
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
@@ -32,6 +33,10 @@ def event_envelope(event: Any) -> dict[str, Any]:
 
 
 def error_text(error: BaseException) -> str:
-    """A one-line description of an error: ``TypeName: message``."""
+    """A one-line description of an error: ``TypeName: message``.
+
+    A NUL character or a lone surrogate in the message (a step's error quoting its input) is
+    written as an escape, so every store can record the error.
+    """
     message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+    return storable(f"{type(error).__name__}: {message}" if message else type(error).__name__)

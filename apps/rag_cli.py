@@ -115,6 +115,12 @@ def print_report(report: Any, settings: Settings) -> None:
     for item in getattr(report, "skipped", None) or []:
         path, reason = (item.path, item.reason) if hasattr(item, "reason") else (item, "")
         out.print(f"  skipped {path}: {reason}", markup=False)
+    for path in getattr(report, "repaired", None) or []:
+        out.print(
+            f"  repaired {path}: an interrupted ingestion had stored only part of it; "
+            "stored whole now",
+            markup=False,
+        )
 
 
 @rag_app.command()

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from batonflow.core._text import text_problem
 from batonflow.core.checkpoints import (
     InMemoryCheckpointStore,
     RunRecord,
@@ -77,6 +78,10 @@ class StoredEvent:
 class RunStore:
     """A read view of the one run store.
 
+    A run id that holds a NUL character or a lone surrogate names no run, on every backend
+    (PostgreSQL cannot even be asked for one): :meth:`get` returns ``None`` for it without
+    asking the store.
+
     Args:
         path: The database file (created with its folder when missing, ``0600``);
             ``":memory:"`` keeps runs in memory (the last :data:`MEMORY_RETENTION` finished
@@ -102,10 +107,13 @@ class RunStore:
 
     def delete(self, run_id: str) -> None:
         """Forget a run: its record, checkpoints, event log and inbox."""
-        self.backend.delete(run_id)
+        if _can_exist(run_id):
+            self.backend.delete(run_id)
 
     def get(self, run_id: str) -> RunRow | None:
-        """The run with this id, or ``None``."""
+        """The run with this id, or ``None`` (also for an id no store can hold)."""
+        if not _can_exist(run_id):
+            return None
         record = self.backend.run(run_id)
         return None if record is None else _row(record)
 
@@ -139,6 +147,8 @@ class RunStore:
 
     def events(self, run_id: str, after: int = 0) -> builtins.list[StoredEvent]:
         """The run's event-log entries with ``seq > after``, in order."""
+        if not _can_exist(run_id):
+            return []
         return [
             StoredEvent(e.seq, e.kind, {"seq": e.seq, **json.loads(e.body)})
             for e in self.backend.events(run_id, after)
@@ -146,8 +156,13 @@ class RunStore:
 
     def flow_ref(self, run_id: str) -> str | None:
         """The flow reference a CLI run was started with (``module:Class``, a prebuilt name)."""
-        record = self.backend.run(run_id)
+        record = self.backend.run(run_id) if _can_exist(run_id) else None
         return None if record is None else record.flow_ref
+
+
+def _can_exist(run_id: str) -> bool:
+    """Whether a run could have this id: text without NUL characters or lone surrogates."""
+    return text_problem(run_id) is None
 
 
 def _result(text: str | None) -> Any:

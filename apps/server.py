@@ -39,6 +39,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
 
+from batonflow.core._text import text_problem
 from batonflow.core.errors import CheckpointError, RunConflictError, SerializationError
 
 from ._introspect import (
@@ -306,6 +307,13 @@ def create_app(
         if status is not None and status not in STATUSES:
             raise HTTPException(
                 422, f"Unknown status {status!r}; use one of {', '.join(STATUSES)}."
+            )
+        problem = None if workflow is None else text_problem(workflow)
+        if problem is not None:
+            raise HTTPException(
+                422,
+                f"The workflow filter {workflow!r} holds {problem}, which no workflow name "
+                "has; send a workflow's name (GET /workflows lists them) or leave it out.",
             )
         return {"runs": [r.public() for r in run_store.list(workflow, status, limit)]}
 

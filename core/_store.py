@@ -18,6 +18,7 @@ import json
 from typing import Any, Protocol, runtime_checkable
 
 from ._records import Checkpoint, InboxItem, RunRecord, StoredEvent
+from ._text import storable
 from .errors import CheckpointError, SerializationError, WorkflowCancelledByUser
 from .serialization import BaseSerializer
 
@@ -168,7 +169,8 @@ def outcome(fut: asyncio.Future[Any], serializer: BaseSerializer) -> tuple[str, 
             return "completed", encode(serializer, fut.result(), "the result"), None
         except SerializationError:
             return "completed", None, None
-    text = f"{type(error).__name__}: {error}"
+    # Escaped: an error quoting a step's input may hold text no store can (a NUL character).
+    text = storable(f"{type(error).__name__}: {error}")
     if isinstance(error, WorkflowCancelledByUser):
         return "cancelled", None, text
     if isinstance(error, CheckpointError) and type(error) is not CheckpointError:

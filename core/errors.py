@@ -30,6 +30,8 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
         ├── StoreReadOnlyError (OSError)     the store cannot be written (permissions, mount)
         ├── StoreLockedError                 another process held the store too long
         ├── StoreCorruptError                the store's file or a row in it is damaged
+        ├── UnstorableTextError (ValueError) text the store cannot hold (a NUL character
+        │                                    or a lone surrogate in an id, a name, a filter)
         └── RunConflictError                 the run's state does not allow that (e.g. a
             │                                second answer to one question)
             └── LeaseLostError               another process (a server replica) took the
@@ -169,6 +171,15 @@ class StoreCorruptError(CheckpointError):
     """The run store's file, or a row in it, is damaged or not a batonflow store."""
 
 
+class UnstorableTextError(CheckpointError, ValueError):
+    """Text the store cannot hold: a NUL character, or a lone surrogate (not Unicode text).
+
+    PostgreSQL's text holds neither, so its store refuses such an id, name or filter with this
+    error (naming the text) before the driver sees it. Also a ``ValueError``: the value is
+    wrong, not the store.
+    """
+
+
 class RunConflictError(CheckpointError):
     """What was asked does not fit the run's state: a second answer to one question, an event
     for a run that has ended, a run id that exists already."""
@@ -200,6 +211,7 @@ __all__ = [
     "StoreFullError",
     "StoreLockedError",
     "StoreReadOnlyError",
+    "UnstorableTextError",
     "WorkflowCancelledByUser",
     "WorkflowConfigurationError",
     "WorkflowDone",

@@ -43,6 +43,7 @@ from batonflow.core._sql_schema import (
     create_statements,
 )
 from batonflow.core._sql_store import SqlRunStore
+from batonflow.core._text import first_text_problem, text_problem, unstorable_error
 from batonflow.core.errors import (
     CheckpointError,
     LeaseLostError,
@@ -110,8 +111,30 @@ _APPEND_FENCED = (
 )
 
 
+class _Cursor(psycopg.Cursor[Any]):
+    """psycopg's cursor, but text PostgreSQL cannot hold is named in an UnstorableTextError.
+
+    The driver refuses a NUL character with a ``DataError`` and a lone surrogate with a
+    ``UnicodeEncodeError`` (not even a ``psycopg.Error``), neither saying which value it was.
+    Only a failed statement's parameters are looked at: a statement that works costs nothing.
+    """
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        try:
+            return super().execute(query, params, **kwargs)
+        except (psycopg.DataError, UnicodeEncodeError) as exc:
+            found = first_text_problem(params)
+            if found is None:
+                raise
+            raise unstorable_error(*found, where="PostgreSQL") from exc
+
+
 class PostgresCheckpointStore(SqlRunStore):
     """Runs, checkpoints, event logs and inboxes in a PostgreSQL database.
+
+    Text PostgreSQL cannot hold (a NUL character, a lone surrogate) in an id, a name, a
+    filter or a body is refused with :class:`~batonflow.core.errors.UnstorableTextError`
+    (also a ``ValueError``), naming the text, by every method.
 
     Args:
         url: A ``postgresql://user:password@host:port/database`` URL (libpq's forms work).
@@ -125,6 +148,7 @@ class PostgresCheckpointStore(SqlRunStore):
     Raises:
         CheckpointError: The server cannot be reached, or refused the connection.
         StoreCorruptError: The database holds a batonflow schema of a newer version.
+        UnstorableTextError: ``replica_id`` holds a NUL character or a lone surrogate.
     """
 
     sql = _SQL
@@ -142,6 +166,9 @@ class PostgresCheckpointStore(SqlRunStore):
     ) -> None:
         if lease_seconds <= 0:
             raise ValueError(f"lease_seconds={lease_seconds!r} must be positive, e.g. 15.")
+        problem = None if replica_id is None else text_problem(replica_id)
+        if replica_id is not None and problem is not None:
+            raise unstorable_error(replica_id, problem, "PostgreSQL")
         super().__init__(_redacted(url))
         self.url = url
         self.replica_id = replica_id
@@ -150,7 +177,11 @@ class PostgresCheckpointStore(SqlRunStore):
             url,
             min_size=min_size,
             max_size=max_size,
-            kwargs={"autocommit": True, "connect_timeout": max(1, int(connect_timeout))},
+            kwargs={
+                "autocommit": True,
+                "connect_timeout": max(1, int(connect_timeout)),
+                "cursor_factory": _Cursor,
+            },
             timeout=connect_timeout,
             open=False,
             name="batonflow",

@@ -1,4 +1,7 @@
-"""The records the store reads and writes: :class:`Chunk` in, :class:`Hit` out, stable point ids."""
+"""The records the store reads and writes: :class:`Chunk` in, :class:`Hit` out, stable point ids.
+
+:class:`StoredSource` says what the collection holds of one source, for re-ingestion.
+"""
 
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ class Chunk:
         dense: the chunk's dense embedding, when an embedding model is used.
         content_hash: a hash of the whole source document the chunk came from; ingestion
             compares it to skip documents that did not change.
+        source_chunks: how many chunks that version of the source has; with ``content_hash``
+            it tells a source stored whole from one whose ingestion was interrupted.
     """
 
     text: str
@@ -38,6 +43,7 @@ class Chunk:
     metadata: dict[str, Any] = field(default_factory=dict)
     dense: Sequence[float] | None = None
     content_hash: str | None = None
+    source_chunks: int | None = None
 
     @property
     def id(self) -> str:
@@ -56,6 +62,26 @@ class Hit:
     metadata: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class StoredSource:
+    """What a collection holds of one source (see :meth:`QdrantStore.stored_sources`).
+
+    Attributes:
+        content_hash: the hash its chunks were ingested with; ``None`` when they carry none or
+            do not agree on one (chunks of two versions).
+        chunks: how many chunks of it are stored.
+        complete: whether the stored chunks are one whole version of the source: they agree
+            on one hash and, when they record how many chunks that version has
+            (``source_chunks``, written by ingestion), that many are stored. ``False`` when an
+            ingestion was interrupted while writing the source. Chunks that record no count
+            (written by hand, or by an earlier batonflow) cannot be checked and count as whole.
+    """
+
+    content_hash: str | None
+    chunks: int
+    complete: bool
+
+
 def chunks_of(
     source: str, texts: Iterable[str], metadata: dict[str, Any] | None = None
 ) -> list[Chunk]:
@@ -66,4 +92,4 @@ def chunks_of(
     ]
 
 
-__all__ = ["Chunk", "Hit", "chunks_of", "point_id"]
+__all__ = ["Chunk", "Hit", "StoredSource", "chunks_of", "point_id"]

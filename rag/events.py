@@ -51,6 +51,7 @@ class IngestPlanEvent(Event):
     chunks_removed: int
     total_chunks: int
     total_batches: int
+    repaired: list[str] = []
 
 
 class QueryEvent(Event):

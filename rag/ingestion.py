@@ -8,8 +8,10 @@
 
 Re-ingestion is incremental: each source (a file, or the documents sharing one ``source``) is
 hashed with its text, metadata and the splitter and embedding settings; a source whose stored
-chunks carry the same hash is skipped (not split, not embedded, not written). Files that were
-ingested from a folder and are gone from it are removed from the collection. ``run(force=True)``
+chunks carry the same hash, and are all there, is skipped (not split, not embedded, not written).
+A source an interrupted ingestion left incomplete (some of its chunks written, or a mix of two
+versions' chunks) is written again whole and reported as ``repaired``. Files that were ingested
+from a folder and are gone from it are removed from the collection. ``run(force=True)``
 re-ingests everything.
 
 Steps: ``load`` reads, compares and splits (bad files are skipped and reported), then sends the
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +57,8 @@ class IngestionReport(BaseModel):
         added: the sources that were not in the collection before.
         updated: the sources whose content (or splitting/embedding) changed, re-ingested.
         unchanged: the sources skipped because their stored chunks are up to date.
+        repaired: the sources an interrupted ingestion had left incomplete (part of their chunks,
+            or chunks of two versions), written again whole and their stray chunks deleted.
         removed: the sources deleted because their files are gone from an ingested folder.
         chunks_removed: how many stored chunks were deleted (old versions and removed sources).
     """
@@ -66,6 +71,7 @@ class IngestionReport(BaseModel):
     unchanged: list[str] = Field(default_factory=list)
     removed: list[str] = Field(default_factory=list)
     chunks_removed: int = 0
+    repaired: list[str] = Field(default_factory=list)
 
 
 class IngestionWorkflow(Workflow):
@@ -81,7 +87,8 @@ class IngestionWorkflow(Workflow):
         splitter: a llama-index node parser, or a list of transformations (node parsers,
             metadata extractors) applied in order as an ``IngestionPipeline`` would;
             ``SentenceSplitter()`` by default.
-        embed_batch_size: chunks per embedding (and store) batch.
+        embed_batch_size: chunks per embedding (and store) batch. A source whose chunks span
+            several batches is only taken as stored once all of them are (see the module docs).
         timeout: the run's time limit in seconds (``None``: no limit).
         **kwargs: passed to :class:`~batonflow.core.Workflow`.
 
@@ -118,11 +125,16 @@ class IngestionWorkflow(Workflow):
         docs, files, skipped = await asyncio.to_thread(load_files, paths)
         docs.extend(documents)
         hashes = content_hashes(docs, self.transformations, self.embed_model)
-        stored = await self.store.asource_hashes()
+        stored = await self.store.astored_sources()
         force = bool(ev.get("force", False))
-        unchanged = [s for s, h in hashes.items() if not force and stored.get(s) == h]
+        unchanged = [
+            s
+            for s, h in hashes.items()
+            if not force and s in stored and stored[s].complete and stored[s].content_hash == h
+        ]
         added = [s for s in hashes if s not in stored]
-        updated = [s for s in hashes if s in stored and s not in unchanged]
+        repaired = [s for s in hashes if s in stored and not stored[s].complete]
+        updated = [s for s in hashes if s in stored and s not in unchanged and s not in repaired]
         gone = _gone_sources(paths, stored, hashes, skipped)
         chunks_removed = await self.store.adelete_sources(gone) if gone else 0
         skip = set(unchanged)
@@ -138,11 +150,12 @@ class IngestionWorkflow(Workflow):
             "unchanged": unchanged,
             "removed": gone,
             "chunks_removed": chunks_removed,
+            "repaired": repaired,
         }
         if not pending:
             # Sources that changed into nothing (all blank chunks) lose their old chunks too.
-            if updated:
-                report["chunks_removed"] += await self.store.adelete_sources(updated)
+            if updated or repaired:
+                report["chunks_removed"] += await self.store.adelete_sources(updated + repaired)
             return StopEvent(
                 result=IngestionReport(**{**report, "skipped": [SkippedFile(*s) for s in skipped]})
             )
@@ -155,7 +168,7 @@ class IngestionWorkflow(Workflow):
             ctx.send_event(EmbedBatchEvent(chunks=batch, total_batches=len(batches)))
         return IngestPlanEvent(
             **report,
-            changed=added + updated,
+            changed=added + updated + repaired,
             total_chunks=len(pending),
             total_batches=len(batches),
         )
@@ -209,13 +222,14 @@ class IngestionWorkflow(Workflow):
                 unchanged=plan.unchanged,
                 removed=plan.removed,
                 chunks_removed=plan.chunks_removed + removed,
+                repaired=plan.repaired,
             )
         )
 
 
 def _gone_sources(
     paths: list[str | os.PathLike[str]],
-    stored: dict[str, str | None],
+    stored: Collection[str],
     present: dict[str, str],
     skipped: list[SkippedFile],
 ) -> list[str]:

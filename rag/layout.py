@@ -8,8 +8,9 @@ A point written by :class:`~batonflow.rag.QdrantStore` carries:
 * payload, the fields llama-index writes (``node_to_metadata_dict``): the chunk's metadata keys at
   the top level, ``_node_content`` (the node as JSON), ``_node_type``, and ``document_id`` /
   ``doc_id`` / ``ref_doc_id`` (the chunk's source); plus batonflow's own ``text`` (the chunk),
-  ``source``, ``chunk`` (its index in the source) and ``content_hash`` (of the whole source
-  document, for incremental re-ingestion).
+  ``source``, ``chunk`` (its index in the source), ``content_hash`` (of the whole source
+  document, for incremental re-ingestion) and ``source_chunks`` (how many chunks that version of
+  the source has, so re-ingestion can tell a source stored whole from one left incomplete).
 
 So ``VectorStoreIndex.from_vector_store(QdrantVectorStore(client=..., collection_name=...))``
 reads what batonflow ingests, and :class:`QdrantStore` reads collections llama-index wrote (by
@@ -32,7 +33,7 @@ DENSE = "text-dense"
 LEGACY_DENSE = ("dense", "")
 #: Payload fields batonflow writes next to the metadata keys.
 RESERVED = frozenset(
-    {"text", "source", "chunk", "content_hash", "_node_content", "_node_type"}
+    {"text", "source", "chunk", "content_hash", "source_chunks", "_node_content", "_node_type"}
     | {"document_id", "doc_id", "ref_doc_id", "metadata"}
 )
 
@@ -78,6 +79,8 @@ def payload_of(chunk: Chunk, content_hash: str | None = None) -> dict[str, Any]:
     payload.update(text=chunk.text, source=chunk.source, chunk=chunk.index)
     if content_hash is not None:
         payload["content_hash"] = content_hash
+    if chunk.source_chunks is not None:
+        payload["source_chunks"] = chunk.source_chunks
     return payload
 
 

@@ -69,6 +69,7 @@ class PendingChunk(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     embed_text: str
     content_hash: str | None = None
+    source_chunks: int | None = None
 
     def to_chunk(self, dense: Sequence[float] | None = None) -> Chunk:
         """The :class:`Chunk` to store, with its dense vector when there is one."""
@@ -79,6 +80,7 @@ class PendingChunk(BaseModel):
             metadata=dict(self.metadata),
             dense=dense,
             content_hash=self.content_hash,
+            source_chunks=self.source_chunks,
         )
 
 
@@ -224,6 +226,9 @@ def split_documents(
             (as ``IngestionPipeline(transformations=...)`` does); ``SentenceSplitter()`` by
             default.
         hashes: each source's content hash, recorded on its chunks.
+
+    Each chunk also records how many chunks its source has (``source_chunks``), so a store
+    can tell a source written whole from one whose writing was interrupted.
     """
     hashes = hashes or {}
     transformations = check_transformations(splitter)
@@ -248,7 +253,7 @@ def split_documents(
                     content_hash=hashes.get(source),
                 )
             )
-    return pending
+    return [p.model_copy(update={"source_chunks": next_index[p.source]}) for p in pending]
 
 
 def _describe(component: Any) -> Any:

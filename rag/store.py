@@ -30,7 +30,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._edge import EdgeEngine, is_client_folder
-from .chunks import Chunk, Hit, chunks_of, point_id
+from .chunks import Chunk, Hit, StoredSource, chunks_of, point_id
 from .errors import CollectionNotFoundError, StoreConfigError, collection_missing
 from .layout import DENSE, SPARSE, Layout, hit_of, payload_of
 from .sparse import BM25SparseEncoder
@@ -47,7 +47,7 @@ DEFAULT_PATH = ".batonflow/qdrant"
 #: Above this many sources, pruning scans the collection once instead of filtering per source
 #: (a filter on an unindexed field is itself a scan, so per-source filters would be quadratic).
 _SCAN_SOURCES = 8
-_SOURCE_FIELDS = ["source", "content_hash"]
+_SOURCE_FIELDS = ["source", "content_hash", "source_chunks"]
 
 
 def _client_engine(
@@ -330,23 +330,48 @@ class QdrantStore:
     def source_hashes(self) -> dict[str, str | None]:
         """Each stored source with the content hash its chunks were ingested with.
 
-        ``None`` for a source written without one (by hand, or by an earlier version).
+        ``None`` for a source written without one (by hand, or by an earlier version), and for
+        one that is not stored whole (see :meth:`stored_sources`).
+        """
+        return {
+            source: stored.content_hash if stored.complete else None
+            for source, stored in self.stored_sources().items()
+        }
+
+    def stored_sources(self) -> dict[str, StoredSource]:
+        """What the collection holds of each source: its hash, chunks, and whether it is whole.
+
+        Ingestion writes a source's chunks in batches; a process that dies between two of them
+        leaves part of the source, whose chunks all carry the new hash. Each chunk also
+        records how many chunks its version has, so such a source is reported
+        ``complete=False`` (as is a mix of two versions' chunks) and ingestion writes it again.
         """
         with self._lock:
             if self._read_layout() is None:
                 return {}
-            out: dict[str, str | None] = {}
+            hashes: dict[str, set[str | None]] = {}
+            counts: dict[str, int] = {}
+            declared: dict[str, set[int | None]] = {}
             for _, payload in self._engine.scroll(self.collection, None, _SOURCE_FIELDS):
                 source = payload.get("source")
                 if source is None:
                     continue
-                digest = payload.get("content_hash")
-                # A source counts as unchanged only if all its chunks agree on one hash.
-                if str(source) in out and out[str(source)] != digest:
-                    out[str(source)] = None
-                else:
-                    out[str(source)] = digest
-            return out
+                key = str(source)
+                hashes.setdefault(key, set()).add(payload.get("content_hash"))
+                counts[key] = counts.get(key, 0) + 1
+                total = payload.get("source_chunks")
+                declared.setdefault(key, set()).add(total if isinstance(total, int) else None)
+        out: dict[str, StoredSource] = {}
+        for key, seen in hashes.items():
+            digest = next(iter(seen)) if len(seen) == 1 else None
+            totals = declared[key]
+            if len(seen) > 1 or len(totals) > 1:
+                whole = False  # two versions' chunks, or chunks with and without a count
+            else:
+                (total,) = totals
+                whole = total is None or total == counts[key]
+            out[key] = StoredSource(content_hash=digest, chunks=counts[key], complete=whole)
+        return out
 
     # --- reads ------------------------------------------------------------------------------
 
@@ -452,6 +477,10 @@ class QdrantStore:
         """:meth:`source_hashes` in a worker thread."""
         return await asyncio.to_thread(self.source_hashes)
 
+    async def astored_sources(self) -> dict[str, StoredSource]:
+        """:meth:`stored_sources` in a worker thread."""
+        return await asyncio.to_thread(self.stored_sources)
+
     async def acount(self, source: str | None = None) -> int:
         """:meth:`count` in a worker thread."""
         return await asyncio.to_thread(self.count, source)
@@ -499,6 +528,7 @@ __all__ = [
     "Chunk",
     "Hit",
     "QdrantStore",
+    "StoredSource",
     "chunks_of",
     "collection_not_found",
     "point_id",
