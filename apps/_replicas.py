@@ -8,7 +8,10 @@ the other replicas:
   it before a restart, or to nobody); runs live on other replicas are left to them;
 * :class:`batonflow.postgres.leases.Replication` renews the leases and hands over the runs of
   replicas that died, which the manager resumes from their last checkpoint;
-* an event committed to the inbox of a run held here (by any replica) is delivered at once;
+* an entry committed to the inbox of a run held here (an answer, an event, a cancel request,
+  by any replica) is delivered at once on its ``NOTIFY``, and whatever happened to the
+  ``NOTIFY``: after ``LISTEN`` reconnects and on every heartbeat, the inboxes of the runs held
+  here are compared with what they were given;
 * an event logged by a run held elsewhere wakes this replica's SSE readers of that run, which
   read the database's event log: a client may follow any run on any replica.
 """
@@ -102,12 +105,17 @@ class ReplicaSet:
         )
         self.manager.adopt(row)
 
-    def _inbox(self, run_id: str) -> None:
+    def _inbox(self, run_id: str, seq: int) -> None:
         live = self.manager.live.get(run_id)
-        if live is not None:
-            self.manager.checkpointers[live.workflow_name].deliver(run_id)
-            if live.status == "waiting":
-                live.status = "running"
+        if live is None:
+            return
+        checkpointer = self.manager.checkpointers[live.workflow_name]
+        taken = checkpointer.taken_in(run_id)
+        if taken is None or taken >= seq:
+            return  # delivered already (a NOTIFY after the heartbeat's look, or our own post)
+        checkpointer.deliver(run_id)
+        if live.status == "waiting":
+            live.status = "running"
 
     def _events(self, run_id: str, seq: int) -> None:
         event = self._changed.pop(run_id, None)

@@ -427,6 +427,20 @@ class PostgresCheckpointStore(SqlRunStore):
             ),
         )
 
+    def inbox_heads(self) -> dict[str, int]:
+        """The last inbox ``seq`` of each run this replica holds, for runs with inbox entries.
+
+        One query for all the runs: a replica compares it with what it delivered, so an
+        entry whose ``NOTIFY`` was lost (the ``LISTEN`` connection dropped) is still found.
+        """
+        rows = self._query(
+            "SELECT r.run_id, max(i.seq) FROM checkpoint_runs r "
+            "JOIN run_inbox i ON i.run_id = r.run_id WHERE r.lease_owner = %s "
+            "GROUP BY r.run_id",
+            (self._replica(),),
+        )
+        return {str(run_id): int(seq) for run_id, seq in rows}
+
     def lease_of(self, run_id: str) -> tuple[str | None, float | None]:
         """Who holds the run, and for how many more seconds (negative: expired)."""
         rows = self._query(
