@@ -4,12 +4,14 @@ A :class:`Replication` runs inside each ``batonflow serve`` replica whose store 
 :class:`~batonflow.postgres.store.PostgresCheckpointStore` with a ``replica_id``:
 
 * every ``lease_seconds / 3`` it renews the leases of the runs this replica holds, and takes
-  over the runs whose holder stopped renewing (a replica that died): ``on_takeover(record)``
-  is called for each, and the server resumes it from its last checkpoint;
+  over the runs whose holder stopped renewing (a replica that died) or released them (a
+  replica that stopped cleanly): ``on_takeover(record)`` is called for each, and the server
+  resumes it from its last checkpoint;
 * it listens on the store's channels: ``on_inbox(run_id, seq)`` when an entry (an answer, an
   event, a cancel request) was committed to a run's inbox by any replica, ``on_events(run_id,
   seq)`` when a run's event log grew, so SSE streams served by any replica wake up at once
-  instead of polling.
+  instead of polling, and a release (a replica stopping cleanly) makes it take the released
+  runs over at once.
 
 ``NOTIFY`` is a hint, never the only way an inbox entry arrives: a notification sent while the
 ``LISTEN`` connection is down (a network blip, a pooler or database restart, a terminated
@@ -37,7 +39,7 @@ from typing import Any
 import psycopg
 from batonflow.core._records import RunRecord
 
-from .store import EVENTS_CHANNEL, INBOX_CHANNEL, PostgresCheckpointStore
+from .store import EVENTS_CHANNEL, INBOX_CHANNEL, RELEASE_CHANNEL, PostgresCheckpointStore
 
 log = logging.getLogger("batonflow.postgres")
 
@@ -50,7 +52,7 @@ class Replication:
     Args:
         store: The replica's store (its ``replica_id`` names the replica).
         on_takeover: Called with the :class:`RunRecord` of each run taken over from a dead
-            replica (may be async); the server resumes the run.
+            or stopped replica (may be async); the server resumes the run.
         on_inbox: Called with a run id and an inbox ``seq`` when that run's inbox holds
             entries up to ``seq``: on a ``NOTIFY``, and for every run held here after each
             (re)connect of ``LISTEN`` and on each heartbeat. It must deliver only what the run
@@ -103,7 +105,10 @@ class Replication:
         return taken
 
     async def stop(self) -> None:
-        """Stop the heartbeat and the listener (leases then expire unless released)."""
+        """Stop the heartbeat and the listener (leases then expire unless released).
+
+        Nothing is taken over or delivered afterwards.
+        """
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -117,7 +122,7 @@ class Replication:
         )
         for record in records:
             log.warning(
-                "replica %s takes over run %s (%s) from a replica whose lease expired",
+                "replica %s takes over run %s (%s), which its holder released or stopped renewing",
                 self.store.replica_id,
                 record.run_id,
                 record.workflow_name,
@@ -151,7 +156,7 @@ class Replication:
                     application_name=f"batonflow-listen {self.store.replica_id}"[:63],
                 )
                 async with conn:
-                    for channel in (INBOX_CHANNEL, EVENTS_CHANNEL):
+                    for channel in (INBOX_CHANNEL, EVENTS_CHANNEL, RELEASE_CHANNEL):
                         await conn.execute(f"LISTEN {channel}")
                     # What was committed while nobody listened was announced to nobody:
                     # look now (what comes after LISTEN is announced).
@@ -180,6 +185,13 @@ class Replication:
                 log.exception("delivering the inbox of run %s failed", run_id)
 
     async def _dispatch(self, channel: str, payload: str) -> None:
+        if channel == RELEASE_CHANNEL:
+            if payload != self.store.replica_id:
+                try:
+                    await self._take_over()
+                except Exception:  # the heartbeat takes them over instead
+                    log.exception("taking over the runs replica %s released failed", payload)
+            return
         run_id, _, seq = payload.rpartition(" ")
         try:
             if channel == INBOX_CHANNEL and self._on_inbox is not None:
