@@ -8,9 +8,14 @@ the other replicas:
   it before a restart, or to nobody); runs live on other replicas are left to them;
 * :class:`batonflow.postgres.leases.Replication` renews the leases and hands over the runs of
   replicas that died, which the manager resumes from their last checkpoint;
-* an event committed to the inbox of a run held here (by any replica) is delivered at once;
+* an entry committed to the inbox of a run held here (an answer, an event, a cancel request,
+  by any replica) is delivered at once on its ``NOTIFY``, and whatever happened to the
+  ``NOTIFY``: after ``LISTEN`` reconnects and on every heartbeat, the inboxes of the runs held
+  here are compared with what they were given;
 * an event logged by a run held elsewhere wakes this replica's SSE readers of that run, which
-  read the database's event log: a client may follow any run on any replica.
+  read the database's event log: a client may follow any run on any replica;
+* on a clean stop (SIGTERM) this replica stops running its runs without recording anything,
+  then releases their leases, and the other replicas take them over at once (:meth:`hand_over`).
 """
 
 from __future__ import annotations
@@ -63,17 +68,38 @@ class ReplicaSet:
         return len(taken)
 
     async def stop(self) -> None:
-        """Stop the heartbeat and the listener, and give up the leases of the runs held here.
+        """Stop the heartbeat and the listener: from now on nothing is taken over or delivered.
 
-        Releasing them on a clean shutdown lets another replica take the runs over at once
-        instead of after the lease runs out.
+        The first step of a clean stop; :meth:`hand_over` follows once the runs stopped.
         """
         await self.replication.stop()
-        for run_id in list(self.manager.live):
-            try:
-                self.store.release(run_id)
-            except Exception as exc:  # the database may be gone too: the lease then expires
-                logger.warning("Could not release the lease of run %s: %s", run_id, exc)
+
+    def hand_over(self, run_ids: list[str]) -> None:
+        """Release the leases of ``run_ids``, which stopped running here, to the other replicas.
+
+        Call it only once this process no longer runs them (so it cannot write into a run
+        another replica took). The runs stay ``running`` or ``waiting`` with their
+        checkpoints; the replicas listening take them over at once, the others on their next
+        heartbeat, instead of after the lease runs out.
+        """
+        if not run_ids:
+            return
+        try:
+            released = self.store.release_all(run_ids)
+        except Exception as exc:  # the database may be gone too: the leases then expire
+            logger.warning(
+                "Could not release the leases of %d run(s): %s; another replica takes them "
+                "over when the leases expire",
+                len(run_ids),
+                exc,
+            )
+            return
+        if released:
+            logger.info(
+                "replica %s released %d run(s) to the other replicas",
+                self.replica_id,
+                len(released),
+            )
 
     def changed(self, run_id: str) -> asyncio.Event:
         """An event set when the log of a run held elsewhere grows (for SSE readers here)."""
@@ -102,12 +128,17 @@ class ReplicaSet:
         )
         self.manager.adopt(row)
 
-    def _inbox(self, run_id: str) -> None:
+    def _inbox(self, run_id: str, seq: int) -> None:
         live = self.manager.live.get(run_id)
-        if live is not None:
-            self.manager.checkpointers[live.workflow_name].deliver(run_id)
-            if live.status == "waiting":
-                live.status = "running"
+        if live is None:
+            return
+        checkpointer = self.manager.checkpointers[live.workflow_name]
+        taken = checkpointer.taken_in(run_id)
+        if taken is None or taken >= seq:
+            return  # delivered already (a NOTIFY after the heartbeat's look, or our own post)
+        checkpointer.deliver(run_id)
+        if live.status == "waiting":
+            live.status = "running"
 
     def _events(self, run_id: str, seq: int) -> None:
         event = self._changed.pop(run_id, None)

@@ -464,16 +464,24 @@ class RunManager:
             yield StoredEvent(after + 1, "end", body)
 
     async def close(self) -> None:
-        """Stop following live runs (server shutdown); their stored state stays as it is."""
+        """Stop following live runs (server shutdown); their stored state stays as it is.
+
+        Nothing is recorded for them: they stay ``running`` or ``waiting`` with their
+        checkpoints, and the next start resumes them. Among replicas, the order matters:
+        the heartbeat and listener stop first (nothing new is taken over), then the runs
+        stop here, and only then are their leases released, so another replica that takes
+        one over at once never races a write from this process.
+        """
         if self.replicas is not None:
             await self.replicas.stop()
         runs = list(self.live.values())
         if runs:
-            what = (
-                "they are checkpointed and resume at the next start"
-                if self.checkpoints is not None
-                else "without checkpoints, only those waiting for input survive a restart"
-            )
+            if self.replicas is not None:
+                what = "they are checkpointed and the other replicas take them over"
+            elif self.checkpoints is not None:
+                what = "they are checkpointed and resume at the next start"
+            else:
+                what = "without checkpoints, only those waiting for input survive a restart"
             logger.info("stopping with %d run(s) in progress: %s", len(runs), what)
         for live in runs:
             self.checkpointers[live.workflow_name].release(live.run_id)
@@ -487,6 +495,8 @@ class RunManager:
                 if inspect.isawaitable(outcome):
                     await outcome
         self.live.clear()
+        if self.replicas is not None:
+            self.replicas.hand_over([live.run_id for live in runs])
 
 
 __all__ = ["DURABLE_HINT", "INTERRUPTED", "LiveRun", "RunManager", "RunStateError"]

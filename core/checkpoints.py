@@ -426,6 +426,15 @@ class WorkflowCheckpointer:
         """
         self._deliver(run_id)
 
+    def taken_in(self, run_id: str) -> int | None:
+        """The inbox ``seq`` up to which run ``run_id`` has been given its inbox events here.
+
+        ``None`` when the run does not run in this process. A server compares it with the
+        inbox's last ``seq`` to deliver only what is new (:meth:`deliver` is idempotent
+        anyway: an entry is given to the run once, however often it is called).
+        """
+        return self._inbox.get(run_id) if run_id in self._live else None
+
     def _deliver(self, run_id: str) -> None:
         """Give the live run the inbox events it has not taken in yet, in order."""
         handler = self._live.get(run_id)

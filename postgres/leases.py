@@ -4,11 +4,23 @@ A :class:`Replication` runs inside each ``batonflow serve`` replica whose store 
 :class:`~batonflow.postgres.store.PostgresCheckpointStore` with a ``replica_id``:
 
 * every ``lease_seconds / 3`` it renews the leases of the runs this replica holds, and takes
-  over the runs whose holder stopped renewing (a replica that died): ``on_takeover(record)``
-  is called for each, and the server resumes it from its last checkpoint;
-* it listens on the store's channels: ``on_inbox(run_id)`` when an event (an answer) was
-  committed to a run's inbox by any replica, ``on_events(run_id, seq)`` when a run's event log
-  grew, so SSE streams served by any replica wake up at once instead of polling.
+  over the runs whose holder stopped renewing (a replica that died) or released them (a
+  replica that stopped cleanly): ``on_takeover(record)`` is called for each, and the server
+  resumes it from its last checkpoint;
+* it listens on the store's channels: ``on_inbox(run_id, seq)`` when an entry (an answer, an
+  event, a cancel request) was committed to a run's inbox by any replica, ``on_events(run_id,
+  seq)`` when a run's event log grew, so SSE streams served by any replica wake up at once
+  instead of polling, and a release (a replica stopping cleanly) makes it take the released
+  runs over at once.
+
+``NOTIFY`` is a hint, never the only way an inbox entry arrives: a notification sent while the
+``LISTEN`` connection is down (a network blip, a pooler or database restart, a terminated
+backend) is lost. So after every (re)connect of ``LISTEN``, and on every heartbeat, one query
+reads the last inbox ``seq`` of every run held here (:meth:`PostgresCheckpointStore.
+inbox_heads`) and ``on_inbox(run_id, seq)`` is called for each; the callee delivers what the run
+has not taken in yet (the checkpointer counts what it delivered, so nothing is taken twice).
+The listener's connection is named ``batonflow-listen <replica id>`` (``application_name``),
+so operators (and tests) find it in ``pg_stat_activity``.
 
 A lost lease (this replica stalled past it and another took the run) shows up as a run missing
 from :meth:`PostgresCheckpointStore.renew_leases`; the store's fencing already refuses its
@@ -27,7 +39,7 @@ from typing import Any
 import psycopg
 from batonflow.core._records import RunRecord
 
-from .store import EVENTS_CHANNEL, INBOX_CHANNEL, PostgresCheckpointStore
+from .store import EVENTS_CHANNEL, INBOX_CHANNEL, RELEASE_CHANNEL, PostgresCheckpointStore
 
 log = logging.getLogger("batonflow.postgres")
 
@@ -40,8 +52,11 @@ class Replication:
     Args:
         store: The replica's store (its ``replica_id`` names the replica).
         on_takeover: Called with the :class:`RunRecord` of each run taken over from a dead
-            replica (may be async); the server resumes the run.
-        on_inbox: Called with a run id when an event reached that run's inbox.
+            or stopped replica (may be async); the server resumes the run.
+        on_inbox: Called with a run id and an inbox ``seq`` when that run's inbox holds
+            entries up to ``seq``: on a ``NOTIFY``, and for every run held here after each
+            (re)connect of ``LISTEN`` and on each heartbeat. It must deliver only what the run
+            has not taken in (it is called again for entries already delivered).
         on_events: Called with a run id and a sequence number when a run's event log grew.
         on_lost: Called with a run id when this replica no longer holds a run it ran.
         interval: Seconds between heartbeats (default a third of the lease).
@@ -90,7 +105,10 @@ class Replication:
         return taken
 
     async def stop(self) -> None:
-        """Stop the heartbeat and the listener (leases then expire unless released)."""
+        """Stop the heartbeat and the listener (leases then expire unless released).
+
+        Nothing is taken over or delivered afterwards.
+        """
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -104,7 +122,7 @@ class Replication:
         )
         for record in records:
             log.warning(
-                "replica %s takes over run %s (%s) from a replica whose lease expired",
+                "replica %s takes over run %s (%s), which its holder released or stopped renewing",
                 self.store.replica_id,
                 record.run_id,
                 record.workflow_name,
@@ -122,6 +140,7 @@ class Replication:
                         await _call(self._on_lost, run_id)
                 self._held = held
                 await self._take_over()
+                await self._catch_up()
             except asyncio.CancelledError:
                 raise
             except Exception:  # a failed heartbeat is retried at the next beat
@@ -131,10 +150,17 @@ class Replication:
         delay = 0.5
         while True:
             try:
-                conn = await psycopg.AsyncConnection.connect(self.store.url, autocommit=True)
+                conn = await psycopg.AsyncConnection.connect(
+                    self.store.url,
+                    autocommit=True,
+                    application_name=f"batonflow-listen {self.store.replica_id}"[:63],
+                )
                 async with conn:
-                    await conn.execute(f"LISTEN {INBOX_CHANNEL}")
-                    await conn.execute(f"LISTEN {EVENTS_CHANNEL}")
+                    for channel in (INBOX_CHANNEL, EVENTS_CHANNEL, RELEASE_CHANNEL):
+                        await conn.execute(f"LISTEN {channel}")
+                    # What was committed while nobody listened was announced to nobody:
+                    # look now (what comes after LISTEN is announced).
+                    await self._catch_up()
                     self.listening.set()
                     delay = 0.5
                     async for note in conn.notifies():
@@ -147,11 +173,29 @@ class Replication:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 10.0)
 
+    async def _catch_up(self) -> None:
+        """Call ``on_inbox`` for every run held here that has inbox entries (one query)."""
+        if self._on_inbox is None:
+            return
+        heads = await asyncio.to_thread(self.store.inbox_heads)
+        for run_id, seq in heads.items():
+            try:
+                await _call(self._on_inbox, run_id, seq)
+            except Exception:  # one run's failure must not keep the others' entries back
+                log.exception("delivering the inbox of run %s failed", run_id)
+
     async def _dispatch(self, channel: str, payload: str) -> None:
+        if channel == RELEASE_CHANNEL:
+            if payload != self.store.replica_id:
+                try:
+                    await self._take_over()
+                except Exception:  # the heartbeat takes them over instead
+                    log.exception("taking over the runs replica %s released failed", payload)
+            return
         run_id, _, seq = payload.rpartition(" ")
         try:
             if channel == INBOX_CHANNEL and self._on_inbox is not None:
-                await _call(self._on_inbox, run_id)
+                await _call(self._on_inbox, run_id, int(seq))
             elif channel == EVENTS_CHANNEL and self._on_events is not None:
                 await _call(self._on_events, run_id, int(seq))
         except Exception:  # one bad callback must not stop the listener

@@ -59,6 +59,8 @@ SCHEMA_VERSION = 3
 COMPONENT = "checkpoints"
 EVENTS_CHANNEL = "batonflow_events"
 INBOX_CHANNEL = "batonflow_inbox"
+#: Announces that a replica stopping cleanly released its runs (payload: its replica id).
+RELEASE_CHANNEL = "batonflow_release"
 T = TypeVar("T")
 
 #: The server's clock, so leases do not depend on the replicas' clocks agreeing.
@@ -407,16 +409,20 @@ class PostgresCheckpointStore(SqlRunStore):
         workflows: Iterable[str] | None = None,
         limit: int = 50,
     ) -> builtins.list[RunRecord]:
-        """Take over runs whose holder's lease expired (a dead replica's), at most ``limit``.
+        """Take over runs nobody runs any more, at most ``limit``.
 
-        Only runs in progress (``running``, ``waiting``, ``interrupted``) started by ``owner``
-        are taken, and only of the named ``workflows`` when given (the ones this replica can
-        run). Replicas racing for the same run never both get it (``FOR UPDATE SKIP LOCKED``
-        and a conditional update): each expired run goes to exactly one of them.
+        Those are the runs whose holder's lease expired (a dead or stalled replica's) and
+        the runs in progress whose holder released them (a replica that stopped cleanly).
+        Only runs started by ``owner`` are taken: ``running``, ``waiting``, and
+        ``interrupted`` ones whose lease expired (a run left ``interrupted`` without a lease
+        is resumed by a person, not taken); and only of the named ``workflows`` when given
+        (the ones this replica can run). Replicas racing for the same run never both get it
+        (``FOR UPDATE SKIP LOCKED`` and a conditional update): each run goes to exactly one.
         """
         names = None if workflows is None else sorted(workflows)
         me = self._replica()
-        statuses = [*sorted(ACTIVE), "interrupted"]
+        active = sorted(ACTIVE)
+        statuses = [*active, "interrupted"]
         rows = self._write(
             "claim expired runs",
             lambda conn: conn.execute(
@@ -424,10 +430,11 @@ class PostgresCheckpointStore(SqlRunStore):
                 "WHERE run_id IN (SELECT run_id FROM checkpoint_runs "
                 "WHERE status = ANY(%s) AND (%s::text IS NULL OR owner = %s) "
                 "AND (%s::text[] IS NULL OR workflow_name = ANY(%s)) "
-                f"AND lease_owner IS NOT NULL AND lease_owner <> %s AND lease_until < {NOW} "
+                f"AND ((lease_owner <> %s AND lease_until < {NOW}) "
+                "OR (lease_owner IS NULL AND status = ANY(%s))) "
                 "ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED) "
                 f"RETURNING {RUN_COLUMNS}",
-                (me, self.lease_seconds, statuses, owner, owner, names, names, me, limit),
+                (me, self.lease_seconds, statuses, owner, owner, names, names, me, active, limit),
             ).fetchall(),
         )
         return [RunRecord(*row) for row in rows]
@@ -448,15 +455,46 @@ class PostgresCheckpointStore(SqlRunStore):
 
     def release(self, run_id: str) -> None:
         """Give up this replica's lease on a run (another replica may take it at once)."""
+        self.release_all([run_id])
+
+    def release_all(self, run_ids: Iterable[str]) -> builtins.list[str]:
+        """Give up this replica's leases on ``run_ids`` and tell the other replicas.
+
+        For a clean stop, once this replica no longer runs them: the runs stay as recorded
+        (``running``, ``waiting``) and ``NOTIFY batonflow_release`` makes the replicas that
+        listen take them over at once (:meth:`claim_expired`).
+
+        Returns:
+            The ids of the runs released (those this replica still held).
+        """
         me = self._replica()
-        self._write(
-            "release a lease",
-            lambda conn: conn.execute(
+        ids = sorted(set(run_ids))
+
+        def release(conn: psycopg.Connection[Any]) -> builtins.list[str]:
+            rows = conn.execute(
                 "UPDATE checkpoint_runs SET lease_owner = NULL, lease_until = NULL "
-                "WHERE run_id = %s AND lease_owner = %s",
-                (run_id, me),
-            ),
+                "WHERE run_id = ANY(%s) AND lease_owner = %s RETURNING run_id",
+                (ids, me),
+            ).fetchall()
+            if rows:
+                conn.execute("SELECT pg_notify(%s, %s)", (RELEASE_CHANNEL, me))
+            return [str(r[0]) for r in rows]
+
+        return self._write("release leases", release) if ids else []
+
+    def inbox_heads(self) -> dict[str, int]:
+        """The last inbox ``seq`` of each run this replica holds, for runs with inbox entries.
+
+        One query for all the runs: a replica compares it with what it delivered, so an
+        entry whose ``NOTIFY`` was lost (the ``LISTEN`` connection dropped) is still found.
+        """
+        rows = self._query(
+            "SELECT r.run_id, max(i.seq) FROM checkpoint_runs r "
+            "JOIN run_inbox i ON i.run_id = r.run_id WHERE r.lease_owner = %s "
+            "GROUP BY r.run_id",
+            (self._replica(),),
         )
+        return {str(run_id): int(seq) for run_id, seq in rows}
 
     def lease_of(self, run_id: str) -> tuple[str | None, float | None]:
         """Who holds the run, and for how many more seconds (negative: expired)."""

@@ -71,7 +71,7 @@ async def test_inbox_and_event_log_changes_are_announced_to_every_replica(postgr
     replication = Replication(
         owner,
         on_takeover=lambda r: None,
-        on_inbox=inbox.put_nowait,
+        on_inbox=lambda rid, seq: inbox.put_nowait(rid),
         on_events=lambda rid, seq: events.put_nowait((rid, seq)),
     )
     await replication.start()
