@@ -11,8 +11,8 @@ from batonflow.client import (
     ConflictError,
     InvalidRequestError,
     NotFoundError,
-    Run,
     RetryPolicy,
+    Run,
     ServerUnavailableError,
 )
 

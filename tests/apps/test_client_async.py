@@ -70,7 +70,10 @@ async def test_events_without_reconnect_raise_on_a_cut(server_url):
         run = await api.start("ticks", {"count": 3, "delay": 0}, wait=True)
     with cutting_proxy(server_url, cuts=[300]) as proxy:
         async with AsyncClient(proxy.url) as flaky:
-            with pytest.raises(ServerUnavailableError, match=r"broke \(RemoteProtocolError: .*\); resume it with events\('\w+', after=0\)"):
+            with pytest.raises(
+                ServerUnavailableError,
+                match=r"broke \(RemoteProtocolError: .*\); resume it with events\('\w+', after=0\)",
+            ):
                 async for _ in flaky.events(run.run_id, reconnect=False):
                     pass
     assert proxy.connections == 1
