@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -33,12 +34,11 @@ def served(start_server) -> tuple[str, httpx.Client]:
 
 def _wait_until(check, what: str, timeout: float = 20.0) -> None:
     """Poll ``check()`` until it is true (a deadline, not a timing assert)."""
-    done = threading.Event()
-    for _ in range(int(timeout / 0.02)):
-        if check():
-            return
-        done.wait(0.02)
-    raise AssertionError(f"never happened: {what}")
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        time.sleep(0.02)
 
 
 def _seqs_once(events) -> None:
