@@ -37,7 +37,9 @@ _SELF_EXPLAINING = (
     # batonflow.client: the server's own sentence, after its status code
     "APIError",
     "AuthenticationError",
+    "ClientTimeoutError",
     "ConflictError",
+    "EventStreamError",
     "InvalidRequestError",
     "NotFoundError",
     "ServerUnavailableError",

@@ -14,6 +14,9 @@
 * :class:`Client` (blocking) and :class:`AsyncClient` (asyncio), on httpx: ``start``,
   ``get``, ``list``, ``cancel``, ``answer``, ``send_event``, ``wait`` and ``events`` (the
   run's Server-Sent Events, reconnecting by itself from the last event seen).
+* :class:`RetryPolicy`: when and how long both retry a request or reopen a stream that failed
+  for a passing reason (``Client(url, retry=RetryPolicy(total=60))``; see
+  :mod:`batonflow.client.retry` for which failures are retried).
 * :class:`Run` and :class:`RunEvent`, the records they return.
 * :class:`ClientError` and its subclasses (see :mod:`batonflow.client.errors`).
 
@@ -30,13 +33,16 @@ from ._sync import Client as Client
 from .errors import APIError as APIError
 from .errors import AuthenticationError as AuthenticationError
 from .errors import ClientError as ClientError
+from .errors import ClientTimeoutError as ClientTimeoutError
 from .errors import ConflictError as ConflictError
+from .errors import EventStreamError as EventStreamError
 from .errors import InvalidRequestError as InvalidRequestError
 from .errors import NotFoundError as NotFoundError
 from .errors import ServerUnavailableError as ServerUnavailableError
 from .models import FINISHED_STATUSES as FINISHED_STATUSES
 from .models import Run as Run
 from .models import RunEvent as RunEvent
+from .retry import RetryPolicy as RetryPolicy
 
 __all__ = [
     "FINISHED_STATUSES",
@@ -45,9 +51,12 @@ __all__ = [
     "AuthenticationError",
     "Client",
     "ClientError",
+    "ClientTimeoutError",
     "ConflictError",
+    "EventStreamError",
     "InvalidRequestError",
     "NotFoundError",
+    "RetryPolicy",
     "Run",
     "RunEvent",
     "ServerUnavailableError",

@@ -1,23 +1,25 @@
 """What :class:`~batonflow.client.Client` and :class:`~batonflow.client.AsyncClient` share.
 
-Everything here is free of I/O: building requests, turning responses into records or errors,
-decoding SSE messages and pacing reconnects. The two clients only differ in how they wait.
+Everything here is free of I/O: checking settings, building requests, turning responses into
+records or errors, and the retry bookkeeping of each call (:mod:`.retry`); the event stream's
+is in :mod:`._stream`. The two clients only differ in how they wait.
 """
 
 from __future__ import annotations
 
-import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from .errors import ServerUnavailableError, api_error
-from .models import Run, RunEvent
+from .errors import ClientTimeoutError, ServerUnavailableError, api_error
+from .models import Run
+from .retry import Attempts, RetryPolicy
 
-#: Seconds an event stream may stay silent before it counts as broken (the server sends a
-#: keep-alive comment every 15 s by default).
-STREAM_READ_TIMEOUT = 60.0
+#: The retry policy of a client that is not given one.
+DEFAULT_RETRY = RetryPolicy()
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,21 +29,15 @@ class Options:
     base_url: str
     headers: dict[str, str]
     timeout: float
-    reconnect_attempts: int
-    reconnect_delay: float
+    retry: RetryPolicy | None
 
 
-def options(
-    base_url: str,
-    token: str | None,
-    timeout: float,
-    reconnect_attempts: int,
-    reconnect_delay: float,
-) -> Options:
+def options(base_url: str, token: str | None, timeout: float, retry: RetryPolicy | None) -> Options:
     """Validate a client's arguments.
 
     Raises:
-        ValueError: A base URL that is not http(s), or a negative number.
+        ValueError: A base URL that is not http(s), or a timeout that is not positive.
+        TypeError: A ``retry`` that is not a :class:`RetryPolicy` (or ``None``).
     """
     url = base_url.rstrip("/")
     if not url.startswith(("http://", "https://")):
@@ -49,22 +45,54 @@ def options(
             f"Client base_url {base_url!r} is not an http(s) URL; pass the server's address, "
             "e.g. Client('http://127.0.0.1:8000')."
         )
-    if timeout <= 0 or reconnect_attempts < 0 or reconnect_delay < 0:
+    if not timeout > 0:
         raise ValueError(
-            "Client timeout must be > 0 and reconnect_attempts, reconnect_delay >= 0; got "
-            f"timeout={timeout}, reconnect_attempts={reconnect_attempts}, "
-            f"reconnect_delay={reconnect_delay}."
+            f"Client timeout must be > 0 seconds; got timeout={timeout}. Pass e.g. timeout=30."
+        )
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise TypeError(
+            f"Client retry={retry!r} is not a RetryPolicy; pass e.g. "
+            "retry=RetryPolicy(total=60), or retry=None to turn retrying off."
         )
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return Options(url, headers, timeout, reconnect_attempts, reconnect_delay)
+    return Options(url, headers, timeout, retry)
 
 
-def unavailable(url: str, exc: BaseException) -> ServerUnavailableError:
-    """The error for a server that does not answer."""
-    reason = str(exc) or type(exc).__name__
-    return ServerUnavailableError(
-        f"No answer from the batonflow server at {url} ({reason}); check the URL and that "
-        "'batonflow serve' runs there."
+def request_attempts(
+    opts: Options,
+    method: str,
+    path: str,
+    deadline: float | None = None,
+    on_deadline: Callable[[str], ClientTimeoutError] | None = None,
+) -> Attempts:
+    """The retry bookkeeping of one request."""
+    return Attempts(
+        opts.retry,
+        subject=f"No answer from the batonflow server at {opts.base_url} to {method} {path}",
+        advice="Check the URL and that 'batonflow serve' runs there",
+        deadline=deadline,
+        on_deadline=on_deadline,
+    )
+
+
+def wait_attempts(opts: Options, run_id: str, timeout: float | None) -> Attempts:
+    """The retry bookkeeping of one ``GET`` of :meth:`Client.wait`, bound by its deadline."""
+
+    def timed_out(reason: str) -> ClientTimeoutError:
+        return ClientTimeoutError(
+            f"Run {run_id!r} could not be checked within {timeout} s: the server at "
+            f"{opts.base_url} did not answer ({reason}); wait longer, or check the server."
+        )
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    return request_attempts(opts, "GET", f"/runs/{run_id}", deadline, timed_out)
+
+
+def still_running(run: Run, timeout: float | None) -> ClientTimeoutError:
+    """The error of :meth:`Client.wait` when the run is still going at its deadline."""
+    return ClientTimeoutError(
+        f"Run {run.run_id!r} is still {run.status} after {timeout} s; wait longer or follow "
+        "it with events()."
     )
 
 
@@ -125,60 +153,16 @@ def answer_body(response: Any, event_type: str, fields: dict[str, Any] | None) -
     return {"type": event_type, "data": {"response": response, **(fields or {})}}
 
 
-def stream_headers(last_seq: int) -> dict[str, str]:
-    """Headers of an event-stream request resuming after ``last_seq``."""
-    return {"Last-Event-ID": str(last_seq)} if last_seq > 0 else {}
-
-
-def stream_timeout(timeout: float) -> httpx.Timeout:
-    """Timeouts of an event stream: connecting as usual, reading as long as keep-alives come."""
-    return httpx.Timeout(timeout, read=max(timeout, STREAM_READ_TIMEOUT))
-
-
-def run_event(sse_id: str, event: str, data: str) -> RunEvent | None:
-    """A :class:`RunEvent` from one SSE message, ``None`` for keep-alives and settings."""
-    if not data:
-        return None
-    try:
-        seq = int(sse_id)
-        body = json.loads(data)
-    except ValueError:
-        return None
-    if not isinstance(body, dict):
-        return None
-    return RunEvent(seq=seq, kind=event or "message", data=body)
-
-
-def backoff(failures: int, delay: float) -> float:
-    """Seconds to wait before reconnect number ``failures`` (1, 2, ...): doubling, at most 8x."""
-    return delay * float(min(2 ** (failures - 1), 8))
-
-
-def broken_stream(
-    run_id: str, failures: int, last_seq: int, exc: BaseException | None
-) -> ServerUnavailableError:
-    """The error once an event stream broke more often than the client may reconnect."""
-    cause = f"last error: {exc}" if exc is not None else "it closed before the run's end"
-    return ServerUnavailableError(
-        f"The event stream of run {run_id!r} broke {failures} time(s) in a row ({cause}); "
-        f"resume it later with events({run_id!r}, after={last_seq}) or raise "
-        "reconnect_attempts."
-    )
-
-
 __all__ = [
-    "STREAM_READ_TIMEOUT",
+    "DEFAULT_RETRY",
     "Options",
     "answer_body",
-    "backoff",
-    "broken_stream",
     "decode",
     "list_params",
     "options",
-    "run_event",
+    "request_attempts",
     "run_from",
     "start_request",
-    "stream_headers",
-    "stream_timeout",
-    "unavailable",
+    "still_running",
+    "wait_attempts",
 ]

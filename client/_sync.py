@@ -11,7 +11,9 @@ import httpx
 from httpx_sse import connect_sse
 
 from . import _base
+from ._stream import EventStream
 from .models import Run, RunEvent
+from .retry import Attempts, RetryPolicy, status_failure, transport_failure
 
 
 class Client:
@@ -25,20 +27,25 @@ class Client:
                 print(event.seq, event.type, event.value)
             print(client.get(run.run_id).result)
 
-    :meth:`events` reconnects by itself when the connection breaks, resuming after the last
-    event it yielded (``Last-Event-ID``), so no event is lost or repeated.
+    A request that fails for a passing reason (the server restarting, a proxy answering
+    ``502``/``503`` while a replica is replaced) is sent again under ``retry``, a
+    :class:`RetryPolicy`: ``GET`` requests always, ``POST`` requests only when the server
+    surely did not carry them out (see :mod:`batonflow.client.retry`). :meth:`events`
+    reopens a broken stream under the same policy, resuming after the last event it yielded
+    (``Last-Event-ID``), so no event is lost or repeated.
 
     Args:
         base_url: The server, e.g. ``"http://127.0.0.1:8000"``.
         token: The server's bearer token, when it was started with one.
-        timeout: Seconds to wait for each answer (an event stream waits for keep-alives).
-        reconnect_attempts: How many times in a row :meth:`events` reconnects before it gives
-            up with :class:`ServerUnavailableError`.
-        reconnect_delay: Seconds before the first reconnect; doubles with each failure.
+        timeout: Seconds each attempt may take to connect and get the server's answer (an
+            open event stream may then stay silent up to 60 s, as keep-alives come every 15).
+        retry: When and how long to retry; the default retries for up to 30 s after the
+            first failure. ``None``: never retry.
         transport: An ``httpx`` transport (tests); the default opens real connections.
 
     Raises:
-        ValueError: A base URL that is not http(s), or a negative setting.
+        ValueError: A base URL that is not http(s), or a timeout that is not positive.
+        TypeError: A ``retry`` that is not a :class:`RetryPolicy`.
     """
 
     def __init__(
@@ -47,11 +54,10 @@ class Client:
         *,
         token: str | None = None,
         timeout: float = 30.0,
-        reconnect_attempts: int = 5,
-        reconnect_delay: float = 0.5,
+        retry: RetryPolicy | None = _base.DEFAULT_RETRY,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self._options = _base.options(base_url, token, timeout, reconnect_attempts, reconnect_delay)
+        self._options = _base.options(base_url, token, timeout, retry)
         self._http = httpx.Client(
             base_url=self._options.base_url,
             headers=self._options.headers,
@@ -64,12 +70,30 @@ class Client:
         """The server's URL."""
         return self._options.base_url
 
-    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            response = self._http.request(method, path, **kwargs)
-        except httpx.TransportError as exc:
-            raise _base.unavailable(self.base_url, exc) from exc
-        return _base.decode(response)
+    def _request(
+        self, method: str, path: str, *, attempts: Attempts | None = None, **kwargs: Any
+    ) -> Any:
+        """Send a request under the retry policy; its decoded JSON body.
+
+        ``timeout=`` (default: the client's) bounds each attempt.
+        """
+        if attempts is None:
+            attempts = _base.request_attempts(self._options, method, path)
+        timeout = kwargs.pop("timeout", self._options.timeout)
+        while True:
+            try:
+                response = self._http.request(
+                    method, path, timeout=attempts.timeout(timeout), **kwargs
+                )
+            except httpx.TransportError as exc:
+                failure = transport_failure(exc, method, path, self.base_url)
+            else:
+                refused = status_failure(response, method, path)
+                if refused is None:
+                    attempts.reset()
+                    return _base.decode(response)
+                failure = refused
+            time.sleep(attempts.pause(failure))
 
     def health(self) -> dict[str, Any]:
         """``GET /health``: ``{"status": "ok", ...}``."""
@@ -185,70 +209,84 @@ class Client:
         body = _base.answer_body(response, event_type, fields)
         return _base.run_from(self._request("POST", f"/runs/{run_id}/events", json=body))
 
-    def events(self, run_id: str, *, after: int = 0, reconnect: bool = True) -> Iterator[RunEvent]:
+    def events(
+        self,
+        run_id: str,
+        *,
+        after: int = 0,
+        reconnect: bool = True,
+        timeout: float | None = None,
+    ) -> Iterator[RunEvent]:
         """Follow a run's event stream until its end message (which is yielded last).
 
-        A broken connection is reopened with ``Last-Event-ID`` set to the last event yielded,
-        so each event comes exactly once and in order, also across server restarts.
+        A broken stream (a dropped connection, a server restart, a proxy's ``502``/``503``)
+        is reopened under the client's retry policy with ``Last-Event-ID`` set to the last
+        event yielded, so each event comes exactly once and in order; the policy's budget
+        starts afresh after each event.
 
         Args:
             run_id: The run.
             after: Start after this sequence number (0: from the beginning).
-            reconnect: Reopen a broken stream (up to ``reconnect_attempts`` times in a row).
+            reconnect: Reopen a broken stream; ``False``: raise at the first break.
+            timeout: Seconds the whole call may take, reconnects included (``None``: no
+                limit). The client's ``timeout`` bounds each attempt to open the stream.
 
         Raises:
             NotFoundError: No run with that id.
-            ServerUnavailableError: The stream kept breaking.
+            ClientTimeoutError: ``timeout`` passed before the run's end.
+            ServerUnavailableError: The stream could not be reopened within the retry budget
+                (the message says how to resume).
+            EventStreamError: The stream sent a message that is not one of the run's events.
         """
-        last = after
-        failures = 0
-        delay = self._options.reconnect_delay
+        stream = EventStream(self._options, run_id, after, reconnect, timeout)
         while True:
-            error: BaseException | None = None
             try:
                 with connect_sse(
                     self._http,
                     "GET",
-                    f"/runs/{run_id}/events",
-                    headers=_base.stream_headers(last),
-                    timeout=_base.stream_timeout(self._options.timeout),
+                    stream.path,
+                    headers=stream.headers(),
+                    timeout=stream.open_timeout(),
                 ) as source:
                     if source.response.status_code >= 400:
                         source.response.read()
-                        _base.decode(source.response)
-                    for sse in source.iter_sse():
-                        event = _base.run_event(sse.id, sse.event, sse.data)
-                        if event is None or event.seq <= last:
-                            continue
-                        last, failures = event.seq, 0
-                        yield event
-                        if event.is_end:
-                            return
+                    failure = stream.opened(source.response)
+                    if failure is None:
+                        for sse in source.iter_sse():
+                            event = stream.take(sse)
+                            if event is not None:
+                                yield event
+                                if event.is_end:
+                                    return
+                        failure = stream.closed_early()
             except httpx.TransportError as exc:
-                error = exc
-            failures += 1
-            if not reconnect or failures > self._options.reconnect_attempts:
-                raise _base.broken_stream(run_id, failures, last, error) from error
-            time.sleep(_base.backoff(failures, delay))
+                failure = stream.broken(exc)
+            time.sleep(stream.attempts.pause(failure))
 
     def wait(self, run_id: str, *, timeout: float | None = None) -> Run:
         """Wait until the run has ended and return it.
 
+        The run is polled under the client's retry policy, so a server restart or a proxy's
+        ``502``/``503`` meanwhile is ridden out.
+
+        Args:
+            run_id: The run.
+            timeout: Seconds to wait in all (``None``: no limit).
+
         Raises:
-            TimeoutError: ``timeout`` seconds passed first.
+            ClientTimeoutError: ``timeout`` seconds passed first (also a ``TimeoutError``).
+            ServerUnavailableError: The server stayed away past the retry budget.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
+        attempts = _base.wait_attempts(self._options, run_id, timeout)
         pause = 0.02
         while True:
-            run = self.get(run_id)
+            run = _base.run_from(self._request("GET", f"/runs/{run_id}", attempts=attempts))
             if run.done:
                 return run
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"Run {run_id!r} is still {run.status} after {timeout} s; wait longer or "
-                    "follow it with events()."
-                )
-            time.sleep(pause)
+            left = attempts.remaining()
+            if left == 0:
+                raise _base.still_running(run, timeout)
+            time.sleep(pause if left is None else min(pause, left))
             pause = min(pause * 2, 0.5)
 
     def close(self) -> None:

@@ -3,7 +3,10 @@
 ::
 
     ClientError                    every error the client raises
-    ├── ServerUnavailableError     no answer from the server (refused, timed out, cut off)
+    ├── ServerUnavailableError     no answer from the server (refused, timed out, cut off,
+    │                              502/503/504) after the retry policy gave up
+    ├── ClientTimeoutError         a call's timeout= passed (also a TimeoutError)
+    ├── EventStreamError           an event stream sent a message that is not a run's event
     └── APIError                   the server answered with a 4xx/5xx status
         ├── AuthenticationError    401: missing or wrong token
         ├── NotFoundError          404: no such workflow or run
@@ -25,6 +28,18 @@ class ClientError(Exception):
 
 class ServerUnavailableError(ClientError, ConnectionError):
     """The server could not be reached, or it stopped answering."""
+
+
+class ClientTimeoutError(ClientError, TimeoutError):
+    """A call's ``timeout=`` passed before it could finish (``wait``, ``events``)."""
+
+
+class EventStreamError(ClientError, ValueError):
+    """A run's event stream sent a message the client cannot read as one of the run's events.
+
+    The stream is not followed further: an event the client cannot number could be lost or
+    seen twice. Its message names the message and the last event read.
+    """
 
 
 class APIError(ClientError):
@@ -76,7 +91,9 @@ __all__ = [
     "APIError",
     "AuthenticationError",
     "ClientError",
+    "ClientTimeoutError",
     "ConflictError",
+    "EventStreamError",
     "InvalidRequestError",
     "NotFoundError",
     "ServerUnavailableError",

@@ -11,11 +11,15 @@ from batonflow.client import (
     ConflictError,
     InvalidRequestError,
     NotFoundError,
+    RetryPolicy,
     Run,
     ServerUnavailableError,
 )
 
 from .proxy import cutting_proxy
+
+#: Retries that come back at once, for tests that break connections on purpose.
+QUICK = RetryPolicy(first_delay=0.01)
 
 
 @pytest.fixture
@@ -25,7 +29,7 @@ def server_url(start_server) -> str:
 
 @pytest.fixture
 def api(server_url):
-    with Client(server_url, reconnect_delay=0.01) as client:
+    with Client(server_url, retry=QUICK) as client:
         yield client
 
 
@@ -146,15 +150,35 @@ def test_token(start_server):
 
 
 def test_no_server_is_server_unavailable():
-    """A port nobody listens on gives ServerUnavailableError naming the URL."""
+    """A port nobody listens on, past the retry budget: ServerUnavailableError says what to do."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with (
-        Client(f"http://127.0.0.1:{port}") as client,
+        Client(f"http://127.0.0.1:{port}", retry=RetryPolicy(total=0.3, first_delay=0.05)) as c,
         pytest.raises(
             ServerUnavailableError,
-            match=f"No answer from the batonflow server at http://127.0.0.1:{port}",
+            match=rf"No answer from the batonflow server at http://127.0.0.1:{port} to GET "
+            r"/health: \d+ attempt\(s\) over 0.\d s failed, the last with ConnectError: .*; the "
+            r"retry budget \(total=0.3 s\) is spent. Check the URL and that 'batonflow serve' "
+            r"runs there, or give the client a larger budget: "
+            r"Client\(\.\.\., retry=RetryPolicy\(total=\.\.\.\)\)\.",
+        ),
+    ):
+        c.health()
+
+
+def test_no_server_without_retries_fails_at_the_first_refusal():
+    """retry=None: a refused connection raises at once, naming the URL and the request."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with (
+        Client(f"http://127.0.0.1:{port}", retry=None) as client,
+        pytest.raises(
+            ServerUnavailableError,
+            match=f"No answer from the batonflow server at http://127.0.0.1:{port} to GET "
+            "/health \\(ConnectError",
         ),
     ):
         client.health()
@@ -172,20 +196,24 @@ def test_events_reconnect_after_the_stream_is_cut(server_url, api):
     whole = [(e.seq, e.data) for e in api.events(run.run_id)]
     with (
         cutting_proxy(server_url, cuts=[420, 350, 600]) as proxy,
-        Client(proxy.url, reconnect_delay=0.01) as flaky,
+        Client(proxy.url, retry=QUICK) as flaky,
     ):
         got = [(e.seq, e.data) for e in flaky.events(run.run_id)]
     assert got == whole
     assert proxy.connections >= 3
 
 
-def test_events_give_up_after_reconnect_attempts(server_url, api):
+def test_events_give_up_after_the_attempts_budget(server_url, api):
     """A stream that keeps breaking ends in ServerUnavailableError saying how to resume."""
     run = api.start("ticks", {"count": 3, "delay": 0}, wait=True)
     with (
         cutting_proxy(server_url, cuts=[250] * 10) as proxy,
-        Client(proxy.url, reconnect_attempts=2, reconnect_delay=0.01) as flaky,
-        pytest.raises(ServerUnavailableError, match=r"broke 3 time\(s\) in a row") as caught,
+        Client(proxy.url, retry=RetryPolicy(attempts=3, first_delay=0.01)) as flaky,
+        pytest.raises(
+            ServerUnavailableError,
+            match=r"could not be reopened: 3 attempt\(s\) over .* the retry budget "
+            r"\(attempts=3\) is spent. Resume it later with events\('\w+', after=0\)",
+        ),
     ):
         list(flaky.events(run.run_id))
-    assert "after=0" in str(caught.value) and proxy.connections == 3
+    assert proxy.connections == 3
