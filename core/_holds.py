@@ -5,6 +5,7 @@ A SQL store without leases (SQLite) records in a run's ``lease_owner`` the *hold
 tells it (so a pid reused by a later process is not mistaken for the holder) and ``token`` tells
 apart two stores of one process. A second process that wants to resume the run finds the holder
 alive and is refused; a holder that was killed (``kill -9``) is found dead and its runs are free.
+Within one process, a holder lives while its store is open (:func:`forget_holder` at close).
 
 A holder on another host (or in another container: its host name differs) cannot be checked
 from here, and counts as gone: a SQLite file is not shared between machines (SQLite's locks do
@@ -17,6 +18,9 @@ from __future__ import annotations
 import os
 import socket
 import uuid
+
+#: The holders of this process's open stores.
+_OPEN: set[str] = set()
 
 
 def _start_time(pid: int) -> str | None:
@@ -51,7 +55,14 @@ def _alive(pid: int, start: str) -> bool:
 def new_holder() -> str:
     """A holder name for one store of this process."""
     pid = os.getpid()
-    return f"{socket.gethostname()} {pid} {_start_time(pid) or '-'} {uuid.uuid4().hex[:12]}"
+    holder = f"{socket.gethostname()} {pid} {_start_time(pid) or '-'} {uuid.uuid4().hex[:12]}"
+    _OPEN.add(holder)
+    return holder
+
+
+def forget_holder(holder: str) -> None:
+    """The store of ``holder`` was closed: what it held is free for this process's others."""
+    _OPEN.discard(holder)
 
 
 def holder_alive(holder: str) -> bool:
@@ -62,6 +73,8 @@ def holder_alive(holder: str) -> bool:
     host, pid, start, _ = parts
     if host != socket.gethostname():
         return False
+    if int(pid) == os.getpid():
+        return holder in _OPEN
     return _alive(int(pid), start)
 
 
@@ -73,4 +86,4 @@ def describe(holder: str) -> str:
     return f"process {parts[1]} on host {parts[0]}"
 
 
-__all__ = ["describe", "holder_alive", "new_holder"]
+__all__ = ["describe", "forget_holder", "holder_alive", "new_holder"]

@@ -46,7 +46,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ._holds import new_holder
+from ._holds import forget_holder, new_holder
 from ._records import Checkpoint, RunRecord, checkpoint_taken_error
 from ._sql_schema import RUN_COLUMNS, Statements
 from ._sql_store import SqlRunStore
@@ -246,7 +246,10 @@ class SqliteCheckpointStore(SqlRunStore):
     # -- the rest -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connection (the store cannot be used afterwards)."""
+        """Close the connection (the store cannot be used afterwards); the runs it held are
+        free for other stores."""
+        if self._holder is not None:
+            forget_holder(self._holder)
         with self._lock:
             self._conn.close()
 
