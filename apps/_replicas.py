@@ -149,9 +149,9 @@ class ReplicaSet:
         live = self.manager.live.get(run_id)
         if live is not None:
             logger.warning(
-                "replica %s lost run %s to another replica; it stops running it here",
-                self.replica_id,
+                "this server stops running run %s: replica %s no longer holds its lease",
                 run_id,
+                self.replica_id,
             )
             await self.manager.drop(live)
 

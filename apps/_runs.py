@@ -192,8 +192,17 @@ class RunManager:
         return resumed
 
     def adopt(self, row: Any) -> bool:
-        """Resume a stored unfinished run here; mark it interrupted when it cannot continue."""
-        handler = self._reopen(row)
+        """Resume a stored unfinished run here; mark it interrupted when it cannot continue.
+
+        A run another live process holds is left to it (``False``, nothing recorded).
+        """
+        from batonflow.core.errors import LeaseLostError, RunBusyError
+
+        try:
+            handler = self._reopen(row)
+        except (RunBusyError, LeaseLostError) as exc:
+            logger.warning("Run %s is not resumed here: %s", row.run_id, exc)
+            return False
         if handler is None:
             self._finish_stored(row.run_id, "interrupted", None, INTERRUPTED)
             return False
@@ -207,7 +216,8 @@ class RunManager:
         self.checkpointers[live.workflow_name].release(live.run_id)
         self.live.pop(live.run_id, None)
         self._outcomes.pop(live.run_id, None)
-        if live.pump is not None:
+        # The pump drops its own run when a write was refused: it must not await itself.
+        if live.pump is not None and live.pump is not asyncio.current_task():
             live.pump.cancel()
             await asyncio.gather(live.pump, return_exceptions=True)
         with contextlib.suppress(Exception):
@@ -224,8 +234,12 @@ class RunManager:
             return None
         if not self.durable and row.status != "waiting":
             return None
+        from batonflow.core.errors import LeaseLostError, RunBusyError
+
         try:
             return checkpointer.resume(row.run_id)
+        except (RunBusyError, LeaseLostError):
+            raise  # another process runs it: adopt leaves it alone
         except Exception as exc:
             logger.warning("Run %s could not be restored: %s", row.run_id, exc)
         return None
@@ -256,8 +270,10 @@ class RunManager:
             status, error = "cancelled", "The run was cancelled."
         except WorkflowCancelledByUser:
             status, error = "cancelled", "The run was cancelled."
-        except LeaseLostError:
-            # Another replica took the run over: it goes on there, nothing is recorded here.
+        except LeaseLostError as exc:
+            # Another process holds the run now (it took it over, or it ended there): it goes
+            # on there, nothing more is recorded or run here.
+            logger.warning("this server stops running run %s: %s", live.run_id, exc)
             await self.drop(live)
             return
         except CheckpointError as exc:

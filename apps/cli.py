@@ -295,9 +295,8 @@ async def run_flow(
 
         flow_ref = on_start if isinstance(on_start, str) else flow_ref
         info = RunInfo(owner="cli", flow_ref=flow_ref)
-        handler = WorkflowCheckpointer(workflow, store=checkpoints).start(
-            start_event=start, info=info
-        )
+        checkpointer = WorkflowCheckpointer(workflow, store=checkpoints)
+        handler = checkpointer.start(start_event=start, info=info)
         if callable(on_start):
             on_start(str(handler.run_id))
         err.print(
@@ -305,6 +304,7 @@ async def run_flow(
             markup=False,
         )
     else:
+        checkpointer = None
         handler = workflow.run(start_event=start)
     try:
         async for event in handler.stream_events():
@@ -321,6 +321,10 @@ async def run_flow(
     except asyncio.CancelledError:  # Ctrl-C or SIGTERM (see _signals): stop the run, then go
         from ._signals import stop_handler
 
+        if checkpointer is not None:
+            # Stopped from outside, not cancelled: the caller records it interrupted (an
+            # ended run's record would not change any more).
+            checkpointer.release(str(handler.run_id))
         await stop_handler(handler)
         raise
     return result, str(handler.run_id)

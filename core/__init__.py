@@ -27,6 +27,7 @@ from .errors import ContextSerdeError as ContextSerdeError
 from .errors import ContextStateError as ContextStateError
 from .errors import LeaseLostError as LeaseLostError
 from .errors import ResourceError as ResourceError
+from .errors import RunBusyError as RunBusyError
 from .errors import RunConflictError as RunConflictError
 from .errors import SerializationError as SerializationError
 from .errors import StartEventError as StartEventError
@@ -177,6 +178,7 @@ __all__ = [
     "RetryInfo",
     "RetryPolicy",
     "RetryPolicyWithoutSeed",
+    "RunBusyError",
     "RunConflictError",
     "RunRecord",
     "SerializableEvent",

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._calls import call_in_scopes, run_sync
 from ._lanes import CURRENT_EXECUTION, RUNNING, Execution, TraceEntry
-from .errors import StepTimeoutError, WorkflowRuntimeError
+from .errors import LeaseLostError, StepTimeoutError, WorkflowRuntimeError
 from .events import Event, StepFailedEvent, StepState
 from .graph import CALLER_EVENTS
 from .hooks import StepBoundary
@@ -223,6 +223,12 @@ async def failed(self: Run, ex: Execution, error: Exception, began: float) -> bo
     if self.status is not RUNNING:
         return False
     self._deferring = True  # a recovery's execution: this worker takes it
+    if isinstance(error, LeaseLostError):
+        # Another process runs the run now: no retry, no recovery, nothing more here.
+        if self._want_finished:
+            self._step_finished(ex, (), error, began)
+        self.fail(error, ex=ex)
+        return False
     try:
         delay = self._retry_delay(ex, error)
     except WorkflowRuntimeError as broken:

@@ -91,11 +91,11 @@ class InMemoryCheckpointStore:
     def set_status(
         self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
     ) -> None:
-        """Set a run's status, result and error."""
+        """Set a run's status, result and error; an ended run is left as it is."""
         check_status(status)
         with self._lock:
             run = self._runs.get(run_id)
-            if run is None or run.record is None:
+            if run is None or run.record is None or run.record.status in ENDED:
                 return
             run.record = with_status(run.record, status, result, error)
             self._ended.pop(run_id, None)
@@ -112,10 +112,31 @@ class InMemoryCheckpointStore:
         error: str | None = None,
         end: str | None = None,
     ) -> None:
-        """Record how a run ended; with ``end``, also its last log entry (written first)."""
-        if end is not None and run_id in self._runs:
-            self.append_event(run_id, "end", end)
+        """Record how a run ended; with ``end``, also its last log entry (written first).
+
+        A run that has ended already is left as it is: neither its status nor its log changes.
+        """
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None or (run.record is not None and run.record.status in ENDED):
+                return
+            if end is not None:
+                run.events.append(StoredEvent(len(run.events) + 1, "end", end))
         self.set_status(run_id, status, result=result, error=error)
+
+    def acquire(self, run_id: str) -> None:
+        """Continue ``run_id`` here (a resume): a run that had stopped (interrupted, failed,
+        cancelled) becomes ``running`` again; a completed run is left as it is."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None or run.record is None:
+                return
+            if run.record.status in ("interrupted", "failed", "cancelled"):
+                run.record = with_status(run.record, "running", None, None)
+                self._ended.pop(run_id, None)
+
+    def let_go(self, run_id: str) -> None:
+        """Nothing to let go of: runs in memory are this process's alone."""
 
     def _evict(self) -> None:
         limit = self.max_finished

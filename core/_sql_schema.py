@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._json_values import compact_json
-from ._records import Checkpoint, RunRecord, final_column
+from ._records import ENDED, Checkpoint, RunRecord, final_column
 from .errors import CheckpointError
 
 #: The tables of schema version 3, column by column. ``REAL`` is the dialect's double type
@@ -185,6 +185,10 @@ def _marks(n: int) -> str:
     return ", ".join("?" * n)
 
 
+#: ``status IN (...)`` of the statuses of an ended run, whose record never changes again.
+ENDED_SQL = "status IN (" + ", ".join(f"'{status}'" for status in sorted(ENDED)) + ")"
+
+
 @dataclass(frozen=True, slots=True)
 class Statements:
     """The store's SQL in one dialect's parameter style (built once per dialect class)."""
@@ -203,6 +207,7 @@ class Statements:
     last_whole_state: str
     state_changes: str
     append_event: str
+    append_end: str
     mark_waiting: str
     events: str
     lock_run: str
@@ -210,6 +215,10 @@ class Statements:
     insert_inbox: str
     answered: str
     inbox: str
+    holder: str
+    set_holder: str
+    reopen: str
+    let_go: str
 
     @classmethod
     def build(cls, param: str, *, state_json: str, lock_row: str = "") -> Statements:
@@ -226,9 +235,12 @@ class Statements:
             "insert_run": f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}) VALUES ({_marks(14)})",
             "record_implicit": "INSERT INTO checkpoint_runs (run_id, workflow_name, status, "
             "created_at, updated_at) VALUES (?, ?, 'running', ?, ?) ON CONFLICT (run_id) DO NOTHING",
+            # An ended run never changes again, whoever writes late (the WHERE, not a read
+            # before it, decides); a run that stops here is no longer held by its process.
             "set_status": "UPDATE checkpoint_runs SET status = ?, result = ?, error = ?, "
-            "updated_at = ?, waiting_seq = CASE WHEN ? = 'waiting' THEN waiting_seq END "
-            "WHERE run_id = ?",
+            "updated_at = ?, waiting_seq = CASE WHEN ? = 'waiting' THEN waiting_seq END, "
+            "lease_owner = CASE WHEN ? IN ('running', 'waiting') THEN lease_owner END "
+            f"WHERE run_id = ? AND NOT {ENDED_SQL}",
             "select_run": f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE run_id = ?",
             "insert_checkpoint": f"INSERT INTO checkpoints ({CHECKPOINT_COLUMNS}) "
             f"VALUES ({_marks(12)})",
@@ -247,6 +259,11 @@ class Statements:
             # One statement takes the next seq and writes the entry: atomic on its own.
             "append_event": "INSERT INTO run_events (run_id, seq, kind, body) SELECT ?, "
             "COALESCE(MAX(seq), 0) + 1, ?, ? FROM run_events WHERE run_id = ? RETURNING seq",
+            # The run's last entry, unless the run has ended already (it has its own then).
+            "append_end": "INSERT INTO run_events (run_id, seq, kind, body) SELECT ?, "
+            "COALESCE(MAX(seq), 0) + 1, 'end', ? FROM run_events WHERE run_id = ? "
+            f"HAVING NOT EXISTS (SELECT 1 FROM checkpoint_runs WHERE run_id = ? AND {ENDED_SQL}) "
+            "RETURNING seq",
             "mark_waiting": "UPDATE checkpoint_runs SET status = 'waiting', waiting_seq = ?, "
             "updated_at = ? WHERE run_id = ? AND status IN ('running', 'waiting')",
             "events": "SELECT seq, kind, body FROM run_events WHERE run_id = ? AND seq > ? "
@@ -260,6 +277,17 @@ class Statements:
             "WHERE run_id = ?",
             "inbox": "SELECT seq, body, key FROM run_inbox WHERE run_id = ? AND seq > ? "
             "ORDER BY seq",
+            # Which process holds a run (see core/_holds.py), and taking it for a resume.
+            "holder": "SELECT status, lease_owner FROM checkpoint_runs WHERE run_id = ?" + lock_row,
+            "set_holder": "UPDATE checkpoint_runs SET lease_owner = ? WHERE run_id = ? "
+            f"AND NOT {ENDED_SQL}",
+            # Resuming a run that stopped (or failed, or was cancelled) makes it run again;
+            # a completed run is never reopened.
+            "reopen": "UPDATE checkpoint_runs SET status = 'running', result = NULL, "
+            "error = NULL, waiting_seq = NULL, updated_at = ? WHERE run_id = ? "
+            "AND status IN ('interrupted', 'failed', 'cancelled')",
+            "let_go": "UPDATE checkpoint_runs SET lease_owner = NULL WHERE run_id = ? "
+            "AND lease_owner = ?",
         }
         delete = tuple(
             f"DELETE FROM {table} WHERE run_id = ?"
@@ -274,6 +302,7 @@ class Statements:
 
 __all__ = [
     "CHECKPOINT_COLUMNS",
+    "ENDED_SQL",
     "OTHER_ID",
     "RUN_COLUMNS",
     "TABLES",

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar, Self, TypeVar
 
+from ._holds import describe, holder_alive
 from ._records import (
     ENDED,
     Checkpoint,
@@ -53,7 +54,7 @@ from ._records import (
     with_state_values,
 )
 from ._sql_schema import RUN_COLUMNS, Statements, checkpoint_row, run_row
-from .errors import CheckpointError, StoreCorruptError
+from .errors import CheckpointError, RunBusyError, StoreCorruptError
 
 T = TypeVar("T")
 #: A driver's connection (``sqlite3.Connection``, ``psycopg.Connection``): only ``execute``
@@ -81,6 +82,11 @@ class SqlRunStore:
         # Runs known to have a record, so a checkpoint skips recording them; an entry goes
         # when the run ends (nothing is kept per finished run).
         self._recorded: set[str] = set()
+        #: This store's holder name (see ``core/_holds.py``) where runs are held by process
+        #: (SQLite); ``None`` where something else decides (PostgreSQL's replica leases).
+        self._holder: str | None = None
+        #: The runs this store holds for a run of this process.
+        self._held: set[str] = set()
 
     # -- the dialect --------------------------------------------------------------------------
 
@@ -123,8 +129,10 @@ class SqlRunStore:
         self, conn: Conn, run_id: str, status: str, result: str | None, error: str | None
     ) -> None:
         """Write a run's new status (inside the transaction of :meth:`finish_run`, after
-        :meth:`_fence`)."""
-        conn.execute(self.sql.set_status, (status, result, error, time.time(), status, run_id))
+        :meth:`_fence`); nothing changes when the run has ended already."""
+        conn.execute(
+            self.sql.set_status, (status, result, error, time.time(), status, status, run_id)
+        )
 
     def _put_recorded(self, checkpoint: Checkpoint, row: tuple[Any, ...]) -> None:
         """Insert the checkpoint of a run whose record exists (one statement)."""
@@ -157,6 +165,8 @@ class SqlRunStore:
 
         self._write("record a new run", insert)
         self._recorded.add(record.run_id)
+        if self._holder is not None:
+            self._held.add(record.run_id)
 
     def set_status(
         self, run_id: str, status: str, *, result: str | None = None, error: str | None = None
@@ -176,22 +186,71 @@ class SqlRunStore:
         """Record how a run ended; with ``end``, also its last log entry, in one transaction.
 
         Both commit together: a process killed at any moment leaves either a run still in
-        progress (resumed at the next start) or an ended run whose log ends.
+        progress (resumed at the next start) or an ended run whose log ends. A run that has
+        ended already (completed, failed, cancelled) is left as it is: a late write changes
+        neither its status nor its log.
         """
         check_status(status)
         if status in ENDED:
             self._recorded.discard(run_id)
+        if status not in ("running", "waiting"):
+            self._held.discard(run_id)
 
         def finish(conn: Conn) -> None:
             self._fence(conn, run_id)
             if end is not None:
-                (seq,) = conn.execute(
-                    self.sql.append_event, (run_id, "end", end, run_id)
-                ).fetchone()
-                self._appended(conn, run_id, int(seq))
+                row = conn.execute(self.sql.append_end, (run_id, end, run_id, run_id)).fetchone()
+                if row is not None:
+                    self._appended(conn, run_id, int(row[0]))
             self._update_status(conn, run_id, status, result, error)
 
         self._write("set a run's status" if end is None else "record how a run ended", finish)
+
+    def acquire(self, run_id: str) -> None:
+        """Make this process the one that continues ``run_id`` (a resume), before any step runs.
+
+        Where runs are held by process (SQLite), a run held by another live process is refused;
+        one whose process died (``kill -9``) is taken. A run that had stopped (interrupted,
+        failed, cancelled) becomes ``running`` again; a completed run is left as it is.
+
+        Raises:
+            RunBusyError: Another live process (or this store, for another handler) runs it.
+            LeaseLostError: (PostgreSQL replicas) another replica holds the run.
+        """
+
+        def take(conn: Conn) -> None:
+            self._fence(conn, run_id)
+            row = conn.execute(self.sql.holder, (run_id,)).fetchone()
+            if row is None or row[0] == "completed":
+                return
+            if self._holder is not None:
+                owner = row[1]
+                if run_id in self._held or (
+                    owner is not None and owner != self._holder and holder_alive(owner)
+                ):
+                    raise self._busy(run_id, owner)
+                conn.execute(self.sql.set_holder, (self._holder, run_id))
+            conn.execute(self.sql.reopen, (time.time(), run_id))
+
+        self._write("take a run to resume it", take)
+        if self._holder is not None:
+            self._held.add(run_id)
+
+    def let_go(self, run_id: str) -> None:
+        """Stop holding ``run_id`` for this process (it stopped running it here)."""
+        if self._holder is None:
+            return
+        self._held.discard(run_id)
+        holder = self._holder
+        self._write("let go of a run", lambda conn: conn.execute(self.sql.let_go, (run_id, holder)))
+
+    def _busy(self, run_id: str, owner: str | None) -> RunBusyError:
+        who = "this process already" if run_id in self._held else describe(owner or "")
+        return RunBusyError(
+            f"Run {run_id!r} in {self._where} is being run by {who}; resuming it here too would "
+            "run its steps twice. Wait for that run to end (or stop that process), then resume "
+            "it again."
+        )
 
     def runs(
         self,

@@ -42,11 +42,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ._records import Checkpoint, checkpoint_taken_error
-from ._sql_schema import Statements
+from ._holds import forget_holder, new_holder
+from ._records import Checkpoint, RunRecord, checkpoint_taken_error
+from ._sql_schema import RUN_COLUMNS, Statements
 from ._sql_store import SqlRunStore
 from ._sqlite_schema import create_private, is_locked, migrate, opening_error, store_error
 from .errors import CheckpointError, StoreCorruptError, StoreLockedError
@@ -55,7 +57,12 @@ SCHEMA_VERSION = 3
 COMPONENT = "checkpoints"
 T = TypeVar("T")
 
-_SQL = Statements.build("?", state_json="json_extract(ctx_data, '$.state')")
+_SQL = replace(
+    Statements.build("?", state_json="json_extract(ctx_data, '$.state')"),
+    # A new run is held by the process that starts it (see core/_holds.py).
+    insert_run=f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}, lease_owner) "
+    f"VALUES ({', '.join(['?'] * 15)})",
+)
 _INSERT_CHECKPOINT = _SQL.insert_checkpoint
 _APPEND_EVENT = _SQL.append_event
 
@@ -86,6 +93,7 @@ class SqliteCheckpointStore(SqlRunStore):
     ) -> None:
         self.path = Path(path)
         super().__init__(repr(os.fspath(self.path)))
+        self._holder = new_holder()
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -205,6 +213,9 @@ class SqliteCheckpointStore(SqlRunStore):
             except sqlite3.Error as exc:
                 raise store_error(self.path, exc, "read") from exc
 
+    def _run_args(self, record: RunRecord) -> tuple[Any, ...]:
+        return (*super()._run_args(record), self._holder)
+
     # The durable step's writes, one statement each (atomic by itself: no BEGIN/COMMIT), go
     # straight to the connection: no closure, no _write call on the hot path.
 
@@ -235,7 +246,10 @@ class SqliteCheckpointStore(SqlRunStore):
     # -- the rest -----------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the connection (the store cannot be used afterwards)."""
+        """Close the connection (the store cannot be used afterwards); the runs it held are
+        free for other stores."""
+        if self._holder is not None:
+            forget_holder(self._holder)
         with self._lock:
             self._conn.close()
 

@@ -167,6 +167,7 @@ class WorkflowCheckpointer:
             if snap is not None and snap.is_running:
                 # A restored context continues its run: record it under the same run id.
                 run_id = snap.run_id
+                self._acquire(run_id, None)
                 last = self.store.latest(run_id)
                 self._track(run_id, start=(last.seq + 1) if last is not None else 0)
                 handler = self._launch(ctx=ctx, **kwargs)
@@ -320,7 +321,12 @@ class WorkflowCheckpointer:
         checkpoint starts again from its recorded start event. A run that had already ended
         returns its result again.
 
+        Only one process runs a run at a time: while the process that started or resumed it
+        still runs it, a resume elsewhere is refused before anything runs (a process killed
+        with ``kill -9`` holds nothing).
+
         Raises:
+            RunBusyError: Another live process runs it (its message names the process).
             CheckpointError: The store has no record of that run, or it cannot be restored.
         """
         latest = self.store.latest(run_id)
@@ -348,14 +354,22 @@ class WorkflowCheckpointer:
                 f"Run {record.run_id}'s recorded start event decoded to "
                 f"{type(event).__name__}, not a StartEvent; delete the run and start it again."
             )
-        if record.status != "running":
-            self.store.set_status(record.run_id, "running")
+        self._acquire(record.run_id, record.status)
         self._track(record.run_id, start=1)
         handler = self._launch(run_id=record.run_id, start_event=event)
         self._attach(handler)
         self._deliver(record.run_id)
         self._watch(handler)
         return handler
+
+    def _acquire(self, run_id: str, status: str | None) -> None:
+        """Take run ``run_id`` for this process before it continues here (see the store's
+        ``acquire``: another live process running it is refused with ``RunBusyError``)."""
+        acquire = getattr(self.store, "acquire", None)
+        if acquire is not None:
+            acquire(run_id)
+        elif status in ("interrupted", "failed", "cancelled"):
+            self.store.set_status(run_id, "running")  # a store of the protocol alone
 
     def send_event(self, run_id: str, event: Event, *, answer: bool = False) -> int:
         """Send ``event`` to a run durably: committed to its inbox, then delivered.
@@ -413,6 +427,12 @@ class WorkflowCheckpointer:
         handler = self._live.pop(run_id, None)
         self._seq.pop(run_id, None)
         self._inbox.pop(run_id, None)
+        let_go = getattr(self.store, "let_go", None)
+        if let_go is not None:
+            try:
+                let_go(run_id)
+            except CheckpointError as exc:  # its holder name stays; a later resume checks it
+                logger.warning("Run %s: could not let go of it in the store: %s", run_id, exc)
         if handler is not None:
             handler._run.stream.recorder = None
             if not handler.is_done():
@@ -498,8 +518,7 @@ class WorkflowCheckpointer:
             )
         else:
             record = self.store.run(run_id)
-            if record is not None and record.status in ("interrupted", "failed", "cancelled"):
-                self.store.set_status(run_id, "running")
+            self._acquire(run_id, record.status if record is not None else None)
         self._track(run_id, start=(last.seq + 1) if last is not None else 0)
         if final is not None and ctx._snapshot is not None:
             # The run had ended at this step: hand its StopEvent back instead of waiting.

@@ -34,8 +34,10 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
         │                                    or a lone surrogate in an id, a name, a filter)
         └── RunConflictError                 the run's state does not allow that (e.g. a
             │                                second answer to one question)
-            └── LeaseLostError               another process (a server replica) took the
-                                             run over: this one must stop running it
+            ├── LeaseLostError               another process (a server replica) took the
+            │                                run over: this one must stop running it
+            └── RunBusyError                 another live process is running the run: it
+                                             cannot be resumed here meanwhile
 """
 
 from __future__ import annotations
@@ -190,6 +192,12 @@ class LeaseLostError(RunConflictError):
     lease expired. The run goes on there; this process must stop running it."""
 
 
+class RunBusyError(RunConflictError):
+    """Another live process holds the run (it started or resumed it and is still running it):
+    resuming it here too would run its steps twice. Nothing ran; resume it once that process
+    has finished or stopped."""
+
+
 __all__ = [
     "BatonflowError",
     "CheckpointError",
@@ -200,6 +208,7 @@ __all__ = [
     "ResourceCycleError",
     "ResourceError",
     "ResourceFileNotFoundError",
+    "RunBusyError",
     "RunConflictError",
     "SerializationError",
     "StartEventError",

@@ -19,15 +19,21 @@ asynchronous ``LISTEN``). A write that changes a run's event log or inbox also s
 ``NOTIFY`` (delivered on commit), which :mod:`batonflow.postgres.leases` listens to.
 
 With ``replica_id`` set (a server replica), the store *fences* its writes: a checkpoint, a
-stream event or a status change of a run leased to another replica raises
-:class:`LeaseLostError`, so a replica that lost a run (it stalled past its lease and another
-took the run over) cannot write into it any more. A run is never advanced by two replicas.
+stream event, a waiting mark or a status change (with the run's ``end``) is made only while
+*this store* holds the run's lease, decided in the write's own ``WHERE``; otherwise it raises
+:class:`LeaseLostError`. Whoever holds the lease now does not matter: another replica, another
+process under the same replica id (a restart that reused the name while this one was stalled),
+or nobody, because the run ended or its lease was released. Each store has its own
+``lease_token`` (schema version 4), written with the lease, so a process that lost a run (it
+stalled past its lease and another took the run over) cannot write into it any more. A run is
+never advanced by two replicas, and an ended run never changes again.
 """
 
 from __future__ import annotations
 
 import builtins
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -38,6 +44,7 @@ import psycopg
 from batonflow.core._records import ACTIVE, ENDED, Checkpoint, RunRecord, checkpoint_taken_error
 from batonflow.core._sql_schema import (
     CHECKPOINT_COLUMNS,
+    ENDED_SQL,
     RUN_COLUMNS,
     Statements,
     create_statements,
@@ -55,7 +62,7 @@ from batonflow.core.errors import (
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 COMPONENT = "checkpoints"
 EVENTS_CHANNEL = "batonflow_events"
 INBOX_CHANNEL = "batonflow_inbox"
@@ -76,39 +83,45 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     # No primary key on checkpoints.id: only ids not of the "<run_id>:<seq>" form the
     # checkpointer makes are indexed (the index of _SCHEMA), the others are found by run and seq.
     3: ("ALTER TABLE checkpoints DROP CONSTRAINT IF EXISTS checkpoints_pkey", *_SCHEMA),
+    # The lease's holder is a store (a process), not only a replica name: see the module doc.
+    4: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS lease_token TEXT",),
 }
+#: True in a write's WHERE while the run's lease is held by the store whose token is the
+#: second parameter, or while the first parameter (the replica id) is NULL: no fencing.
+_HELD = "(%s::text IS NULL OR lease_token IS NOT DISTINCT FROM %s)"
 
 _SQL = replace(
     Statements.build("%s", state_json="(ctx_data::json -> 'state')::text", lock_row=" FOR UPDATE"),
-    # A replica's new run is leased to it from the start.
-    insert_run=f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}, lease_owner, lease_until) "
-    f"VALUES ({', '.join(['%s'] * 14)}, %s, CASE WHEN %s THEN {NOW} + %s END)",
+    # A replica's new run is leased to it (to this store's token) from the start.
+    insert_run=f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}, lease_owner, lease_token, "
+    f"lease_until) VALUES ({', '.join(['%s'] * 14)}, %s, %s, CASE WHEN %s THEN {NOW} + %s END)",
 )
-#: A status change; an ended run's lease is released.
+#: A status change, made only while this store holds the run and it has not ended; an ended
+#: run's lease is released.
 _SET_STATUS = (
     "UPDATE checkpoint_runs SET status = %s, result = %s, error = %s, updated_at = %s, "
     "waiting_seq = CASE WHEN %s = 'waiting' THEN waiting_seq END, "
     "lease_owner = CASE WHEN %s THEN NULL ELSE lease_owner END, "
-    "lease_until = CASE WHEN %s THEN NULL ELSE lease_until END WHERE run_id = %s"
+    "lease_token = CASE WHEN %s THEN NULL ELSE lease_token END, "
+    "lease_until = CASE WHEN %s THEN NULL ELSE lease_until END "
+    f"WHERE run_id = %s AND NOT {ENDED_SQL} AND {_HELD}"
 )
 #: The checkpoint of a recorded run in one round trip: the run's row is locked for the
 #: statement (so a replica taking the run over waits for it) and the insert happens only while
-#: no other replica holds the run. Returns (rows of the run, rows inserted).
+#: this store holds the run. Returns (rows of the run, rows inserted).
 _PUT_FENCED = (
-    "WITH run AS (SELECT lease_owner FROM checkpoint_runs WHERE run_id = %s FOR UPDATE), "
+    "WITH run AS (SELECT lease_token FROM checkpoint_runs WHERE run_id = %s FOR UPDATE), "
     f"ins AS (INSERT INTO checkpoints ({CHECKPOINT_COLUMNS}) "
     f"SELECT {', '.join(['%s'] * 12)} WHERE NOT EXISTS "
-    "(SELECT 1 FROM run WHERE %s::text IS NOT NULL AND lease_owner IS NOT NULL "
-    "AND lease_owner <> %s) RETURNING 1) "
+    f"(SELECT 1 FROM run WHERE NOT {_HELD}) RETURNING 1) "
     "SELECT (SELECT count(*) FROM run), (SELECT count(*) FROM ins)"
 )
 #: A stream event in one round trip, fenced as :data:`_PUT_FENCED`, with its NOTIFY.
 _APPEND_FENCED = (
-    "WITH run AS (SELECT lease_owner FROM checkpoint_runs WHERE run_id = %s FOR UPDATE), "
+    "WITH run AS (SELECT lease_token FROM checkpoint_runs WHERE run_id = %s FOR UPDATE), "
     "ins AS (INSERT INTO run_events (run_id, seq, kind, body) "
     "SELECT %s, COALESCE((SELECT MAX(seq) FROM run_events WHERE run_id = %s), 0) + 1, %s, %s "
-    "WHERE NOT EXISTS (SELECT 1 FROM run WHERE %s::text IS NOT NULL "
-    "AND lease_owner IS NOT NULL AND lease_owner <> %s) RETURNING seq) "
+    f"WHERE NOT EXISTS (SELECT 1 FROM run WHERE NOT {_HELD}) RETURNING seq) "
     "SELECT seq, pg_notify(%s, %s || ' ' || seq) FROM ins"
 )
 
@@ -174,6 +187,9 @@ class PostgresCheckpointStore(SqlRunStore):
         super().__init__(_redacted(url))
         self.url = url
         self.replica_id = replica_id
+        #: What the leases this store takes hold (with the replica id): this store's alone,
+        #: so another process under the same replica id is fenced off too.
+        self.lease_token = uuid.uuid4().hex
         self.lease_seconds = float(lease_seconds)
         self._pool = ConnectionPool(
             url,
@@ -271,10 +287,27 @@ class PostgresCheckpointStore(SqlRunStore):
         except (psycopg.Error, PoolTimeout) as exc:
             raise self._error(exc, action) from exc
 
-    def _lost(self, run_id: str, owner: str | None = None) -> LeaseLostError:
-        """The error of a write into ``run_id``, which replica ``owner`` holds."""
+    def _lost(
+        self, run_id: str, owner: str | None = None, status: str | None = None
+    ) -> LeaseLostError:
+        """The error of a write into ``run_id``, which replica ``owner`` holds (or nobody)."""
+        if owner is None and status is None:
+            row = self._query(
+                "SELECT lease_owner, status FROM checkpoint_runs WHERE run_id = %s", (run_id,)
+            )
+            owner, status = row[0] if row else (None, None)
         if owner is None:
-            owner = self.lease_of(run_id)[0]
+            now = f"it {status}" if status in ENDED else "its lease was released"
+            return LeaseLostError(
+                f"Run {run_id!r} is no longer held by replica {self.replica_id!r} ({now}); "
+                "nothing more is written into it from here. Stop running it here."
+            )
+        if owner == self.replica_id:
+            return LeaseLostError(
+                f"Run {run_id!r} is held by another process of replica {owner!r} (one that "
+                "started under the same name while this one was stalled); it goes on there. "
+                "Stop running it here."
+            )
         return LeaseLostError(
             f"Run {run_id!r} is held by replica {owner!r}, not by {self.replica_id!r}; it goes "
             "on there. Stop running it here."
@@ -290,16 +323,14 @@ class PostgresCheckpointStore(SqlRunStore):
             raise self._error(exc, "read") from exc
 
     def _fence(self, conn: psycopg.Connection[Any], run_id: str) -> None:
-        """Lock the run's row; raise :class:`LeaseLostError` if another replica holds it."""
+        """Lock the run's row; raise :class:`LeaseLostError` unless this store holds it."""
         row = conn.execute(
-            "SELECT lease_owner FROM checkpoint_runs WHERE run_id = %s FOR UPDATE", (run_id,)
+            "SELECT lease_owner, lease_token, status FROM checkpoint_runs "
+            "WHERE run_id = %s FOR UPDATE",
+            (run_id,),
         ).fetchone()
-        if (
-            self.replica_id is not None
-            and row is not None
-            and row[0] not in (None, self.replica_id)
-        ):
-            raise self._lost(run_id, row[0])
+        if self.replica_id is not None and row is not None and row[1] != self.lease_token:
+            raise self._lost(run_id, row[0], row[2])
 
     # -- the writes that differ from SQLite's: leased, fenced, announced -------------------------
 
@@ -307,6 +338,7 @@ class PostgresCheckpointStore(SqlRunStore):
         return (
             *super()._run_args(record),
             self.replica_id,
+            None if self.replica_id is None else self.lease_token,
             self.replica_id is not None,
             self.lease_seconds,
         )
@@ -320,15 +352,18 @@ class PostgresCheckpointStore(SqlRunStore):
         error: str | None,
     ) -> None:
         ended = status in ENDED
-        conn.execute(
-            _SET_STATUS, (status, result, error, time.time(), status, ended, ended, run_id)
-        )
+        args = (status, result, error, time.time(), status, ended, ended, ended, run_id)
+        found = conn.execute(
+            _SET_STATUS + " RETURNING 1", (*args, self.replica_id, self.lease_token)
+        ).fetchone()
+        if found is None and self.replica_id is not None:
+            raise self._lost(run_id)  # the run ended (or was taken) since _fence looked
 
     def _put_recorded(self, checkpoint: Checkpoint, row: tuple[Any, ...]) -> None:
         def insert(conn: psycopg.Connection[Any]) -> tuple[int, int]:
             try:
                 found = conn.execute(
-                    _PUT_FENCED, (checkpoint.run_id, *row, self.replica_id, self.replica_id)
+                    _PUT_FENCED, (checkpoint.run_id, *row, self.replica_id, self.lease_token)
                 ).fetchone()
             except pg_errors.UniqueViolation as exc:
                 raise checkpoint_taken_error(checkpoint) from exc
@@ -351,7 +386,7 @@ class PostgresCheckpointStore(SqlRunStore):
             StoreFullError: The server's disk is full; nothing was written.
         """
         if not waiting:
-            args = (run_id, run_id, run_id, kind, body, self.replica_id, self.replica_id)
+            args = (run_id, run_id, run_id, kind, body, self.replica_id, self.lease_token)
 
             def one(conn: psycopg.Connection[Any]) -> int | None:
                 found = conn.execute(_APPEND_FENCED, (*args, EVENTS_CHANNEL, run_id)).fetchone()
@@ -390,14 +425,14 @@ class PostgresCheckpointStore(SqlRunStore):
         return self.replica_id
 
     def renew_leases(self) -> builtins.list[str]:
-        """Extend the leases this replica holds; return the ids of the runs it still holds."""
-        me = self._replica()
+        """Extend the leases this store holds; return the ids of the runs it still holds."""
+        self._replica()
         rows = self._write(
             "renew leases",
             lambda conn: conn.execute(
                 f"UPDATE checkpoint_runs SET lease_until = {NOW} + %s "
-                "WHERE lease_owner = %s RETURNING run_id",
-                (self.lease_seconds, me),
+                "WHERE lease_token = %s RETURNING run_id",
+                (self.lease_seconds, self.lease_token),
             ).fetchall(),
         )
         return [str(r[0]) for r in rows]
@@ -426,29 +461,38 @@ class PostgresCheckpointStore(SqlRunStore):
         rows = self._write(
             "claim expired runs",
             lambda conn: conn.execute(
-                f"UPDATE checkpoint_runs SET lease_owner = %s, lease_until = {NOW} + %s "
+                "UPDATE checkpoint_runs SET lease_owner = %s, lease_token = %s, "
+                f"lease_until = {NOW} + %s "
                 "WHERE run_id IN (SELECT run_id FROM checkpoint_runs "
                 "WHERE status = ANY(%s) AND (%s::text IS NULL OR owner = %s) "
                 "AND (%s::text[] IS NULL OR workflow_name = ANY(%s)) "
-                f"AND ((lease_owner <> %s AND lease_until < {NOW}) "
-                "OR (lease_owner IS NULL AND status = ANY(%s))) "
+                "AND ((lease_owner IS NOT NULL AND lease_token IS DISTINCT FROM %s "
+                f"AND lease_until < {NOW}) OR (lease_owner IS NULL AND status = ANY(%s))) "
                 "ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED) "
-                f"RETURNING {RUN_COLUMNS}",
-                (me, self.lease_seconds, statuses, owner, owner, names, names, me, active, limit),
+                f"AND NOT {ENDED_SQL} RETURNING {RUN_COLUMNS}",
+                (
+                    *(me, self.lease_token, self.lease_seconds, statuses, owner, owner),
+                    *(names, names, self.lease_token, active, limit),
+                ),
             ).fetchall(),
         )
         return [RunRecord(*row) for row in rows]
 
     def claim(self, run_id: str) -> bool:
-        """Lease one run to this replica if nobody else holds a live lease on it."""
+        """Lease one run in progress to this store if nobody else holds a live lease on it.
+
+        A lease under this replica id (a previous process of this replica, restarted) is
+        taken, and that process is fenced off from the run. An ended run is never claimed.
+        """
         me = self._replica()
         rows = self._write(
             "claim a run",
             lambda conn: conn.execute(
-                f"UPDATE checkpoint_runs SET lease_owner = %s, lease_until = {NOW} + %s "
-                "WHERE run_id = %s AND (lease_owner IS NULL OR lease_owner = %s "
-                f"OR lease_until < {NOW}) RETURNING run_id",
-                (me, self.lease_seconds, run_id, me),
+                "UPDATE checkpoint_runs SET lease_owner = %s, lease_token = %s, "
+                f"lease_until = {NOW} + %s WHERE run_id = %s AND NOT {ENDED_SQL} "
+                f"AND (lease_owner IS NULL OR lease_owner = %s OR lease_until < {NOW}) "
+                "RETURNING run_id",
+                (me, self.lease_token, self.lease_seconds, run_id, me),
             ).fetchall(),
         )
         return bool(rows)
@@ -472,9 +516,10 @@ class PostgresCheckpointStore(SqlRunStore):
 
         def release(conn: psycopg.Connection[Any]) -> builtins.list[str]:
             rows = conn.execute(
-                "UPDATE checkpoint_runs SET lease_owner = NULL, lease_until = NULL "
-                "WHERE run_id = ANY(%s) AND lease_owner = %s RETURNING run_id",
-                (ids, me),
+                "UPDATE checkpoint_runs SET lease_owner = NULL, lease_token = NULL, "
+                "lease_until = NULL WHERE run_id = ANY(%s) AND lease_owner = %s "
+                "AND lease_token = %s RETURNING run_id",
+                (ids, me, self.lease_token),
             ).fetchall()
             if rows:
                 conn.execute("SELECT pg_notify(%s, %s)", (RELEASE_CHANNEL, me))
@@ -490,9 +535,9 @@ class PostgresCheckpointStore(SqlRunStore):
         """
         rows = self._query(
             "SELECT r.run_id, max(i.seq) FROM checkpoint_runs r "
-            "JOIN run_inbox i ON i.run_id = r.run_id WHERE r.lease_owner = %s "
-            "GROUP BY r.run_id",
-            (self._replica(),),
+            "JOIN run_inbox i ON i.run_id = r.run_id "
+            "WHERE r.lease_owner = %s AND r.lease_token = %s GROUP BY r.run_id",
+            (self._replica(), self.lease_token),
         )
         return {str(run_id): int(seq) for run_id, seq in rows}
 

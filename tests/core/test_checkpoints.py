@@ -93,8 +93,12 @@ async def test_store_tracks_run_status(store) -> None:
     assert store.runs(workflow_name="Other") == []
     store.put(make_checkpoint(run_id="a", seq=2))  # a put leaves the status alone
     assert store.run("a").status == "completed"
-    store.set_status("a", "running")  # resumed: running again
-    assert store.run("a").status == "running" and store.run("a").result is None
+    store.set_status("a", "running")  # a late write: an ended run never changes again
+    store.finish_run("a", "failed", error="late", end="{}")
+    assert (store.run("a").status, store.run("a").result) == ("completed", '"ok"')
+    assert store.events("a") == []
+    store.acquire("b")  # resuming the failed run makes it run again
+    assert store.run("b").status == "running" and store.run("b").error is None
 
 
 async def test_store_delete_forgets_run(store) -> None:

@@ -177,6 +177,40 @@ def test_events_to_an_ended_or_unknown_run_are_refused(store):
         store.post_event("unknown", "{}")
 
 
+@pytest.mark.parametrize("ended", ["completed", "failed", "cancelled"])
+def test_an_ended_run_never_changes_again(store, ended):
+    """A late status write or end entry leaves an ended run's status, result and log alone."""
+    run_id = uuid.uuid4().hex
+    store.create_run(_record(run_id))
+    store.append_event(run_id, "event", "{}")
+    store.finish_run(run_id, ended, result='"kept"', end='{"status": "first"}')
+    for status in ("interrupted", "running", "completed", "failed"):
+        store.finish_run(run_id, status, result="late", error="late", end='{"late": 1}')
+        store.set_status(run_id, status, result="late")
+    record = store.run(run_id)
+    assert record is not None and (record.status, record.result) == (ended, '"kept"')
+    assert [(e.kind, e.body) for e in store.events(run_id)] == [
+        ("event", "{}"),
+        ("end", '{"status": "first"}'),
+    ]
+
+
+def test_resuming_reopens_a_stopped_run_but_never_a_completed_one(store):
+    """acquire() (what a resume does first) makes an interrupted or failed run run again and
+    leaves a completed one as it is."""
+    stopped, failed, done = (uuid.uuid4().hex for _ in range(3))
+    for run_id, status in ((stopped, "interrupted"), (failed, "failed"), (done, "completed")):
+        store.create_run(_record(run_id))
+        store.set_status(run_id, status, result='"r"', error="E: e")
+        store.acquire(run_id)
+    assert [store.run(r).status for r in (stopped, failed, done)] == [
+        "running",
+        "running",
+        "completed",
+    ]
+    assert store.run(done).result == '"r"' and store.run(failed).error is None
+
+
 def test_status_result_filters_and_delete(store):
     """set_status records the outcome; runs() filters and limits; delete forgets everything."""
     ids = [uuid.uuid4().hex for _ in range(3)]
@@ -313,8 +347,11 @@ def columns_of(store) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_every_sql_backend_has_the_one_schema(backend, request, tmp_path):
-    """A fresh SQLite file and a PostgreSQL database hold the same columns in the same order."""
+    """A fresh SQLite file and a PostgreSQL database hold the same columns in the same order
+    (PostgreSQL has one more, last: the lease's fencing token, which only replicas use)."""
     wanted = {table: [name for name, _ in columns] for table, columns in TABLES.items()}
+    if backend == "postgres":
+        wanted["checkpoint_runs"].append("lease_token")
     where = tmp_path / "runs.db" if backend == "sqlite" else request.getfixturevalue("postgres_url")
     with open_store(where) as store:
         assert columns_of(store) == wanted

@@ -1,13 +1,16 @@
 """Workflows the replica tests serve (in-process and as ``batonflow serve -w`` subprocesses).
 
 ``StepsFlow`` notes every step it runs in the file named by its start field ``log`` (fsynced,
-one line ``<run_id> <step> <pid>``), so a test counts executions across processes.
+one line ``<run_id> <step> <pid>``), so a test counts executions across processes. With the
+start field ``block`` its first step blocks the event loop (``time.sleep``) that many seconds,
+once per run (a marker file next to the log says it did): the replica stalls as a whole.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 
 from batonflow.core import (
     Context,
@@ -54,6 +57,10 @@ class StepsFlow(Workflow):
     @step
     async def work(self, ctx: Context, ev: StartEvent) -> Worked:
         note(ev.log, str(ctx.run_id), "work")
+        marker = f"{ev.log}.{ctx.run_id}.blocked"
+        if float(ev.get("block", 0)) and not os.path.exists(marker):
+            open(marker, "w").close()
+            time.sleep(float(ev.get("block", 0)))  # the whole replica stalls
         await ctx.store.set("log", ev.log)
         await ctx.store.set("ask", bool(ev.get("ask", False)))
         await ctx.store.set("pause", float(ev.get("pause", 0.3)))

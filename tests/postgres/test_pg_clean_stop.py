@@ -17,7 +17,7 @@ import pytest
 from batonflow.core._records import RunRecord
 from batonflow.postgres import PostgresCheckpointStore
 from batonflow.postgres.leases import Replication
-from test_pg_failover import Replica, _executions  # one import: it may move to replicas.py
+from replicas import Replica, executions
 
 LEASE = 600.0
 
@@ -98,7 +98,7 @@ def test_sigterm_of_a_replica_hands_its_runs_to_the_survivors(postgres_url, tmp_
         deadline = time.monotonic() + 60
         for run_id, ask in asks.items():
             while (ask and survivors[0].client.get(run_id).status != "waiting") or (
-                (run_id, "work") not in _executions(log)
+                (run_id, "work") not in executions(log)
             ):
                 assert time.monotonic() < deadline, f"run {run_id} never got going"
                 time.sleep(0.05)
@@ -120,7 +120,7 @@ def test_sigterm_of_a_replica_hands_its_runs_to_the_survivors(postgres_url, tmp_
         for n, run_id in enumerate(runs):
             left = max(0.1, deadline - time.monotonic())
             finals[run_id] = survivors[n % 2].client.wait(run_id, timeout=left)
-        ran = _executions(log)
+        ran = executions(log)
         for n, run_id in enumerate(runs):
             run = finals[run_id]
             assert run.status == "completed", (run_id, run.status, run.error)

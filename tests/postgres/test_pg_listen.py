@@ -23,7 +23,7 @@ from batonflow.core._records import RunRecord
 from batonflow.postgres import PostgresCheckpointStore
 from batonflow.postgres.leases import Replication
 from replica_flows import StepsFlow
-from test_pg_failover import Replica  # the one import of it here: it may move to replicas.py
+from replicas import Replica
 
 #: Ends the ``LISTEN`` connection of one replica, waiting until its backend is gone.
 TERMINATE = (
