@@ -39,6 +39,7 @@ from .errors import StoreCorruptError as StoreCorruptError
 from .errors import StoreFullError as StoreFullError
 from .errors import StoreLockedError as StoreLockedError
 from .errors import StoreReadOnlyError as StoreReadOnlyError
+from .errors import StoreUnreachableError as StoreUnreachableError
 from .errors import WorkflowCancelledByUser as WorkflowCancelledByUser
 from .errors import WorkflowConfigurationError as WorkflowConfigurationError
 from .errors import WorkflowDone as WorkflowDone
@@ -202,6 +203,7 @@ __all__ = [
     "StoreFullError",
     "StoreLockedError",
     "StoreReadOnlyError",
+    "StoreUnreachableError",
     "Take",
     "UnhandledEvent",
     "UnreconstructedException",
