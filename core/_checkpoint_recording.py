@@ -56,7 +56,12 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
             store.append_event(run_id, "event", event_body(event), waiting=asks)
         except StoreUnreachableError as exc:
             if exc.retry_after is None:
-                raise
+                if not isinstance(event, StopEvent):
+                    raise
+                logger.warning(
+                    "Run %s: its %s could not be recorded: %s", run_id, type(event).__name__, exc
+                )
+                return
             # The store's server is away (a restart): the event waits, in order, and is
             # written before the step's checkpoint (on_step) or by a timer, whichever first.
             self._backlog[run_id] = [(event_body(event), asks)]

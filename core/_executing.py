@@ -501,6 +501,7 @@ def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
     # then dispatch.
     self._hold += 1
     called = 0
+    boundary: StepBoundary | None = None
     try:
         self._route_outputs(ex, outputs, fan_out)
         boundary = StepBoundary(
@@ -518,7 +519,7 @@ def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
             listener(boundary)
             called += 1
     except StoreUnreachableError as error:
-        if error.retry_after is None:
+        if error.retry_after is None or boundary is None:
             self._hold -= 1
             self.fail(error, ex=ex)
             return
