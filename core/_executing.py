@@ -534,59 +534,6 @@ def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
     self._release_hold()
 
 
-def release_hold(self: Run) -> None:
-    """One step boundary is done: when no other holds the run, dispatch what it queued."""
-    self._hold -= 1
-    if self._hold:
-        return  # another step's boundary waits for the store: it dispatches when done
-    stop, self._held_stop = self._held_stop, None
-    if stop is not None:
-        self.complete(stop)
-    else:
-        self._kick_all()
-
-
-async def wait_at_boundary(self: Run, ex: Execution) -> None:
-    """Call again, after a pause, the step listeners that found the store unreachable.
-
-    A listener is synchronous (it writes the checkpoint on the event loop), so it cannot wait
-    for a database that restarts; it raises ``StoreUnreachableError`` with ``retry_after``
-    and the step's worker waits here instead, asynchronously: the loop, other runs and the
-    server stay responsive. The run stays held meanwhile (nothing new starts, the step's
-    outputs wait), so the checkpoint, once written, is the run as the step left it. Until
-    then the step counts as finished; a run that ends meanwhile ends without it.
-    """
-    boundary, left, delay = self._parked.pop(ex.id)
-    self._deferring = False  # other workers start what is started while this one waits
-    while True:
-        try:
-            await self._sleep(delay)
-        except BaseException:
-            self._hold -= 1
-            raise
-        if self.status is not RUNNING:
-            self._hold -= 1
-            return
-        try:
-            while left:
-                left[0](boundary)
-                left = left[1:]
-        except StoreUnreachableError as error:
-            if error.retry_after is not None:
-                delay = error.retry_after
-                continue
-            self._hold -= 1
-            self.fail(error, ex=ex)
-            return
-        except Exception as error:
-            self._hold -= 1
-            self.fail(error, ex=ex)
-            return
-        break
-    self._deferring = True  # what the release starts, this worker takes
-    self._release_hold()
-
-
 def undeliverable(self: Run, event: Event) -> bool:
     if isinstance(event, CALLER_EVENTS) or self.graph.targets(type(event)):
         return False

@@ -33,6 +33,7 @@ from enum import Enum
 from typing import Any
 
 import psycopg
+from batonflow.core.errors import StoreUnreachableError
 from psycopg_pool import PoolTimeout
 
 #: SQLSTATEs of a session the server ended (or would not start) because it shuts down,
@@ -215,6 +216,25 @@ class Outage:
         """For how many seconds the server has been unreachable."""
         since = self.since
         return 0.0 if since is None else self._clock() - since
+
+    def error(self, action: str, where: str, reason: str | None = None) -> StoreUnreachableError:
+        """The error of a call that could not ``action`` on the server at ``where``."""
+        retry_after = self.retry_after()
+        why = "" if reason is None else f" ({reason})"
+        if retry_after is None:
+            return StoreUnreachableError(
+                f"Could not {action}: the PostgreSQL server at {where} has been unreachable "
+                f"for {self.lasted():.0f} s{why}, longer than the store waits "
+                f"(outage_seconds={self.policy.seconds:g}); check that it runs and the URL is "
+                "right, or wait longer (batonflow serve --outage-seconds, "
+                "BATONFLOW_OUTAGE_SECONDS)."
+            )
+        return StoreUnreachableError(
+            f"Could not {action}: the PostgreSQL server at {where} cannot be reached now{why}; "
+            f"nothing was written. Retry in {retry_after:.1f} s (the store waits for it up to "
+            f"{self.policy.seconds:g} s).",
+            retry_after=retry_after,
+        )
 
 
 __all__ = ["Failure", "Outage", "OutagePolicy", "classify", "pool_options"]

@@ -50,7 +50,6 @@ from batonflow.core.errors import (
     StoreFullError,
     StoreLockedError,
     StoreReadOnlyError,
-    StoreUnreachableError,
 )
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -290,13 +289,16 @@ class PostgresCheckpointStore(SqlRunStore):
         busy_until = time.monotonic() + self.connect_timeout
         while True:
             if not outage.may_try():
-                raise self._unreachable(action, None)
+                raise outage.error(action, self._where)
             sent = False
+            # A healthy pool hands a connection out at once; an empty one waits for what is
+            # left of the blocking time.
+            wait = max(deadline - time.monotonic(), 0.05)
             try:
                 if fn is self._pool.getconn:
-                    result = fn(self._wait_for(deadline))
+                    result = fn(wait)
                 else:
-                    with self._pool.connection(timeout=self._wait_for(deadline)) as conn:
+                    with self._pool.connection(timeout=wait) as conn:
                         sent = True
                         result = fn(conn)
             except CheckpointError:
@@ -313,36 +315,11 @@ class PostgresCheckpointStore(SqlRunStore):
                 if failure is Failure.UNANSWERED and not idempotent:
                     raise self._error(exc, action, maybe_written=True) from exc
                 if now + pause > deadline or outage.retry_after() is None:
-                    raise self._unreachable(action, exc) from exc
+                    raise outage.error(action, self._where, _reason(exc, self.url)) from exc
                 time.sleep(pause)
                 continue
             outage.up()
             return result
-
-    def _wait_for(self, deadline: float) -> float:
-        """How long to wait for a pooled connection: what is left of the blocking time,
-        but a little at least (a healthy pool hands one out at once)."""
-        return max(deadline - time.monotonic(), 0.05)
-
-    def _unreachable(self, action: str, exc: BaseException | None) -> StoreUnreachableError:
-        """The error of a call made while the server cannot be reached."""
-        outage = self._outage
-        retry_after = outage.retry_after()
-        reason = "" if exc is None else f" ({_reason(exc, self.url)})"
-        if retry_after is None:
-            return StoreUnreachableError(
-                f"Could not {action}: the PostgreSQL server at {self._where} has been "
-                f"unreachable for {outage.lasted():.0f} s{reason}, longer than the store "
-                f"waits (outage_seconds={outage.policy.seconds:g}); check that it runs and "
-                "the URL is right, or wait longer (batonflow serve --outage-seconds, "
-                "BATONFLOW_OUTAGE_SECONDS)."
-            )
-        return StoreUnreachableError(
-            f"Could not {action}: the PostgreSQL server at {self._where} cannot be reached "
-            f"now{reason}; nothing was written. Retry in {retry_after:.1f} s (the store "
-            f"waits for it up to {outage.policy.seconds:g} s).",
-            retry_after=retry_after,
-        )
 
     def _lost(self, run_id: str, owner: str | None = None) -> LeaseLostError:
         """The error of a write into ``run_id``, which replica ``owner`` holds."""
