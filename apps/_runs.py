@@ -63,6 +63,20 @@ def _serialization_failure(exc: BaseException) -> bool:
     return False
 
 
+async def _when_reachable(read: Any, *args: Any) -> Any:
+    """``read()``, waited for (asynchronously) while the store's server is away: an event
+    stream stays open through a database restart instead of breaking."""
+    from batonflow.core.errors import StoreUnreachableError
+
+    while True:
+        try:
+            return read(*args)
+        except StoreUnreachableError as exc:
+            if exc.retry_after is None:
+                raise
+            await asyncio.sleep(exc.retry_after)
+
+
 class RunStateError(RuntimeError):
     """An operation that does not fit the run's state (e.g. an event sent to a finished run)."""
 
@@ -286,14 +300,76 @@ class RunManager:
         # Let the checkpointer record the outcome first (its done-callback is already
         # scheduled); _finish then only adds the server's wording of it.
         await asyncio.sleep(0)
-        self._finish(live, status, result, error)
+        await self._reachable(live)
+        await self._record_end_when_reachable(live, status, result, error)
+        self._finish(live, status, result, error, recorded=True)
+
+    async def _record_end_when_reachable(
+        self, live: LiveRun, status: str, result: Any, error: str | None
+    ) -> None:
+        """Record how the run ended, waiting while the store's server is away."""
+        from batonflow.core.errors import StoreUnreachableError
+
+        encoded = self._outcomes.pop(live.run_id, None)
+        while True:
+            try:
+                # The status (in the server's wording) and the ``end`` entry in one write:
+                # a crash between two writes would leave an ended run whose readers wait
+                # forever.
+                self._record_end(
+                    live.run_id, status, encoded[1] if encoded else None, result, error
+                )
+                return
+            except StoreUnreachableError as exc:
+                if exc.retry_after is None:
+                    logger.warning(
+                        "Run %s ended %s but the store refused it: %s", live.run_id, status, exc
+                    )
+                    return
+                await asyncio.sleep(exc.retry_after)
+            except Exception as exc:  # a full disk: the run stays as recorded, resumable
+                logger.warning(
+                    "Run %s ended %s but the store refused it: %s", live.run_id, status, exc
+                )
+                return
+
+    async def _reachable(self, live: LiveRun) -> None:
+        """Write the run's stream events that waited for the store, waiting (without
+        blocking the loop) while its server is away, so that its end is recorded after them
+        and is not lost to a database restart (the run would stay ``running`` for good)."""
+        from batonflow.core.errors import CheckpointError, StoreUnreachableError
+
+        checkpointer = self.checkpointers[live.workflow_name]
+        while True:
+            try:
+                checkpointer.flush_events(live.run_id)
+                return
+            except StoreUnreachableError as exc:
+                if exc.retry_after is None:
+                    return  # _finish reports the store's error
+                await asyncio.sleep(exc.retry_after)
+            except CheckpointError:
+                return
 
     def _ended(self, run_id: str, status: str, result: str | None, error: str | None) -> None:
         """The checkpointer's ``on_end``: keep the outcome for :meth:`_finish` to record."""
         self._outcomes[run_id] = (status, result, error)
 
-    def _finish(self, live: LiveRun, status: str, result: Any, error: str | None) -> None:
+    def _finish(
+        self,
+        live: LiveRun,
+        status: str,
+        result: Any,
+        error: str | None,
+        *,
+        recorded: bool = False,
+    ) -> None:
         live.status = status
+        if recorded:
+            self.live.pop(live.run_id, None)
+            live._notify()
+            live.done.set()
+            return
         encoded = self._outcomes.pop(live.run_id, None)
         try:
             # The status (in the server's wording) and the ``end`` entry in one write: a
@@ -437,7 +513,7 @@ class RunManager:
         while True:
             live = self.live.get(run_id)
             changed = live.changed if live is not None else None
-            entries = self.store.events(run_id, after)
+            entries = await _when_reachable(self.store.events, run_id, after)
             for entry in entries:
                 yield entry
                 after = entry.seq
@@ -447,7 +523,7 @@ class RunManager:
             if changed is None or live is None or live.done.is_set():
                 if ended:
                     return
-                row = self.store.get(run_id)
+                row = await _when_reachable(self.store.get, run_id)
                 if row is None or row.status in ENDED or row.status == "interrupted":
                     for entry in self._last_entries(run_id, after, row):
                         yield entry

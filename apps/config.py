@@ -15,6 +15,7 @@ setting                    environment variable            default
 ``database_url``           ``BATONFLOW_DATABASE_URL``      none (the SQLite ``db_path``)
 ``lease_seconds``          ``BATONFLOW_LEASE_SECONDS``     ``15`` (replicas on PostgreSQL)
 ``replica_id``             ``BATONFLOW_REPLICA_ID``        ``<host>-<pid>``
+``outage_seconds``         ``BATONFLOW_OUTAGE_SECONDS``    ``60`` (PostgreSQL away)
 ``qdrant_path``            ``BATONFLOW_QDRANT_PATH``       ``<home>/qdrant``
 ``qdrant_url``             ``BATONFLOW_QDRANT_URL``        none (local embedded Qdrant)
 ``collection``             ``BATONFLOW_COLLECTION``        ``docs``
@@ -50,6 +51,7 @@ class Settings:
     database_url: str | None = None
     lease_seconds: float = 15.0
     replica_id: str | None = None
+    outage_seconds: float = 60.0
     qdrant_path: Path = Path(".batonflow/qdrant")
     qdrant_url: str | None = None
     collection: str = "docs"
@@ -108,6 +110,12 @@ class Settings:
                 "BATONFLOW_LEASE_SECONDS",
             ),
             "replica_id": pick("replica_id", "BATONFLOW_REPLICA_ID"),
+            "outage_seconds": _as_float(
+                pick("outage_seconds", "BATONFLOW_OUTAGE_SECONDS"),
+                60.0,
+                "outage_seconds",
+                "BATONFLOW_OUTAGE_SECONDS",
+            ),
             "qdrant_path": Path(pick("qdrant_path", "BATONFLOW_QDRANT_PATH") or home / "qdrant"),
             "qdrant_url": pick("qdrant_url", "BATONFLOW_QDRANT_URL"),
             "collection": pick("collection", "BATONFLOW_COLLECTION") or "docs",
@@ -131,6 +139,11 @@ class Settings:
                 f"Lease length {values['lease_seconds']} is not positive; pass "
                 "--lease-seconds 15 (or BATONFLOW_LEASE_SECONDS) or more than 0."
             )
+        if not 0 <= values["outage_seconds"] < float("inf"):
+            raise ConfigError(
+                f"Outage budget {values['outage_seconds']} is not a number of seconds from 0; "
+                "pass --outage-seconds 60 (or BATONFLOW_OUTAGE_SECONDS)."
+            )
         if not 0 <= values["port"] <= 65535:
             raise ConfigError(
                 f"Port {values['port']} is out of range; pass --port between 0 and 65535."
@@ -148,14 +161,18 @@ class Settings:
         Args:
             replica: For a server: on a database that several servers share (PostgreSQL),
                 join them under :attr:`replica_id` with leases of :attr:`lease_seconds`.
+                A database URL's store rides out an outage for :attr:`outage_seconds`.
         """
         from batonflow.core.stores import open_store
 
         if self.database_url is None:
             return open_store(self.db_path)
         options: dict[str, Any] = {}
+        if self.database_url.lower().startswith("postgres"):
+            # How long the store rides out a database it cannot reach (PostgreSQL's option).
+            options["outage_seconds"] = self.outage_seconds
         if replica:
-            options = {
+            options |= {
                 "replica_id": self.replica_id or f"{socket.gethostname()}-{os.getpid()}",
                 "lease_seconds": self.lease_seconds,
             }

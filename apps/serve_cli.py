@@ -45,6 +45,12 @@ def serve(
         help="How long a replica holds a run without a heartbeat; after that another "
         "replica takes it over \\[env BATONFLOW_LEASE_SECONDS; 15].",
     ),
+    outage_seconds: float | None = typer.Option(
+        None,
+        help="How long a PostgreSQL store rides out a database it cannot reach (a restart): "
+        "requests get 503 with Retry-After and runs wait; after that runs are interrupted "
+        "\\[env BATONFLOW_OUTAGE_SECONDS; 60].",
+    ),
     workflows: list[str] = typer.Option(
         [],
         "--workflow",
@@ -82,6 +88,7 @@ def serve(
             db=db,
             replica_id=replica_id,
             lease_seconds=lease_seconds,
+            outage_seconds=outage_seconds,
         )
         from ._uvicorn import bind_socket
 

@@ -35,12 +35,18 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
 
 from batonflow.core._text import text_problem
-from batonflow.core.errors import CheckpointError, RunConflictError, SerializationError
+from batonflow.core.errors import (
+    CheckpointError,
+    RunConflictError,
+    SerializationError,
+    StoreUnreachableError,
+)
 
 from ._introspect import (
     StartFieldsError,
@@ -213,6 +219,11 @@ def create_app(
             },
             status_code=500,
         )
+
+    @app.exception_handler(StoreUnreachableError)
+    async def _unreachable(request: Request, exc: StoreUnreachableError) -> JSONResponse:
+        # The database restarts or the network broke: the request may be made again soon.
+        return _not_recorded(exc)
 
     @app.get("/health", responses=responses(200, Health, "The server is up."))
     async def health() -> dict[str, Any]:
@@ -505,6 +516,14 @@ def _not_recorded(exc: Exception) -> JSONResponse:
     elif isinstance(exc, StoreFullError):
         code = 507
         detail = f"The run store is full, so nothing was recorded or run: {exc}"
+    elif isinstance(exc, StoreUnreachableError):
+        # Retry-After: when the store tries its server again (at least 1 s, a whole number).
+        wait = exc.retry_after if exc.retry_after is not None else 5.0
+        return JSONResponse(
+            {"detail": f"The run store cannot be reached now: {exc}", "cause": type(exc).__name__},
+            status_code=503,
+            headers={"Retry-After": str(max(1, math.ceil(wait)))},
+        )
     else:
         code = 503
         detail = f"The run store refused the write, so nothing was recorded or run: {exc}"

@@ -40,6 +40,7 @@ from .errors import StoreCorruptError as StoreCorruptError
 from .errors import StoreFullError as StoreFullError
 from .errors import StoreLockedError as StoreLockedError
 from .errors import StoreReadOnlyError as StoreReadOnlyError
+from .errors import StoreUnreachableError as StoreUnreachableError
 from .errors import UnstorableTextError as UnstorableTextError
 from .errors import WorkflowCancelledByUser as WorkflowCancelledByUser
 from .errors import WorkflowConfigurationError as WorkflowConfigurationError
@@ -205,6 +206,7 @@ __all__ = [
     "StoreFullError",
     "StoreLockedError",
     "StoreReadOnlyError",
+    "StoreUnreachableError",
     "Take",
     "UnhandledEvent",
     "UnreconstructedException",

@@ -19,7 +19,7 @@ from ._records import Checkpoint, checkpoint_id, with_state_values
 from ._snapshot import dump
 from ._state_serde import encode_untyped
 from ._store import event_body, outcome
-from .errors import CheckpointError, SerializationError
+from .errors import CheckpointError, SerializationError, StoreUnreachableError
 from .events import Event, InputRequiredEvent, InternalDispatchEvent, StopEvent
 from .serialization import qualified_name
 
@@ -48,8 +48,25 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
         if isinstance(event, InternalDispatchEvent):
             return
         asks = isinstance(event, InputRequiredEvent)
+        backlog = self._backlog.get(run_id)
+        if backlog is not None:
+            backlog.append((event_body(event), asks))  # after those waiting for the store
+            return
         try:
             store.append_event(run_id, "event", event_body(event), waiting=asks)
+        except StoreUnreachableError as exc:
+            if exc.retry_after is None:
+                if not isinstance(event, StopEvent):
+                    raise
+                logger.warning(
+                    "Run %s: its %s could not be recorded: %s", run_id, type(event).__name__, exc
+                )
+                return
+            # The store's server is away (a restart): the event waits, in order, and is
+            # written before the step's checkpoint (on_step) or by a timer, whichever first.
+            self._backlog[run_id] = [(event_body(event), asks)]
+            run.loop.call_later(exc.retry_after, self._flush_later, run_id)
+            return
         except CheckpointError as exc:
             if not isinstance(event, StopEvent):
                 raise  # a step's event: the step fails with the store's error
@@ -68,6 +85,41 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
     run.stream.recorder = record
 
 
+def flush_events(self: WorkflowCheckpointer, run_id: str) -> None:
+    """Write the run's stream events that waited for the store, in order.
+
+    Raises:
+        StoreUnreachableError: The store is still away (the rest keep waiting).
+    """
+    backlog = self._backlog.get(run_id)
+    while backlog:
+        body, asks = backlog[0]
+        self.store.append_event(run_id, "event", body, waiting=asks)
+        backlog.pop(0)
+        if asks:
+            handler = self._live.get(run_id)
+            if handler is not None:
+                handler._run.loop.call_soon(self._waiting_snapshot, run_id)
+    self._backlog.pop(run_id, None)
+
+
+def flush_later(self: WorkflowCheckpointer, run_id: str) -> None:
+    """The timer of :func:`flush_events`: a run that waits (for an answer) has no step
+    boundary to write its events at."""
+    handler = self._live.get(run_id)
+    if run_id not in self._backlog or handler is None:
+        return
+    try:
+        self._flush_events(run_id)
+    except StoreUnreachableError as exc:
+        if exc.retry_after is not None:
+            handler._run.loop.call_later(exc.retry_after, self._flush_later, run_id)
+            return
+        handler._run.fail(exc)
+    except CheckpointError as exc:
+        handler._run.fail(exc)
+
+
 def waiting_snapshot(self: WorkflowCheckpointer, run_id: str) -> None:
     handler = self._live.get(run_id)
     if handler is None or handler.is_done() or run_id not in self._seq:
@@ -81,6 +133,10 @@ def waiting_snapshot(self: WorkflowCheckpointer, run_id: str) -> None:
 def on_step(self: WorkflowCheckpointer, boundary: StepBoundary) -> None:
     if boundary.run_id not in self._seq or boundary.step_name in self._disabled:
         return
+    if boundary.run_id in self._backlog:
+        # The step's stream events go before its checkpoint: a resume from the checkpoint
+        # does not deliver them again. Unreachable: the step boundary waits (see _executing).
+        self._flush_events(boundary.run_id)
     final = next((e for e in boundary.output_events if isinstance(e, StopEvent)), None)
     ctx_data, delta = self._changes(boundary.ctx)
     final_event = None
@@ -179,9 +235,10 @@ def watch(self: WorkflowCheckpointer, handler: WorkflowHandler) -> None:
             del self._live[run_id]
         status, result, error = outcome(fut, self.serializer)
         if self._on_end is not None:
-            self._on_end(run_id, status, result, error)
+            self._on_end(run_id, status, result, error)  # it writes the events left too
             return
         try:
+            self._flush_events(run_id)
             self.store.set_status(run_id, status, result=result, error=error)
         except CheckpointError as exc:
             # The run stays as last recorded (running): resumable once the store works.

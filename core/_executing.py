@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from ._calls import call_in_scopes, run_sync
 from ._lanes import CURRENT_EXECUTION, RUNNING, Execution, TraceEntry
-from .errors import LeaseLostError, StepTimeoutError, WorkflowRuntimeError
+from .errors import (
+    LeaseLostError,
+    StepTimeoutError,
+    StoreUnreachableError,
+    WorkflowRuntimeError,
+)
 from .events import Event, StepFailedEvent, StepState
 from .graph import CALLER_EVENTS
 from .hooks import StepBoundary
@@ -212,6 +217,8 @@ async def execute(self: Run, ex: Execution, retrying: bool = False) -> None:
             # Executions the outputs start are taken by this worker (see _start).
             self._deferring = True
             self._succeeded(ex, result, began)
+            if self._parked and ex.id in self._parked:
+                await self._wait_at_boundary(ex)
             return
     finally:
         cell[0] = None
@@ -504,6 +511,8 @@ def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
     # Queue the outputs without starting anything, let the listeners look at a quiet run,
     # then dispatch.
     self._hold += 1
+    called = 0
+    boundary: StepBoundary | None = None
     try:
         self._route_outputs(ex, outputs, fan_out)
         boundary = StepBoundary(
@@ -519,16 +528,21 @@ def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
         )
         for listener in listeners:
             listener(boundary)
+            called += 1
+    except StoreUnreachableError as error:
+        if error.retry_after is None or boundary is None:
+            self._hold -= 1
+            self.fail(error, ex=ex)
+            return
+        # The store's server is away (a restart): the run stays held, its outputs queued,
+        # and the worker waits (execute awaits wait_at_boundary) to call the listener again.
+        self._parked[ex.id] = (boundary, listeners[called:], error.retry_after)
+        return
     except Exception as error:
         self._hold -= 1
         self.fail(error, ex=ex)
         return
-    self._hold -= 1
-    stop, self._held_stop = self._held_stop, None
-    if stop is not None:
-        self.complete(stop)
-    else:
-        self._kick_all()
+    self._release_hold()
 
 
 def undeliverable(self: Run, event: Event) -> bool:

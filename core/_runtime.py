@@ -38,7 +38,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Sized
 from typing import TYPE_CHECKING, Any, cast
 
-from . import _branches, _executing, _lanes, _run_parts, _services
+from . import _boundary, _branches, _executing, _lanes, _run_parts, _services
 from ._collect import CollectBuffer, CollectionStream
 from ._lanes import CURRENT_EXECUTION as CURRENT_EXECUTION
 from ._lanes import RUNNING, Lane, Origin, Tag
@@ -134,6 +134,9 @@ class Run:
         self.started = time.perf_counter()
         self._timeout_handle: asyncio.TimerHandle | None = None
         self._hold = 0
+        #: Step boundaries waiting for the store (see _executing.wait_at_boundary), by
+        #: execution id: (boundary, the listeners left to call, seconds to wait).
+        self._parked: dict[int, tuple[Any, tuple[Any, ...], float]] = {}
         self._resolved = False
         #: Whether the run took one of its workflow's ``num_concurrent_runs`` slots.
         self.counted = False
@@ -550,6 +553,9 @@ class Run:
     _resources = _executing.resources
     _step_finished = _executing.step_finished
     _succeeded = _executing.succeeded
+    # a step boundary waiting for the run store: _boundary.py
+    _release_hold = _boundary.release_hold
+    _wait_at_boundary = _boundary.wait_at_boundary
     _undeliverable = _executing.undeliverable
     _undelivered_error = _executing.undelivered_error
     # collection streams (a list fan-out and the list[E] steps collecting it): _branches.py

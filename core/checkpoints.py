@@ -141,6 +141,8 @@ class WorkflowCheckpointer:
         self._live: dict[str, WorkflowHandler] = {}
         self._inbox: dict[str, int] = {}
         self._released: set[str] = set()
+        #: Stream events that waited for an unreachable store, per run: (body, asks).
+        self._backlog: dict[str, list[tuple[str, bool]]] = {}
         self._empty_state: tuple[BaseSerializer, dict[str, Any]] | None = None
         self._cancelling: set[asyncio.Future[None]] = set()  # kept referenced until done
         # One bound-method object, so detach() can remove exactly what was added.
@@ -427,6 +429,7 @@ class WorkflowCheckpointer:
         handler = self._live.pop(run_id, None)
         self._seq.pop(run_id, None)
         self._inbox.pop(run_id, None)
+        self._backlog.pop(run_id, None)
         let_go = getattr(self.store, "let_go", None)
         if let_go is not None:
             try:
@@ -437,6 +440,16 @@ class WorkflowCheckpointer:
             handler._run.stream.recorder = None
             if not handler.is_done():
                 self._released.add(run_id)
+
+    def flush_events(self, run_id: str) -> None:
+        """Write the stream events of run ``run_id`` that waited for an unreachable store.
+
+        The server calls it before it records the run's end, so the log ends with its end.
+
+        Raises:
+            StoreUnreachableError: The store is still away (the events keep waiting).
+        """
+        self._flush_events(run_id)
 
     def deliver(self, run_id: str) -> None:
         """Give run ``run_id``, if it runs here, the inbox events it has not taken in yet.
@@ -536,6 +549,8 @@ class WorkflowCheckpointer:
     _track = _checkpoint_recording.track
     _attach = _checkpoint_recording.attach
     _waiting_snapshot = _checkpoint_recording.waiting_snapshot
+    _flush_events = _checkpoint_recording.flush_events
+    _flush_later = _checkpoint_recording.flush_later
     _on_step = _checkpoint_recording.on_step
     _changes = _checkpoint_recording.changes
     _put = _checkpoint_recording.put

@@ -29,6 +29,8 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
         ├── StoreFullError (OSError)         the store's disk is full: nothing was written
         ├── StoreReadOnlyError (OSError)     the store cannot be written (permissions, mount)
         ├── StoreLockedError                 another process held the store too long
+        ├── StoreUnreachableError            the store's server cannot be reached (a restart,
+        │                                    a network failure): try again ``retry_after``
         ├── StoreCorruptError                the store's file or a row in it is damaged
         ├── UnstorableTextError (ValueError) text the store cannot hold (a NUL character
         │                                    or a lone surrogate in an id, a name, a filter)
@@ -169,6 +171,25 @@ class StoreLockedError(CheckpointError):
     """Another connection held the run store locked for longer than ``busy_timeout``."""
 
 
+class StoreUnreachableError(CheckpointError):
+    """The store's database server cannot be reached now (it restarts, the network broke).
+
+    Nothing was written by the call that raised it (or the write is known not to have
+    committed). While the store rides the outage out, ``retry_after`` says in how many seconds
+    to try again: a run waits at its step boundary for that long, a server answers ``503``
+    with ``Retry-After``. Once the store's outage budget is spent ``retry_after`` is ``None``:
+    the outage is reported like any other store error.
+
+    Args:
+        message: What could not be done, where, and what to do.
+        retry_after: Seconds until trying again makes sense, or ``None`` to give up.
+    """
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class StoreCorruptError(CheckpointError):
     """The run store's file, or a row in it, is damaged or not a batonflow store."""
 
@@ -220,6 +241,7 @@ __all__ = [
     "StoreFullError",
     "StoreLockedError",
     "StoreReadOnlyError",
+    "StoreUnreachableError",
     "UnstorableTextError",
     "WorkflowCancelledByUser",
     "WorkflowConfigurationError",

@@ -62,6 +62,8 @@ from batonflow.core.errors import (
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from ._outage import Failure, Outage, OutagePolicy, classify, pool_options
+
 SCHEMA_VERSION = 4
 COMPONENT = "checkpoints"
 EVENTS_CHANNEL = "batonflow_events"
@@ -159,6 +161,11 @@ class PostgresCheckpointStore(SqlRunStore):
         min_size: Connections the pool keeps open.
         max_size: Connections the pool opens at most.
         connect_timeout: Seconds to wait for a connection before failing.
+        outage_seconds: For how long the store rides out a server it cannot reach (a
+            restart, a failover, a network failure): calls fail meanwhile with
+            :class:`~batonflow.core.errors.StoreUnreachableError` whose ``retry_after`` says
+            when to try again, and runs wait at their step boundary instead of failing. After
+            that long the error says the server is gone and runs are interrupted. Default 60.
 
     Raises:
         CheckpointError: The server cannot be reached, or refused the connection.
@@ -178,12 +185,14 @@ class PostgresCheckpointStore(SqlRunStore):
         min_size: int = 1,
         max_size: int = 8,
         connect_timeout: float = 10.0,
+        outage_seconds: float = 60.0,
     ) -> None:
         if lease_seconds <= 0:
             raise ValueError(f"lease_seconds={lease_seconds!r} must be positive, e.g. 15.")
         problem = None if replica_id is None else text_problem(replica_id)
         if replica_id is not None and problem is not None:
             raise unstorable_error(replica_id, problem, "PostgreSQL")
+        self._outage = Outage(OutagePolicy(seconds=float(outage_seconds)))
         super().__init__(_redacted(url))
         self.url = url
         self.replica_id = replica_id
@@ -191,6 +200,7 @@ class PostgresCheckpointStore(SqlRunStore):
         #: so another process under the same replica id is fenced off too.
         self.lease_token = uuid.uuid4().hex
         self.lease_seconds = float(lease_seconds)
+        self.connect_timeout = float(connect_timeout)
         self._pool = ConnectionPool(
             url,
             min_size=min_size,
@@ -203,6 +213,7 @@ class PostgresCheckpointStore(SqlRunStore):
             timeout=connect_timeout,
             open=False,
             name="batonflow",
+            **pool_options(self._outage),
         )
         try:
             # One connection first: the pool retries a refused or rejected one until the
@@ -225,7 +236,7 @@ class PostgresCheckpointStore(SqlRunStore):
                 "database) is right."
             ) from exc
         try:
-            self._write("set up the schema", self._setup)
+            self._write("set up the schema", self._setup, idempotent=True)
         except BaseException:
             self._pool.close()
             raise
@@ -259,33 +270,105 @@ class PostgresCheckpointStore(SqlRunStore):
                 (COMPONENT, SCHEMA_VERSION),
             )
 
+    @property
+    def outage_seconds(self) -> float:
+        """For how long the store rides out an unreachable server (see the class doc)."""
+        return self._outage.policy.seconds
+
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection (autocommit) for a caller's own queries; errors as store errors."""
+        """A pooled connection (autocommit) for a caller's own queries; errors as store errors.
+
+        Getting the connection rides out an outage as the store's own calls do; what the
+        caller runs on it is not retried.
+        """
+        conn = self._attempt("query the store", self._pool.getconn, idempotent=True)
         try:
-            with self._pool.connection() as conn:
-                yield conn
+            yield conn
         except CheckpointError:
             raise
         except (psycopg.Error, PoolTimeout) as exc:
             raise self._error(exc, "query the store") from exc
+        finally:
+            self._pool.putconn(conn)
 
     def _write(
-        self, action: str, fn: Callable[[psycopg.Connection[Any]], T], *, transaction: bool = True
+        self,
+        action: str,
+        fn: Callable[[psycopg.Connection[Any]], T],
+        *,
+        transaction: bool = True,
+        idempotent: bool = False,
     ) -> T:
         """Run ``fn`` on a pooled connection, in one transaction unless ``transaction=False``
         (``fn`` is then one statement, atomic by itself); PostgreSQL errors become store
-        errors."""
-        try:
-            with self._pool.connection() as conn:
-                if not transaction:
-                    return fn(conn)
-                with conn.transaction():
-                    return fn(conn)
-        except CheckpointError:
-            raise
-        except (psycopg.Error, PoolTimeout) as exc:
-            raise self._error(exc, action) from exc
+        errors.
+
+        An unreachable server is retried (see :meth:`_attempt`); a connection lost with no
+        answer after the statement was sent only when ``idempotent`` (running ``fn`` twice
+        is the same as once).
+        """
+
+        def write(conn: psycopg.Connection[Any]) -> T:
+            if not transaction:
+                return fn(conn)
+            with conn.transaction():
+                return fn(conn)
+
+        return self._attempt(action, write, idempotent=idempotent)
+
+    def _attempt(
+        self,
+        action: str,
+        fn: Callable[[Any], T],
+        *,
+        idempotent: bool,
+    ) -> T:
+        """``fn(connection)`` on a pooled connection (``fn`` is ``getconn`` itself for
+        :meth:`connection`), retried while the server cannot be reached.
+
+        The retries block this thread for at most ``OutagePolicy.blocking`` (the engine and
+        the server call the store on the event loop: see :mod:`batonflow.postgres._outage`);
+        then :class:`StoreUnreachableError` tells the caller when to try again.
+        """
+        if self._pool.closed:
+            raise self._closed_error()
+        outage = self._outage
+        deadline = time.monotonic() + outage.policy.blocking
+        busy_until = time.monotonic() + self.connect_timeout
+        while True:
+            if not outage.may_try():
+                raise outage.error(action, self._where)
+            sent = False
+            # A healthy pool hands a connection out at once; an empty one waits for what is
+            # left of the blocking time.
+            wait = max(deadline - time.monotonic(), 0.05)
+            try:
+                if fn is self._pool.getconn:
+                    result = fn(wait)
+                else:
+                    with self._pool.connection(timeout=wait) as conn:
+                        sent = True
+                        result = fn(conn)
+            except CheckpointError:
+                outage.up()  # the server answered (a conflict, a lost lease)
+                raise
+            except (psycopg.Error, PoolTimeout) as exc:
+                failure = classify(exc, sent=sent, cut_off=outage.pool_cut_off())
+                now = time.monotonic()
+                if failure is Failure.OTHER:
+                    if isinstance(exc, PoolTimeout) and now < busy_until:
+                        continue  # every connection is busy: wait as long as the pool would
+                    raise self._error(exc, action) from exc
+                pause = outage.down()
+                if failure is Failure.UNANSWERED and not idempotent:
+                    raise self._error(exc, action, maybe_written=True) from exc
+                if now + pause > deadline or outage.retry_after() is None:
+                    raise outage.error(action, self._where, _reason(exc, self.url)) from exc
+                time.sleep(pause)
+                continue
+            outage.up()
+            return result
 
     def _lost(
         self, run_id: str, owner: str | None = None, status: str | None = None
@@ -314,13 +397,11 @@ class PostgresCheckpointStore(SqlRunStore):
         )
 
     def _query(self, sql: str, args: tuple[Any, ...]) -> builtins.list[tuple[Any, ...]]:
-        if self._pool.closed:
-            raise self._closed_error()
-        try:
-            with self._pool.connection() as conn:
-                return conn.execute(sql, args).fetchall()  # type: ignore[arg-type]
-        except (psycopg.Error, PoolTimeout) as exc:
-            raise self._error(exc, "read") from exc
+        return self._attempt(
+            "read",
+            lambda conn: conn.execute(sql, args).fetchall(),  # type: ignore[arg-type]
+            idempotent=True,
+        )
 
     def _fence(self, conn: psycopg.Connection[Any], run_id: str) -> None:
         """Lock the run's row; raise :class:`LeaseLostError` unless this store holds it."""
@@ -366,15 +447,29 @@ class PostgresCheckpointStore(SqlRunStore):
                     _PUT_FENCED, (checkpoint.run_id, *row, self.replica_id, self.lease_token)
                 ).fetchone()
             except pg_errors.UniqueViolation as exc:
+                if self._stored(conn, checkpoint):
+                    return (1, 1)  # a retry found its own commit, whose answer was lost
                 raise checkpoint_taken_error(checkpoint) from exc
             return (int(found[0]), int(found[1])) if found else (0, 0)
 
-        runs, inserted = self._write("write a checkpoint", insert, transaction=False)
+        # Keyed by (run_id, seq): a second try after a lost answer finds its own checkpoint.
+        runs, inserted = self._write(
+            "write a checkpoint", insert, transaction=False, idempotent=True
+        )
         if not inserted:
             if runs:
                 raise self._lost(checkpoint.run_id)
             self._recorded.discard(checkpoint.run_id)  # deleted meanwhile: record it again
             self.put(checkpoint)
+
+    def _stored(self, conn: psycopg.Connection[Any], checkpoint: Checkpoint) -> bool:
+        """Whether the run's checkpoint at ``checkpoint.seq`` is this very one (same id and
+        creation time)."""
+        row = conn.execute(
+            "SELECT id, created_at FROM checkpoints WHERE run_id = %s AND seq = %s",
+            (checkpoint.run_id, checkpoint.seq),
+        ).fetchone()
+        return row is not None and row[0] == checkpoint.id and row[1] == checkpoint.created_at
 
     def append_event(self, run_id: str, kind: str, body: str, *, waiting: bool = False) -> int:
         """Append one entry to the run's event log and return its ``seq`` (from 1).
@@ -434,6 +529,7 @@ class PostgresCheckpointStore(SqlRunStore):
                 "WHERE lease_token = %s RETURNING run_id",
                 (self.lease_seconds, self.lease_token),
             ).fetchall(),
+            idempotent=True,
         )
         return [str(r[0]) for r in rows]
 
@@ -494,6 +590,7 @@ class PostgresCheckpointStore(SqlRunStore):
                 "RETURNING run_id",
                 (me, self.lease_token, self.lease_seconds, run_id, me),
             ).fetchall(),
+            idempotent=True,
         )
         return bool(rows)
 
@@ -561,10 +658,19 @@ class PostgresCheckpointStore(SqlRunStore):
     def __repr__(self) -> str:
         return f"PostgresCheckpointStore({self._where!r})"
 
-    def _error(self, exc: BaseException, action: str) -> CheckpointError:
+    def _error(
+        self, exc: BaseException, action: str, *, maybe_written: bool = False
+    ) -> CheckpointError:
         """The :class:`CheckpointError` subclass that tells what went wrong on the server."""
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         where = self._where
+        if maybe_written:
+            # Not retried: a second try could write it twice.
+            return CheckpointError(
+                f"Could not {action}: the connection to the PostgreSQL server at {where} was "
+                f"lost before it answered ({text}), so the write may or may not have been "
+                "committed; read the run back (GET /runs/{id}) before doing it again."
+            )
         if isinstance(exc, pg_errors.DiskFull | pg_errors.OutOfMemory):
             return StoreFullError(
                 f"Could not {action}: the PostgreSQL server at {where} is out of space "

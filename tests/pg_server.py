@@ -17,9 +17,11 @@ import contextlib
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,6 +40,8 @@ class PostgresServer:
     port: int
     user: str
     datadir: Path
+    #: ``pg_ctl -o`` options it was started with (to start it again on the same port).
+    options: str = ""
 
     def url(self, database: str = "postgres") -> str:
         """The ``postgresql://`` URL of one database on this server."""
@@ -87,8 +91,12 @@ def _missing(reason: str) -> None:
 
 
 @contextlib.contextmanager
-def running_server() -> Iterator[PostgresServer]:
-    """Start a fresh cluster on a free port and stop it (and remove its files) afterwards."""
+def running_server(*, crash_safe: bool = False) -> Iterator[PostgresServer]:
+    """Start a fresh cluster on a free port and stop it (and remove its files) afterwards.
+
+    ``crash_safe``: commits survive a killed postmaster (``synchronous_commit`` on; the
+    speed-ups otherwise lose the last commits when it dies, as documented).
+    """
     bindir = find_bindir()
     if bindir is None:
         _missing("PostgreSQL server binaries (initdb, pg_ctl) not found")
@@ -123,7 +131,8 @@ def running_server() -> Iterator[PostgresServer]:
         )
         options = (
             f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+            f"-c synchronous_commit={'on' if crash_safe else 'off'} -c full_page_writes=off "
+            "-c max_connections=200"
         )
         subprocess.run(
             [
@@ -154,7 +163,9 @@ def running_server() -> Iterator[PostgresServer]:
             f"could not start a PostgreSQL server: {exc}\n{out.decode(errors='replace')}\n{detail}"
         )
     try:
-        yield PostgresServer(host="127.0.0.1", port=port, user=user, datadir=datadir)
+        yield PostgresServer(
+            host="127.0.0.1", port=port, user=user, datadir=datadir, options=options
+        )
     finally:
         subprocess.run(
             [*prefix, str(bindir / "pg_ctl"), "-D", str(datadir), "-m", "immediate", "-w", "stop"],
@@ -163,6 +174,75 @@ def running_server() -> Iterator[PostgresServer]:
             timeout=60,
         )
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _pg_ctl(server: PostgresServer, *args: str) -> None:
+    bindir = find_bindir()
+    assert bindir is not None
+    prefix, _, _ = _as_server_user()
+    subprocess.run(
+        [*prefix, str(bindir / "pg_ctl"), "-D", str(server.datadir), *args],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"},
+        timeout=90,
+    )
+
+
+def restart_fast(server: PostgresServer) -> None:
+    """``pg_ctl restart -m fast``: sessions are ended, the server is back when this returns."""
+    # -l: the new postmaster must not inherit our pipes (run() would wait for it to exit).
+    log = server.datadir.parent / "server.log"
+    _pg_ctl(server, "-m", "fast", "-l", str(log), "-w", "-t", "60", "restart")
+
+
+def kill_postmaster(server: PostgresServer) -> None:
+    """SIGKILL the server's postmaster, and wait until its orphaned backends are gone (they
+    exit on their own when they notice), so that :func:`start_again` can start it."""
+    pid = int((server.datadir / "postmaster.pid").read_text().split()[0])
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while _children_of(pid) or _alive(pid):
+        if time.monotonic() > deadline:
+            raise AssertionError("the killed postmaster's backends did not exit within 30 s")
+        time.sleep(0.05)
+    # A new postmaster refuses to start while the old one's pid exists, even as a zombie
+    # that this container's init has not reaped yet: the lock file is stale, remove it.
+    deadline = time.monotonic() + 2
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (server.datadir / "postmaster.pid").unlink(missing_ok=True)
+
+
+def start_again(server: PostgresServer) -> None:
+    """Start a stopped (or killed) server again on its data directory and port."""
+    log = server.datadir.parent / "server.log"
+    _pg_ctl(server, "-o", server.options, "-l", str(log), "-w", "-t", "60", "start")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _children_of(pid: int) -> list[int]:
+    """Live processes whose parent was ``pid`` or that were re-parented from it (same
+    session: PostgreSQL's backends keep the postmaster's session id)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().split(") ", 1)[1].split()
+        except (FileNotFoundError, IndexError, ProcessLookupError):
+            continue
+        state, ppid, _pgrp, session = fields[0], int(fields[1]), fields[2], int(fields[3])
+        if state != "Z" and (ppid == pid or session == pid) and int(entry.name) != pid:
+            found.append(int(entry.name))
+    return found
 
 
 @pytest.fixture(scope="session")
