@@ -13,7 +13,9 @@ the other replicas:
   ``NOTIFY``: after ``LISTEN`` reconnects and on every heartbeat, the inboxes of the runs held
   here are compared with what they were given;
 * an event logged by a run held elsewhere wakes this replica's SSE readers of that run, which
-  read the database's event log: a client may follow any run on any replica;
+  read the database's event log: a client may follow any run on any replica; after
+  ``LISTEN`` reconnects every reader here looks at its log again (what was logged meanwhile
+  was announced to nobody);
 * on a clean stop (SIGTERM) this replica stops running its runs without recording anything,
   then releases their leases, and the other replicas take them over at once (:meth:`hand_over`).
 """
@@ -49,6 +51,7 @@ class ReplicaSet:
             on_takeover=self._take_over,
             on_inbox=self._inbox,
             on_events=self._events,
+            on_resync=self._resync,
             on_lost=self._lost,
             workflows=manager.workflows,
         )
@@ -139,6 +142,13 @@ class ReplicaSet:
         checkpointer.deliver(run_id)
         if live.status == "waiting":
             live.status = "running"
+
+    def _resync(self) -> None:
+        # LISTEN was down: log entries written meanwhile woke nobody. Every reader here
+        # looks at its run's log again (rather than at its next keep-alive).
+        changed, self._changed = self._changed, {}
+        for event in changed.values():
+            event.set()
 
     def _events(self, run_id: str, seq: int) -> None:
         event = self._changed.pop(run_id, None)

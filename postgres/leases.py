@@ -59,6 +59,9 @@ class Replication:
             has not taken in (it is called again for entries already delivered).
         on_events: Called with a run id and a sequence number when a run's event log grew.
         on_lost: Called with a run id when this replica no longer holds a run it ran.
+        on_resync: Called with no argument after each (re)connect of ``LISTEN``: whatever
+            was announced while it was down reached nobody, so a reader that waits for
+            ``on_events`` should look at the log again.
         interval: Seconds between heartbeats (default a third of the lease).
         workflows: The workflow names this replica runs; it takes over only their runs
             (default: any).
@@ -72,6 +75,7 @@ class Replication:
         on_inbox: Callback | None = None,
         on_events: Callback | None = None,
         on_lost: Callback | None = None,
+        on_resync: Callback | None = None,
         interval: float | None = None,
         workflows: Iterable[str] | None = None,
     ) -> None:
@@ -86,6 +90,7 @@ class Replication:
         self._on_inbox = on_inbox
         self._on_events = on_events
         self._on_lost = on_lost
+        self._on_resync = on_resync
         self.workflows = None if workflows is None else frozenset(workflows)
         self._held: set[str] = set()
         self._tasks: list[asyncio.Task[None]] = []
@@ -161,6 +166,8 @@ class Replication:
                     # What was committed while nobody listened was announced to nobody:
                     # look now (what comes after LISTEN is announced).
                     await self._catch_up()
+                    if self._on_resync is not None:
+                        await _call(self._on_resync)
                     self.listening.set()
                     delay = 0.5
                     async for note in conn.notifies():
@@ -186,7 +193,9 @@ class Replication:
 
     async def _dispatch(self, channel: str, payload: str) -> None:
         if channel == RELEASE_CHANNEL:
-            if payload != self.store.replica_id:
+            # The payload is the releasing store's lease token: a process restarted under this
+            # replica id takes over what its predecessor released.
+            if payload != self.store.lease_token:
                 try:
                     await self._take_over()
                 except Exception:  # the heartbeat takes them over instead

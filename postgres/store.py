@@ -619,7 +619,7 @@ class PostgresCheckpointStore(SqlRunStore):
                 (ids, me, self.lease_token),
             ).fetchall()
             if rows:
-                conn.execute("SELECT pg_notify(%s, %s)", (RELEASE_CHANNEL, me))
+                conn.execute("SELECT pg_notify(%s, %s)", (RELEASE_CHANNEL, self.lease_token))
             return [str(r[0]) for r in rows]
 
         return self._write("release leases", release) if ids else []

@@ -50,10 +50,12 @@ def test_released_runs_in_progress_are_claimed_at_once_by_another_replica(postgr
         assert a.release_all([running]) == []  # no longer a's to release
 
 
-async def test_a_release_is_announced_and_taken_over_without_a_heartbeat(postgres_url):
-    """A replica listening takes released runs over on the release's NOTIFY."""
+@pytest.mark.parametrize("successor", ["b", "a"], ids=["another-replica", "same-replica-id"])
+async def test_a_release_is_announced_and_taken_over_without_a_heartbeat(postgres_url, successor):
+    """A replica listening takes released runs over on the release's NOTIFY, also a new
+    process under the releasing replica's own id (a rolling deploy that keeps names)."""
     a = PostgresCheckpointStore(postgres_url, replica_id="a", lease_seconds=LEASE)
-    b = PostgresCheckpointStore(postgres_url, replica_id="b", lease_seconds=LEASE)
+    b = PostgresCheckpointStore(postgres_url, replica_id=successor, lease_seconds=LEASE)
     runs = [uuid.uuid4().hex for _ in range(3)]
     for run_id in runs:
         a.create_run(_record(run_id))
@@ -72,7 +74,7 @@ async def test_a_release_is_announced_and_taken_over_without_a_heartbeat(postgre
         a.release_all(runs)
         await asyncio.wait_for(all_taken.wait(), 30)
         assert sorted(taken) == sorted(runs)
-        assert {b.lease_of(run_id)[0] for run_id in runs} == {"b"}
+        assert {b.lease_of(run_id)[0] for run_id in runs} == {successor}
     finally:
         await replication.stop()
         a.close()

@@ -118,6 +118,35 @@ async def test_after_listen_reconnects_every_held_runs_inbox_is_read_again(postg
         other.close()
 
 
+async def test_after_listen_reconnects_the_readers_of_runs_held_elsewhere_look_again(
+    postgres_url,
+):
+    """A stream reader on a replica waits for the NOTIFY of its run's next log entry; an entry
+    logged while that replica's LISTEN was down woke nobody, so the reconnect wakes every
+    reader (rather than their next keep-alive, 15 s later)."""
+    from types import SimpleNamespace
+
+    from batonflow.apps._replicas import ReplicaSet
+
+    reader = PostgresCheckpointStore(postgres_url, replica_id="reader", lease_seconds=600)
+    manager = SimpleNamespace(records=reader, workflows=None, live={}, checkpointers={})
+    replicas = ReplicaSet(manager)  # type: ignore[arg-type]
+    try:
+        await replicas.start()
+        await asyncio.wait_for(replicas.replication.listening.wait(), 10)
+        followed = replicas.changed("run-held-elsewhere")
+        await asyncio.sleep(0.5)
+        assert not followed.is_set()
+        replicas.replication.listening.clear()
+        assert await asyncio.to_thread(_terminate_listener, postgres_url, "reader") == 1
+        # Nothing is logged, nothing announced: only the reconnect can wake the reader.
+        await asyncio.wait_for(followed.wait(), 30)
+        assert replicas.replication.listening.is_set()
+    finally:
+        await replicas.replication.stop()
+        reader.close()
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_answers_and_cancels_posted_while_listen_reconnects_reach_the_runs(postgres_url, tmp_path):
