@@ -517,16 +517,20 @@ class WorkflowCheckpointer:
         last = checkpoint if same_run else self.store.latest(run_id)
         if last is None:
             record = self.store.run(checkpoint.run_id)
+            # The continuation of a run is run as it was: a server's under its served name
+            # (so another replica takes it over), with the same way to load its workflow.
             self.store.create_run(
                 RunRecord(
                     run_id,
-                    name,
+                    record.workflow_name if record is not None else name,
                     "running",
                     time.time(),
                     time.time(),
                     start_event=record.start_event if record is not None else None,
                     input=record.input if record is not None else None,
+                    owner=record.owner if record is not None else None,
                     pid=os.getpid(),
+                    flow_ref=record.flow_ref if record is not None else None,
                 )
             )
         else:

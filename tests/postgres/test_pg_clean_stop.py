@@ -9,14 +9,26 @@ the test can only come from the release, never from a lease that expired.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import time
 import uuid
 
 import pytest
+from batonflow.core import (
+    Context,
+    HumanResponseEvent,
+    InputRequiredEvent,
+    StartEvent,
+    StopEvent,
+    Workflow,
+    step,
+)
 from batonflow.core._records import RunRecord
+from batonflow.core.checkpoints import RunInfo, WorkflowCheckpointer
 from batonflow.postgres import PostgresCheckpointStore
 from batonflow.postgres.leases import Replication
+from replica_flows import Worked
 from replicas import Replica, executions
 
 LEASE = 600.0
@@ -143,3 +155,56 @@ def test_sigterm_of_a_replica_hands_its_runs_to_the_survivors(postgres_url, tmp_
         for replica in replicas:
             if replica.proc.poll() is None:
                 replica.stop()
+
+
+#: Whether Flaky's second step fails (the first run) or asks a question (the resumed one).
+FAIL = [True]
+
+
+class Flaky(Workflow):
+    """Fails in its second step the first time; asks a question when continued."""
+
+    @step
+    async def first(self, ev: StartEvent) -> Worked:
+        return Worked(value=1)
+
+    @step
+    async def second(self, ctx: Context, ev: Worked) -> StopEvent:
+        if FAIL[0]:
+            raise RuntimeError("boom")
+        reply = await ctx.wait_for_event(
+            HumanResponseEvent, waiter_event=InputRequiredEvent(prefix="go on? ")
+        )
+        return StopEvent(result=reply.response)
+
+
+async def test_a_run_a_server_resumed_is_handed_over_like_the_runs_it_started(postgres_url):
+    """A failed server run continued with run_from (what ``POST /runs/{id}/resume`` does) is
+    recorded as a server run of the same served name, so when its replica releases it (or
+    dies) another replica takes it over."""
+    with (
+        PostgresCheckpointStore(postgres_url, replica_id="a", lease_seconds=LEASE) as a,
+        PostgresCheckpointStore(postgres_url, replica_id="b", lease_seconds=LEASE) as b,
+    ):
+        cptr = WorkflowCheckpointer(Flaky(timeout=30), store=a)
+        FAIL[0] = True
+        failed = cptr.start(info=RunInfo({}, None, owner="server", name="flaky"))
+        with pytest.raises(RuntimeError, match="boom"):
+            await failed
+        FAIL[0] = False
+        resumed = cptr.run_from(a.latest(str(failed.run_id)))
+        run_id = str(resumed.run_id)
+        record = a.run(run_id)
+        assert record is not None
+        assert (record.owner, record.workflow_name) == ("server", "flaky")
+        try:
+            deadline = time.monotonic() + 30
+            while a.run(run_id).status != "waiting":
+                assert time.monotonic() < deadline, "the resumed run never asked its question"
+                await asyncio.sleep(0.05)
+            assert a.release_all([run_id]) == [run_id]
+            assert [r.run_id for r in b.claim_expired(workflows=["flaky"])] == [run_id]
+        finally:
+            await resumed.cancel_run()
+            with contextlib.suppress(BaseException):
+                await resumed
