@@ -1,13 +1,15 @@
 """Workflows the replica tests serve (in-process and as ``batonflow serve -w`` subprocesses).
 
 ``StepsFlow`` notes every step it runs in the file named by its start field ``log`` (fsynced,
-one line ``<run_id> <step> <pid>``), so a test counts executions across processes.
+one line ``<run_id> <step> <pid> <unix time>``), so a test counts executions across processes
+(and the soak tells which fault interrupted an execution that was repeated).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 
 from batonflow.core import (
     Context,
@@ -35,9 +37,9 @@ class ApprovalFlow(Workflow):
 
 
 def note(path: str, run_id: str, name: str) -> None:
-    """Append ``run_id name pid`` to ``path`` and fsync it (it must survive a SIGKILL)."""
+    """Append ``run_id name pid time`` to ``path`` and fsync it (it must survive a SIGKILL)."""
     with open(path, "a") as f:
-        f.write(f"{run_id} {name} {os.getpid()}\n")
+        f.write(f"{run_id} {name} {os.getpid()} {time.time():.3f}\n")
         f.flush()
         os.fsync(f.fileno())
 

@@ -8,87 +8,20 @@ once, in order.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from batonflow.client import Client
 from batonflow.client.errors import ClientError
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-FLOWS = HERE / "replica_flows.py"
-
-
-class Replica:
-    """One ``batonflow serve`` subprocess on the shared database; stderr goes to a file."""
-
-    def __init__(self, name: str, url: str, tmp: Path, lease: float) -> None:
-        self.name = name
-        self.log = tmp / f"{name}.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OTEL_"))}
-        env["PYTHONPATH"] = str(ROOT)
-        with open(self.log, "w") as err:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "batonflow",
-                    "serve",
-                    "--port",
-                    "0",
-                    "--db",
-                    url,
-                    "--replica-id",
-                    name,
-                    "--lease-seconds",
-                    str(lease),
-                    "--no-prebuilt",
-                    "--quiet",
-                    "-w",
-                    f"steps={FLOWS}:StepsFlow",
-                ],
-                cwd=tmp,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-            )
-        deadline = time.monotonic() + 60
-        while "batonflow server on " not in self.log.read_text():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.proc.kill()
-                raise AssertionError(f"replica {name} did not start:\n{self.log.read_text()}")
-            time.sleep(0.05)
-        line = self.log.read_text().split("batonflow server on ", 1)[1]
-        self.url = line.split()[0]
-        self.client = Client(self.url, timeout=30)
-
-    def kill(self) -> None:
-        self.client.close()
-        self.proc.send_signal(signal.SIGKILL)  # no shutdown hook runs: leases just expire
-        self.proc.wait(10)
-
-    def stop(self) -> None:
-        self.client.close()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+from replicas import Replica
 
 
 def _executions(log: Path) -> dict[tuple[str, str], list[int]]:
     """(run id, step) -> the pids that ran it, in order."""
     found: dict[tuple[str, str], list[int]] = {}
     for line in log.read_text().splitlines() if log.exists() else []:
-        run_id, step, pid = line.split()
+        run_id, step, pid = line.split()[:3]
         found.setdefault((run_id, step), []).append(int(pid))
     return found
 

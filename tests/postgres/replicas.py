@@ -1,0 +1,118 @@
+"""``batonflow serve`` replicas as subprocesses, for the tests and the soak on real PostgreSQL.
+
+A :class:`Replica` serves ``replica_flows.py``'s ``StepsFlow`` (as ``steps``) on a shared
+database with a short lease; its stderr (the start-up line, warnings, tracebacks) goes to a
+file the tests read when something goes wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from batonflow.client import Client
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+FLOWS = HERE / "replica_flows.py"
+
+
+class Replica:
+    """One ``batonflow serve`` subprocess on the shared database; stderr goes to a file.
+
+    Args:
+        name: Its ``--replica-id``.
+        url: The PostgreSQL URL of the shared database.
+        tmp: The folder for its log (and its working directory).
+        lease: ``--lease-seconds``.
+        log_name: The log file's name in ``tmp`` (default ``<name>.log``); a replica started
+            again under the same name gets a log of its own this way.
+        start_timeout: Seconds to wait for its start-up line.
+
+    Raises:
+        AssertionError: It exited or did not print its address within ``start_timeout``
+            (the message holds its log).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        url: str,
+        tmp: Path,
+        lease: float,
+        *,
+        log_name: str | None = None,
+        start_timeout: float = 60.0,
+    ) -> None:
+        self.name = name
+        self.log = tmp / (log_name or f"{name}.log")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OTEL_"))}
+        env["PYTHONPATH"] = str(ROOT)
+        with open(self.log, "w") as err:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "batonflow",
+                    "serve",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--db",
+                    url,
+                    "--replica-id",
+                    name,
+                    "--lease-seconds",
+                    str(lease),
+                    "--no-prebuilt",
+                    "--quiet",
+                    "-w",
+                    f"steps={FLOWS}:StepsFlow",
+                ],
+                cwd=tmp,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+        deadline = time.monotonic() + start_timeout
+        while "batonflow server on " not in self.log.read_text():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.proc.kill()
+                self.proc.wait(10)
+                raise AssertionError(f"replica {name} did not start:\n{self.log.read_text()}")
+            time.sleep(0.05)
+        line = self.log.read_text().split("batonflow server on ", 1)[1]
+        self.url = line.split()[0]
+        self.client = Client(self.url, timeout=30)
+
+    @property
+    def pid(self) -> int:
+        """The process id."""
+        return self.proc.pid
+
+    def tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines of its log."""
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def kill(self) -> None:
+        """SIGKILL it: no shutdown hook runs, its leases just expire."""
+        self.client.close()
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def stop(self, timeout: float = 20) -> None:
+        """SIGTERM it (a clean stop) and wait; SIGKILL it if it outlives ``timeout``."""
+        self.client.close()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
