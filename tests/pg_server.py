@@ -44,6 +44,9 @@ class PostgresServer:
     port: int
     user: str
     datadir: Path
+    #: Whether a commit waits for its WAL to be written: off (fast) for the fixtures; on for
+    #: a test that kills the postmaster, or a commit a client was told of may vanish.
+    synchronous_commit: bool = False
 
     def url(self, database: str = "postgres") -> str:
         """The ``postgresql://`` URL of one database on this server."""
@@ -127,7 +130,8 @@ def _pg_ctl(
     base = server.datadir.parent
     options = (
         f"-p {server.port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off "
-        "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        f"-c synchronous_commit={'on' if server.synchronous_commit else 'off'} "
+        "-c full_page_writes=off -c max_connections=200"
     )
     return subprocess.run(
         [
@@ -221,8 +225,13 @@ def _kill_leftovers(server: PostgresServer) -> None:
 
 
 @contextlib.contextmanager
-def running_server() -> Iterator[PostgresServer]:
-    """Start a fresh cluster on a free port and stop it (and remove its files) afterwards."""
+def running_server(*, synchronous_commit: bool = False) -> Iterator[PostgresServer]:
+    """Start a fresh cluster on a free port and stop it (and remove its files) afterwards.
+
+    Args:
+        synchronous_commit: Make each commit wait for its WAL (see
+            :attr:`PostgresServer.synchronous_commit`).
+    """
     bindir = find_bindir()
     if bindir is None:
         _missing("PostgreSQL server binaries (initdb, pg_ctl) not found")
@@ -235,7 +244,7 @@ def running_server() -> Iterator[PostgresServer]:
     user = "batonflow"
     env = _server_env()
     port = _free_port()
-    server = PostgresServer(host="127.0.0.1", port=port, user=user, datadir=datadir)
+    server = PostgresServer("127.0.0.1", port, user, datadir, synchronous_commit)
     try:
         subprocess.run(
             [
