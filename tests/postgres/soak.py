@@ -242,7 +242,9 @@ def _tracebacks(pool: ReplicaPool) -> dict[str, str]:
         text = replica.log.read_text(errors="replace") if replica.log.exists() else ""
         for part in text.split("Unhandled error ")[1:]:
             error_id = part.split(" ", 1)[0]
-            lines = [line for line in part.splitlines()[:400] if line.strip()]
+            lines = [
+                line for line in part.splitlines()[:400] if line.strip(" \t^~")
+            ]  # no blank lines, nor the lines of carets under a frame
             found[error_id] = "\n".join([lines[0], *_last_frames(lines)])
     return found
 

@@ -13,8 +13,8 @@ when) and the :class:`~soak_records.Ledger`. Each broken invariant becomes a
 * ``SSE sees each event once``: each reader saw seq 1, 2, ... up to the ``end``, the same
   entries as the log, none twice, none skipped;
 * ``steps run once``: a step ran twice only when a fault hit the first execution (a stall,
-  SIGTERM or SIGKILL of its replica, or a PostgreSQL restart, between its start and the next
-  execution's);
+  SIGTERM or SIGKILL of its replica, or a PostgreSQL restart, after it began and before the
+  next execution began);
 * ``accepted starts are recorded``: a run a client got ``202`` for is in the database.
 """
 
@@ -29,6 +29,8 @@ from typing import Any
 from soak_records import PG_FAULTS, REPLICA_FAULTS, Fault, Ledger, Reading, Violation
 
 STEPS = ("work", "check", "finish")
+#: Seconds after PostgreSQL is back during which a step may still fail on an old connection.
+PG_GRACE = 1.0
 
 
 @dataclass(frozen=True)
@@ -240,11 +242,19 @@ def _check_steps(
 
 
 def _interrupted(first: Execution, second: Execution, faults: list[Fault]) -> bool:
-    """Whether a fault hit ``first`` before ``second`` began (so running it again is right)."""
+    """Whether a fault hit ``first`` before ``second`` began (so running it again is right).
+
+    A fault on ``first``'s replica hits it when it lasted until after ``first`` began (a
+    replica SIGTERMed while it runs, or stalled, or killed); a PostgreSQL restart hits every
+    execution under way while the server was down, or in the second after (when the pools'
+    connections to the old server fail).
+    """
     for fault in faults:
-        if not first.at - 0.5 <= fault.started <= second.at:
+        if fault.started > second.at:
             continue
-        if fault.kind in PG_FAULTS or (fault.kind in REPLICA_FAULTS and fault.pid == first.pid):
+        if fault.kind in REPLICA_FAULTS and fault.pid == first.pid and fault.ended >= first.at:
+            return True
+        if fault.kind in PG_FAULTS and fault.ended + PG_GRACE >= first.at:
             return True
     return False
 
