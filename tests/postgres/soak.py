@@ -318,7 +318,9 @@ def _figures(
     return {
         "seed": str(seed),
         "duration of faults and load": f"{config.seconds:g} s (lease {config.lease:g} s)",
-        "replicas started (processes)": str(len(pool.all)),
+        "replicas started (processes) / starts refused": (
+            f"{len(pool.all)} / {counts['replica starts refused']}"
+        ),
         "runs started / completed right": f"{len(runs)} / {right}",
         "runs started with a 202 / recorded / completed": (
             f"{counts['runs started']} / {len(runs)} / {completed}"
