@@ -9,6 +9,10 @@ Where the binaries are missing the tests that need them are skipped with the ins
 except under CI (``CI=true``), where a missing server is a failure: CI must test PostgreSQL.
 We start the server ourselves rather than through ``pytest-postgresql`` because the fixture is
 short and needs the root-to-``postgres`` switch and per-test databases that we want anyway.
+
+A test that takes a server down (the soak: ``tests/postgres/soak.py``) starts its own with
+:func:`running_server` and uses :func:`restart_fast`, :func:`kill_postmaster` and
+:func:`start_server`, which keep the server's port and data directory.
 """
 
 from __future__ import annotations
@@ -40,12 +44,33 @@ class PostgresServer:
     port: int
     user: str
     datadir: Path
-    #: ``pg_ctl -o`` options it was started with (to start it again on the same port).
-    options: str = ""
+    #: Whether a commit waits for its WAL to be written: off (fast) for the fixtures; on for
+    #: a test that kills the postmaster, or a commit a client was told of may vanish.
+    synchronous_commit: bool = False
 
     def url(self, database: str = "postgres") -> str:
         """The ``postgresql://`` URL of one database on this server."""
         return f"postgresql://{self.user}@{self.host}:{self.port}/{database}"
+
+    @property
+    def log(self) -> Path:
+        """The server's log file."""
+        return self.datadir.parent / "server.log"
+
+    def log_tail(self, chars: int = 2000) -> str:
+        """The end of the server's log ("" before it has one)."""
+        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
+
+    def postmaster_pid(self) -> int | None:
+        """The running postmaster's process id, from its pid file (``None``: not running)."""
+        try:
+            first = (self.datadir / "postmaster.pid").read_text().split("\n", 1)[0]
+            pid = int(first)
+        except (OSError, ValueError):
+            return None
+        if not _alive(pid):
+            return None
+        return pid
 
 
 def find_bindir() -> Path | None:
@@ -90,12 +115,122 @@ def _missing(reason: str) -> None:
     pytest.skip(f"{reason}; {INSTALL_HINT}")
 
 
+def _server_env() -> dict[str, str]:
+    return {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
+
+
+def _pg_ctl(
+    server: PostgresServer, action: str, *args: str, check: bool = True, timeout: float = 90
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``pg_ctl <action>`` on the server's data directory, with its port and options."""
+    bindir = find_bindir()
+    if bindir is None:
+        raise RuntimeError(f"pg_ctl is gone; {INSTALL_HINT}.")
+    prefix, _, _ = _as_server_user()
+    base = server.datadir.parent
+    options = (
+        f"-p {server.port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off "
+        f"-c synchronous_commit={'on' if server.synchronous_commit else 'off'} "
+        "-c full_page_writes=off -c max_connections=200"
+    )
+    return subprocess.run(
+        [
+            *prefix,
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(server.datadir),
+            "-o",
+            options,
+            "-l",
+            str(server.log),
+            "-w",
+            "-t",
+            "60",
+            action,
+            *args,
+        ],
+        check=check,
+        capture_output=True,
+        env=_server_env(),
+        timeout=timeout,
+    )
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie nobody reaped yet does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def start_server(server: PostgresServer, timeout: float = 60) -> None:
+    """Start the stopped (or killed) ``server`` again on its port and data directory.
+
+    After a SIGKILL of the postmaster its backends take a moment to notice and exit, and a
+    new postmaster refuses to start while they hold the shared memory: so this retries.
+
+    Raises:
+        RuntimeError: The server did not start within ``timeout`` seconds (with its log).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        done = _pg_ctl(server, "start", check=False, timeout=timeout + 30)
+        if done.returncode == 0:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"PostgreSQL on port {server.port} did not start again within {timeout} s: "
+                f"{done.stderr.decode(errors='replace')}\n{server.log_tail()}"
+            )
+        time.sleep(0.3)
+
+
+def restart_fast(server: PostgresServer) -> None:
+    """``pg_ctl restart -m fast``: sessions are ended, the server stops cleanly and starts.
+
+    Raises:
+        subprocess.CalledProcessError: pg_ctl failed (its output is on the error).
+    """
+    _pg_ctl(server, "restart", "-m", "fast")
+
+
+def kill_postmaster(server: PostgresServer, timeout: float = 30) -> int:
+    """SIGKILL the postmaster (no shutdown at all) and wait until it is gone; return its pid.
+
+    The server stays down until :func:`start_server`.
+
+    Raises:
+        RuntimeError: No postmaster was running, or it outlived ``timeout``.
+    """
+    pid = server.postmaster_pid()
+    if pid is None:
+        raise RuntimeError(f"No PostgreSQL postmaster runs on port {server.port} to kill.")
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + timeout
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"The postmaster {pid} outlived SIGKILL by {timeout} s.")
+        time.sleep(0.05)
+    return pid
+
+
+def _kill_leftovers(server: PostgresServer) -> None:
+    """SIGKILL a postmaster that a failed stop left running."""
+    pid = server.postmaster_pid()
+    if pid is not None and _alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 @contextlib.contextmanager
-def running_server(*, crash_safe: bool = False) -> Iterator[PostgresServer]:
+def running_server(*, synchronous_commit: bool = False) -> Iterator[PostgresServer]:
     """Start a fresh cluster on a free port and stop it (and remove its files) afterwards.
 
-    ``crash_safe``: commits survive a killed postmaster (``synchronous_commit`` on; the
-    speed-ups otherwise lose the last commits when it dies, as documented).
+    Args:
+        synchronous_commit: Make each commit wait for its WAL (see
+            :attr:`PostgresServer.synchronous_commit`).
     """
     bindir = find_bindir()
     if bindir is None:
@@ -107,8 +242,9 @@ def running_server(*, crash_safe: bool = False) -> Iterator[PostgresServer]:
     if uid is not None and gid is not None:
         os.chown(base, uid, gid)
     user = "batonflow"
-    env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
+    env = _server_env()
     port = _free_port()
+    server = PostgresServer("127.0.0.1", port, user, datadir, synchronous_commit)
     try:
         subprocess.run(
             [
@@ -129,120 +265,22 @@ def running_server(*, crash_safe: bool = False) -> Iterator[PostgresServer]:
             env=env,
             timeout=120,
         )
-        options = (
-            f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off "
-            f"-c synchronous_commit={'on' if crash_safe else 'off'} -c full_page_writes=off "
-            "-c max_connections=200"
-        )
-        subprocess.run(
-            [
-                *prefix,
-                str(bindir / "pg_ctl"),
-                "-D",
-                str(datadir),
-                "-o",
-                options,
-                "-l",
-                str(base / "server.log"),
-                "-w",
-                "-t",
-                "60",
-                "start",
-            ],
-            check=True,
-            capture_output=True,
-            env=env,
-            timeout=90,
-        )
+        _pg_ctl(server, "start", timeout=90)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
-        log = base / "server.log"
-        detail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        detail = server.log_tail()
         out = getattr(exc, "stderr", b"") or b""
         shutil.rmtree(base, ignore_errors=True)
         pytest.fail(
             f"could not start a PostgreSQL server: {exc}\n{out.decode(errors='replace')}\n{detail}"
         )
     try:
-        yield PostgresServer(
-            host="127.0.0.1", port=port, user=user, datadir=datadir, options=options
-        )
+        yield server
     finally:
-        subprocess.run(
-            [*prefix, str(bindir / "pg_ctl"), "-D", str(datadir), "-m", "immediate", "-w", "stop"],
-            capture_output=True,
-            env=env,
-            timeout=60,
-        )
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            _pg_ctl(server, "stop", "-m", "immediate", check=False, timeout=60)
+        # A postmaster killed by a test leaves its backends to notice; none may outlive us.
+        _kill_leftovers(server)
         shutil.rmtree(base, ignore_errors=True)
-
-
-def _pg_ctl(server: PostgresServer, *args: str) -> None:
-    bindir = find_bindir()
-    assert bindir is not None
-    prefix, _, _ = _as_server_user()
-    subprocess.run(
-        [*prefix, str(bindir / "pg_ctl"), "-D", str(server.datadir), *args],
-        check=True,
-        capture_output=True,
-        env={**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"},
-        timeout=90,
-    )
-
-
-def restart_fast(server: PostgresServer) -> None:
-    """``pg_ctl restart -m fast``: sessions are ended, the server is back when this returns."""
-    # -l: the new postmaster must not inherit our pipes (run() would wait for it to exit).
-    log = server.datadir.parent / "server.log"
-    _pg_ctl(server, "-m", "fast", "-l", str(log), "-w", "-t", "60", "restart")
-
-
-def kill_postmaster(server: PostgresServer) -> None:
-    """SIGKILL the server's postmaster, and wait until its orphaned backends are gone (they
-    exit on their own when they notice), so that :func:`start_again` can start it."""
-    pid = int((server.datadir / "postmaster.pid").read_text().split()[0])
-    os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while _children_of(pid) or _alive(pid):
-        if time.monotonic() > deadline:
-            raise AssertionError("the killed postmaster's backends did not exit within 30 s")
-        time.sleep(0.05)
-    # A new postmaster refuses to start while the old one's pid exists, even as a zombie
-    # that this container's init has not reaped yet: the lock file is stale, remove it.
-    deadline = time.monotonic() + 2
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    (server.datadir / "postmaster.pid").unlink(missing_ok=True)
-
-
-def start_again(server: PostgresServer) -> None:
-    """Start a stopped (or killed) server again on its data directory and port."""
-    log = server.datadir.parent / "server.log"
-    _pg_ctl(server, "-o", server.options, "-l", str(log), "-w", "-t", "60", "start")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state != "Z"
-
-
-def _children_of(pid: int) -> list[int]:
-    """Live processes whose parent was ``pid`` or that were re-parented from it (same
-    session: PostgreSQL's backends keep the postmaster's session id)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().split(") ", 1)[1].split()
-        except (FileNotFoundError, IndexError, ProcessLookupError):
-            continue
-        state, ppid, _pgrp, session = fields[0], int(fields[1]), fields[2], int(fields[3])
-        if state != "Z" and (ppid == pid or session == pid) and int(entry.name) != pid:
-            found.append(int(entry.name))
-    return found
 
 
 @pytest.fixture(scope="session")

@@ -39,3 +39,24 @@ def test_missing_binaries_skip_locally_and_fail_under_ci(monkeypatch):
     with pytest.raises(pytest.fail.Exception, match="CI must run the PostgreSQL tests"):
         with pg_server.running_server():
             pass
+
+
+def test_a_server_restarted_or_killed_comes_back_on_its_port_with_its_data():
+    """restart_fast and kill_postmaster + start_server keep the port and the data."""
+    import pg_server
+
+    with pg_server.running_server() as server:
+        with psycopg.connect(server.url(), autocommit=True) as conn:
+            conn.execute("CREATE TABLE kept (x int)")
+        first = server.postmaster_pid()
+        pg_server.restart_fast(server)
+        second = server.postmaster_pid()
+        assert second is not None and second != first
+        killed = pg_server.kill_postmaster(server)
+        assert killed == second and server.postmaster_pid() is None
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(server.url(), connect_timeout=2).close()
+        pg_server.start_server(server)
+        with psycopg.connect(server.url()) as conn:
+            assert conn.execute("SELECT to_regclass('public.kept')").fetchone() == ("kept",)
+    assert not server.datadir.exists()

@@ -1,9 +1,10 @@
 """Workflows the replica tests serve (in-process and as ``batonflow serve -w`` subprocesses).
 
 ``StepsFlow`` notes every step it runs in the file named by its start field ``log`` (fsynced,
-one line ``<run_id> <step> <pid>``), so a test counts executions across processes. With the
-start field ``block`` its first step blocks the event loop (``time.sleep``) that many seconds,
-once per run (a marker file next to the log says it did): the replica stalls as a whole.
+one line ``<run_id> <step> <pid> <unix time>``), so a test counts executions across processes
+(and the soak tells which fault interrupted an execution that was repeated). With the start
+field ``block`` its first step blocks the event loop (``time.sleep``) that many seconds, once per
+run (a marker file next to the log says it did): the replica stalls as a whole.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ class ApprovalFlow(Workflow):
 
 
 def note(path: str, run_id: str, name: str) -> None:
-    """Append ``run_id name pid`` to ``path`` and fsync it (it must survive a SIGKILL)."""
+    """Append ``run_id name pid time`` to ``path`` and fsync it (it must survive a SIGKILL)."""
     with open(path, "a") as f:
-        f.write(f"{run_id} {name} {os.getpid()}\n")
+        f.write(f"{run_id} {name} {os.getpid()} {time.time():.3f}\n")
         f.flush()
         os.fsync(f.fileno())
 

@@ -1,8 +1,10 @@
-"""``batonflow serve`` replicas as subprocesses on one database, for the failover tests.
+"""``batonflow serve`` replicas as subprocesses, for the tests and the soak on real PostgreSQL.
 
-:class:`Replica` starts one (serving ``StepsFlow`` of ``replica_flows.py``), waits until it
-listens, and gives its client; it can be killed (SIGKILL), stalled (SIGSTOP, then SIGCONT) or
-stopped (SIGTERM). :func:`executions` reads the step log ``StepsFlow`` writes.
+A :class:`Replica` serves ``replica_flows.py``'s ``StepsFlow`` (as ``steps``) on a shared
+database with a short lease; its stderr (the start-up line, warnings, tracebacks) goes to a
+file the tests read when something goes wrong. It can be killed (SIGKILL), stalled (SIGSTOP,
+then SIGCONT) or stopped (SIGTERM). :func:`executions` and :func:`notes` read the step log
+``StepsFlow`` writes.
 """
 
 from __future__ import annotations
@@ -22,11 +24,34 @@ FLOWS = HERE / "replica_flows.py"
 
 
 class Replica:
-    """One ``batonflow serve`` subprocess on the shared database; stderr goes to a file."""
+    """One ``batonflow serve`` subprocess on the shared database; stderr goes to a file.
 
-    def __init__(self, name: str, url: str, tmp: Path, lease: float) -> None:
+    Args:
+        name: Its ``--replica-id``.
+        url: The PostgreSQL URL of the shared database.
+        tmp: The folder for its log (and its working directory).
+        lease: ``--lease-seconds``.
+        log_name: The log file's name in ``tmp`` (default ``<name>.log``); a replica started
+            again under the same name gets a log of its own this way.
+        start_timeout: Seconds to wait for its start-up line.
+
+    Raises:
+        AssertionError: It exited or did not print its address within ``start_timeout``
+            (the message holds its log).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        url: str,
+        tmp: Path,
+        lease: float,
+        *,
+        log_name: str | None = None,
+        start_timeout: float = 60.0,
+    ) -> None:
         self.name = name
-        self.log = tmp / f"{name}.log"
+        self.log = tmp / (log_name or f"{name}.log")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OTEL_"))}
         env["PYTHONPATH"] = str(ROOT)
         with open(self.log, "w") as err:
@@ -36,6 +61,8 @@ class Replica:
                     "-m",
                     "batonflow",
                     "serve",
+                    "--host",
+                    "127.0.0.1",
                     "--port",
                     "0",
                     "--db",
@@ -54,18 +81,29 @@ class Replica:
                 stdout=subprocess.DEVNULL,
                 stderr=err,
             )
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + start_timeout
         while "batonflow server on " not in self.log.read_text():
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.proc.kill()
+                self.proc.wait(10)
                 raise AssertionError(f"replica {name} did not start:\n{self.log.read_text()}")
             time.sleep(0.05)
         line = self.log.read_text().split("batonflow server on ", 1)[1]
         self.url = line.split()[0]
         self.client = Client(self.url, timeout=30)
 
+    @property
+    def pid(self) -> int:
+        """The process id."""
+        return self.proc.pid
+
+    def tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines of its log."""
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
     def kill(self) -> None:
-        """SIGKILL: no shutdown hook runs, its leases just expire."""
+        """SIGKILL it: no shutdown hook runs, its leases just expire."""
         self.client.close()
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)
@@ -78,14 +116,18 @@ class Replica:
         """SIGCONT: the stalled process wakes up where it stopped."""
         self.proc.send_signal(signal.SIGCONT)
 
-    def stop(self) -> int:
-        """SIGTERM (a clean stop); return the exit code."""
+    def stop(self, timeout: float = 20) -> int:
+        """SIGTERM it (a clean stop) and wait; SIGKILL it if it outlives ``timeout``.
+
+        Returns:
+            Its exit code.
+        """
         self.client.close()
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGCONT)  # a stopped process would never see it
             self.proc.terminate()
             try:
-                self.proc.wait(20)
+                self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
@@ -101,6 +143,7 @@ def executions(log: Path) -> dict[tuple[str, str], list[int]]:
 
 
 def notes(log: Path) -> list[tuple[str, str, int]]:
-    """The step log's lines in the order they were written: (run id, step, pid)."""
+    """The step log's lines in the order they were written: (run id, step, pid); the lines
+    also carry the time of each execution, which the soak reads itself."""
     lines = log.read_text().splitlines() if log.exists() else []
-    return [(run_id, step, int(pid)) for run_id, step, pid in (line.split() for line in lines)]
+    return [(parts[0], parts[1], int(parts[2])) for parts in (line.split() for line in lines)]

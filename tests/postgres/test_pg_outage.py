@@ -15,13 +15,13 @@ import pytest
 from batonflow.core._records import Checkpoint, RunRecord
 from batonflow.core.errors import CheckpointError, StoreUnreachableError
 from batonflow.postgres import PostgresCheckpointStore
-from pg_server import PostgresServer, kill_postmaster, restart_fast, running_server, start_again
+from pg_server import PostgresServer, kill_postmaster, restart_fast, running_server, start_server
 
 
 @pytest.fixture(scope="module")
 def own_server():
     """A server these tests may restart and kill (the session's is shared)."""
-    with running_server(crash_safe=True) as server:
+    with running_server(synchronous_commit=True) as server:
         yield server
 
 
@@ -61,7 +61,7 @@ def _checkpoint(run_id: str, seq: int) -> Checkpoint:
     [
         pytest.param(lambda server: restart_fast(server), id="restart-fast"),
         pytest.param(
-            lambda server: (kill_postmaster(server), time.sleep(1.0), start_again(server)),
+            lambda server: (kill_postmaster(server), time.sleep(1.0), start_server(server)),
             id="postmaster-killed",
         ),
     ],
@@ -119,7 +119,7 @@ def test_the_budget_ends_with_a_clear_error(own_server):
             assert "outage_seconds=1" in str(info.value)
             assert str(info.value).endswith("BATONFLOW_OUTAGE_SECONDS).")
         finally:
-            start_again(own_server)
+            start_server(own_server)
         rows, _ = _until_reachable(store.runs, gave_up=True)
         assert rows == []
     finally:

@@ -16,7 +16,7 @@ import httpx
 import psycopg
 import pytest
 from batonflow.client.errors import ClientError
-from pg_server import kill_postmaster, restart_fast, running_server, start_again
+from pg_server import kill_postmaster, restart_fast, running_server, start_server
 from test_pg_failover import Replica
 
 
@@ -46,7 +46,7 @@ def _restart_fast(server) -> None:
 def _kill_postmaster(server) -> None:
     kill_postmaster(server)
     time.sleep(2.0)
-    start_again(server)
+    start_server(server)
 
 
 @pytest.mark.slow
@@ -60,7 +60,7 @@ def _kill_postmaster(server) -> None:
 )
 def test_replicas_ride_out_a_database_outage(tmp_path, outage):
     """Runs in flight through a restart: each completes once, right; requests get 503s."""
-    with running_server(crash_safe=True) as server:
+    with running_server(synchronous_commit=True) as server:
         with psycopg.connect(server.url(), autocommit=True) as conn:
             conn.execute("CREATE DATABASE outage")
         url = server.url("outage")
