@@ -14,7 +14,8 @@ when) and the :class:`~soak_records.Ledger`. Each broken invariant becomes a
   entries as the log, none twice, none skipped;
 * ``steps run once``: a step ran twice only when a fault hit the first execution (a stall,
   SIGTERM or SIGKILL of its replica, or a PostgreSQL restart, after it began and before the
-  next execution began);
+  next execution began), or the second is the code of a stalled replica that had the step in
+  flight when it stopped and finished it when it woke;
 * ``accepted starts are recorded``: a run a client got ``202`` for is in the database.
 """
 
@@ -253,6 +254,12 @@ def _interrupted(first: Execution, second: Execution, faults: list[Fault]) -> bo
         if fault.started > second.at:
             continue
         if fault.kind in REPLICA_FAULTS and fault.pid == first.pid and fault.ended >= first.at:
+            return True
+        # A replica stalled with the step in flight finishes the step's code when it wakes,
+        # after a survivor took the run over and ran it (its writes are refused; the code
+        # between two awaits cannot be stopped from outside): the stalled execution is the
+        # interrupted one, though its note comes second.
+        if fault.kind == "stall" and fault.pid == second.pid and fault.started <= first.at:
             return True
         if fault.kind in PG_FAULTS and fault.ended + PG_GRACE >= first.at:
             return True
