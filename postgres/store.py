@@ -75,6 +75,16 @@ T = TypeVar("T")
 #: The server's clock, so leases do not depend on the replicas' clocks agreeing.
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
 
+#: A lease that ran out, and not because the database itself was down: after a restart every
+#: holder has one lease length (the claimer's, the parameter) to renew before its leases count
+#: as expired. Nobody could renew while the server was away, so without this the first replica
+#: whose heartbeat comes after a restart longer than the lease would take every other live
+#: replica's runs over, and their steps in flight would run twice.
+_EXPIRED = (
+    f"GREATEST(lease_until, EXTRACT(EPOCH FROM pg_postmaster_start_time())::double precision "
+    f"+ %s) < {NOW}"
+)
+
 #: Version 2 is the first PostgreSQL schema: the tables of core's SQL store, as they are
 #: (those of the current version: a new database gets them whole, and the later migrations
 #: find nothing left to do).
@@ -563,12 +573,12 @@ class PostgresCheckpointStore(SqlRunStore):
                 "WHERE status = ANY(%s) AND (%s::text IS NULL OR owner = %s) "
                 "AND (%s::text[] IS NULL OR workflow_name = ANY(%s)) "
                 "AND ((lease_owner IS NOT NULL AND lease_token IS DISTINCT FROM %s "
-                f"AND lease_until < {NOW}) OR (lease_owner IS NULL AND status = ANY(%s))) "
+                f"AND {_EXPIRED}) OR (lease_owner IS NULL AND status = ANY(%s))) "
                 "ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED) "
                 f"AND NOT {ENDED_SQL} RETURNING {RUN_COLUMNS}",
                 (
                     *(me, self.lease_token, self.lease_seconds, statuses, owner, owner),
-                    *(names, names, self.lease_token, active, limit),
+                    *(names, names, self.lease_token, self.lease_seconds, active, limit),
                 ),
             ).fetchall(),
         )
