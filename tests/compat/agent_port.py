@@ -34,7 +34,9 @@ _AGENT_FROM = re.compile(
 
 def port_agent_imports(source: str) -> str:
     """The program with its llama-index agent and workflow imports changed to batonflow's."""
-    return port_imports(_AGENT_FROM.sub(lambda m: f"{m['indent']}from batonflow.agents import ", source))
+    return port_imports(
+        _AGENT_FROM.sub(lambda m: f"{m['indent']}from batonflow.agents import ", source)
+    )
 
 
 def run_example(program: Path, *, ported: bool) -> subprocess.CompletedProcess[str]:

@@ -9,9 +9,7 @@ from _llm import ScriptedLLM, show_calls
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.workflow import Context, JsonSerializer
 
-llm = ScriptedLLM(
-    ["Nice to meet you, Logan!", "Your name is Logan.", "Yes, your name is Logan."]
-)
+llm = ScriptedLLM(["Nice to meet you, Logan!", "Your name is Logan.", "Yes, your name is Logan."])
 agent = FunctionAgent(tools=[], llm=llm, system_prompt="You are a helpful assistant.")
 
 

@@ -87,7 +87,11 @@ review_agent = FunctionAgent(
 agent_workflow = AgentWorkflow(
     agents=[research_agent, write_agent, review_agent],
     root_agent=research_agent.name,
-    initial_state={"research_notes": {}, "report_content": "Not written yet.", "review": "Review required."},
+    initial_state={
+        "research_notes": {},
+        "report_content": "Not written yet.",
+        "review": "Review required.",
+    },
 )
 
 
