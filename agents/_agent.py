@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from batonflow.core import Context, StartEvent, StopEvent, Workflow, step
+from batonflow.core import Context, StartEvent, StopEvent, Workflow, WorkflowHandler, step
 from batonflow.core.retry import RetryPolicy
 from batonflow.core.tracing import tool_span
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
@@ -55,6 +55,7 @@ from .events import (
 )
 from .members import DEFAULT_AGENT_DESCRIPTION, REASONING, SCRATCHPAD, AgentMember
 from .results import AgentResult, ToolCallRecord
+from .run_args import agent_run_kwargs
 from .structured import RUN_OUTPUT_CLS, run_output_cls_path, structured_response
 from .tools import ToolLike, call_tool
 from .tracing import agent_span, ensure_llm_spans, record_tool_outcome
@@ -131,6 +132,18 @@ class ToolAgentBase(AgentMember, Workflow):
     def agent_name(self) -> str:
         """The agent's ``name`` (carried by its events as ``current_agent_name``)."""
         return self.name
+
+    def run(self, *args: Any, **kwargs: Any) -> WorkflowHandler:
+        """Start a run: ``run(input="...")`` (or ``user_msg=``), and the options of
+        :class:`~batonflow.agents.events.AgentStart`, ``ctx=`` to continue a conversation.
+
+        Positional arguments are llama-index's: ``run(user_msg, chat_history, memory, ctx)``,
+        or ``run(ctx, start_event)``.
+
+        Returns:
+            The run's handler; ``await`` it for the :class:`AgentResult`.
+        """
+        return super().run(**agent_run_kwargs(type(self).__name__, args, kwargs))
 
     # -- the steps -------------------------------------------------------------------------
 

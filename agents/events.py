@@ -29,6 +29,7 @@ from pydantic import (
     WithJsonSchema,
     field_serializer,
     field_validator,
+    model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
 
@@ -248,19 +249,44 @@ class ToolCallResult(Event):
         tool_kwargs: The arguments it was called with.
         tool_id: The call's id.
         tool_output: llama-index's ``ToolOutput``: ``.content`` is the text the LLM is shown
-            (the error text when the call failed), ``.raw_output`` what the tool returned.
-        is_error: Whether the call failed.
+            (the error text when the call failed), ``.raw_output`` what the tool returned,
+            ``.is_error`` whether the call failed.
         return_direct: Whether the tool's output ends the run as the answer.
         current_agent_name: The agent that asked for the call.
+
+    ``is_error`` is read from ``tool_output.is_error`` (a property, not a field, so the repr and
+    the fields are llama-index's); ``ToolCallResult(..., is_error=True)`` still builds one,
+    setting it on the tool output.
     """
 
     tool_name: str
     tool_kwargs: dict[str, Any] = Field(default_factory=dict)
     tool_id: str = ""
     tool_output: ToolOutput
-    is_error: bool = False
     return_direct: bool = False
     current_agent_name: str = "agent"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _error_flag(cls, data: Any) -> Any:
+        # Older callers pass is_error=...: it is the tool output's flag.
+        if isinstance(data, dict) and "is_error" in data:
+            data = dict(data)
+            flag = bool(data.pop("is_error"))
+            output = data.get("tool_output")
+            if isinstance(output, str):
+                name = data.get("tool_name", "")
+                output = ToolOutput(content=output, tool_name=name, raw_input={}, raw_output=output)
+            if isinstance(output, ToolOutput) and output.is_error != flag:
+                output = output.model_copy(update={"is_error": flag})
+            if output is not None:
+                data["tool_output"] = output
+        return data
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the call failed (``tool_output.is_error``)."""
+        return bool(self.tool_output.is_error)
 
     @field_validator("tool_output", mode="before")
     @classmethod

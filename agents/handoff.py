@@ -18,12 +18,8 @@ HANDOFF_TOOL = "handoff"
 
 
 def handoff(to_agent: str, reason: str) -> str:
-    """Hand the conversation to another agent.
-
-    Args:
-        to_agent: The name of the agent to hand off to.
-        reason: Why that agent should take over.
-    """
+    """Hand the conversation to ``to_agent``, saying why in ``reason``."""
+    # No Args section: the parameters' schema is llama-index's (names and types, no text).
     # The workflow handles handoff calls itself (it checks the target and switches agents);
     # this body only gives the tool its schema and is never the one that runs.
     return f"{to_agent}: {reason}"

@@ -362,20 +362,24 @@ class FunctionCallingMember(AgentMember):
         )
 
     async def handle_tool_call_results(self, ctx: Context, results: list[ToolCallResult]) -> None:
-        """One ``tool`` message per result, with the call's id, as the provider expects."""
+        """One ``tool`` message per result (its blocks, the call's id), as llama-index sends it."""
         scratchpad = await self._scratchpad(ctx)
         for result in results:
             scratchpad.append(
                 ChatMessage(
                     role=MessageRole.TOOL,
-                    content=result.tool_output.content,
-                    additional_kwargs={"tool_call_id": result.tool_id, "name": result.tool_name},
+                    blocks=list(result.tool_output.blocks),
+                    additional_kwargs={"tool_call_id": result.tool_id},
                 )
             )
             if _answers(result):
                 # The tool's output is the answer: keep it in the history as the reply.
                 scratchpad.append(
-                    ChatMessage(role=MessageRole.ASSISTANT, content=result.tool_output.content)
+                    ChatMessage(
+                        role=MessageRole.ASSISTANT,
+                        content=str(result.tool_output.content),
+                        additional_kwargs={"tool_call_id": result.tool_id},
+                    )
                 )
                 break
         await ctx.store.set(SCRATCHPAD, scratchpad)

@@ -39,34 +39,40 @@ Answer: your answer, in the language of the user's question.
 
 NO_TOOLS_DESCRIPTION = "(no tools: answer directly)"
 
-#: The handoff tool's description, formatted with ``{agent_info}`` (name -> description).
-HANDOFF_PROMPT = """\
-Pass the conversation to another agent. Use it when another agent is better placed than you to
-do what the user asks, and say why in `reason`.
+# The next four are the texts llama-index's agents show the LLM, word for word: a prompt is
+# behaviour (the LLM answers what it is shown), so a port must show the same text.
 
-The agents you can pass to:
+#: The handoff tool's description, formatted with ``{agent_info}`` (the agents it may pass to,
+#: as a ``{name: description}`` dict).
+HANDOFF_PROMPT = """Useful for handing off to another agent.
+If you are currently not equipped to handle the user's request, or another agent is better \
+suited to handle the request, please hand off to the appropriate agent.
+
+Currently available agents:
 {agent_info}
 """
 
 #: What the handoff tool returns, formatted with ``{to_agent}`` and ``{reason}``.
 HANDOFF_OUTPUT_PROMPT = (
-    "The request now goes to agent {to_agent}, because: {reason}. Carry on with it."
+    "Agent {to_agent} is now handling the request due to the following reason: {reason}."
+    "\nPlease continue with the current request."
 )
 
 #: How the shared state is shown with the user's message: ``{state}`` and ``{msg}``.
-STATE_PROMPT = """\
-The shared state now:
+STATE_PROMPT = """Current state:
 {state}
 
-The user's message:
+Current message:
 {msg}
 """
 
 #: The last call's instruction when max_iterations is reached with early_stopping="generate".
-EARLY_STOPPING_PROMPT = (
-    "You made {max_iterations} steps, the most allowed. Use no more tools: answer the user's "
-    "request as well as you can with what you found so far."
-)
+EARLY_STOPPING_PROMPT = """\
+You have reached the maximum number of iterations ({max_iterations}).
+Based on the information gathered so far, please provide a helpful final response to the \
+user's original query.
+Do not attempt to use any more tools. Simply summarize what you have learned and provide the \
+best possible answer."""
 
 
 def react_system_prompt(

@@ -60,6 +60,7 @@ from .members import (
     check_output_options,
 )
 from .prompts import HANDOFF_OUTPUT_PROMPT, HANDOFF_PROMPT, STATE_PROMPT
+from .run_args import agent_run_kwargs
 from .structured import RUN_OUTPUT_CLS, run_output_cls_path, structured_response
 from .tools import ToolOutcome, call_tool
 from .tracing import agent_span, ensure_llm_spans, record_handoff, record_tool_outcome
@@ -253,9 +254,8 @@ class AgentWorkflow(Workflow):
         tools = list(agent.tools.values())
         targets = self.handoff_targets(agent)
         if targets:
-            description = self.handoff_prompt.format(
-                agent_info="\n".join(f"- {n}: {d}" for n, d in targets.items())
-            )
+            # The agents as llama-index shows them: a {name: description} dict's text.
+            description = self.handoff_prompt.format(agent_info=str(targets))
             tools.append(handoff_tool(description))
         return tools
 
@@ -265,15 +265,16 @@ class AgentWorkflow(Workflow):
         """Start a run: ``run(user_msg="...")`` (or ``input=``), with optional ``memory=``,
         ``chat_history=``, ``max_iterations=``, ``output_cls=``, ``tool_choice=``, ``ctx=``.
 
+        Positional arguments are llama-index's: ``run(user_msg, chat_history, memory, ctx)``,
+        or ``run(ctx, start_event)``.
+
         Returns:
             The run's handler; ``await`` it for the final :class:`AgentOutput`.
         """
-        if args and isinstance(args[0], str | ChatMessage):
-            kwargs.setdefault("user_msg", args[0])
-            args = args[1:]
+        kwargs = agent_run_kwargs(type(self).__name__, args, kwargs)
         if "input" in kwargs and "user_msg" not in kwargs:
             kwargs["user_msg"] = kwargs.pop("input")
-        return super().run(*args, **kwargs)
+        return super().run(**kwargs)
 
     @step
     async def init_run(self, ctx: Context, ev: AgentWorkflowStartEvent) -> AgentInput:
@@ -358,6 +359,7 @@ class AgentWorkflow(Workflow):
         tool_choice = await ctx.store.get("tool_choice", default=None) if iterations == 0 else None
         with agent_span(agent.name, agent.description):
             output = await agent.take_step(ctx, ev.input, self.get_tools(agent), tool_choice)
+        output.is_final = not output.tool_calls and not output.retry_messages
         ctx.write_event_to_stream(output)
         return output
 
@@ -495,6 +497,9 @@ class AgentWorkflow(Workflow):
         self, ctx: Context, output: AgentOutput, agent: AgentMember, memory: BaseMemory
     ) -> StopEvent:
         done: list[ToolCallResult] = await ctx.store.get("current_tool_calls", default=[])
+        # The run's result is a copy: the AgentOutput already streamed keeps this turn's own
+        # tool calls (none, on a turn that answers), as llama-index's stream shows it.
+        output = output.model_copy()
         if not output.tool_calls:
             output.tool_calls = [_selection(r) for r in done]
         await ctx.store.set("current_tool_calls", [])

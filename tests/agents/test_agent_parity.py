@@ -413,7 +413,7 @@ async def test_max_iterations_force_and_generate(kind: str) -> None:
     assert str(result) == "best answer so far"
     assert len(llm.calls) == 3
     last = llm.calls[-1]
-    assert "the most allowed" in (last[-1].content or "")
+    assert "maximum number of iterations (2)" in (last[-1].content or "")
     # No tool call is sent without its result (providers refuse that).
     for i, message in enumerate(last):
         if message.role.value == "assistant" and getattr(message, "blocks", None):
@@ -632,7 +632,7 @@ async def test_early_answer_over_openai_sends_no_unanswered_tool_call(
     )
     assert str(result) == "order 1 shipped; 2 unknown."
     last = sent_messages(route.calls[2].request)
-    assert "the most allowed" in last[-1]["content"]
+    assert "maximum number of iterations (2)" in last[-1]["content"]
     for i, message in enumerate(last):
         for call in message.get("tool_calls") or []:
             assert last[i + 1]["role"] == "tool"

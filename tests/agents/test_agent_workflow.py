@@ -286,7 +286,7 @@ async def test_max_iterations_force_and_generate() -> None:
     agent = FunctionAgent(tools=[lookup], llm=llm)
     output = await agent.run(user_msg="loop", max_iterations=2, early_stopping_method="generate")
     assert str(output) == "best answer so far"
-    assert "the most allowed" in (llm.calls[-1][-1].content or "")
+    assert "maximum number of iterations (2)" in (llm.calls[-1][-1].content or "")
 
 
 async def test_react_agent_works_as_a_member_of_an_agent_workflow() -> None:
