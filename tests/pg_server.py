@@ -211,13 +211,51 @@ def kill_postmaster(server: PostgresServer) -> None:
     deadline = time.monotonic() + 2
     while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
+    _remove_lock_files(server)
+
+
+def _remove_lock_files(server: PostgresServer) -> None:
+    """Remove the lock files of a postmaster that is dead: the data directory's
+    ``postmaster.pid`` and the socket's ``.s.PGSQL.<port>.lock`` (in the socket directory, the
+    data directory's parent). A new postmaster refuses to start while the pid either names is
+    a live process, and a killed postmaster's pid is soon another process's under load."""
     (server.datadir / "postmaster.pid").unlink(missing_ok=True)
+    (server.datadir.parent / f".s.PGSQL.{server.port}.lock").unlink(missing_ok=True)
 
 
-def start_again(server: PostgresServer) -> None:
-    """Start a stopped (or killed) server again on its data directory and port."""
+def start_again(server: PostgresServer, deadline: float = 60.0) -> None:
+    """Start a stopped (or killed) server again on its data directory and port.
+
+    A start that fails (the port still held by a dying process, a lock file left behind) is
+    tried again until ``deadline`` seconds have passed; then the error quotes the server log.
+    """
     log = server.datadir.parent / "server.log"
-    _pg_ctl(server, "-o", server.options, "-l", str(log), "-w", "-t", "60", "start")
+    end = time.monotonic() + deadline
+    while True:
+        seen = log.stat().st_size if log.exists() else 0
+        try:
+            _pg_ctl(server, "-o", server.options, "-l", str(log), "-w", "-t", "60", "start")
+            return
+        except subprocess.CalledProcessError as exc:
+            with open(log, "rb") as f:
+                f.seek(seen)
+                tail = f.read().decode(errors="replace")[-2000:]
+            if time.monotonic() > end:
+                raise AssertionError(
+                    f"pg_ctl start failed (exit {exc.returncode}) for {deadline:g} s: "
+                    f"{exc.stderr.decode(errors='replace').strip()}\nserver log:\n{tail}"
+                ) from exc
+            if not _postmaster_alive(server):
+                _remove_lock_files(server)  # left by the postmaster that just failed
+            time.sleep(0.2)
+
+
+def _postmaster_alive(server: PostgresServer) -> bool:
+    try:
+        pid = int((server.datadir / "postmaster.pid").read_text().split()[0])
+    except (FileNotFoundError, ValueError, IndexError):
+        return False
+    return _alive(pid)
 
 
 def _alive(pid: int) -> bool:
