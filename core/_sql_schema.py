@@ -219,6 +219,10 @@ class Statements:
     set_holder: str
     reopen: str
     let_go: str
+    outcome: str
+    checkpoint_at: str
+    inbox_post: str
+    last_event: str
 
     @classmethod
     def build(cls, param: str, *, state_json: str, lock_row: str = "") -> Statements:
@@ -288,6 +292,14 @@ class Statements:
             "AND status IN ('interrupted', 'failed', 'cancelled')",
             "let_go": "UPDATE checkpoint_runs SET lease_owner = NULL WHERE run_id = ? "
             "AND lease_owner = ?",
+            # What a write leaves behind when it committed (see core/_rechecks.py).
+            "outcome": "SELECT status, result, error, updated_at FROM checkpoint_runs "
+            "WHERE run_id = ?" + lock_row,
+            "checkpoint_at": "SELECT id, created_at FROM checkpoints WHERE run_id = ? AND seq = ?",
+            "inbox_post": "SELECT seq FROM run_inbox WHERE run_id = ? AND created_at = ? "
+            "AND body = ?",
+            "last_event": "SELECT seq, kind, body FROM run_events WHERE run_id = ? "
+            "ORDER BY seq DESC LIMIT 1",
         }
         delete = tuple(
             f"DELETE FROM {table} WHERE run_id = ?"

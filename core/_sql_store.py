@@ -32,6 +32,14 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Self, TypeVar
 
 from ._holds import describe, holder_alive
+from ._rechecks import (
+    Recheck,
+    checkpoint_stored,
+    event_appended,
+    inbox_posted,
+    run_recorded,
+    status_written,
+)
 from ._records import (
     ENDED,
     Checkpoint,
@@ -90,10 +98,22 @@ class SqlRunStore:
 
     # -- the dialect --------------------------------------------------------------------------
 
-    def _write(self, action: str, fn: Callable[[Conn], T], *, transaction: bool = True) -> T:
+    def _write(
+        self,
+        action: str,
+        fn: Callable[[Conn], T],
+        *,
+        transaction: bool = True,
+        idempotent: bool = False,
+        recheck: Recheck[T] | None = None,
+    ) -> T:
         """Run ``fn`` on a connection, in one transaction unless ``transaction=False`` (``fn``
         is then one statement, atomic by itself); driver errors become store errors naming
-        ``action``."""
+        ``action``.
+
+        Every write says how it is made again after a lost answer (see ``core/_rechecks.py``):
+        ``idempotent`` (running ``fn`` twice is the same as once), or a ``recheck``.
+        """
         raise NotImplementedError
 
     def _query(self, sql: str, args: tuple[Any, ...]) -> builtins.list[tuple[Any, ...]]:
@@ -126,13 +146,18 @@ class SqlRunStore:
         return run_row(record)
 
     def _update_status(
-        self, conn: Conn, run_id: str, status: str, result: str | None, error: str | None
+        self,
+        conn: Conn,
+        run_id: str,
+        status: str,
+        result: str | None,
+        error: str | None,
+        stamp: float,
     ) -> None:
-        """Write a run's new status (inside the transaction of :meth:`finish_run`, after
-        :meth:`_fence`); nothing changes when the run has ended already."""
-        conn.execute(
-            self.sql.set_status, (status, result, error, time.time(), status, status, run_id)
-        )
+        """Write a run's new status, ``updated_at`` ``stamp`` (inside the transaction of
+        :meth:`finish_run`, after :meth:`_fence`); nothing changes when the run has ended
+        already."""
+        conn.execute(self.sql.set_status, (status, result, error, stamp, status, status, run_id))
 
     def _put_recorded(self, checkpoint: Checkpoint, row: tuple[Any, ...]) -> None:
         """Insert the checkpoint of a run whose record exists (one statement)."""
@@ -143,12 +168,20 @@ class SqlRunStore:
             except self.unique_violation as exc:
                 raise checkpoint_taken_error(checkpoint) from exc
 
-        self._write("write a checkpoint", insert, transaction=False)
+        self._write(
+            "write a checkpoint",
+            insert,
+            transaction=False,
+            recheck=checkpoint_stored(self.sql, checkpoint),
+        )
 
     # -- runs ---------------------------------------------------------------------------------
 
     def create_run(self, record: RunRecord) -> None:
         """Record a new run (before any of its steps runs).
+
+        A retry after a lost answer that finds the row it committed (this very record) is
+        not a conflict.
 
         Raises:
             RunConflictError: A run with that id exists.
@@ -163,7 +196,7 @@ class SqlRunStore:
             except self.unique_violation as exc:
                 raise run_exists_error(record.run_id, self._where) from exc
 
-        self._write("record a new run", insert)
+        self._write("record a new run", insert, recheck=run_recorded(self.sql, record))
         self._recorded.add(record.run_id)
         if self._holder is not None:
             self._held.add(record.run_id)
@@ -196,15 +229,21 @@ class SqlRunStore:
         if status not in ("running", "waiting"):
             self._held.discard(run_id)
 
+        stamp = time.time()
+
         def finish(conn: Conn) -> None:
             self._fence(conn, run_id)
             if end is not None:
                 row = conn.execute(self.sql.append_end, (run_id, end, run_id, run_id)).fetchone()
                 if row is not None:
                     self._appended(conn, run_id, int(row[0]))
-            self._update_status(conn, run_id, status, result, error)
+            self._update_status(conn, run_id, status, result, error, stamp)
 
-        self._write("set a run's status" if end is None else "record how a run ended", finish)
+        self._write(
+            "set a run's status" if end is None else "record how a run ended",
+            finish,
+            recheck=status_written(self.sql, run_id, status, result, error, stamp),
+        )
 
     def acquire(self, run_id: str) -> None:
         """Make this process the one that continues ``run_id`` (a resume), before any step runs.
@@ -232,7 +271,7 @@ class SqlRunStore:
                 conn.execute(self.sql.set_holder, (self._holder, run_id))
             conn.execute(self.sql.reopen, (time.time(), run_id))
 
-        self._write("take a run to resume it", take)
+        self._write("take a run to resume it", take, idempotent=True)
         if self._holder is not None:
             self._held.add(run_id)
 
@@ -242,7 +281,11 @@ class SqlRunStore:
             return
         self._held.discard(run_id)
         holder = self._holder
-        self._write("let go of a run", lambda conn: conn.execute(self.sql.let_go, (run_id, holder)))
+        self._write(
+            "let go of a run",
+            lambda conn: conn.execute(self.sql.let_go, (run_id, holder)),
+            idempotent=True,
+        )
 
     def _busy(self, run_id: str, owner: str | None) -> RunBusyError:
         who = "this process already" if run_id in self._held else describe(owner or "")
@@ -289,7 +332,7 @@ class SqlRunStore:
             for statement in self.sql.delete:
                 conn.execute(statement, (run_id,))
 
-        self._write("delete a run", delete)
+        self._write("delete a run", delete, idempotent=True)
         self._recorded.discard(run_id)
 
     # -- checkpoints --------------------------------------------------------------------------
@@ -324,7 +367,7 @@ class SqlRunStore:
             except self.unique_violation as exc:
                 raise checkpoint_taken_error(checkpoint) from exc
 
-        self._write("write a checkpoint", insert)
+        self._write("write a checkpoint", insert, recheck=checkpoint_stored(self.sql, checkpoint))
         self._recorded.add(checkpoint.run_id)
 
     def list(self, run_id: str) -> builtins.list[Checkpoint]:
@@ -426,7 +469,12 @@ class SqlRunStore:
                 conn.execute(sql.mark_waiting, (seq, time.time(), run_id))
             return int(seq)
 
-        return self._write("record a stream event", append, transaction=waiting)
+        return self._write(
+            "record a stream event",
+            append,
+            transaction=waiting,
+            recheck=event_appended(self.sql, run_id, kind, body, waiting, None),
+        )
 
     def events(
         self, run_id: str, after: int = 0, limit: int | None = None
@@ -461,6 +509,7 @@ class SqlRunStore:
             StoreFullError: The disk is full; nothing was written.
         """
         sql = self.sql
+        stamp = time.time()  # the entry's created_at: it tells this post from any other
 
         def post(conn: Conn) -> int:
             row = conn.execute(sql.lock_run, (run_id,)).fetchone()
@@ -468,15 +517,19 @@ class SqlRunStore:
             (seq,) = conn.execute(sql.next_inbox_seq, (run_id,)).fetchone()
             try:
                 # The unique (run_id, key) decides which of two answers wins.
-                conn.execute(sql.insert_inbox, (run_id, seq, body, key, time.time()))
+                conn.execute(sql.insert_inbox, (run_id, seq, body, key, stamp))
             except self.unique_violation as exc:
                 raise answered_error(run_id) from exc
             if key is not None:
-                conn.execute(sql.answered, (time.time(), run_id))
+                conn.execute(sql.answered, (stamp, run_id))
             self._posted(conn, run_id, int(seq))
             return int(seq)
 
-        return self._write("commit an event to the run's inbox", post)
+        return self._write(
+            "commit an event to the run's inbox",
+            post,
+            recheck=inbox_posted(sql, run_id, body, answer, stamp),
+        )
 
     def inbox(self, run_id: str, after: int = 0) -> builtins.list[InboxItem]:
         """The run's inbox events with ``seq > after``, in order."""

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ._holds import forget_holder, new_holder
+from ._rechecks import Recheck
 from ._records import Checkpoint, RunRecord, checkpoint_taken_error
 from ._sql_schema import RUN_COLUMNS, Statements
 from ._sql_store import SqlRunStore
@@ -189,9 +190,18 @@ class SqliteCheckpointStore(SqlRunStore):
         conn.execute("COMMIT")
 
     def _write(
-        self, action: str, fn: Callable[[sqlite3.Connection], T], *, transaction: bool = True
+        self,
+        action: str,
+        fn: Callable[[sqlite3.Connection], T],
+        *,
+        transaction: bool = True,
+        idempotent: bool = False,
+        recheck: Recheck[T] | None = None,
     ) -> T:
-        """Run ``fn`` in one transaction under the lock; SQLite errors become store errors."""
+        """Run ``fn`` in one transaction under the lock; SQLite errors become store errors.
+
+        ``idempotent`` and ``recheck`` are not needed: a local file loses no answers.
+        """
         with self._lock:
             conn = self._conn
             try:

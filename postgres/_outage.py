@@ -14,12 +14,12 @@ freeze the loop (no 503s, no heartbeats, no other run). The waiting is done inst
 can be asynchronous: a run waits at its step boundary (``await`` ``retry_after``), an HTTP
 request gets ``503`` with ``Retry-After``, the heartbeat tries at its next beat.
 
-Only reachability is retried (:func:`classify`). A write is retried when it cannot have
-committed: the connection failed before the statement was sent, or the server answered it
-with an error that ends the session (a shutdown, SQLSTATE class 08 or ``57P01``/``57P03``: a
-backend ends the session between statements, or aborts the transaction it was in). A
-connection lost with no answer may have committed: only writes marked idempotent are retried
-then; the others report that they may or may not have been written.
+Only reachability is retried (:func:`classify`): a connection that failed before the statement
+was sent, a session the server ended (a shutdown, SQLSTATE class 08 or ``57P01``/``57P03``), a
+connection lost with no answer. A write whose statement was sent may have committed before its
+connection broke: :class:`Calls` makes it again only if it is idempotent, or once its recheck
+(:mod:`batonflow.core._rechecks`) found it not committed; the recheck is kept for the caller's
+retry of the same write when the call reports the outage.
 """
 
 from __future__ import annotations
@@ -28,13 +28,21 @@ import math
 import select
 import threading
 import time
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import psycopg
-from batonflow.core.errors import StoreUnreachableError
-from psycopg_pool import PoolTimeout
+from batonflow.core._rechecks import NOT_COMMITTED, Recheck
+from batonflow.core.errors import CheckpointError, StoreUnreachableError
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ._errors import reason, store_error
+
+T = TypeVar("T")
+#: The most lost-answer rechecks kept for the callers' retries (the oldest go first).
+_UNSURE_KEPT = 1024
 
 #: SQLSTATEs of a session the server ended (or would not start) because it shuts down,
 #: restarts or lost its postmaster: the statement in flight did not commit.
@@ -237,4 +245,113 @@ class Outage:
         )
 
 
-__all__ = ["Failure", "Outage", "OutagePolicy", "classify", "pool_options"]
+class Calls:
+    """The store's calls to its server, each on a pooled connection, through an outage.
+
+    Args:
+        pool: The store's pool (made with :func:`pool_options`).
+        outage: The store's :class:`Outage`.
+        where: The server as messages name it (its URL without password).
+        url: The URL (to take the password out of libpq's reasons).
+        busy_seconds: How long a call waits when every connection is busy.
+    """
+
+    def __init__(
+        self, pool: ConnectionPool, outage: Outage, where: str, url: str, busy_seconds: float
+    ) -> None:
+        self.pool = pool
+        self.outage = outage
+        self.where = where
+        self.url = url
+        self.busy_seconds = busy_seconds
+        #: The rechecks of writes whose answer was lost when the outage was reported: the
+        #: caller's retry of the same write (same key) makes that recheck first.
+        self.unsure: dict[Hashable, Recheck[Any]] = {}
+
+    def run(
+        self,
+        action: str,
+        fn: Callable[[Any], T],
+        *,
+        idempotent: bool,
+        recheck: Recheck[T] | None = None,
+    ) -> T:
+        """``fn(connection)`` on a pooled connection (``fn`` is ``getconn`` itself for a
+        caller's own connection), retried while the server cannot be reached.
+
+        The retries block this thread for at most ``OutagePolicy.blocking``; then
+        :class:`StoreUnreachableError` tells the caller when to try again. A write whose
+        statement was sent when its connection broke may have committed: before it is made
+        again, its ``recheck`` looks for it (in this call, and in the caller's retry of the
+        same write after the outage was reported). An ``idempotent`` write is made again.
+        """
+        outage = self.outage
+        key = None if recheck is None else recheck.key
+        unsure = None if key is None else self.unsure.get(key)
+        deadline = time.monotonic() + outage.policy.blocking
+        busy_until = time.monotonic() + self.busy_seconds
+        while True:
+            if not outage.may_try():
+                raise outage.error(action, self.where)
+            sent = False
+            # A healthy pool hands a connection out at once; an empty one waits for what is
+            # left of the blocking time.
+            wait = max(deadline - time.monotonic(), 0.05)
+            try:
+                if fn == self.pool.getconn:
+                    result = fn(wait)
+                else:
+                    with self.pool.connection(timeout=wait) as conn:
+                        sent = True
+                        result = fn(conn) if unsure is None else _redo(conn, fn, unsure)
+            except CheckpointError:
+                outage.up()  # the server answered (a conflict, a lost lease)
+                self._settled(key)
+                raise
+            except (psycopg.Error, PoolTimeout) as exc:
+                failure = classify(exc, sent=sent, cut_off=outage.pool_cut_off())
+                now = time.monotonic()
+                if failure is Failure.OTHER:
+                    if isinstance(exc, PoolTimeout) and now < busy_until:
+                        continue  # every connection is busy: wait as long as the pool would
+                    self._settled(key)
+                    raise store_error(exc, action, self.where) from exc
+                pause = outage.down()
+                if sent and unsure is None and recheck is not None:
+                    # Even a session the server ended may have committed first (a commit
+                    # waiting for a synchronous standby): look before writing again.
+                    unsure = recheck
+                if failure is Failure.UNANSWERED and unsure is None and not idempotent:
+                    raise TypeError(f"The write to {action} has no recheck.") from exc
+                if now + pause > deadline or outage.retry_after() is None:
+                    if unsure is not None:
+                        self._keep(unsure)
+                    raise outage.error(action, self.where, reason(exc, self.url)) from exc
+                time.sleep(pause)
+                continue
+            outage.up()
+            self._settled(key)
+            return result
+
+    def _keep(self, recheck: Recheck[Any]) -> None:
+        self.unsure.pop(recheck.key, None)
+        if len(self.unsure) >= _UNSURE_KEPT:
+            del self.unsure[next(iter(self.unsure))]
+        self.unsure[recheck.key] = recheck
+
+    def _settled(self, key: Hashable | None) -> None:
+        if key is not None and self.unsure:
+            self.unsure.pop(key, None)
+
+
+def _redo(conn: psycopg.Connection[Any], fn: Callable[[Any], T], recheck: Recheck[T]) -> T:
+    """``fn(conn)`` unless ``recheck`` finds it committed already, in one transaction (the
+    recheck's row lock keeps what it saw until the write is made)."""
+    with conn.transaction():
+        found = recheck.committed(conn)
+        if found is not NOT_COMMITTED:
+            return cast(T, found)
+        return fn(conn)
+
+
+__all__ = ["Calls", "Failure", "Outage", "OutagePolicy", "classify", "pool_options"]

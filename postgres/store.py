@@ -2,8 +2,9 @@
 
 The records, statements and checks are :class:`~batonflow.core._sql_store.SqlRunStore`'s, as
 for SQLite; this module is the PostgreSQL dialect (the pool, transactions, psycopg's errors as
-store errors) plus what only a shared server has: leases, fencing, ``NOTIFY``, and schema
-migrations under an advisory lock.
+store errors: :mod:`batonflow.postgres._errors`) plus what only a shared server has: leases,
+fencing, ``NOTIFY``, schema migrations under an advisory lock (their SQL is in
+:mod:`batonflow.postgres._sql`), and riding out an outage (:mod:`batonflow.postgres._outage`).
 
 Tables (in the database's ``public`` schema, or the one ``search_path`` names):
 
@@ -27,6 +28,13 @@ or nobody, because the run ended or its lease was released. Each store has its o
 ``lease_token`` (schema version 4), written with the lease, so a process that lost a run (it
 stalled past its lease and another took the run over) cannot write into it any more. A run is
 never advanced by two replicas, and an ended run never changes again.
+
+A write whose connection broke after its statement was sent (the server was killed or
+restarted before it answered) may have committed. Every write is made again safely: it is
+idempotent, or the store first looks for what it leaves behind when it committed (see
+:mod:`batonflow.core._rechecks`; a claim or a release of leases marks the runs it changed with
+its own id, ``lease_change``, schema version 5). So no write is made twice, and none is
+refused as done by someone else when it was this store's own.
 """
 
 from __future__ import annotations
@@ -36,124 +44,45 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
-from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from typing import Any, TypeVar, cast
 
 import psycopg
+from batonflow.core._rechecks import NOT_COMMITTED, Recheck, checkpoint_stored, event_appended
 from batonflow.core._records import ACTIVE, ENDED, Checkpoint, RunRecord, checkpoint_taken_error
-from batonflow.core._sql_schema import (
-    CHECKPOINT_COLUMNS,
-    ENDED_SQL,
-    RUN_COLUMNS,
-    Statements,
-    create_statements,
-)
 from batonflow.core._sql_store import SqlRunStore
-from batonflow.core._text import first_text_problem, text_problem, unstorable_error
-from batonflow.core.errors import (
-    CheckpointError,
-    LeaseLostError,
-    StoreCorruptError,
-    StoreFullError,
-    StoreLockedError,
-    StoreReadOnlyError,
-)
+from batonflow.core._text import text_problem, unstorable_error
+from batonflow.core.errors import CheckpointError, LeaseLostError, StoreCorruptError
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ._outage import Failure, Outage, OutagePolicy, classify, pool_options
+from ._errors import TextCursor, reason, redacted, store_error
+from ._outage import Calls, Outage, OutagePolicy, pool_options
+from ._sql import (
+    APPEND_FENCED,
+    CLAIM_EXPIRED,
+    CLAIM_ONE,
+    CLAIMED,
+    COMPONENT,
+    EVENTS_CHANNEL,
+    FENCE,
+    INBOX_CHANNEL,
+    INBOX_HEADS,
+    LEASE_OF,
+    MIGRATIONS,
+    PUT_FENCED,
+    RELEASE,
+    RELEASE_CHANNEL,
+    RELEASED,
+    RENEW,
+    SCHEMA_TABLE,
+    SCHEMA_VERSION,
+    SET_STATUS,
+    SET_VERSION,
+    SETUP_LOCK,
+    SQL,
+)
 
-SCHEMA_VERSION = 4
-COMPONENT = "checkpoints"
-EVENTS_CHANNEL = "batonflow_events"
-INBOX_CHANNEL = "batonflow_inbox"
-#: Announces that a replica stopping cleanly released its runs (payload: its replica id).
-RELEASE_CHANNEL = "batonflow_release"
 T = TypeVar("T")
-
-#: The server's clock, so leases do not depend on the replicas' clocks agreeing.
-NOW = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
-
-#: A lease that ran out, and not because the database itself was down: after a restart every
-#: holder has one lease length (the claimer's, the parameter) to renew before its leases count
-#: as expired. Nobody could renew while the server was away, so without this the first replica
-#: whose heartbeat comes after a restart longer than the lease would take every other live
-#: replica's runs over, and their steps in flight would run twice.
-_EXPIRED = (
-    f"GREATEST(lease_until, EXTRACT(EPOCH FROM pg_postmaster_start_time())::double precision "
-    f"+ %s) < {NOW}"
-)
-
-#: Version 2 is the first PostgreSQL schema: the tables of core's SQL store, as they are
-#: (those of the current version: a new database gets them whole, and the later migrations
-#: find nothing left to do).
-_SCHEMA = create_statements(real="DOUBLE PRECISION")
-#: What each version adds, applied in order to a database at an older version.
-_MIGRATIONS: dict[int, tuple[str, ...]] = {
-    2: _SCHEMA,
-    # No primary key on checkpoints.id: only ids not of the "<run_id>:<seq>" form the
-    # checkpointer makes are indexed (the index of _SCHEMA), the others are found by run and seq.
-    3: ("ALTER TABLE checkpoints DROP CONSTRAINT IF EXISTS checkpoints_pkey", *_SCHEMA),
-    # The lease's holder is a store (a process), not only a replica name: see the module doc.
-    4: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS lease_token TEXT",),
-}
-#: True in a write's WHERE while the run's lease is held by the store whose token is the
-#: second parameter, or while the first parameter (the replica id) is NULL: no fencing.
-_HELD = "(%s::text IS NULL OR lease_token IS NOT DISTINCT FROM %s)"
-
-_SQL = replace(
-    Statements.build("%s", state_json="(ctx_data::json -> 'state')::text", lock_row=" FOR UPDATE"),
-    # A replica's new run is leased to it (to this store's token) from the start.
-    insert_run=f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}, lease_owner, lease_token, "
-    f"lease_until) VALUES ({', '.join(['%s'] * 14)}, %s, %s, CASE WHEN %s THEN {NOW} + %s END)",
-)
-#: A status change, made only while this store holds the run and it has not ended; an ended
-#: run's lease is released.
-_SET_STATUS = (
-    "UPDATE checkpoint_runs SET status = %s, result = %s, error = %s, updated_at = %s, "
-    "waiting_seq = CASE WHEN %s = 'waiting' THEN waiting_seq END, "
-    "lease_owner = CASE WHEN %s THEN NULL ELSE lease_owner END, "
-    "lease_token = CASE WHEN %s THEN NULL ELSE lease_token END, "
-    "lease_until = CASE WHEN %s THEN NULL ELSE lease_until END "
-    f"WHERE run_id = %s AND NOT {ENDED_SQL} AND {_HELD}"
-)
-#: The checkpoint of a recorded run in one round trip: the run's row is locked for the
-#: statement (so a replica taking the run over waits for it) and the insert happens only while
-#: this store holds the run. Returns (rows of the run, rows inserted).
-_PUT_FENCED = (
-    "WITH run AS (SELECT lease_token FROM checkpoint_runs WHERE run_id = %s FOR UPDATE), "
-    f"ins AS (INSERT INTO checkpoints ({CHECKPOINT_COLUMNS}) "
-    f"SELECT {', '.join(['%s'] * 12)} WHERE NOT EXISTS "
-    f"(SELECT 1 FROM run WHERE NOT {_HELD}) RETURNING 1) "
-    "SELECT (SELECT count(*) FROM run), (SELECT count(*) FROM ins)"
-)
-#: A stream event in one round trip, fenced as :data:`_PUT_FENCED`, with its NOTIFY.
-_APPEND_FENCED = (
-    "WITH run AS (SELECT lease_token FROM checkpoint_runs WHERE run_id = %s FOR UPDATE), "
-    "ins AS (INSERT INTO run_events (run_id, seq, kind, body) "
-    "SELECT %s, COALESCE((SELECT MAX(seq) FROM run_events WHERE run_id = %s), 0) + 1, %s, %s "
-    f"WHERE NOT EXISTS (SELECT 1 FROM run WHERE NOT {_HELD}) RETURNING seq) "
-    "SELECT seq, pg_notify(%s, %s || ' ' || seq) FROM ins"
-)
-
-
-class _Cursor(psycopg.Cursor[Any]):
-    """psycopg's cursor, but text PostgreSQL cannot hold is named in an UnstorableTextError.
-
-    The driver refuses a NUL character with a ``DataError`` and a lone surrogate with a
-    ``UnicodeEncodeError`` (not even a ``psycopg.Error``), neither saying which value it was.
-    Only a failed statement's parameters are looked at: a statement that works costs nothing.
-    """
-
-    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-        try:
-            return super().execute(query, params, **kwargs)
-        except (psycopg.DataError, UnicodeEncodeError) as exc:
-            found = first_text_problem(params)
-            if found is None:
-                raise
-            raise unstorable_error(*found, where="PostgreSQL") from exc
 
 
 class PostgresCheckpointStore(SqlRunStore):
@@ -183,7 +112,7 @@ class PostgresCheckpointStore(SqlRunStore):
         UnstorableTextError: ``replica_id`` holds a NUL character or a lone surrogate.
     """
 
-    sql = _SQL
+    sql = SQL
     unique_violation = (pg_errors.UniqueViolation,)
 
     def __init__(
@@ -203,7 +132,7 @@ class PostgresCheckpointStore(SqlRunStore):
         if replica_id is not None and problem is not None:
             raise unstorable_error(replica_id, problem, "PostgreSQL")
         self._outage = Outage(OutagePolicy(seconds=float(outage_seconds)))
-        super().__init__(_redacted(url))
+        super().__init__(redacted(url))
         self.url = url
         self.replica_id = replica_id
         #: What the leases this store takes hold (with the replica id): this store's alone,
@@ -211,6 +140,9 @@ class PostgresCheckpointStore(SqlRunStore):
         self.lease_token = uuid.uuid4().hex
         self.lease_seconds = float(lease_seconds)
         self.connect_timeout = float(connect_timeout)
+        #: The seq of the last log entry this store appended to each run in progress: after
+        #: a lost answer, the entry right after it is this store's (see append_event).
+        self._last_seq: dict[str, int] = {}
         self._pool = ConnectionPool(
             url,
             min_size=min_size,
@@ -218,13 +150,14 @@ class PostgresCheckpointStore(SqlRunStore):
             kwargs={
                 "autocommit": True,
                 "connect_timeout": max(1, int(connect_timeout)),
-                "cursor_factory": _Cursor,
+                "cursor_factory": TextCursor,
             },
             timeout=connect_timeout,
             open=False,
             name="batonflow",
             **pool_options(self._outage),
         )
+        self._calls = Calls(self._pool, self._outage, self._where, url, self.connect_timeout)
         try:
             # One connection first: the pool retries a refused or rejected one until the
             # timeout, and a wrong port or password should say so at once, with the reason.
@@ -232,7 +165,7 @@ class PostgresCheckpointStore(SqlRunStore):
         except psycopg.OperationalError as exc:
             self._pool.close()
             raise CheckpointError(
-                f"Cannot connect to PostgreSQL at {self._where} ({_reason(exc, url)}); check "
+                f"Cannot connect to PostgreSQL at {self._where} ({reason(exc, url)}); check "
                 "that the server runs and the URL (user, password, host, port, database) is "
                 "right."
             ) from exc
@@ -255,11 +188,8 @@ class PostgresCheckpointStore(SqlRunStore):
 
     def _setup(self, conn: psycopg.Connection[Any]) -> None:
         # One replica at a time creates or migrates the schema.
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext('batonflow.schema'))")
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS batonflow_schema "
-            "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
-        )
+        conn.execute(SETUP_LOCK)
+        conn.execute(SCHEMA_TABLE)
         row = conn.execute(
             "SELECT version FROM batonflow_schema WHERE component = %s", (COMPONENT,)
         ).fetchone()
@@ -270,15 +200,11 @@ class PostgresCheckpointStore(SqlRunStore):
                 f"version {version}, this one reads up to {SCHEMA_VERSION}); use that version, "
                 "or another database."
             )
-        for target in sorted(v for v in _MIGRATIONS if v > version):
-            for statement in _MIGRATIONS[target]:
+        for target in sorted(v for v in MIGRATIONS if v > version):
+            for statement in MIGRATIONS[target]:
                 conn.execute(statement)  # type: ignore[arg-type]
         if version < SCHEMA_VERSION:
-            conn.execute(
-                "INSERT INTO batonflow_schema (component, version) VALUES (%s, %s) "
-                "ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version",
-                (COMPONENT, SCHEMA_VERSION),
-            )
+            conn.execute(SET_VERSION, (COMPONENT, SCHEMA_VERSION))
 
     @property
     def outage_seconds(self) -> float:
@@ -298,7 +224,7 @@ class PostgresCheckpointStore(SqlRunStore):
         except CheckpointError:
             raise
         except (psycopg.Error, PoolTimeout) as exc:
-            raise self._error(exc, "query the store") from exc
+            raise store_error(exc, "query the store", self._where) from exc
         finally:
             self._pool.putconn(conn)
 
@@ -309,15 +235,18 @@ class PostgresCheckpointStore(SqlRunStore):
         *,
         transaction: bool = True,
         idempotent: bool = False,
+        recheck: Recheck[T] | None = None,
     ) -> T:
         """Run ``fn`` on a pooled connection, in one transaction unless ``transaction=False``
         (``fn`` is then one statement, atomic by itself); PostgreSQL errors become store
         errors.
 
-        An unreachable server is retried (see :meth:`_attempt`); a connection lost with no
-        answer after the statement was sent only when ``idempotent`` (running ``fn`` twice
-        is the same as once).
+        An unreachable server is retried (see :meth:`_attempt`), also after a connection lost
+        with no answer: ``idempotent`` writes are made again, the others make their
+        ``recheck`` first (one of the two is required).
         """
+        if not idempotent and recheck is None:
+            raise TypeError(f"The write to {action} needs idempotent=True or a recheck.")
 
         def write(conn: psycopg.Connection[Any]) -> T:
             if not transaction:
@@ -325,7 +254,7 @@ class PostgresCheckpointStore(SqlRunStore):
             with conn.transaction():
                 return fn(conn)
 
-        return self._attempt(action, write, idempotent=idempotent)
+        return self._attempt(action, write, idempotent=idempotent, recheck=recheck)
 
     def _attempt(
         self,
@@ -333,57 +262,20 @@ class PostgresCheckpointStore(SqlRunStore):
         fn: Callable[[Any], T],
         *,
         idempotent: bool,
+        recheck: Recheck[T] | None = None,
     ) -> T:
         """``fn(connection)`` on a pooled connection (``fn`` is ``getconn`` itself for
-        :meth:`connection`), retried while the server cannot be reached.
-
-        The retries block this thread for at most ``OutagePolicy.blocking`` (the engine and
-        the server call the store on the event loop: see :mod:`batonflow.postgres._outage`);
-        then :class:`StoreUnreachableError` tells the caller when to try again.
-        """
+        :meth:`connection`), retried while the server cannot be reached (see
+        :meth:`Calls.run`)."""
         if self._pool.closed:
             raise self._closed_error()
-        outage = self._outage
-        deadline = time.monotonic() + outage.policy.blocking
-        busy_until = time.monotonic() + self.connect_timeout
-        while True:
-            if not outage.may_try():
-                raise outage.error(action, self._where)
-            sent = False
-            # A healthy pool hands a connection out at once; an empty one waits for what is
-            # left of the blocking time.
-            wait = max(deadline - time.monotonic(), 0.05)
-            try:
-                if fn is self._pool.getconn:
-                    result = fn(wait)
-                else:
-                    with self._pool.connection(timeout=wait) as conn:
-                        sent = True
-                        result = fn(conn)
-            except CheckpointError:
-                outage.up()  # the server answered (a conflict, a lost lease)
-                raise
-            except (psycopg.Error, PoolTimeout) as exc:
-                failure = classify(exc, sent=sent, cut_off=outage.pool_cut_off())
-                now = time.monotonic()
-                if failure is Failure.OTHER:
-                    if isinstance(exc, PoolTimeout) and now < busy_until:
-                        continue  # every connection is busy: wait as long as the pool would
-                    raise self._error(exc, action) from exc
-                pause = outage.down()
-                if failure is Failure.UNANSWERED and not idempotent:
-                    raise self._error(exc, action, maybe_written=True) from exc
-                if now + pause > deadline or outage.retry_after() is None:
-                    raise outage.error(action, self._where, _reason(exc, self.url)) from exc
-                time.sleep(pause)
-                continue
-            outage.up()
-            return result
+        return self._calls.run(action, fn, idempotent=idempotent, recheck=recheck)
 
     def _lost(
         self, run_id: str, owner: str | None = None, status: str | None = None
     ) -> LeaseLostError:
         """The error of a write into ``run_id``, which replica ``owner`` holds (or nobody)."""
+        self._last_seq.pop(run_id, None)
         if owner is None and status is None:
             row = self._query(
                 "SELECT lease_owner, status FROM checkpoint_runs WHERE run_id = %s", (run_id,)
@@ -415,11 +307,7 @@ class PostgresCheckpointStore(SqlRunStore):
 
     def _fence(self, conn: psycopg.Connection[Any], run_id: str) -> None:
         """Lock the run's row; raise :class:`LeaseLostError` unless this store holds it."""
-        row = conn.execute(
-            "SELECT lease_owner, lease_token, status FROM checkpoint_runs "
-            "WHERE run_id = %s FOR UPDATE",
-            (run_id,),
-        ).fetchone()
+        row = conn.execute(FENCE, (run_id,)).fetchone()
         if self.replica_id is not None and row is not None and row[1] != self.lease_token:
             raise self._lost(run_id, row[0], row[2])
 
@@ -441,23 +329,38 @@ class PostgresCheckpointStore(SqlRunStore):
         status: str,
         result: str | None,
         error: str | None,
+        stamp: float,
     ) -> None:
         ended = status in ENDED
-        args = (status, result, error, time.time(), status, ended, ended, ended, run_id)
-        found = conn.execute(
-            _SET_STATUS + " RETURNING 1", (*args, self.replica_id, self.lease_token)
-        ).fetchone()
+        args = (status, result, error, stamp, status, ended, ended, ended, run_id)
+        found = conn.execute(SET_STATUS, (*args, self.replica_id, self.lease_token)).fetchone()
         if found is None and self.replica_id is not None:
             raise self._lost(run_id)  # the run ended (or was taken) since _fence looked
+
+    def finish_run(
+        self,
+        run_id: str,
+        status: str,
+        *,
+        result: str | None = None,
+        error: str | None = None,
+        end: str | None = None,
+    ) -> None:
+        """As :meth:`SqlRunStore.finish_run`; a retry after a lost answer that finds the end
+        it committed returns (it is not refused as a write into an ended run)."""
+        super().finish_run(run_id, status, result=result, error=error, end=end)
+        if status in ENDED:
+            self._last_seq.pop(run_id, None)
 
     def _put_recorded(self, checkpoint: Checkpoint, row: tuple[Any, ...]) -> None:
         def insert(conn: psycopg.Connection[Any]) -> tuple[int, int]:
             try:
                 found = conn.execute(
-                    _PUT_FENCED, (checkpoint.run_id, *row, self.replica_id, self.lease_token)
+                    PUT_FENCED, (checkpoint.run_id, *row, self.replica_id, self.lease_token)
                 ).fetchone()
             except pg_errors.UniqueViolation as exc:
-                if self._stored(conn, checkpoint):
+                stored = checkpoint_stored(self.sql, checkpoint).committed(conn)
+                if stored is not NOT_COMMITTED:
                     return (1, 1)  # a retry found its own commit, whose answer was lost
                 raise checkpoint_taken_error(checkpoint) from exc
             return (int(found[0]), int(found[1])) if found else (0, 0)
@@ -472,44 +375,47 @@ class PostgresCheckpointStore(SqlRunStore):
             self._recorded.discard(checkpoint.run_id)  # deleted meanwhile: record it again
             self.put(checkpoint)
 
-    def _stored(self, conn: psycopg.Connection[Any], checkpoint: Checkpoint) -> bool:
-        """Whether the run's checkpoint at ``checkpoint.seq`` is this very one (same id and
-        creation time)."""
-        row = conn.execute(
-            "SELECT id, created_at FROM checkpoints WHERE run_id = %s AND seq = %s",
-            (checkpoint.run_id, checkpoint.seq),
-        ).fetchone()
-        return row is not None and row[0] == checkpoint.id and row[1] == checkpoint.created_at
-
     def append_event(self, run_id: str, kind: str, body: str, *, waiting: bool = False) -> int:
         """Append one entry to the run's event log and return its ``seq`` (from 1).
 
-        Every replica streaming the run is told by ``NOTIFY batonflow_events``.
+        Every replica streaming the run is told by ``NOTIFY batonflow_events``. After a lost
+        answer, the entry is this store's if it is the run's last one, right after the last
+        entry this store appended (with the same kind and body).
 
         Raises:
             LeaseLostError: Another replica holds the run.
             StoreFullError: The server's disk is full; nothing was written.
         """
+        recheck = event_appended(self.sql, run_id, kind, body, waiting, self._last_seq.get(run_id))
         if not waiting:
             args = (run_id, run_id, run_id, kind, body, self.replica_id, self.lease_token)
 
             def one(conn: psycopg.Connection[Any]) -> int | None:
-                found = conn.execute(_APPEND_FENCED, (*args, EVENTS_CHANNEL, run_id)).fetchone()
+                found = conn.execute(APPEND_FENCED, (*args, EVENTS_CHANNEL, run_id)).fetchone()
                 return None if found is None else int(found[0])
 
-            seq = self._write("record a stream event", one, transaction=False)
+            seq = self._write(
+                "record a stream event",
+                one,
+                transaction=False,
+                recheck=cast(Recheck[int | None], recheck),
+            )
             if seq is None:
                 raise self._lost(run_id)
-            return seq
+        else:
 
-        def append(conn: psycopg.Connection[Any]) -> int:
-            self._fence(conn, run_id)
-            (seq,) = conn.execute(self.sql.append_event, (run_id, kind, body, run_id)).fetchone()
-            conn.execute(self.sql.mark_waiting, (seq, time.time(), run_id))
-            self._appended(conn, run_id, int(seq))
-            return int(seq)
+            def append(conn: psycopg.Connection[Any]) -> int:
+                self._fence(conn, run_id)
+                (seq,) = conn.execute(
+                    self.sql.append_event, (run_id, kind, body, run_id)
+                ).fetchone()
+                conn.execute(self.sql.mark_waiting, (seq, time.time(), run_id))
+                self._appended(conn, run_id, int(seq))
+                return int(seq)
 
-        return self._write("record a stream event", append)
+            seq = self._write("record a stream event", append, recheck=recheck)
+        self._last_seq[run_id] = seq
+        return seq
 
     def _appended(self, conn: psycopg.Connection[Any], run_id: str, seq: int) -> None:
         # Every replica streaming the run wakes up on commit.
@@ -518,6 +424,11 @@ class PostgresCheckpointStore(SqlRunStore):
     def _posted(self, conn: psycopg.Connection[Any], run_id: str, seq: int) -> None:
         # The replica holding the run learns of the post on commit.
         conn.execute("SELECT pg_notify(%s, %s)", (INBOX_CHANNEL, f"{run_id} {seq}"))
+
+    def delete(self, run_id: str) -> None:
+        """Forget a run with its checkpoints, event log and inbox."""
+        super().delete(run_id)
+        self._last_seq.pop(run_id, None)
 
     # -- leases (several replicas) --------------------------------------------------------------
 
@@ -534,11 +445,7 @@ class PostgresCheckpointStore(SqlRunStore):
         self._replica()
         rows = self._write(
             "renew leases",
-            lambda conn: conn.execute(
-                f"UPDATE checkpoint_runs SET lease_until = {NOW} + %s "
-                "WHERE lease_token = %s RETURNING run_id",
-                (self.lease_seconds, self.lease_token),
-            ).fetchall(),
+            lambda conn: conn.execute(RENEW, (self.lease_seconds, self.lease_token)).fetchall(),
             idempotent=True,
         )
         return [str(r[0]) for r in rows]
@@ -559,28 +466,28 @@ class PostgresCheckpointStore(SqlRunStore):
         is resumed by a person, not taken); and only of the named ``workflows`` when given
         (the ones this replica can run). Replicas racing for the same run never both get it
         (``FOR UPDATE SKIP LOCKED`` and a conditional update): each run goes to exactly one.
+        The runs are marked with the claim's own id, so a claim whose answer was lost finds
+        and returns the runs it took (nobody would run them otherwise).
         """
         names = None if workflows is None else sorted(workflows)
         me = self._replica()
         active = sorted(ACTIVE)
-        statuses = [*active, "interrupted"]
+        claim = uuid.uuid4().hex
+        args = (
+            *(me, self.lease_token, self.lease_seconds, claim, [*active, "interrupted"]),
+            *(owner, owner, names, names, self.lease_token, self.lease_seconds, active, limit),
+        )
+
+        def claimed(conn: psycopg.Connection[Any]) -> Any:
+            rows = conn.execute(CLAIMED, (claim, self.lease_token)).fetchall()
+            return rows or NOT_COMMITTED
+
         rows = self._write(
             "claim expired runs",
-            lambda conn: conn.execute(
-                "UPDATE checkpoint_runs SET lease_owner = %s, lease_token = %s, "
-                f"lease_until = {NOW} + %s "
-                "WHERE run_id IN (SELECT run_id FROM checkpoint_runs "
-                "WHERE status = ANY(%s) AND (%s::text IS NULL OR owner = %s) "
-                "AND (%s::text[] IS NULL OR workflow_name = ANY(%s)) "
-                "AND ((lease_owner IS NOT NULL AND lease_token IS DISTINCT FROM %s "
-                f"AND {_EXPIRED}) OR (lease_owner IS NULL AND status = ANY(%s))) "
-                "ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED) "
-                f"AND NOT {ENDED_SQL} RETURNING {RUN_COLUMNS}",
-                (
-                    *(me, self.lease_token, self.lease_seconds, statuses, owner, owner),
-                    *(names, names, self.lease_token, self.lease_seconds, active, limit),
-                ),
-            ).fetchall(),
+            lambda conn: conn.execute(CLAIM_EXPIRED, args).fetchall(),
+            recheck=Recheck(
+                ("claim", owner, None if names is None else tuple(names), limit), claimed
+            ),
         )
         return [RunRecord(*row) for row in rows]
 
@@ -594,11 +501,7 @@ class PostgresCheckpointStore(SqlRunStore):
         rows = self._write(
             "claim a run",
             lambda conn: conn.execute(
-                "UPDATE checkpoint_runs SET lease_owner = %s, lease_token = %s, "
-                f"lease_until = {NOW} + %s WHERE run_id = %s AND NOT {ENDED_SQL} "
-                f"AND (lease_owner IS NULL OR lease_owner = %s OR lease_until < {NOW}) "
-                "RETURNING run_id",
-                (me, self.lease_token, self.lease_seconds, run_id, me),
+                CLAIM_ONE, (me, self.lease_token, self.lease_seconds, run_id, me)
             ).fetchall(),
             idempotent=True,
         )
@@ -620,19 +523,28 @@ class PostgresCheckpointStore(SqlRunStore):
         """
         me = self._replica()
         ids = sorted(set(run_ids))
+        change = uuid.uuid4().hex
 
         def release(conn: psycopg.Connection[Any]) -> builtins.list[str]:
-            rows = conn.execute(
-                "UPDATE checkpoint_runs SET lease_owner = NULL, lease_token = NULL, "
-                "lease_until = NULL WHERE run_id = ANY(%s) AND lease_owner = %s "
-                "AND lease_token = %s RETURNING run_id",
-                (ids, me, self.lease_token),
-            ).fetchall()
+            rows = conn.execute(RELEASE, (change, ids, me, self.lease_token)).fetchall()
             if rows:
                 conn.execute("SELECT pg_notify(%s, %s)", (RELEASE_CHANNEL, self.lease_token))
             return [str(r[0]) for r in rows]
 
-        return self._write("release leases", release) if ids else []
+        def released(conn: psycopg.Connection[Any]) -> Any:
+            rows = conn.execute(RELEASED, (ids, change)).fetchall()
+            if not rows:
+                return NOT_COMMITTED
+            # The first try's notification may be lost with its answer: announce again.
+            conn.execute("SELECT pg_notify(%s, %s)", (RELEASE_CHANNEL, self.lease_token))
+            return [str(r[0]) for r in rows]
+
+        if not ids:
+            return []
+        done = self._write("release leases", release, recheck=Recheck(("release", *ids), released))
+        for run_id in done:
+            self._last_seq.pop(run_id, None)
+        return done
 
     def inbox_heads(self) -> dict[str, int]:
         """The last inbox ``seq`` of each run this replica holds, for runs with inbox entries.
@@ -640,20 +552,12 @@ class PostgresCheckpointStore(SqlRunStore):
         One query for all the runs: a replica compares it with what it delivered, so an
         entry whose ``NOTIFY`` was lost (the ``LISTEN`` connection dropped) is still found.
         """
-        rows = self._query(
-            "SELECT r.run_id, max(i.seq) FROM checkpoint_runs r "
-            "JOIN run_inbox i ON i.run_id = r.run_id "
-            "WHERE r.lease_owner = %s AND r.lease_token = %s GROUP BY r.run_id",
-            (self._replica(), self.lease_token),
-        )
+        rows = self._query(INBOX_HEADS, (self._replica(), self.lease_token))
         return {str(run_id): int(seq) for run_id, seq in rows}
 
     def lease_of(self, run_id: str) -> tuple[str | None, float | None]:
         """Who holds the run, and for how many more seconds (negative: expired)."""
-        rows = self._query(
-            f"SELECT lease_owner, lease_until - {NOW} FROM checkpoint_runs WHERE run_id = %s",
-            (run_id,),
-        )
+        rows = self._query(LEASE_OF, (run_id,))
         if not rows:
             return None, None
         owner, left = rows[0]
@@ -668,74 +572,11 @@ class PostgresCheckpointStore(SqlRunStore):
     def __repr__(self) -> str:
         return f"PostgresCheckpointStore({self._where!r})"
 
-    def _error(
-        self, exc: BaseException, action: str, *, maybe_written: bool = False
-    ) -> CheckpointError:
-        """The :class:`CheckpointError` subclass that tells what went wrong on the server."""
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        where = self._where
-        if maybe_written:
-            # Not retried: a second try could write it twice.
-            return CheckpointError(
-                f"Could not {action}: the connection to the PostgreSQL server at {where} was "
-                f"lost before it answered ({text}), so the write may or may not have been "
-                "committed; read the run back (GET /runs/{id}) before doing it again."
-            )
-        if isinstance(exc, pg_errors.DiskFull | pg_errors.OutOfMemory):
-            return StoreFullError(
-                f"Could not {action}: the PostgreSQL server at {where} is out of space "
-                f"({text}); nothing was written and what was committed before is intact. "
-                "Free space on the server, then resume the run."
-            )
-        if isinstance(exc, pg_errors.ReadOnlySqlTransaction | pg_errors.InsufficientPrivilege):
-            return StoreReadOnlyError(
-                f"Could not {action}: the database at {where} cannot be written ({text}); "
-                "connect to the primary server with a user that may write."
-            )
-        if isinstance(exc, pg_errors.LockNotAvailable | pg_errors.DeadlockDetected | PoolTimeout):
-            return StoreLockedError(
-                f"Could not {action}: the database at {where} was busy ({text}); retry, or "
-                "give the pool more connections (max_size=)."
-            )
-        if isinstance(exc, pg_errors.DataCorrupted | pg_errors.IndexCorrupted):
-            return StoreCorruptError(
-                f"Could not {action}: the database at {where} reports corrupt data ({text}); "
-                "restore it from a backup."
-            )
-        if isinstance(exc, psycopg.OperationalError):
-            return CheckpointError(
-                f"Could not {action}: the PostgreSQL server at {where} cannot be reached "
-                f"({text}); check that it runs and the URL is right."
-            )
-        return CheckpointError(
-            f"Could not {action} in {where} ({type(exc).__name__}: {text}); check the "
-            "database, or pass another URL."
-        )
 
-
-def _reason(exc: Exception, url: str) -> str:
-    """libpq's reason for a failed connection, on one line and without the password."""
-    # libpq puts a hint on a line of its own ("Connection refused\n\tIs the server running
-    # ...?"): its lines become sentences of one line.
-    lines = [" ".join(line.split()) for line in str(exc).splitlines()]
-    text = ". ".join(line.rstrip(".") for line in lines if line)
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        password = None
-    return text.replace(password, "***") if password else text
-
-
-def _redacted(url: str) -> str:
-    """The URL without its password, for messages."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "the configured PostgreSQL URL"
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return parts._replace(netloc=netloc).geturl()
-
-
-__all__ = ["LeaseLostError", "PostgresCheckpointStore"]  # LeaseLostError: batonflow.core.errors
+__all__ = [
+    "EVENTS_CHANNEL",
+    "INBOX_CHANNEL",
+    "RELEASE_CHANNEL",
+    "LeaseLostError",  # batonflow.core.errors' (imported from here by older code)
+    "PostgresCheckpointStore",
+]

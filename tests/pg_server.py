@@ -184,7 +184,39 @@ def start_server(server: PostgresServer, timeout: float = 60) -> None:
                 f"PostgreSQL on port {server.port} did not start again within {timeout} s: "
                 f"{done.stderr.decode(errors='replace')}\n{server.log_tail()}"
             )
+        _remove_stale_locks(server)
         time.sleep(0.3)
+
+
+def _remove_stale_locks(server: PostgresServer) -> None:
+    """Remove the lock files of a postmaster that is dead with all its backends: the data
+    directory's ``postmaster.pid`` and the socket's ``.s.PGSQL.<port>.lock``. A new postmaster
+    refuses to start while the pid they name is a live process, and a killed postmaster's pid
+    is soon another process's under load (``pid_max`` is small here)."""
+    try:
+        pid = int((server.datadir / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        pid = None
+    if pid is not None and (_alive(pid) or _session_alive(pid)):
+        return  # alive, or its backends still hold the shared memory: wait for them
+    (server.datadir / "postmaster.pid").unlink(missing_ok=True)
+    (server.datadir.parent / f".s.PGSQL.{server.port}.lock").unlink(missing_ok=True)
+
+
+def _session_alive(pid: int) -> bool:
+    """Whether a process of ``pid``'s session lives (a postmaster's backends keep its session
+    id after it died)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == pid:
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        state, session = fields[0], int(fields[3])
+        if state != "Z" and session == pid:
+            return True
+    return False
 
 
 def restart_fast(server: PostgresServer) -> None:

@@ -348,10 +348,11 @@ def columns_of(store) -> dict[str, list[str]]:
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_every_sql_backend_has_the_one_schema(backend, request, tmp_path):
     """A fresh SQLite file and a PostgreSQL database hold the same columns in the same order
-    (PostgreSQL has one more, last: the lease's fencing token, which only replicas use)."""
+    (PostgreSQL has two more, last: the lease's fencing token and the id of the claim or
+    release that last changed the lease, which only replicas use)."""
     wanted = {table: [name for name, _ in columns] for table, columns in TABLES.items()}
     if backend == "postgres":
-        wanted["checkpoint_runs"].append("lease_token")
+        wanted["checkpoint_runs"] += ["lease_token", "lease_change"]
     where = tmp_path / "runs.db" if backend == "sqlite" else request.getfixturevalue("postgres_url")
     with open_store(where) as store:
         assert columns_of(store) == wanted

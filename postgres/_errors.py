@@ -1,0 +1,105 @@
+"""psycopg's errors as the store's: which ``CheckpointError`` tells what went wrong, in words.
+
+:func:`store_error` maps a driver error to the error class the caller acts on (full, read-only,
+locked, corrupt, unreachable); :class:`TextCursor` names the text PostgreSQL cannot hold;
+:func:`reason` and :func:`redacted` keep passwords out of messages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
+from batonflow.core._text import first_text_problem, unstorable_error
+from batonflow.core.errors import (
+    CheckpointError,
+    StoreCorruptError,
+    StoreFullError,
+    StoreLockedError,
+    StoreReadOnlyError,
+)
+from psycopg import errors as pg_errors
+from psycopg_pool import PoolTimeout
+
+
+class TextCursor(psycopg.Cursor[Any]):
+    """psycopg's cursor, but text PostgreSQL cannot hold is named in an UnstorableTextError.
+
+    The driver refuses a NUL character with a ``DataError`` and a lone surrogate with a
+    ``UnicodeEncodeError`` (not even a ``psycopg.Error``), neither saying which value it was.
+    Only a failed statement's parameters are looked at: a statement that works costs nothing.
+    """
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        try:
+            return super().execute(query, params, **kwargs)
+        except (psycopg.DataError, UnicodeEncodeError) as exc:
+            found = first_text_problem(params)
+            if found is None:
+                raise
+            raise unstorable_error(*found, where="PostgreSQL") from exc
+
+
+def store_error(exc: BaseException, action: str, where: str) -> CheckpointError:
+    """The :class:`CheckpointError` subclass that tells what went wrong on the server at
+    ``where`` while the store tried to ``action``."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, pg_errors.DiskFull | pg_errors.OutOfMemory):
+        return StoreFullError(
+            f"Could not {action}: the PostgreSQL server at {where} is out of space "
+            f"({text}); nothing was written and what was committed before is intact. "
+            "Free space on the server, then resume the run."
+        )
+    if isinstance(exc, pg_errors.ReadOnlySqlTransaction | pg_errors.InsufficientPrivilege):
+        return StoreReadOnlyError(
+            f"Could not {action}: the database at {where} cannot be written ({text}); "
+            "connect to the primary server with a user that may write."
+        )
+    if isinstance(exc, pg_errors.LockNotAvailable | pg_errors.DeadlockDetected | PoolTimeout):
+        return StoreLockedError(
+            f"Could not {action}: the database at {where} was busy ({text}); retry, or "
+            "give the pool more connections (max_size=)."
+        )
+    if isinstance(exc, pg_errors.DataCorrupted | pg_errors.IndexCorrupted):
+        return StoreCorruptError(
+            f"Could not {action}: the database at {where} reports corrupt data ({text}); "
+            "restore it from a backup."
+        )
+    if isinstance(exc, psycopg.OperationalError):
+        return CheckpointError(
+            f"Could not {action}: the PostgreSQL server at {where} cannot be reached "
+            f"({text}); check that it runs and the URL is right."
+        )
+    return CheckpointError(
+        f"Could not {action} in {where} ({type(exc).__name__}: {text}); check the "
+        "database, or pass another URL."
+    )
+
+
+def reason(exc: Exception, url: str) -> str:
+    """libpq's reason for a failed connection, on one line and without the password."""
+    # libpq puts a hint on a line of its own ("Connection refused\n\tIs the server running
+    # ...?"): its lines become sentences of one line.
+    lines = [" ".join(line.split()) for line in str(exc).splitlines()]
+    text = ". ".join(line.rstrip(".") for line in lines if line)
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    return text.replace(password, "***") if password else text
+
+
+def redacted(url: str) -> str:
+    """The URL without its password, for messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "the configured PostgreSQL URL"
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return parts._replace(netloc=netloc).geturl()
+
+
+__all__ = ["TextCursor", "reason", "redacted", "store_error"]

@@ -1,0 +1,174 @@
+"""The PostgreSQL store's SQL: its schema versions and the statements only a shared server needs.
+
+The run store's own statements are core's (:class:`~batonflow.core._sql_schema.Statements`, in
+psycopg's ``%s`` style); here are the migrations from one schema version to the next, and the
+statements of leases, fencing and ``NOTIFY`` (see :mod:`batonflow.postgres.store`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from batonflow.core._sql_schema import (
+    CHECKPOINT_COLUMNS,
+    ENDED_SQL,
+    RUN_COLUMNS,
+    Statements,
+    create_statements,
+)
+
+SCHEMA_VERSION = 5
+COMPONENT = "checkpoints"
+EVENTS_CHANNEL = "batonflow_events"
+INBOX_CHANNEL = "batonflow_inbox"
+#: Announces that a replica stopping cleanly released its runs (payload: its store's lease
+#: token, so that a process restarted under the same replica id takes them over too).
+RELEASE_CHANNEL = "batonflow_release"
+
+#: The server's clock, so leases do not depend on the replicas' clocks agreeing.
+NOW = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
+
+#: A lease that ran out, and not because the database itself was down: after a restart every
+#: holder has one lease length (the claimer's, the parameter) to renew before its leases count
+#: as expired. Nobody could renew while the server was away, so without this the first replica
+#: whose heartbeat comes after a restart longer than the lease would take every other live
+#: replica's runs over, and their steps in flight would run twice.
+EXPIRED = (
+    f"GREATEST(lease_until, EXTRACT(EPOCH FROM pg_postmaster_start_time())::double precision "
+    f"+ %s) < {NOW}"
+)
+
+#: Version 2 is the first PostgreSQL schema: the tables of core's SQL store, as they are
+#: (those of the current version: a new database gets them whole, and the later migrations
+#: find nothing left to do).
+_SCHEMA = create_statements(real="DOUBLE PRECISION")
+#: What each version adds, applied in order to a database at an older version.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    2: _SCHEMA,
+    # No primary key on checkpoints.id: only ids not of the "<run_id>:<seq>" form the
+    # checkpointer makes are indexed (the index of _SCHEMA), the others are found by run and seq.
+    3: ("ALTER TABLE checkpoints DROP CONSTRAINT IF EXISTS checkpoints_pkey", *_SCHEMA),
+    # The lease's holder is a store (a process), not only a replica name: see the module doc.
+    4: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS lease_token TEXT",),
+    # The id of the claim or release that last changed the lease: a claim whose answer was
+    # lost finds the runs it took (see postgres/store.py, claim_expired).
+    5: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS lease_change TEXT",),
+}
+#: True in a write's WHERE while the run's lease is held by the store whose token is the
+#: second parameter, or while the first parameter (the replica id) is NULL: no fencing.
+HELD = "(%s::text IS NULL OR lease_token IS NOT DISTINCT FROM %s)"
+
+SQL = replace(
+    Statements.build("%s", state_json="(ctx_data::json -> 'state')::text", lock_row=" FOR UPDATE"),
+    # A replica's new run is leased to it (to this store's token) from the start.
+    insert_run=f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}, lease_owner, lease_token, "
+    f"lease_until) VALUES ({', '.join(['%s'] * 14)}, %s, %s, CASE WHEN %s THEN {NOW} + %s END)",
+)
+#: A status change, made only while this store holds the run and it has not ended; an ended
+#: run's lease is released.
+SET_STATUS = (
+    "UPDATE checkpoint_runs SET status = %s, result = %s, error = %s, updated_at = %s, "
+    "waiting_seq = CASE WHEN %s = 'waiting' THEN waiting_seq END, "
+    "lease_owner = CASE WHEN %s THEN NULL ELSE lease_owner END, "
+    "lease_token = CASE WHEN %s THEN NULL ELSE lease_token END, "
+    "lease_until = CASE WHEN %s THEN NULL ELSE lease_until END "
+    f"WHERE run_id = %s AND NOT {ENDED_SQL} AND {HELD} RETURNING 1"
+)
+#: The checkpoint of a recorded run in one round trip: the run's row is locked for the
+#: statement (so a replica taking the run over waits for it) and the insert happens only while
+#: this store holds the run. Returns (rows of the run, rows inserted).
+PUT_FENCED = (
+    "WITH run AS (SELECT lease_token FROM checkpoint_runs WHERE run_id = %s FOR UPDATE), "
+    f"ins AS (INSERT INTO checkpoints ({CHECKPOINT_COLUMNS}) "
+    f"SELECT {', '.join(['%s'] * 12)} WHERE NOT EXISTS "
+    f"(SELECT 1 FROM run WHERE NOT {HELD}) RETURNING 1) "
+    "SELECT (SELECT count(*) FROM run), (SELECT count(*) FROM ins)"
+)
+#: A stream event in one round trip, fenced as :data:`PUT_FENCED`, with its NOTIFY.
+APPEND_FENCED = (
+    "WITH run AS (SELECT lease_token FROM checkpoint_runs WHERE run_id = %s FOR UPDATE), "
+    "ins AS (INSERT INTO run_events (run_id, seq, kind, body) "
+    "SELECT %s, COALESCE((SELECT MAX(seq) FROM run_events WHERE run_id = %s), 0) + 1, %s, %s "
+    f"WHERE NOT EXISTS (SELECT 1 FROM run WHERE NOT {HELD}) RETURNING seq) "
+    "SELECT seq, pg_notify(%s, %s || ' ' || seq) FROM ins"
+)
+#: The fence of a transaction: locks the run's row and tells who holds it.
+FENCE = "SELECT lease_owner, lease_token, status FROM checkpoint_runs WHERE run_id = %s FOR UPDATE"
+RENEW = (
+    f"UPDATE checkpoint_runs SET lease_until = {NOW} + %s WHERE lease_token = %s RETURNING run_id"
+)
+#: Takes the runs nobody runs (see ``claim_expired``), marking them with the claim's id.
+CLAIM_EXPIRED = (
+    "UPDATE checkpoint_runs SET lease_owner = %s, lease_token = %s, "
+    f"lease_until = {NOW} + %s, lease_change = %s "
+    "WHERE run_id IN (SELECT run_id FROM checkpoint_runs "
+    "WHERE status = ANY(%s) AND (%s::text IS NULL OR owner = %s) "
+    "AND (%s::text[] IS NULL OR workflow_name = ANY(%s)) "
+    "AND ((lease_owner IS NOT NULL AND lease_token IS DISTINCT FROM %s "
+    f"AND {EXPIRED}) OR (lease_owner IS NULL AND status = ANY(%s))) "
+    "ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED) "
+    f"AND NOT {ENDED_SQL} RETURNING {RUN_COLUMNS}"
+)
+#: What a claim whose answer was lost took: the runs it marked that this store still holds.
+CLAIMED = (
+    f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE lease_change = %s AND lease_token = %s "
+    f"AND NOT {ENDED_SQL} ORDER BY created_at FOR UPDATE"
+)
+CLAIM_ONE = (
+    "UPDATE checkpoint_runs SET lease_owner = %s, lease_token = %s, "
+    f"lease_until = {NOW} + %s WHERE run_id = %s AND NOT {ENDED_SQL} "
+    f"AND (lease_owner IS NULL OR lease_owner = %s OR lease_until < {NOW}) "
+    "RETURNING run_id"
+)
+RELEASE = (
+    "UPDATE checkpoint_runs SET lease_owner = NULL, lease_token = NULL, lease_until = NULL, "
+    "lease_change = %s WHERE run_id = ANY(%s) AND lease_owner = %s AND lease_token = %s "
+    "RETURNING run_id"
+)
+#: What a release whose answer was lost let go of: the runs it marked, still free.
+RELEASED = (
+    "SELECT run_id FROM checkpoint_runs WHERE run_id = ANY(%s) AND lease_change = %s "
+    "AND lease_token IS NULL ORDER BY run_id FOR UPDATE"
+)
+INBOX_HEADS = (
+    "SELECT r.run_id, max(i.seq) FROM checkpoint_runs r "
+    "JOIN run_inbox i ON i.run_id = r.run_id "
+    "WHERE r.lease_owner = %s AND r.lease_token = %s GROUP BY r.run_id"
+)
+LEASE_OF = f"SELECT lease_owner, lease_until - {NOW} FROM checkpoint_runs WHERE run_id = %s"
+SETUP_LOCK = "SELECT pg_advisory_xact_lock(hashtext('batonflow.schema'))"
+SCHEMA_TABLE = (
+    "CREATE TABLE IF NOT EXISTS batonflow_schema "
+    "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+)
+SET_VERSION = (
+    "INSERT INTO batonflow_schema (component, version) VALUES (%s, %s) "
+    "ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version"
+)
+
+__all__ = [
+    "APPEND_FENCED",
+    "CLAIMED",
+    "CLAIM_EXPIRED",
+    "CLAIM_ONE",
+    "COMPONENT",
+    "EVENTS_CHANNEL",
+    "FENCE",
+    "HELD",
+    "INBOX_CHANNEL",
+    "INBOX_HEADS",
+    "LEASE_OF",
+    "MIGRATIONS",
+    "NOW",
+    "PUT_FENCED",
+    "RELEASE",
+    "RELEASED",
+    "RELEASE_CHANNEL",
+    "RENEW",
+    "SCHEMA_TABLE",
+    "SCHEMA_VERSION",
+    "SETUP_LOCK",
+    "SET_STATUS",
+    "SET_VERSION",
+    "SQL",
+]
