@@ -38,6 +38,7 @@ from typing import Any
 
 import psycopg
 from batonflow.core._records import RunRecord
+from batonflow.core.errors import StoreUnreachableError
 
 from .store import EVENTS_CHANNEL, INBOX_CHANNEL, RELEASE_CHANNEL, PostgresCheckpointStore
 
@@ -148,6 +149,8 @@ class Replication:
                 await self._catch_up()
             except asyncio.CancelledError:
                 raise
+            except StoreUnreachableError as exc:  # an outage: one line, not a traceback a beat
+                log.warning("lease heartbeat of replica %s: %s", self.store.replica_id, exc)
             except Exception:  # a failed heartbeat is retried at the next beat
                 log.exception("lease heartbeat of replica %s failed", self.store.replica_id)
 

@@ -256,11 +256,15 @@ def _interrupted(first: Execution, second: Execution, faults: list[Fault]) -> bo
         if fault.kind in REPLICA_FAULTS and fault.pid == first.pid and fault.ended >= first.at:
             return True
         # A replica stalled with the step in flight finishes the step's code when it wakes,
-        # after a survivor took the run over and ran it (its writes are refused; the code
-        # between two awaits cannot be stopped from outside): the stalled execution is the
-        # interrupted one, though its note comes second.
-        if fault.kind == "stall" and fault.pid == second.pid and fault.started <= first.at:
-            return True
+        # while or after a survivor that took the run over runs it (its writes are refused;
+        # the code between two awaits cannot be stopped from outside): the stalled execution
+        # is the interrupted one, whichever note comes first.
+        if fault.kind == "stall" and fault.started <= min(first.at, second.at):
+            stalled = (
+                first if fault.pid == first.pid else second if fault.pid == second.pid else None
+            )
+            if stalled is not None and stalled.at >= fault.ended:
+                return True
         if fault.kind in PG_FAULTS and fault.ended + PG_GRACE >= first.at:
             return True
     return False
