@@ -47,7 +47,9 @@ from batonflow.rag import QdrantStore
 from batonflow.rag.store import Chunk
 
 
-def load(data: Path, split: str) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]:
+def load(
+    data: Path, split: str
+) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]:
     """The corpus (id -> title and text), the split's queries and its judgements."""
     corpus = {}
     with (data / "corpus.jsonl").open(encoding="utf-8") as f:

@@ -143,6 +143,7 @@ class ClientEngine:
     ) -> list[tuple[str, float, dict[str, Any]]]:
         """The best ``limit`` points by one vector (``sparse``, else ``dense``), with ``fields``."""
         query: Any
+        using: str | None
         if sparse is not None and layout.sparse is not None:
             if not sparse.indices:
                 return []

@@ -114,7 +114,11 @@ def hit_of(point_id: Any, score: float, payload: dict[str, Any] | None) -> Hit:
         text = ""
     source = payload.get("source") or payload.get("ref_doc_id") or payload.get("document_id")
     if not source:
-        meta = metadata if metadata is not None else Hit("", "", 0.0, "", None, node_json=node_json).metadata
+        meta = (
+            metadata
+            if metadata is not None
+            else Hit("", "", 0.0, "", None, node_json=node_json).metadata
+        )
         source = meta.get("file_path") or meta.get("source") or ""
     return Hit(
         id=str(point_id),

@@ -279,8 +279,8 @@ class QdrantStore:
                 payload = payload_of(chunk, chunk.content_hash)
                 payload["bm25_len"], payload["bm25_avg"] = len(stems), mean
                 self._set_length(chunk.id, len(stems), mean)
-                dense = [float(x) for x in chunk.dense] if chunk.dense is not None else None
-                points.append((chunk.id, self.encoder.encode_terms(stems, mean), dense, payload))
+                vector = [float(x) for x in chunk.dense] if chunk.dense is not None else None
+                points.append((chunk.id, self.encoder.encode_terms(stems, mean), vector, payload))
             for start in range(0, len(points), self.batch_size):
                 self._engine.upsert(
                     self.collection, layout, points[start : start + self.batch_size]
@@ -594,7 +594,9 @@ class QdrantStore:
                 )
                 # equal scores in id order, the same on every call and engine
                 results = sorted(found, key=lambda r: (-r[1], r[0]))
-            flat = [pid for pid, _, p in results if "_node_content" not in p and "metadata" not in p]
+            flat = [
+                pid for pid, _, p in results if "_node_content" not in p and "metadata" not in p
+            ]
             if flat:  # a flat layout's metadata is every top-level field: read them whole
                 whole = self._engine.retrieve(self.collection, flat, True)
                 results = [(pid, sc, whole.get(pid, p)) for pid, sc, p in results]
