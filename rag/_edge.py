@@ -175,7 +175,11 @@ class EdgeEngine:
         flt: models.Filter | None,
         fields: list[str] | bool,
     ) -> list[tuple[str, float, dict[str, Any]]]:
-        """The best ``limit`` points by one vector (``sparse``, else ``dense``), with ``fields``."""
+        """The best ``limit`` points by one vector (``sparse``, else ``dense``), with ``fields``.
+
+        Without fields, the ids are the engine's own objects (hashable, ordered, ``str()`` gives
+        the point id), which :meth:`retrieve` takes back.
+        """
         shard = self._need(collection)
         if sparse is not None and layout.sparse is not None:
             if not sparse.indices:
@@ -190,7 +194,10 @@ class EdgeEngine:
         request = qe.QueryRequest(
             limit=limit, query=query, filter=to_edge_filter(flt), with_payload=fields
         )
-        return [(str(p.id), float(p.score), dict(p.payload or {})) for p in shard.query(request)]
+        found = shard.query(request)
+        if fields is False:  # ids for fusion: left as the engine's objects (str() costs ~2 us)
+            return [(p.id, p.score, {}) for p in found]
+        return [(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
 
     def retrieve(
         self, collection: str, ids: Sequence[str], fields: list[str] | bool

@@ -21,18 +21,22 @@ Points are ordered by:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from typing import TypeVar
+
+#: A point id: a string, or an engine's own id object (ordered and hashable).
+Id = TypeVar("Id", bound=Hashable)
 
 #: The fusion constant ``k`` (see the module docs for how it was chosen).
 RRF_K = 2
 
 
 def rrf(
-    sparse: Sequence[str], dense: Sequence[str], *, k: int = RRF_K, limit: int
-) -> list[tuple[str, float]]:
+    sparse: Sequence[Id], dense: Sequence[Id], *, k: int = RRF_K, limit: int
+) -> list[tuple[Id, float]]:
     """The best ``limit`` ids of two ranked lists, fused, as ``(id, score)`` in a stable order."""
     missing = len(sparse) + len(dense) + 1
-    ranks: dict[str, list[int]] = {}
+    ranks: dict[Id, list[int]] = {}
     for rank, pid in enumerate(sparse):
         ranks.setdefault(pid, [rank, missing])
     for rank, pid in enumerate(dense):

@@ -579,7 +579,7 @@ class QdrantStore:
                 payloads = self._engine.retrieve(
                     self.collection, [pid for pid, _ in fused], READ_FIELDS
                 )
-                results = [(pid, score, payloads.get(pid, {})) for pid, score in fused]
+                results = [(str(pid), score, payloads.get(str(pid), {})) for pid, score in fused]
             elif sparse_q is None and dense_q is None:
                 return []
             else:
