@@ -130,45 +130,77 @@ class ClientEngine:
         """How many points match ``flt``."""
         return self.client.count(collection, count_filter=flt, exact=True).count
 
-    def query(
+    def search(
         self,
         collection: str,
         layout: Layout,
         *,
         sparse: SparseVector | None,
         dense: list[float] | None,
-        top_k: int,
+        limit: int,
         flt: models.Filter | None,
-        wide: int,
+        fields: list[str] | bool,
     ) -> list[tuple[str, float, dict[str, Any]]]:
-        """The best ``top_k`` points: sparse, dense, or both fused with RRF."""
-        sparse_q = (
-            models.SparseVector(indices=sparse.indices, values=sparse.values)
-            if sparse is not None and sparse.indices and layout.sparse is not None
-            else None
-        )
-        common: dict[str, Any] = {"limit": top_k, "query_filter": flt, "with_payload": True}
-        if sparse_q is not None and dense is not None:
-            response = self.client.query_points(
-                collection,
-                prefetch=[
-                    models.Prefetch(query=sparse_q, using=layout.sparse, limit=wide),
-                    models.Prefetch(query=dense, using=layout.dense or None, limit=wide),
-                ],
-                query=models.FusionQuery(fusion=models.Fusion.RRF),
-                **common,
+        """The best ``limit`` points by one vector (``sparse``, else ``dense``), with ``fields``."""
+        query: Any
+        using: str | None
+        if sparse is not None and layout.sparse is not None:
+            if not sparse.indices:
+                return []
+            query, using = (
+                models.SparseVector(indices=sparse.indices, values=sparse.values),
+                layout.sparse,
             )
         elif dense is not None:
-            response = self.client.query_points(
-                collection, query=dense, using=layout.dense or None, **common
-            )
-        elif sparse_q is not None:
-            response = self.client.query_points(
-                collection, query=sparse_q, using=layout.sparse, **common
-            )
+            query, using = dense, layout.dense or None
         else:
             return []
+        response = self.client.query_points(
+            collection,
+            query=query,
+            using=using,
+            limit=limit,
+            query_filter=flt,
+            with_payload=fields,
+        )
         return [(str(p.id), float(p.score), dict(p.payload or {})) for p in response.points]
+
+    def retrieve(
+        self, collection: str, ids: Sequence[str], fields: list[str] | bool
+    ) -> dict[str, dict[str, Any]]:
+        """The payloads (``fields`` of them) of the points ``ids`` that exist."""
+        if not ids:
+            return {}
+        records = self.client.retrieve(
+            collection, ids=list(ids), with_payload=fields, with_vectors=False
+        )
+        return {str(r.id): dict(r.payload or {}) for r in records}
+
+    def set_sparse(
+        self,
+        collection: str,
+        layout: Layout,
+        vectors: Sequence[tuple[str, SparseVector]],
+        payload: dict[str, Any],
+    ) -> None:
+        """Replace the sparse vectors of points and set ``payload`` fields on them."""
+        if not vectors or layout.sparse is None:
+            return
+        name = layout.sparse
+        self.client.update_vectors(
+            collection,
+            points=[
+                models.PointVectors(
+                    id=pid,
+                    vector={name: models.SparseVector(indices=v.indices, values=v.values)},
+                )
+                for pid, v in vectors
+            ],
+            wait=True,
+        )
+        self.client.set_payload(
+            collection, payload=payload, points=[pid for pid, _ in vectors], wait=True
+        )
 
     def flush(self) -> None:
         """Nothing to flush: qdrant-client writes with ``wait=True``."""

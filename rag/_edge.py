@@ -164,45 +164,70 @@ class EdgeEngine:
         """How many points match ``flt``."""
         return int(self._need(collection).count(qe.CountRequest(filter=to_edge_filter(flt))))
 
-    def query(
+    def search(
         self,
         collection: str,
         layout: Layout,
         *,
         sparse: SparseVector | None,
         dense: list[float] | None,
-        top_k: int,
+        limit: int,
         flt: models.Filter | None,
-        wide: int,
+        fields: list[str] | bool,
     ) -> list[tuple[str, float, dict[str, Any]]]:
-        """The best ``top_k`` points: sparse, dense, or both fused with RRF (k=2, as Qdrant)."""
+        """The best ``limit`` points by one vector (``sparse``, else ``dense``), with ``fields``.
+
+        Without fields, the ids are the engine's own objects (hashable, ordered, ``str()`` gives
+        the point id), which :meth:`retrieve` takes back.
+        """
         shard = self._need(collection)
-        edge_filter = to_edge_filter(flt)
-        sparse_q = (
-            qe.Query.Nearest(qe.SparseVector(sparse.indices, sparse.values), using=layout.sparse)
-            if sparse is not None and sparse.indices and layout.sparse is not None
-            else None
-        )
-        dense_q = qe.Query.Nearest(dense, using=layout.dense) if dense is not None else None
-        if sparse_q is not None and dense_q is not None:
-            request = qe.QueryRequest(
-                limit=top_k,
-                prefetches=[
-                    qe.Prefetch(limit=wide, query=sparse_q, filter=edge_filter),
-                    qe.Prefetch(limit=wide, query=dense_q, filter=edge_filter),
-                ],
-                query=qe.Fusion.Rrf(k=2),
-                filter=edge_filter,
-                with_payload=True,
-            )
-        else:
-            only = sparse_q if sparse_q is not None else dense_q
-            if only is None:
+        if sparse is not None and layout.sparse is not None:
+            if not sparse.indices:
                 return []
-            request = qe.QueryRequest(
-                limit=top_k, query=only, filter=edge_filter, with_payload=True
+            query = qe.Query.Nearest(
+                qe.SparseVector(sparse.indices, sparse.values), using=layout.sparse
             )
-        return [(str(p.id), float(p.score), dict(p.payload or {})) for p in shard.query(request)]
+        elif dense is not None and layout.dense is not None:
+            query = qe.Query.Nearest(dense, using=layout.dense)
+        else:
+            return []
+        request = qe.QueryRequest(
+            limit=limit, query=query, filter=to_edge_filter(flt), with_payload=fields
+        )
+        found = shard.query(request)
+        if fields is False:  # ids for fusion: left as the engine's objects (str() costs ~2 us)
+            return [(p.id, p.score, {}) for p in found]
+        return [(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
+
+    def retrieve(
+        self, collection: str, ids: Sequence[str], fields: list[str] | bool
+    ) -> dict[str, dict[str, Any]]:
+        """The payloads (``fields`` of them) of the points ``ids`` that exist."""
+        if not ids:
+            return {}
+        records = self._need(collection).retrieve(list(ids), fields, False)
+        return {str(r.id): dict(r.payload or {}) for r in records}
+
+    def set_sparse(
+        self,
+        collection: str,
+        layout: Layout,
+        vectors: Sequence[tuple[str, SparseVector]],
+        payload: dict[str, Any],
+    ) -> None:
+        """Replace the sparse vectors of points and set ``payload`` fields on them."""
+        if not vectors or layout.sparse is None:
+            return
+        shard = self._need(collection)
+        shard.update(
+            qe.UpdateOperation.update_vectors(
+                [
+                    qe.PointVectors(pid, {layout.sparse: qe.SparseVector(v.indices, v.values)})
+                    for pid, v in vectors
+                ]
+            )
+        )
+        shard.update(qe.UpdateOperation.set_payload([pid for pid, _ in vectors], payload))
 
     def _need(self, collection: str) -> qe.EdgeShard:
         shard = self._shard(collection)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -51,15 +52,76 @@ class Chunk:
         return point_id(self.source, self.index, self.text)
 
 
-@dataclass(frozen=True, slots=True)
 class Hit:
-    """A chunk found by a query, with its score (higher is better)."""
+    """A chunk found by a query, with its score (higher is better).
 
-    id: str
-    text: str
-    score: float
-    source: str
-    metadata: dict[str, Any]
+    A hit read from the store decodes its stored node (llama-index's ``_node_content`` JSON,
+    which holds the chunk's text and metadata) only when ``text`` or ``metadata`` is first
+    read, so a caller that needs ids, scores and sources pays for no JSON parsing.
+    """
+
+    __slots__ = ("_metadata", "_node_json", "_text", "id", "score", "source")
+
+    def __init__(
+        self,
+        id: str,
+        text: str | None,
+        score: float,
+        source: str,
+        metadata: dict[str, Any] | None,
+        *,
+        node_json: str | None = None,
+    ) -> None:
+        self.id = id
+        self.score = score
+        self.source = source
+        self._text = text
+        self._metadata = metadata
+        self._node_json = node_json
+
+    def _decode(self) -> None:
+        node = json.loads(self._node_json) if self._node_json else {}
+        if self._text is None:
+            text = node.get("text")
+            if text is None:  # llama-index's later layout keeps it in text_resource
+                text = (node.get("text_resource") or {}).get("text")
+            self._text = str(text or "")
+        if self._metadata is None:
+            self._metadata = dict(node.get("metadata") or {})
+        self._node_json = None
+
+    @property
+    def text(self) -> str:
+        """The chunk's text."""
+        if self._text is None:
+            self._decode()
+        return self._text or ""
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The chunk's metadata."""
+        if self._metadata is None:
+            self._decode()
+        return self._metadata if self._metadata is not None else {}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Hit):
+            return NotImplemented
+        return (self.id, self.text, self.score, self.source, self.metadata) == (
+            other.id,
+            other.text,
+            other.score,
+            other.source,
+            other.metadata,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"Hit(id={self.id!r}, score={self.score!r}, source={self.source!r}, "
+            f"text={self.text[:40]!r})"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,16 @@ A point written by :class:`~batonflow.rag.QdrantStore` carries:
   ``doc_id`` / ``ref_doc_id`` (the chunk's source); plus batonflow's own ``text`` (the chunk),
   ``source``, ``chunk`` (its index in the source), ``content_hash`` (of the whole source
   document, for incremental re-ingestion) and ``source_chunks`` (how many chunks that version of
-  the source has, so re-ingestion can tell a source stored whole from one left incomplete).
+  the source has, so re-ingestion can tell a source stored whole from one left incomplete),
+  ``bm25_len`` (the chunk's length in BM25 terms) and ``bm25_avg`` (the collection's mean length
+  its sparse vector was encoded with; see :mod:`batonflow.rag.sparse`).
+
+The chunk's text is stored once, inside ``_node_content`` (where llama-index reads it).
+Collections written by earlier batonflow versions also hold it in a top-level ``text``; they
+are read as they are (that copy is used, so their hits need no JSON decoding either).
+
+A query reads only :data:`READ_FIELDS` of each hit, and a hit decodes ``_node_content`` only
+when its text or metadata is first asked for (:class:`~batonflow.rag.chunks.Hit`).
 
 So ``VectorStoreIndex.from_vector_store(QdrantVectorStore(client=..., collection_name=...))``
 reads what batonflow ingests, and :class:`QdrantStore` reads collections llama-index wrote (by
@@ -20,7 +29,6 @@ their dense vectors; they have no BM25 vector). Collections from earlier batonfl
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +42,11 @@ LEGACY_DENSE = ("dense", "")
 #: Payload fields batonflow writes next to the metadata keys.
 RESERVED = frozenset(
     {"text", "source", "chunk", "content_hash", "source_chunks", "_node_content", "_node_type"}
-    | {"document_id", "doc_id", "ref_doc_id", "metadata"}
+    | {"document_id", "doc_id", "ref_doc_id", "metadata", "bm25_len", "bm25_avg"}
 )
+#: The payload fields a query reads: enough for a hit in any of the layouts above (a point
+#: with none of ``_node_content``, ``metadata`` and ``text`` is read whole).
+READ_FIELDS = ["_node_content", "text", "metadata", "source", "ref_doc_id", "document_id"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +87,8 @@ def payload_of(chunk: Chunk, content_hash: str | None = None) -> dict[str, Any]:
         relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=chunk.source)},
     )
     payload = node_to_metadata_dict(node, remove_text=False, flat_metadata=False)
-    payload.update(text=chunk.text, source=chunk.source, chunk=chunk.index)
+    payload.pop("text", None)  # a metadata key named "text": the text lives in _node_content
+    payload.update(source=chunk.source, chunk=chunk.index)
     if content_hash is not None:
         payload["content_hash"] = content_hash
     if chunk.source_chunks is not None:
@@ -85,31 +97,43 @@ def payload_of(chunk: Chunk, content_hash: str | None = None) -> dict[str, Any]:
 
 
 def hit_of(point_id: Any, score: float, payload: dict[str, Any] | None) -> Hit:
-    """A :class:`Hit` from a stored point, in batonflow's layout, llama-index's, or an older one."""
+    """A :class:`Hit` from a stored point, in batonflow's layout, llama-index's, or an older one.
+
+    ``_node_content`` is kept undecoded in the hit until its text or metadata is read.
+    """
     payload = payload or {}
     text = payload.get("text")
     metadata = payload.get("metadata")
     content = payload.get("_node_content")
-    if isinstance(content, str) and (text is None or not isinstance(metadata, dict)):
-        node = json.loads(content)
-        text = text if text is not None else node.get("text", "")
-        metadata = node.get("metadata") or {}
+    node_json = content if isinstance(content, str) else None
     if not isinstance(metadata, dict):
-        metadata = {k: v for k, v in payload.items() if k not in RESERVED}
+        metadata = None
+        if node_json is None:  # flat payload without a node: metadata at the top level
+            metadata = {k: v for k, v in payload.items() if k not in RESERVED}
+    if node_json is None and text is None:
+        text = ""
     source = payload.get("source") or payload.get("ref_doc_id") or payload.get("document_id")
-    source = source or metadata.get("file_path") or metadata.get("source") or ""
+    if not source:
+        meta = (
+            metadata
+            if metadata is not None
+            else Hit("", "", 0.0, "", None, node_json=node_json).metadata
+        )
+        source = meta.get("file_path") or meta.get("source") or ""
     return Hit(
         id=str(point_id),
-        text=str(text or ""),
+        text=None if text is None else str(text),
         score=float(score),
         source=str(source),
-        metadata=dict(metadata),
+        metadata=None if metadata is None else dict(metadata),
+        node_json=node_json,
     )
 
 
 __all__ = [
     "DENSE",
     "LEGACY_DENSE",
+    "READ_FIELDS",
     "RESERVED",
     "SPARSE",
     "Layout",

@@ -17,12 +17,13 @@ Qdrant multiplies the query side by the term's IDF (the collection's sparse vect
 with ``Modifier.IDF``, so IDF is always current for the whole collection). A *query* vector
 is term presence (1.0 per distinct term), so the dot product Qdrant computes is the BM25 score.
 
-Length normalisation needs an average document length. Chunks are encoded one at a time
-(ingestion is incremental; a corpus-wide pass would force re-encoding everything whenever the
-average moved), so ``avg_len`` is a fixed *estimate* in tokens after stopword removal. The
-default, 256, fits chunks of a few hundred words (``SentenceSplitter``'s default 1024-token
-chunks hold roughly that many content words); set it to your corpus's typical chunk length if
-yours differ a lot. Its only effect is how much long chunks are penalised against short ones.
+Length normalisation needs an average document length. :class:`~batonflow.rag.QdrantStore`
+gives the encoder its collection's real mean (in tokens after stopword removal): each point
+records its length (``bm25_len``) and the mean it was encoded with (``bm25_avg``), the store
+encodes a batch with the mean *including* that batch, and when ingestion or deletion moves the
+mean more than 5% away from the one a point was encoded with, it re-encodes that point's
+vector (see ``QdrantStore.mean_length``). ``avg_len`` here is only the fallback when the
+encoder is used on its own.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ class BM25SparseEncoder:
             and to none for other languages.
         k1: term-frequency saturation; higher lets repeated terms count for more.
         b: length normalisation strength, from 0 (none) to 1 (full).
-        avg_len: the estimated average chunk length in tokens, after stopword removal.
+        avg_len: the average chunk length in tokens, after stopword removal, used when no
+            other is given (a store passes its collection's real mean).
 
     Raises:
         ValueError: an unknown stemmer language or out-of-range parameter.
@@ -100,24 +102,30 @@ class BM25SparseEncoder:
         """The terms of ``text``, in order (stems, CJK bigrams), stopwords removed."""
         return self.tokenizer(text)
 
-    def encode_document(self, text: str) -> SparseVector:
+    def encode_document(self, text: str, avg_len: float | None = None) -> SparseVector:
         """The BM25 term-frequency vector of one document (chunk)."""
-        stems = self.tokenize(text)
+        return self.encode_terms(self.tokenize(text), avg_len)
+
+    def encode_terms(self, stems: list[str], avg_len: float | None = None) -> SparseVector:
+        """The BM25 term-frequency vector of a tokenised document (``avg_len``: the mean)."""
         if not stems:
             return SparseVector([], [])
         counts: dict[int, int] = {}
         for stem, n in Counter(stems).items():
             tid = _cached_term_id(stem)
             counts[tid] = counts.get(tid, 0) + n  # two stems colliding on an id add up
-        norm = self.k1 * (1.0 - self.b + self.b * len(stems) / self.avg_len)
+        mean = avg_len if avg_len is not None and avg_len > 0 else self.avg_len
+        norm = self.k1 * (1.0 - self.b + self.b * len(stems) / mean)
         k1_plus_1 = self.k1 + 1.0
         indices = sorted(counts)
         values = [counts[i] * k1_plus_1 / (counts[i] + norm) for i in indices]
         return SparseVector(indices, values)
 
-    def encode_documents(self, texts: Iterable[str]) -> list[SparseVector]:
+    def encode_documents(
+        self, texts: Iterable[str], avg_len: float | None = None
+    ) -> list[SparseVector]:
         """:meth:`encode_document` for each text."""
-        return [self.encode_document(text) for text in texts]
+        return [self.encode_document(text, avg_len) for text in texts]
 
     def encode_query(self, text: str) -> SparseVector:
         """The query vector: 1.0 for each distinct term (Qdrant weighs it by IDF)."""

