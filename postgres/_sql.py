@@ -17,7 +17,7 @@ from batonflow.core._sql_schema import (
     create_statements,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 COMPONENT = "checkpoints"
 EVENTS_CHANNEL = "batonflow_events"
 INBOX_CHANNEL = "batonflow_inbox"
@@ -28,14 +28,17 @@ RELEASE_CHANNEL = "batonflow_release"
 #: The server's clock, so leases do not depend on the replicas' clocks agreeing.
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())::double precision"
 
-#: A lease that ran out, and not because the database itself was down: after a restart every
-#: holder has one lease length (the claimer's, the parameter) to renew before its leases count
-#: as expired. Nobody could renew while the server was away, so without this the first replica
-#: whose heartbeat comes after a restart longer than the lease would take every other live
-#: replica's runs over, and their steps in flight would run twice.
+#: When the database server (re)started, on its own clock.
+_STARTED = "EXTRACT(EPOCH FROM pg_postmaster_start_time())::double precision"
+#: A lease that ran out, and not because the database itself was down: a lease last granted
+#: before a restart gets one lease length (its own: until - since) after the restart for its
+#: holder to renew it. Nobody could renew while the server was away, so without this the first
+#: replica whose heartbeat comes after a restart longer than the lease would take every other
+#: live replica's runs over, and their steps in flight would run twice. A lease granted after
+#: the restart (or recorded before ``lease_since`` existed) has no such grace.
 EXPIRED = (
-    f"GREATEST(lease_until, EXTRACT(EPOCH FROM pg_postmaster_start_time())::double precision "
-    f"+ %s) < {NOW}"
+    f"lease_until < {NOW} AND NOT COALESCE(lease_since < {_STARTED} "
+    f"AND {_STARTED} + (lease_until - lease_since) > {NOW}, FALSE)"
 )
 
 #: Version 2 is the first PostgreSQL schema: the tables of core's SQL store, as they are
@@ -53,6 +56,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # The id of the claim or release that last changed the lease: a claim whose answer was
     # lost finds the runs it took (see postgres/store.py, claim_expired).
     5: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS lease_change TEXT",),
+    # When the lease was last granted or renewed (server time): see EXPIRED.
+    6: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS lease_since DOUBLE PRECISION",),
 }
 #: True in a write's WHERE while the run's lease is held by the store whose token is the
 #: second parameter, or while the first parameter (the replica id) is NULL: no fencing.
@@ -62,7 +67,8 @@ SQL = replace(
     Statements.build("%s", state_json="(ctx_data::json -> 'state')::text", lock_row=" FOR UPDATE"),
     # A replica's new run is leased to it (to this store's token) from the start.
     insert_run=f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}, lease_owner, lease_token, "
-    f"lease_until) VALUES ({', '.join(['%s'] * 14)}, %s, %s, CASE WHEN %s THEN {NOW} + %s END)",
+    f"lease_until, lease_since) VALUES ({', '.join(['%s'] * 14)}, %s, %s, "
+    f"CASE WHEN %s THEN {NOW} + %s END, CASE WHEN %s THEN {NOW} END)",
 )
 #: A status change, made only while this store holds the run and it has not ended; an ended
 #: run's lease is released.
@@ -95,12 +101,13 @@ APPEND_FENCED = (
 #: The fence of a transaction: locks the run's row and tells who holds it.
 FENCE = "SELECT lease_owner, lease_token, status FROM checkpoint_runs WHERE run_id = %s FOR UPDATE"
 RENEW = (
-    f"UPDATE checkpoint_runs SET lease_until = {NOW} + %s WHERE lease_token = %s RETURNING run_id"
+    f"UPDATE checkpoint_runs SET lease_until = {NOW} + %s, lease_since = {NOW} "
+    "WHERE lease_token = %s RETURNING run_id"
 )
 #: Takes the runs nobody runs (see ``claim_expired``), marking them with the claim's id.
 CLAIM_EXPIRED = (
     "UPDATE checkpoint_runs SET lease_owner = %s, lease_token = %s, "
-    f"lease_until = {NOW} + %s, lease_change = %s "
+    f"lease_until = {NOW} + %s, lease_since = {NOW}, lease_change = %s "
     "WHERE run_id IN (SELECT run_id FROM checkpoint_runs "
     "WHERE status = ANY(%s) AND (%s::text IS NULL OR owner = %s) "
     "AND (%s::text[] IS NULL OR workflow_name = ANY(%s)) "
@@ -116,8 +123,8 @@ CLAIMED = (
 )
 CLAIM_ONE = (
     "UPDATE checkpoint_runs SET lease_owner = %s, lease_token = %s, "
-    f"lease_until = {NOW} + %s WHERE run_id = %s AND NOT {ENDED_SQL} "
-    f"AND (lease_owner IS NULL OR lease_owner = %s OR lease_until < {NOW}) "
+    f"lease_until = {NOW} + %s, lease_since = {NOW} WHERE run_id = %s AND NOT {ENDED_SQL} "
+    f"AND (lease_owner IS NULL OR lease_owner = %s OR ({EXPIRED})) "
     "RETURNING run_id"
 )
 RELEASE = (

@@ -320,6 +320,7 @@ class PostgresCheckpointStore(SqlRunStore):
             None if self.replica_id is None else self.lease_token,
             self.replica_id is not None,
             self.lease_seconds,
+            self.replica_id is not None,
         )
 
     def _update_status(
@@ -475,7 +476,7 @@ class PostgresCheckpointStore(SqlRunStore):
         claim = uuid.uuid4().hex
         args = (
             *(me, self.lease_token, self.lease_seconds, claim, [*active, "interrupted"]),
-            *(owner, owner, names, names, self.lease_token, self.lease_seconds, active, limit),
+            *(owner, owner, names, names, self.lease_token, active, limit),
         )
 
         def claimed(conn: psycopg.Connection[Any]) -> Any:

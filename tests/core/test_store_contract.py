@@ -352,7 +352,7 @@ def test_every_sql_backend_has_the_one_schema(backend, request, tmp_path):
     release that last changed the lease, which only replicas use)."""
     wanted = {table: [name for name, _ in columns] for table, columns in TABLES.items()}
     if backend == "postgres":
-        wanted["checkpoint_runs"] += ["lease_token", "lease_change"]
+        wanted["checkpoint_runs"] += ["lease_token", "lease_change", "lease_since"]
     where = tmp_path / "runs.db" if backend == "sqlite" else request.getfixturevalue("postgres_url")
     with open_store(where) as store:
         assert columns_of(store) == wanted

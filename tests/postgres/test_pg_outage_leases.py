@@ -121,3 +121,47 @@ def _lease_left(store: PostgresCheckpointStore, run_id: str) -> float:
         except Exception:
             assert time.monotonic() < deadline
             time.sleep(0.1)
+
+
+def test_a_lease_granted_after_the_restart_has_no_grace(own_server, url):
+    """The grace is for leases a restart kept from being renewed: one granted (with a short
+    lease) after the server started runs out as usual, however recent the restart."""
+    restart_fast(own_server)
+    a = PostgresCheckpointStore(url, replica_id="a", lease_seconds=0.2)
+    c = PostgresCheckpointStore(url, replica_id="c", lease_seconds=LEASE)
+    try:
+        runs = _runs(a, 2)
+        deadline = time.monotonic() + 30
+        while not all(_lease_left(a, run_id) < 0 for run_id in runs):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        started = _server_seconds(url, "EXTRACT(EPOCH FROM pg_postmaster_start_time())")
+        assert _server_seconds(url, "EXTRACT(EPOCH FROM clock_timestamp())") < started + LEASE
+        assert _claim(c) == sorted(runs)
+    finally:
+        a.close()
+        c.close()
+
+
+def test_a_version_5_database_is_migrated_to_lease_times(own_server, url):
+    """A version-5 database (no lease_since) gets the column; its old leases run out as
+    before (no grace), new ones are timed."""
+    a = PostgresCheckpointStore(url, replica_id="a", lease_seconds=0.2)
+    (old,) = _runs(a, 1)
+    a.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE checkpoint_runs DROP COLUMN lease_since")
+        conn.execute("UPDATE batonflow_schema SET version = 5")
+    c = PostgresCheckpointStore(url, replica_id="c", lease_seconds=LEASE)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (6,)
+        time.sleep(0.3)
+        assert _claim(c) == [old]
+        with psycopg.connect(url, autocommit=True) as conn:
+            since, until = conn.execute(
+                "SELECT lease_since, lease_until FROM checkpoint_runs WHERE run_id = %s", (old,)
+            ).fetchone()
+        assert since is not None and until - since == pytest.approx(LEASE)
+    finally:
+        c.close()
