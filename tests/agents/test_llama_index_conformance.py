@@ -1,0 +1,82 @@
+"""What llama-index-core's own agent tests rely on, checked here without its test files.
+
+``bench/agents_conformance.py`` runs llama-index-core's ``tests/agent/workflow/`` against
+batonflow.agents (it needs a snapshot of llama_index, which CI has not); each behaviour it
+showed missing and that batonflow now offers is tested here in the same shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Sequence
+from typing import Any
+
+import pytest
+from batonflow.agents import AgentStream, FunctionAgent
+from llama_index.core.base.llms.types import ChatMessage, ChatResponse, LLMMetadata
+from llama_index.core.llms import MockLLM
+from llama_index.core.tools import ToolSelection
+
+
+class ToolsByMetadataLLM(MockLLM):
+    """An LLM that is no ``FunctionCallingLLM`` but says it calls tools and has the methods.
+
+    The shape of the mock LLMs of llama-index-core's agent tests (``TestLLM``,
+    ``MockThinkingLLM``): a plain ``LLM`` with ``astream_chat_with_tools`` and
+    ``get_tool_calls_from_response``, and metadata that says ``is_function_calling_model``.
+    """
+
+    def __init__(self, replies: Sequence[ChatMessage]) -> None:
+        super().__init__()
+        self._replies = list(replies)
+        self._sent: list[list[ChatMessage]] = []
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(is_function_calling_model=True)
+
+    async def astream_chat_with_tools(  # type: ignore[no-untyped-def]
+        self, tools: list[Any], chat_history: list[ChatMessage], **kwargs: Any
+    ):
+        self._sent.append(list(chat_history))
+        reply = self._replies.pop(0)
+
+        async def gen() -> AsyncGenerator[ChatResponse, None]:
+            yield ChatResponse(message=reply, delta=reply.content)
+
+        return gen()
+
+    def get_tool_calls_from_response(
+        self, response: ChatResponse, error_on_no_tool_call: bool = False, **kwargs: Any
+    ) -> list[ToolSelection]:
+        calls: list[ToolSelection] = response.message.additional_kwargs.get("tool_calls", [])
+        return calls
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def _replies() -> list[ChatMessage]:
+    call = ToolSelection(tool_id="c1", tool_name="add", tool_kwargs={"a": 2, "b": 3})
+    return [
+        ChatMessage(role="assistant", content="", additional_kwargs={"tool_calls": [call]}),
+        ChatMessage(role="assistant", content="It is 5."),
+    ]
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_function_agent_takes_an_llm_that_says_it_calls_tools(streaming: bool) -> None:
+    """A plain LLM whose metadata says it calls tools runs FunctionAgent, as in llama-index.
+
+    Streamed or not: with only ``astream_chat_with_tools`` the unstreamed call streams too.
+    """
+    llm = ToolsByMetadataLLM(_replies())
+    agent = FunctionAgent(tools=[add], llm=llm, streaming=streaming)
+    handler = agent.run(user_msg="2 + 3?")
+    deltas = [e.delta async for e in handler.stream_events() if isinstance(e, AgentStream)]
+    output = await handler
+    assert str(output) == "It is 5."
+    assert [c.tool_name for c in output.tool_calls] == ["add"]
+    assert [m.role.value for m in llm._sent[1]][-3:] == ["user", "assistant", "tool"]
+    assert ("It is 5." in deltas) is streaming
