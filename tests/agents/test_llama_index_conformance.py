@@ -11,10 +11,12 @@ from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import pytest
-from batonflow.agents import AgentStream, FunctionAgent
+from batonflow.agents import AgentStream, AgentWorkflow, FunctionAgent
+from batonflow.agents.testing import ScriptedLLM, ScriptedResponse, ScriptedToolCall
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, LLMMetadata
 from llama_index.core.llms import MockLLM
 from llama_index.core.tools import ToolSelection
+from pydantic import BaseModel
 
 
 class ToolsByMetadataLLM(MockLLM):
@@ -80,3 +82,28 @@ async def test_function_agent_takes_an_llm_that_says_it_calls_tools(streaming: b
     assert [c.tool_name for c in output.tool_calls] == ["add"]
     assert [m.role.value for m in llm._sent[1]][-3:] == ["user", "assistant", "tool"]
     assert ("It is 5." in deltas) is streaming
+
+
+class Structure(BaseModel):
+    """The structured output of the next test."""
+
+    hello: str
+    world: int
+
+
+async def test_a_workflows_structured_output_fn_wins_over_its_agents_output_cls() -> None:
+    """The workflow's option is used when it has one, whichever kind; else the agent's."""
+
+    def by_fn(messages: list[ChatMessage]) -> dict[str, Any]:
+        return {"hello": "bonjour", "world": 2}
+
+    structured = ScriptedResponse(
+        tool_calls=[ScriptedToolCall("Structure", {"hello": "hi", "world": 1})]
+    )
+    llm = ScriptedLLM(["Done.", "Done.", structured])
+    agent = FunctionAgent(name="a", llm=llm, output_cls=Structure)
+    workflow = AgentWorkflow(agents=[agent], root_agent="a", structured_output_fn=by_fn)
+    output = await workflow.run(user_msg="test")
+    assert output.get_pydantic_model(Structure) == Structure(hello="bonjour", world=2)
+    alone = await AgentWorkflow(agents=[agent], root_agent="a").run(user_msg="test")
+    assert alone.get_pydantic_model(Structure) == Structure(hello="hi", world=1)
