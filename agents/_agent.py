@@ -328,12 +328,12 @@ class ToolAgentBase(AgentMember, Workflow):
         if iterations >= limit:
             partial = await self.result(ctx, "")
             raise MaxIterationsError(
-                f"{type(self).__name__} {self.name!r} made {iterations} LLM calls "
-                f"(max_iterations={limit}) without reaching a final answer. Raise "
-                "max_iterations=... (on the agent or per run), pass "
-                "run(early_stopping_method='generate') to answer from what was found, or check "
-                "the tools and the prompt; the tool calls made so far are in the error's "
-                ".result.",
+                f"Max iterations of {limit} reached! {type(self).__name__} {self.name!r} made "
+                f"{iterations} LLM calls (max_iterations={limit}) without reaching a final "
+                "answer. Either something went wrong (check the tools and the prompt), or raise "
+                "max_iterations=... (on the agent or per run), or pass "
+                "run(early_stopping_method='generate') to answer from what was found; the tool "
+                "calls made so far are in the error's .result.",
                 result=partial,
             )
 

@@ -167,8 +167,9 @@ class AgentWorkflow(Workflow):
         if root_agent is None:
             if len(members) > 1:
                 raise AgentConfigurationError(
-                    f"{owner} with several agents needs root_agent=...: the name of the agent "
-                    f"that gets the user's message (one of {', '.join(self.agents)})."
+                    f"Exactly one root agent must be provided: {owner} with several agents "
+                    "needs root_agent=..., the name of the agent that gets the user's message "
+                    f"(one of {', '.join(self.agents)})."
                 )
             root_agent = members[0].name
         if root_agent not in self.agents:
@@ -376,10 +377,12 @@ class AgentWorkflow(Workflow):
             if await ctx.store.get("early_stopping_method", default="force") == "generate":
                 return await self._early_answer(ctx, ev, limit)
             raise MaxIterationsError(
-                f"{type(self).__name__}: agent {ev.current_agent_name!r} made {iterations} LLM "
-                f"calls (max_iterations={limit}) without a final answer. Pass a larger "
-                "run(max_iterations=...), or run(early_stopping_method='generate') to get an "
-                "answer from what was found so far."
+                f"Max iterations of {limit} reached! {type(self).__name__}: agent "
+                f"{ev.current_agent_name!r} made {iterations} LLM calls (max_iterations={limit}) "
+                "without a final answer. Either something went wrong (check the tools and the "
+                "prompt), or pass a larger run(max_iterations=...), or "
+                "run(early_stopping_method='generate') to get an answer from what was found so "
+                "far."
             )
         if ev.retry_messages:
             return messages_event(AgentInput, await memory.aget(), ev.current_agent_name)

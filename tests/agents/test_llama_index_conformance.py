@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 from batonflow.agents import AgentStream, AgentWorkflow, FunctionAgent
 from batonflow.agents.testing import ScriptedLLM, ScriptedResponse, ScriptedToolCall
+from batonflow.core.errors import WorkflowRuntimeError
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, LLMMetadata
 from llama_index.core.llms import MockLLM
 from llama_index.core.tools import ToolSelection
 from pydantic import BaseModel
+from test_agent_parity import KINDS, build, start, tool_call
 
 
 class ToolsByMetadataLLM(MockLLM):
@@ -107,3 +109,27 @@ async def test_a_workflows_structured_output_fn_wins_over_its_agents_output_cls(
     assert output.get_pydantic_model(Structure) == Structure(hello="bonjour", world=2)
     alone = await AgentWorkflow(agents=[agent], root_agent="a").run(user_msg="test")
     assert alone.get_pydantic_model(Structure) == Structure(hello="hi", world=1)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_max_iterations_error_says_what_llama_indexs_says(kind: str) -> None:
+    """The error has llama-index's words (its tests match them) and still batonflow's fix."""
+
+    def looping(i: int) -> Any:
+        if kind == "codeact":
+            return f"<execute>\nprint({i})\n</execute>"
+        return tool_call(kind, "add", a=i, b=i)
+
+    agent = build(kind, ScriptedLLM([looping(1), looping(2)]), tools=[add])
+    with pytest.raises(WorkflowRuntimeError, match="Either something went wrong") as info:
+        await start(kind, agent, "loop", max_iterations=2)
+    assert "early_stopping_method='generate'" in str(info.value)
+    assert "Max iterations of 2 reached!" in str(info.value)
+
+
+def test_several_agents_without_a_root_say_what_llama_index_says() -> None:
+    """llama-index's ``ValueError`` text first, then which names root_agent= may take."""
+    agents = [FunctionAgent(name=n, description="test", llm=ScriptedLLM([])) for n in "ab"]
+    with pytest.raises(ValueError, match="Exactly one root agent must be provided") as info:
+        AgentWorkflow(agents=agents)
+    assert "root_agent=" in str(info.value)
