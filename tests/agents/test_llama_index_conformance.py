@@ -18,7 +18,7 @@ from llama_index.core.base.llms.types import ChatMessage, ChatResponse, LLMMetad
 from llama_index.core.llms import MockLLM
 from llama_index.core.tools import ToolSelection
 from pydantic import BaseModel
-from test_agent_parity import KINDS, build, start, tool_call
+from test_agent_parity import KINDS, answer, build, start, tool_call
 
 
 class ToolsByMetadataLLM(MockLLM):
@@ -133,3 +133,19 @@ def test_several_agents_without_a_root_say_what_llama_index_says() -> None:
     with pytest.raises(ValueError, match="Exactly one root agent must be provided") as info:
         AgentWorkflow(agents=agents)
     assert "root_agent=" in str(info.value)
+
+
+@pytest.mark.parametrize("kind", ["react", "function_calling"])
+async def test_a_standalone_agents_tool_calls_have_llama_indexs_tool_output(kind: str) -> None:
+    """``response.tool_calls[i].tool_output`` works as on llama-index's ``ToolCallResult``.
+
+    llama-index's ReAct notebook prints each call's ``tool_output``; the standalone agents'
+    records give the same ``ToolOutput`` (content, name, input, error flag).
+    """
+    llm = ScriptedLLM([tool_call(kind, "add", a=2, b=3), answer(kind, "It is 5.")])
+    result = await start(kind, build(kind, llm, tools=[add]), "2 + 3?")
+    (record,) = result.tool_calls
+    assert str(record.tool_output) == "5"
+    assert record.tool_output.tool_name == "add"
+    assert record.tool_output.raw_input == {"args": (), "kwargs": {"a": 2, "b": 3}}
+    assert record.tool_output.is_error is False
