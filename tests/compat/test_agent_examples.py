@@ -26,6 +26,8 @@ DIVERGENT = {
     "basic_context": ["A conversation continues on its Context"],
     "basic_state": ["The shared state is shown as it is now"],
     "multi_agent": ["The shared state is shown as it is now"],
+    "return_direct": ["A conversation continues on its Context"],
+    "code_act": ["A conversation continues on its Context"],
 }
 
 
