@@ -28,6 +28,7 @@ DIVERGENT = {
     "multi_agent": ["The shared state is shown as it is now"],
     "return_direct": ["A conversation continues on its Context"],
     "code_act": ["A conversation continues on its Context"],
+    "agents_as_tools": ["The shared state is shown as it is now"],
 }
 
 
