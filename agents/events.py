@@ -320,8 +320,10 @@ class AgentOutput(Event):
             text). A plain string given here becomes an assistant message.
         structured_response: The structured output as a dict, when ``output_cls=`` or
             ``structured_output_fn=`` asked for one.
-        tool_calls: The tool calls the LLM asked for in this turn (in a run's result: every
-            tool call of the run).
+        tool_calls: The tool calls the LLM asked for in this turn (``ToolSelection`` objects). In
+            a run's result, as in llama-index: every tool call of the run as its
+            :class:`ToolCallResult` (with ``tool_output``); a run that a ``return_direct``
+            tool ended lists ``ToolSelection`` objects.
         is_final: Whether this turn ends the run with an answer.
         current_agent_name: The agent's name.
         raw: The provider's raw response (not serialized).
@@ -332,7 +334,7 @@ class AgentOutput(Event):
         default_factory=lambda: ChatMessage(role=MessageRole.ASSISTANT, content="")
     )
     structured_response: dict[str, Any] | None = None
-    tool_calls: list[ToolSelection] = Field(default_factory=list)
+    tool_calls: list[ToolSelection | ToolCallResult] = Field(default_factory=list)
     is_final: bool = False
     current_agent_name: str = "agent"
     raw: Any | None = Field(default=None, exclude=True)

@@ -504,7 +504,8 @@ class AgentWorkflow(Workflow):
         # tool calls (none, on a turn that answers), as llama-index's stream shows it.
         output = output.model_copy()
         if not output.tool_calls:
-            output.tool_calls = [_selection(r) for r in done]
+            # llama-index's result lists the run's calls as their ToolCallResults.
+            output.tool_calls = list(done)
         await ctx.store.set("current_tool_calls", [])
         output.is_final = True
         output.structured_response = await structured_response(ctx, memory, agent, self, agent)

@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import pytest
-from batonflow.agents import AgentStream, AgentWorkflow, FunctionAgent
+from batonflow.agents import AgentOutput, AgentStream, AgentWorkflow, FunctionAgent, ToolCallResult
 from batonflow.agents.testing import ScriptedLLM, ScriptedResponse, ScriptedToolCall
 from batonflow.core.errors import WorkflowRuntimeError
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, LLMMetadata
@@ -149,3 +149,25 @@ async def test_a_standalone_agents_tool_calls_have_llama_indexs_tool_output(kind
     assert record.tool_output.tool_name == "add"
     assert record.tool_output.raw_input == {"args": (), "kwargs": {"a": 2, "b": 3}}
     assert record.tool_output.is_error is False
+
+
+@pytest.mark.parametrize("kind", ["function", "workflow"])
+async def test_a_runs_result_lists_its_tool_calls_as_results(kind: str) -> None:
+    """``(await agent.run(...)).tool_calls`` are ``ToolCallResult`` objects, as in llama-index.
+
+    Its guides print ``response.tool_calls`` (each with ``tool_output``); the streamed
+    ``AgentOutput`` of a turn keeps ``ToolSelection`` objects. The result survives a round trip
+    through JSON with its types.
+    """
+    llm = ScriptedLLM([tool_call(kind, "add", a=2, b=3), answer(kind, "It is 5.")])
+    output = await start(kind, build(kind, llm, tools=[add]), "2 + 3?")
+    (result,) = output.tool_calls
+    assert isinstance(result, ToolCallResult)
+    assert (result.tool_name, result.tool_kwargs, str(result.tool_output)) == (
+        "add",
+        {"a": 2, "b": 3},
+        "5",
+    )
+    again = AgentOutput.model_validate(output.model_dump(mode="json"))
+    assert isinstance(again.tool_calls[0], ToolCallResult)
+    assert str(again.tool_calls[0].tool_output) == "5"
