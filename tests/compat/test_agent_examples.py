@@ -29,6 +29,10 @@ DIVERGENT = {
     "return_direct": ["A conversation continues on its Context"],
     "code_act": ["A conversation continues on its Context"],
     "agents_as_tools": ["The shared state is shown as it is now"],
+    "tutorial_state": [
+        "A conversation continues on its Context",
+        "The shared state is shown as it is now",
+    ],
 }
 
 
