@@ -155,6 +155,15 @@ class AgentWorkflowStartEvent(StartEvent):
     output_cls: Any = Field(default=None, exclude=True)
     tool_choice: str | None = None
 
+    @field_validator("chat_history", mode="before")
+    @classmethod
+    def _history_messages(cls, value: Any) -> Any:
+        # role/content dicts become ChatMessages on the event, as llama-index's does; anything
+        # else is left for run() to refuse with its clear error.
+        if isinstance(value, list):
+            return [ChatMessage.model_validate(m) if isinstance(m, dict) else m for m in value]
+        return value
+
 
 def history_messages(value: Any, owner: str) -> list[ChatMessage]:
     """Read a ``chat_history=`` run argument: ChatMessages or role/content dicts.

@@ -11,7 +11,14 @@ from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import pytest
-from batonflow.agents import AgentOutput, AgentStream, AgentWorkflow, FunctionAgent, ToolCallResult
+from batonflow.agents import (
+    AgentOutput,
+    AgentStream,
+    AgentWorkflow,
+    AgentWorkflowStartEvent,
+    FunctionAgent,
+    ToolCallResult,
+)
 from batonflow.agents.testing import ScriptedLLM, ScriptedResponse, ScriptedToolCall
 from batonflow.core.errors import WorkflowRuntimeError
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, LLMMetadata
@@ -171,3 +178,17 @@ async def test_a_runs_result_lists_its_tool_calls_as_results(kind: str) -> None:
     again = AgentOutput.model_validate(output.model_dump(mode="json"))
     assert isinstance(again.tool_calls[0], ToolCallResult)
     assert str(again.tool_calls[0].tool_output) == "5"
+
+
+def test_the_start_events_dict_messages_become_chat_messages() -> None:
+    """``AgentWorkflowStartEvent(chat_history=[{...}])`` holds ChatMessages, as llama-index's."""
+    event = AgentWorkflowStartEvent(
+        user_msg="Hello, world!",
+        chat_history=[{"role": "user", "content": "Hello, world!"}],
+        max_iterations=10,
+    )
+    (message,) = event.chat_history or []
+    assert isinstance(message, ChatMessage)
+    assert (message.role.value, message.content) == ("user", "Hello, world!")
+    again = AgentWorkflowStartEvent.model_validate(event.model_dump(mode="json"))
+    assert again.chat_history == event.chat_history
