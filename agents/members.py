@@ -411,7 +411,7 @@ class ReActMember(AgentMember):
                 ChatMessage(role=MessageRole.ASSISTANT, content=text),
                 ChatMessage(
                     role=MessageRole.USER,
-                    content=f"Observation: Error: your output could not be parsed: {err}. "
+                    content=f"Observation: Error while parsing the output: {err}. "
                     f"{FORMAT_REMINDER}",
                 ),
             ]
