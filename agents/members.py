@@ -20,13 +20,14 @@ does not grow with the length of the history beyond building the list that is se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar
 
 from batonflow.core import Context
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
 from llama_index.core.llms import LLM
 from llama_index.core.memory import BaseMemory
+from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.tools import ToolSelection
 from llama_index.core.tools.types import AsyncBaseTool
 from pydantic import BaseModel
@@ -99,6 +100,35 @@ class AgentMember:
     _llm: LLM | None
     #: Whether the agent's turn uses the LLM's native tool calls (so ``tool_choice`` applies).
     native_tool_calls: bool = False
+    #: The agent's prompts, llama-index's name to the attribute holding the template text.
+    prompt_attributes: ClassVar[dict[str, str]] = {}
+
+    def get_prompts(self) -> dict[str, PromptTemplate]:
+        """The agent's prompts by llama-index's names, as ``PromptTemplate`` objects.
+
+        ``{"react_header": ...}`` on a ReAct agent (batonflow's ReAct instructions), ``{}``
+        on the others, as llama-index's ``get_prompts()``.
+        """
+        return {
+            key: PromptTemplate(getattr(self, attr)) for key, attr in self.prompt_attributes.items()
+        }
+
+    def update_prompts(self, prompts: Mapping[str, str | BasePromptTemplate]) -> None:
+        """Replace prompts by name (a ``str`` or a llama-index prompt template).
+
+        Raises:
+            AgentConfigurationError: the agent has no prompt of that name.
+        """
+        owner = type(self).__name__
+        for key, value in prompts.items():
+            attr = self.prompt_attributes.get(key)
+            if attr is None:
+                names = ", ".join(self.prompt_attributes) or "none"
+                raise AgentConfigurationError(
+                    f"{owner} has no prompt named {key!r} (its prompts: {names}); pass the names "
+                    "that get_prompts() lists."
+                )
+            setattr(self, attr, value if isinstance(value, str) else value.get_template())
 
     def configure_member(
         self,
@@ -389,6 +419,7 @@ class ReActMember(AgentMember):
     """An agent turn in the ReAct text format, with any LLM (``ReActAgent``)."""
 
     react_prompt: str = REACT_SYSTEM_PROMPT
+    prompt_attributes: ClassVar[dict[str, str]] = {"react_header": "react_prompt"}
 
     async def take_step(
         self,

@@ -17,12 +17,14 @@ from batonflow.agents import (
     AgentWorkflow,
     AgentWorkflowStartEvent,
     FunctionAgent,
+    ReActAgent,
     ToolCallResult,
 )
 from batonflow.agents.testing import ScriptedLLM, ScriptedResponse, ScriptedToolCall
 from batonflow.core.errors import WorkflowRuntimeError
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, LLMMetadata
 from llama_index.core.llms import MockLLM
+from llama_index.core.prompts import PromptTemplate
 from llama_index.core.tools import ToolSelection
 from pydantic import BaseModel
 from test_agent_parity import KINDS, answer, build, start, tool_call
@@ -192,3 +194,28 @@ def test_the_start_events_dict_messages_become_chat_messages() -> None:
     assert (message.role.value, message.content) == ("user", "Hello, world!")
     again = AgentWorkflowStartEvent.model_validate(event.model_dump(mode="json"))
     assert again.chat_history == event.chat_history
+
+
+async def test_a_react_agents_header_is_read_and_replaced_as_in_llama_index() -> None:
+    """``get_prompts()`` / ``update_prompts()`` on ``react_header``, as llama-index's tests do.
+
+    A header written for llama-index (``{tool_desc}``, ``{tool_names}``, ``{{`` escapes) is
+    what the next run's LLM is shown; other agents have no prompts; a wrong name is refused.
+    """
+    llm = ScriptedLLM(["Thought: I can answer.\nAnswer: 5"])
+    agent = ReActAgent(llm=llm, tools=[add])
+    (name,) = agent.get_prompts()
+    assert name == "react_header"
+    assert isinstance(agent.get_prompts()["react_header"], PromptTemplate)
+    agent.update_prompts({"react_header": "New prompt"})
+    assert "New prompt" in str(agent.get_prompts()["react_header"])
+    header = PromptTemplate('Tools:\n{tool_desc}\nOne of {tool_names}, e.g. {{"a": 1}}')
+    agent.update_prompts({"react_header": header})
+    assert agent.get_prompts()["react_header"] == header
+    await agent.run(input="2 + 3?")
+    system = llm.calls[0][0].content or ""
+    assert system.startswith("Tools:\n") and 'One of add, e.g. {"a": 1}' in system
+    assert "add" in system.split("\n")[1]
+    assert FunctionAgent(llm=ScriptedLLM([])).get_prompts() == {}
+    with pytest.raises(ValueError, match=r"no prompt named 'header' \(its prompts: react_header\)"):
+        agent.update_prompts({"header": "x"})
