@@ -21,6 +21,7 @@ from typing import Any
 
 from batonflow.core import Context
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.memory import BaseMemory
 from llama_index.core.tools import FunctionTool, ToolSelection
 from llama_index.core.tools.types import AsyncBaseTool
 
@@ -82,7 +83,9 @@ class CodeActMember(AgentMember):
         ctx: Context,
         llm_input: list[ChatMessage],
         tools: Sequence[AsyncBaseTool],
-        tool_choice: str | None,
+        tool_choice: str | None = None,
+        *,
+        memory: BaseMemory | None = None,
     ) -> AgentOutput:
         """Call the LLM; code in its reply becomes an ``execute`` tool call."""
         described = [t for t in tools if t.metadata.get_name() != EXECUTE_TOOL]
@@ -111,7 +114,9 @@ class CodeActMember(AgentMember):
             current_agent_name=self.name,
         )
 
-    async def handle_tool_call_results(self, ctx: Context, results: list[ToolCallResult]) -> None:
+    async def handle_tool_call_results(
+        self, ctx: Context, results: list[ToolCallResult], memory: BaseMemory | None = None
+    ) -> None:
         """The executor's output goes back to the LLM as a user message, in llama-index's words."""
         scratchpad = await self._scratchpad(ctx)
         for result in results:

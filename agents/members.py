@@ -225,12 +225,22 @@ class AgentMember:
         ctx: Context,
         llm_input: list[ChatMessage],
         tools: Sequence[AsyncBaseTool],
-        tool_choice: str | None,
+        tool_choice: str | None = None,
+        *,
+        memory: BaseMemory | None = None,
     ) -> AgentOutput:
-        """Make one LLM call with ``llm_input`` and the scratchpad; say what to do next."""
+        """Make one LLM call with ``llm_input`` and the scratchpad; say what to do next.
+
+        ``memory=`` is taken as llama-index's ``take_step(ctx, llm_input, tools, memory)``
+        passes it (by keyword here: the fourth argument is ``tool_choice``); the turn reads the
+        conversation from ``llm_input``, so it is not used. The same for
+        :meth:`handle_tool_call_results`.
+        """
         raise NotImplementedError  # pragma: no cover
 
-    async def handle_tool_call_results(self, ctx: Context, results: list[ToolCallResult]) -> None:
+    async def handle_tool_call_results(
+        self, ctx: Context, results: list[ToolCallResult], memory: BaseMemory | None = None
+    ) -> None:
         """Add one turn's tool results to the scratchpad, for the next LLM call."""
         raise NotImplementedError  # pragma: no cover
 
@@ -360,7 +370,9 @@ class FunctionCallingMember(AgentMember):
         ctx: Context,
         llm_input: list[ChatMessage],
         tools: Sequence[AsyncBaseTool],
-        tool_choice: str | None,
+        tool_choice: str | None = None,
+        *,
+        memory: BaseMemory | None = None,
     ) -> AgentOutput:
         """Call the LLM with the tools; its tool calls (if any) are the output's ``tool_calls``."""
         llm = check_function_calling(self.get_llm(), type(self).__name__)
@@ -391,7 +403,9 @@ class FunctionCallingMember(AgentMember):
             current_agent_name=self.name,
         )
 
-    async def handle_tool_call_results(self, ctx: Context, results: list[ToolCallResult]) -> None:
+    async def handle_tool_call_results(
+        self, ctx: Context, results: list[ToolCallResult], memory: BaseMemory | None = None
+    ) -> None:
         """One ``tool`` message per result (its blocks, the call's id), as llama-index sends it."""
         scratchpad = await self._scratchpad(ctx)
         for result in results:
@@ -426,7 +440,9 @@ class ReActMember(AgentMember):
         ctx: Context,
         llm_input: list[ChatMessage],
         tools: Sequence[AsyncBaseTool],
-        tool_choice: str | None,
+        tool_choice: str | None = None,
+        *,
+        memory: BaseMemory | None = None,
     ) -> AgentOutput:
         """Call the LLM with the ReAct instructions; parse its actions or answer."""
         by_name = {t.metadata.get_name(): t for t in tools}
@@ -477,7 +493,9 @@ class ReActMember(AgentMember):
             current_agent_name=self.name,
         )
 
-    async def handle_tool_call_results(self, ctx: Context, results: list[ToolCallResult]) -> None:
+    async def handle_tool_call_results(
+        self, ctx: Context, results: list[ToolCallResult], memory: BaseMemory | None = None
+    ) -> None:
         """The results go back as one ``Observation`` message, in the order asked for."""
         scratchpad = await self._scratchpad(ctx)
         scratchpad.append(

@@ -16,16 +16,18 @@ from batonflow.agents import (
     AgentStream,
     AgentWorkflow,
     AgentWorkflowStartEvent,
+    ChatMemory,
     FunctionAgent,
     ReActAgent,
     ToolCallResult,
 )
 from batonflow.agents.testing import ScriptedLLM, ScriptedResponse, ScriptedToolCall
+from batonflow.core import Context
 from batonflow.core.errors import WorkflowRuntimeError
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, LLMMetadata
 from llama_index.core.llms import MockLLM
 from llama_index.core.prompts import PromptTemplate
-from llama_index.core.tools import ToolSelection
+from llama_index.core.tools import ToolOutput, ToolSelection
 from pydantic import BaseModel
 from test_agent_parity import KINDS, answer, build, start, tool_call
 
@@ -219,3 +221,38 @@ async def test_a_react_agents_header_is_read_and_replaced_as_in_llama_index() ->
     assert FunctionAgent(llm=ScriptedLLM([])).get_prompts() == {}
     with pytest.raises(ValueError, match=r"no prompt named 'header' \(its prompts: react_header\)"):
         agent.update_prompts({"header": "x"})
+
+
+@pytest.mark.parametrize("kind", ["function", "react", "codeact"])
+async def test_a_turn_is_driven_by_hand_with_llama_indexs_memory_argument(kind: str) -> None:
+    """``take_step(..., memory=)``, ``handle_tool_call_results(ctx, results, memory)`` and
+    ``finalize(ctx, output, memory)`` called by hand, as llama-index's agent tests do."""
+    first = (
+        "Let me.\n<execute>\nprint(2 + 2)\n</execute>"
+        if kind == "codeact"
+        else tool_call(kind, "add", a=2, b=2)
+    )
+    agent = build(kind, ScriptedLLM([first]), tools=[add])
+    ctx = Context(agent)
+    events: list[Any] = []
+    ctx.write_event_to_stream = events.append  # type: ignore[method-assign]  # as llama-index's tests
+    memory = ChatMemory()
+    output = await agent.take_step(
+        ctx=ctx,
+        llm_input=[ChatMessage(role="user", content="2 + 2?")],
+        tools=list(agent.tools.values()),
+        memory=memory,
+    )
+    (call,) = output.tool_calls
+    result = ToolCallResult(
+        tool_id=call.tool_id,
+        tool_name=call.tool_name,
+        tool_kwargs=call.tool_kwargs,
+        tool_output=ToolOutput(content="4", tool_name=call.tool_name, raw_input={}, raw_output=4),
+        return_direct=False,
+    )
+    await agent.handle_tool_call_results(ctx, [result], memory)
+    scratchpad = await ctx.store.get("scratchpad")
+    assert len(scratchpad) == 2 and "4" in (scratchpad[1].content or "")
+    await agent.finalize(ctx, output, memory)
+    assert len(await memory.aget_all()) == 2
