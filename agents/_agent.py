@@ -189,7 +189,9 @@ class ToolAgentBase(AgentMember, Workflow):
         first = int(await ctx.store.get(ITERATIONS, default=0)) == 0
         choice = await ctx.store.get(TOOL_CHOICE, default=None) if first else None
         with agent_span(self.name, self.description):
-            output = await self.take_step(ctx, list(ev.messages), list(self.tools.values()), choice)
+            output = await self.take_step(
+                ctx, list(ev.messages), list(self.tools.values()), tool_choice=choice
+            )
         await self.count_iteration(ctx)
         output.is_final = not output.tool_calls and not output.retry_messages
         ctx.write_event_to_stream(output)

@@ -83,9 +83,9 @@ class CodeActMember(AgentMember):
         ctx: Context,
         llm_input: list[ChatMessage],
         tools: Sequence[AsyncBaseTool],
-        tool_choice: str | None = None,
-        *,
         memory: BaseMemory | None = None,
+        *,
+        tool_choice: str | None = None,
     ) -> AgentOutput:
         """Call the LLM; code in its reply becomes an ``execute`` tool call."""
         described = [t for t in tools if t.metadata.get_name() != EXECUTE_TOOL]

@@ -225,16 +225,18 @@ class AgentMember:
         ctx: Context,
         llm_input: list[ChatMessage],
         tools: Sequence[AsyncBaseTool],
-        tool_choice: str | None = None,
-        *,
         memory: BaseMemory | None = None,
+        *,
+        tool_choice: str | None = None,
     ) -> AgentOutput:
         """Make one LLM call with ``llm_input`` and the scratchpad; say what to do next.
 
-        ``memory=`` is taken as llama-index's ``take_step(ctx, llm_input, tools, memory)``
-        passes it (by keyword here: the fourth argument is ``tool_choice``); the turn reads the
-        conversation from ``llm_input``, so it is not used. The same for
-        :meth:`handle_tool_call_results`.
+        llama-index's signature, ``take_step(ctx, llm_input, tools, memory)``: the workflow
+        passes the run's memory (the built-in agents read the conversation from
+        ``llm_input``); ``tool_choice=`` is batonflow's, given only to agents with native tool
+        calls. :meth:`handle_tool_call_results` and :meth:`finalize` get the memory too, so
+        a subclass of :class:`~batonflow.agents.BaseWorkflowAgent` written for llama-index
+        runs as it is.
         """
         raise NotImplementedError  # pragma: no cover
 
@@ -370,9 +372,9 @@ class FunctionCallingMember(AgentMember):
         ctx: Context,
         llm_input: list[ChatMessage],
         tools: Sequence[AsyncBaseTool],
-        tool_choice: str | None = None,
-        *,
         memory: BaseMemory | None = None,
+        *,
+        tool_choice: str | None = None,
     ) -> AgentOutput:
         """Call the LLM with the tools; its tool calls (if any) are the output's ``tool_calls``."""
         llm = check_function_calling(self.get_llm(), type(self).__name__)
@@ -440,9 +442,9 @@ class ReActMember(AgentMember):
         ctx: Context,
         llm_input: list[ChatMessage],
         tools: Sequence[AsyncBaseTool],
-        tool_choice: str | None = None,
-        *,
         memory: BaseMemory | None = None,
+        *,
+        tool_choice: str | None = None,
     ) -> AgentOutput:
         """Call the LLM with the ReAct instructions; parse its actions or answer."""
         by_name = {t.metadata.get_name(): t for t in tools}

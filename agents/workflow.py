@@ -358,8 +358,12 @@ class AgentWorkflow(Workflow):
         agent = self.agents[ev.current_agent_name]
         iterations = int(await ctx.store.get("num_iterations", default=0))
         tool_choice = await ctx.store.get("tool_choice", default=None) if iterations == 0 else None
+        memory: BaseMemory | None = await ctx.store.get("memory", default=None)
+        # llama-index's call, take_step(ctx, llm_input, tools, memory); the tool choice only
+        # for agents that have one (a custom agent written for llama-index takes no more).
+        options = {"tool_choice": tool_choice} if agent.native_tool_calls and tool_choice else {}
         with agent_span(agent.name, agent.description):
-            output = await agent.take_step(ctx, ev.input, self.get_tools(agent), tool_choice)
+            output = await agent.take_step(ctx, ev.input, self.get_tools(agent), memory, **options)
         output.is_final = not output.tool_calls and not output.retry_messages
         ctx.write_event_to_stream(output)
         return output
@@ -456,7 +460,7 @@ class AgentWorkflow(Workflow):
         done: list[ToolCallResult] = await ctx.store.get("current_tool_calls", default=[])
         done.extend(results)
         await ctx.store.set("current_tool_calls", done)
-        await agent.handle_tool_call_results(ctx, results)
+        await agent.handle_tool_call_results(ctx, results, memory)
         direct = next((r for r in results if r.return_direct and not r.is_error), None)
         if direct is not None:
             output = AgentOutput(

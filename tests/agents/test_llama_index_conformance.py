@@ -16,6 +16,7 @@ from batonflow.agents import (
     AgentStream,
     AgentWorkflow,
     AgentWorkflowStartEvent,
+    BaseWorkflowAgent,
     ChatMemory,
     FunctionAgent,
     ReActAgent,
@@ -256,3 +257,43 @@ async def test_a_turn_is_driven_by_hand_with_llama_indexs_memory_argument(kind: 
     assert len(scratchpad) == 2 and "4" in (scratchpad[1].content or "")
     await agent.finalize(ctx, output, memory)
     assert len(await memory.aget_all()) == 2
+
+
+class EchoAgent(BaseWorkflowAgent):
+    """A custom agent written for llama-index: it calls ``add`` once, then answers."""
+
+    async def take_step(self, ctx, llm_input, tools, memory):  # type: ignore[no-untyped-def]
+        seen = await ctx.store.get("seen", default=[])
+        if not seen:
+            call = ToolSelection(tool_id="e1", tool_name="add", tool_kwargs={"a": 1, "b": 2})
+            return AgentOutput(
+                response=ChatMessage(role="assistant", content=""),
+                tool_calls=[call],
+                current_agent_name=self.name,
+            )
+        text = f"{llm_input[-1].content} -> {seen[0]}; memory {len(await memory.aget())}"
+        return AgentOutput(
+            response=ChatMessage(role="assistant", content=text), current_agent_name=self.name
+        )
+
+    async def handle_tool_call_results(self, ctx, results, memory):  # type: ignore[no-untyped-def]
+        await ctx.store.set("seen", [str(r.tool_output) for r in results])
+
+    async def finalize(self, ctx, output, memory):  # type: ignore[no-untyped-def]
+        await memory.aput(ChatMessage(role="assistant", content=str(output)))
+        return output
+
+
+@pytest.mark.parametrize("where", ["alone", "workflow"])
+async def test_a_custom_agent_written_for_llama_index_runs_the_same(where: str) -> None:
+    """A ``BaseWorkflowAgent`` subclass with llama-index's signatures answers as there.
+
+    The class is llama-index's shape, imports changed; on llama-index-core 0.14.25 it answers
+    ``"hi -> 3; memory 1"`` with one ``add`` call too (checked by hand: its run warns of a
+    pydantic deprecation, which this suite turns into an error).
+    """
+    agent = EchoAgent(name="echo", description="Echoes.", tools=[add], llm=ScriptedLLM([]))
+    runner = agent if where == "alone" else AgentWorkflow(agents=[agent])
+    output = await runner.run(user_msg="hi")
+    assert str(output) == "hi -> 3; memory 1"
+    assert [c.tool_name for c in output.tool_calls] == ["add"]
