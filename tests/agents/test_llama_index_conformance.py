@@ -297,3 +297,33 @@ async def test_a_custom_agent_written_for_llama_index_runs_the_same(where: str) 
     output = await runner.run(user_msg="hi")
     assert str(output) == "hi -> 3; memory 1"
     assert [c.tool_name for c in output.tool_calls] == ["add"]
+
+
+class ThinkingLLM(ToolsByMetadataLLM):
+    """Streams two chunks, each with a ``thinking_delta`` (as Ollama's do), with tools or not."""
+
+    async def astream_chat_with_tools(  # type: ignore[no-untyped-def]
+        self, tools: list[Any], chat_history: list[ChatMessage], **kwargs: Any
+    ):
+        return self._thinking()
+
+    async def astream_chat(self, messages: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        return self._thinking()
+
+    async def _thinking(self) -> AsyncGenerator[ChatResponse, None]:
+        for i, piece in enumerate(["Hello", " there"]):
+            yield ChatResponse(
+                message=ChatMessage(role="assistant", content=piece),
+                delta=piece,
+                additional_kwargs={"thinking_delta": f"step {i}" if i else None},
+            )
+
+
+@pytest.mark.parametrize("tools", [[], [add]], ids=["no-tools", "tools"])
+async def test_the_streamed_chunks_carry_the_thinking_delta(tools: list[Any]) -> None:
+    """What ``test_thinking_delta.py`` checks through a private method, through the stream."""
+    agent = FunctionAgent(llm=ThinkingLLM([]), tools=tools)
+    handler = agent.run(user_msg="hi")
+    streams = [e async for e in handler.stream_events() if isinstance(e, AgentStream)]
+    await handler
+    assert [(e.delta, e.thinking_delta) for e in streams] == [("Hello", None), (" there", "step 1")]
