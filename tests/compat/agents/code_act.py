@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import io
 import traceback
-from typing import Any, Dict, Tuple
+from typing import Any
 
 from _llm import ScriptedLLM
 from llama_index.core.agent.workflow import AgentStream, CodeActAgent, ToolCall, ToolCallResult
@@ -58,12 +58,12 @@ class SimpleCodeExecutor:
     NOTE: not safe for production use! Use with caution.
     """
 
-    def __init__(self, locals: Dict[str, Any], globals: Dict[str, Any]):
+    def __init__(self, locals: dict[str, Any], globals: dict[str, Any]):
         # State that persists between executions
         self.globals = globals
         self.locals = locals
 
-    def execute(self, code: str) -> Tuple[bool, str, Any]:
+    def execute(self, code: str) -> tuple[bool, str, Any]:
         # Capture stdout and stderr
         stdout = io.StringIO()
         stderr = io.StringIO()

@@ -1,13 +1,27 @@
 """docs/examples/agent/custom_multi_agent.ipynb: a planner workflow that runs agents by plan.
 
-Filled in: scripted LLMs for OpenAI's (the planner's and the sub-agents' one), a stub for the
+Filled in (and its imports gathered at the top): scripted LLMs for OpenAI's (the planner's and the sub-agents' one), a stub for the
 Tavily search; the notebook's last cells run in main(); what the planner's LLM is sent is
 printed at the end.
 """
 
 import asyncio
+import re
+import xml.etree.ElementTree as ET
+from typing import Any
 
 from _llm import ScriptedLLM, call, show_calls
+from llama_index.core.agent.workflow import FunctionAgent
+from llama_index.core.llms import ChatMessage
+from llama_index.core.workflow import (
+    Context,
+    Event,
+    StartEvent,
+    StopEvent,
+    Workflow,
+    step,
+)
+from pydantic import BaseModel, Field
 
 sub_agent_llm = ScriptedLLM(
     [
@@ -33,8 +47,6 @@ async def search_web(query: str) -> str:
     """Useful for using the web to answer questions."""
     return "ARPANET 1969, Tim Berners-Lee's web 1989, mobile internet 2000s."
 
-
-from llama_index.core.agent.workflow import FunctionAgent, ReActAgent
 
 research_agent = FunctionAgent(
     name="ResearchAgent",
@@ -71,15 +83,9 @@ review_agent = FunctionAgent(
 )
 
 
-import re
-from llama_index.core.workflow import Context
-
-
 async def call_research_agent(ctx: Context, prompt: str) -> str:
     """Useful for recording research notes based on a specific prompt."""
-    result = await research_agent.run(
-        user_msg=f"Write some notes about the following: {prompt}"
-    )
+    result = await research_agent.run(user_msg=f"Write some notes about the following: {prompt}")
 
     async with ctx.store.edit_state() as ctx_state:
         ctx_state["state"]["research_notes"].append(str(result))
@@ -94,7 +100,7 @@ async def call_write_agent(ctx: Context) -> str:
         if not notes:
             return "No research notes to write from."
 
-        user_msg = f"Write a markdown report from the following notes. Be sure to output the report in the following format: <report>...</report>:\n\n"
+        user_msg = "Write a markdown report from the following notes. Be sure to output the report in the following format: <report>...</report>:\n\n"
 
         # Add the feedback to the user message if it exists
         feedback = ctx_state["state"].get("review", None)
@@ -107,9 +113,7 @@ async def call_write_agent(ctx: Context) -> str:
 
         # Run the write agent
         result = await write_agent.run(user_msg=user_msg)
-        report = re.search(
-            r"<report>(.*)</report>", str(result), re.DOTALL
-        ).group(1)
+        report = re.search(r"<report>(.*)</report>", str(result), re.DOTALL).group(1)
         ctx_state["state"]["report_content"] = str(report)
 
     return str(report)
@@ -122,30 +126,13 @@ async def call_review_agent(ctx: Context) -> str:
         if not report:
             return "No report content to review."
 
-        result = await review_agent.run(
-            user_msg=f"Review the following report: {report}"
-        )
+        result = await review_agent.run(user_msg=f"Review the following report: {report}")
         ctx_state["state"]["review"] = result
 
     return result
 
 
-import re
-import xml.etree.ElementTree as ET
-from pydantic import BaseModel, Field
-from typing import Any, Optional
-
-from llama_index.core.llms import ChatMessage
-from llama_index.core.workflow import (
-    Context,
-    Event,
-    StartEvent,
-    StopEvent,
-    Workflow,
-    step,
-)
-
-PLANNER_PROMPT = """You are a planner chatbot. 
+PLANNER_PROMPT = """You are a planner chatbot.
 
 Given a user request and the current state, break the solution into ordered <step> blocks.  Each step must specify the agent to call and the message to send, e.g.
 <plan>
@@ -173,9 +160,9 @@ If the user request does not require any steps, you can skip the <plan> block an
 
 
 class InputEvent(StartEvent):
-    user_msg: Optional[str] = Field(default=None)
+    user_msg: str | None = Field(default=None)
     chat_history: list[ChatMessage]
-    state: Optional[dict[str, Any]] = Field(default=None)
+    state: dict[str, Any] | None = Field(default=None)
 
 
 class OutputEvent(StopEvent):
@@ -216,9 +203,7 @@ class PlannerWorkflow(Workflow):
     }
 
     @step
-    async def plan(
-        self, ctx: Context, ev: InputEvent
-    ) -> ExecuteEvent | OutputEvent:
+    async def plan(self, ctx: Context, ev: InputEvent) -> ExecuteEvent | OutputEvent:
         # Set initial state if it exists
         if ev.state:
             await ctx.store.set("state", ev.state)
@@ -294,13 +279,11 @@ class PlannerWorkflow(Workflow):
         chat_history = ev.chat_history
         plan = ev.plan
 
-        for step in plan.steps:
-            agent = self.agents[step.agent_name]
+        for step in plan.steps:  # noqa: F402
+            agent = self.agents[step.agent_name]  # noqa: F841
             agent_input = step.agent_input
             ctx.write_event_to_stream(
-                PlanEvent(
-                    step_info=f'<step agent="{step.agent_name}">{step.agent_input}</step>'
-                ),
+                PlanEvent(step_info=f'<step agent="{step.agent_name}">{step.agent_input}</step>'),
             )
 
             if step.agent_name == "ResearchAgent":
@@ -342,8 +325,8 @@ async def main():
         },
     )
 
-    current_agent = None
-    current_tool_calls = ""
+    current_agent = None  # noqa: F841
+    current_tool_calls = ""  # noqa: F841
     async for event in handler.stream_events():
         if isinstance(event, PlanEvent):
             print("Executing plan step: ", event.step_info)

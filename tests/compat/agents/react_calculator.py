@@ -7,7 +7,7 @@ batonflow's own, docs/compat.md), the tool calls of the answer are printed by na
 
 import asyncio
 
-from _llm import ScriptedLLM, show_calls
+from _llm import ScriptedLLM
 from llama_index.core.agent.workflow import AgentStream, ReActAgent, ToolCallResult
 from llama_index.core.workflow import Context
 

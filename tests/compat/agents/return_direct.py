@@ -5,7 +5,6 @@ the notebook's cells run in main(); the roles of each LLM call are printed at th
 """
 
 import asyncio
-from typing import Optional
 
 from _llm import ScriptedLLM, ScriptedResponse, ScriptedToolCall
 from llama_index.core.agent.workflow import AgentStream, FunctionAgent, ToolCallResult
@@ -17,7 +16,9 @@ from pydantic import BaseModel
 def calls(text, *updates):
     return ScriptedResponse(
         text=text,
-        tool_calls=[ScriptedToolCall(name, kwargs, id=f"t{i}") for i, (name, kwargs) in enumerate(updates)],
+        tool_calls=[
+            ScriptedToolCall(name, kwargs, id=f"t{i}") for i, (name, kwargs) in enumerate(updates)
+        ],
     )
 
 
@@ -27,10 +28,21 @@ def update(prop, value):
 
 llm = ScriptedLLM(
     [
-        calls("Okay, let's create a new booking for you.", ("create_booking", {"user_id": "user123"})),
-        calls("Got it, thanks for providing your name and email.", update("name", "Logan"), update("email", "test@gmail.com")),
+        calls(
+            "Okay, let's create a new booking for you.", ("create_booking", {"user_id": "user123"})
+        ),
+        calls(
+            "Got it, thanks for providing your name and email.",
+            update("name", "Logan"),
+            update("email", "test@gmail.com"),
+        ),
         "Please also provide your phone number, preferred date, and time for the booking.",
-        calls("Great, thank you.", update("phone", "1234567890"), update("date", "2023-04-05"), update("time", "17:00")),
+        calls(
+            "Great, thank you.",
+            update("phone", "1234567890"),
+            update("date", "2023-04-05"),
+            update("time", "17:00"),
+        ),
         calls("", ("confirm_booking", {"user_id": "user123"})),
     ]
 )
@@ -41,11 +53,11 @@ bookings = {}
 
 # we will represent and track the state of a booking as a Pydantic model
 class Booking(BaseModel):
-    name: Optional[str] = None
-    email: Optional[str] = None
-    phone: Optional[str] = None
-    date: Optional[str] = None
-    time: Optional[str] = None
+    name: str | None = None
+    email: str | None = None
+    phone: str | None = None
+    date: str | None = None
+    time: str | None = None
 
 
 def get_booking_state(user_id: str) -> str:

@@ -6,7 +6,7 @@ code runs in main() as it shows.
 
 import asyncio
 
-from _llm import ScriptedLLM, ScriptedResponse, ScriptedToolCall, call, show_calls
+from _llm import ScriptedLLM, ScriptedResponse, call, show_calls
 from llama_index.core.agent.workflow import FunctionAgent
 
 llm = ScriptedLLM(

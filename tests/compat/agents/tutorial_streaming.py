@@ -58,7 +58,9 @@ async def main():
         elif isinstance(event, AgentOutput):
             print("\nAgentOutput:", event.response.content, [c.tool_name for c in event.tool_calls])
         elif isinstance(event, ToolCallResult):
-            print("ToolCallResult:", event.tool_name, event.tool_output, event.tool_output.raw_output)
+            print(
+                "ToolCallResult:", event.tool_name, event.tool_output, event.tool_output.raw_output
+            )
         elif isinstance(event, ToolCall):
             print("ToolCall:", event.tool_name, event.tool_kwargs)
     print(await handler)

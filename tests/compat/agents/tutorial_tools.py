@@ -10,7 +10,9 @@ from _llm import ScriptedLLM, call, show_calls
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.tools.tool_spec.base import BaseToolSpec
 
-llm = ScriptedLLM([call("stock_basic_info", "c1", ticker="NVDA"), "NVIDIA's current stock price is $135.40."])
+llm = ScriptedLLM(
+    [call("stock_basic_info", "c1", ticker="NVDA"), "NVIDIA's current stock price is $135.40."]
+)
 
 
 class YahooFinanceToolSpec(BaseToolSpec):
