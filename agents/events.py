@@ -241,13 +241,15 @@ class ToolCall(Event):
         tool_name: The tool's name.
         tool_kwargs: The arguments the LLM gave.
         tool_id: The call's id.
-        current_agent_name: The agent that asked for it.
+        current_agent_name: The agent that asked for it (batonflow's; not in the repr, so
+            ``print(event)`` prints what llama-index's prints).
     """
 
     tool_name: str
     tool_kwargs: dict[str, Any] = Field(default_factory=dict)
     tool_id: str = ""
-    current_agent_name: str = "agent"
+    # batonflow's addition, left out of the repr so a printed event reads as llama-index's.
+    current_agent_name: str = Field(default="agent", repr=False)
 
 
 class ToolCallResult(Event):
@@ -265,7 +267,7 @@ class ToolCallResult(Event):
 
     ``is_error`` is read from ``tool_output.is_error`` (a property, not a field, so the repr and
     the fields are llama-index's); ``ToolCallResult(..., is_error=True)`` still builds one,
-    setting it on the tool output.
+    setting it on the tool output. ``current_agent_name`` (batonflow's) is not in the repr.
     """
 
     tool_name: str
@@ -273,7 +275,7 @@ class ToolCallResult(Event):
     tool_id: str = ""
     tool_output: ToolOutput
     return_direct: bool = False
-    current_agent_name: str = "agent"
+    current_agent_name: str = Field(default="agent", repr=False)
 
     @model_validator(mode="before")
     @classmethod

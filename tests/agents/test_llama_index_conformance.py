@@ -20,6 +20,7 @@ from batonflow.agents import (
     ChatMemory,
     FunctionAgent,
     ReActAgent,
+    ToolCall,
     ToolCallResult,
 )
 from batonflow.agents.testing import ScriptedLLM, ScriptedResponse, ScriptedToolCall
@@ -327,3 +328,22 @@ async def test_the_streamed_chunks_carry_the_thinking_delta(tools: list[Any]) ->
     streams = [e async for e in handler.stream_events() if isinstance(e, AgentStream)]
     await handler
     assert [(e.delta, e.thinking_delta) for e in streams] == [("Hello", None), (" there", "step 1")]
+
+
+def test_printed_tool_events_read_as_llama_indexs() -> None:
+    """``print(event)`` of a ToolCall / ToolCallResult prints llama-index's text.
+
+    ``current_agent_name`` is still there (a field, serialized), but not in the repr.
+    """
+    import llama_index.core.agent.workflow as li
+
+    fields: dict[str, Any] = {"tool_name": "add", "tool_kwargs": {"a": 1}, "tool_id": "c1"}
+    output = ToolOutput(content="2", tool_name="add", raw_input={}, raw_output=2)
+    ours = ToolCall(**fields, current_agent_name="calc")
+    theirs = li.ToolCall(**fields)
+    assert (str(ours), repr(ours)) == (str(theirs), repr(theirs))
+    result = ToolCallResult(**fields, tool_output=output, return_direct=False)
+    li_result = li.ToolCallResult(**fields, tool_output=output, return_direct=False)
+    assert (str(result), repr(result)) == (str(li_result), repr(li_result))
+    assert ours.current_agent_name == "calc"
+    assert ours.model_dump()["current_agent_name"] == "calc"
