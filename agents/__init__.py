@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from .events import ToolCall as ToolCall
     from .events import ToolCallResult as ToolCallResult
     from .events import ToolResultEvent as ToolResultEvent
+    from .function_agent import BaseWorkflowAgent as BaseWorkflowAgent
     from .function_agent import FunctionAgent as FunctionAgent
     from .function_agent import WorkflowAgent as WorkflowAgent
     from .function_calling import FunctionCallingAgent as FunctionCallingAgent
@@ -112,6 +113,7 @@ _FLOWS = {
     "AgentWorkflowStartEvent": "workflow",
     "ChatMemory": "chat_memory",
     "CodeActAgent": "codeact",
+    "BaseWorkflowAgent": "function_agent",
     "FunctionAgent": "function_agent",
     "FunctionCallingAgent": "function_calling",
     "StructuredOutputWarning": "structured",
@@ -153,6 +155,7 @@ __all__ = [
     "AgentStreamStructuredOutput",
     "AgentWorkflow",
     "AgentWorkflowStartEvent",
+    "BaseWorkflowAgent",
     "ChatMemory",
     "CodeActAgent",
     "FunctionAgent",

@@ -189,7 +189,9 @@ class ToolAgentBase(AgentMember, Workflow):
         first = int(await ctx.store.get(ITERATIONS, default=0)) == 0
         choice = await ctx.store.get(TOOL_CHOICE, default=None) if first else None
         with agent_span(self.name, self.description):
-            output = await self.take_step(ctx, list(ev.messages), list(self.tools.values()), choice)
+            output = await self.take_step(
+                ctx, list(ev.messages), list(self.tools.values()), tool_choice=choice
+            )
         await self.count_iteration(ctx)
         output.is_final = not output.tool_calls and not output.retry_messages
         ctx.write_event_to_stream(output)
@@ -328,12 +330,12 @@ class ToolAgentBase(AgentMember, Workflow):
         if iterations >= limit:
             partial = await self.result(ctx, "")
             raise MaxIterationsError(
-                f"{type(self).__name__} {self.name!r} made {iterations} LLM calls "
-                f"(max_iterations={limit}) without reaching a final answer. Raise "
-                "max_iterations=... (on the agent or per run), pass "
-                "run(early_stopping_method='generate') to answer from what was found, or check "
-                "the tools and the prompt; the tool calls made so far are in the error's "
-                ".result.",
+                f"Max iterations of {limit} reached! {type(self).__name__} {self.name!r} made "
+                f"{iterations} LLM calls (max_iterations={limit}) without reaching a final "
+                "answer. Either something went wrong (check the tools and the prompt), or raise "
+                "max_iterations=... (on the agent or per run), or pass "
+                "run(early_stopping_method='generate') to answer from what was found; the tool "
+                "calls made so far are in the error's .result.",
                 result=partial,
             )
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from batonflow.core import Context
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.memory import BaseMemory
 from llama_index.core.tools import FunctionTool, ToolSelection
 from llama_index.core.tools.types import AsyncBaseTool
 
@@ -31,6 +32,8 @@ from .members import SCRATCHPAD, AgentMember, _raw, turn_number
 
 #: The name of the tool call that runs the LLM's code.
 EXECUTE_TOOL = "execute"
+#: What precedes the executor's output in the message the LLM is sent (llama-index's text).
+CODE_RESULT_PREFIX = "Result of executing the code given:\n\n"
 
 CODEACT_SYSTEM_PROMPT = """\
 You solve the user's task by writing Python code that is run for you.
@@ -80,7 +83,9 @@ class CodeActMember(AgentMember):
         ctx: Context,
         llm_input: list[ChatMessage],
         tools: Sequence[AsyncBaseTool],
-        tool_choice: str | None,
+        memory: BaseMemory | None = None,
+        *,
+        tool_choice: str | None = None,
     ) -> AgentOutput:
         """Call the LLM; code in its reply becomes an ``execute`` tool call."""
         described = [t for t in tools if t.metadata.get_name() != EXECUTE_TOOL]
@@ -109,14 +114,16 @@ class CodeActMember(AgentMember):
             current_agent_name=self.name,
         )
 
-    async def handle_tool_call_results(self, ctx: Context, results: list[ToolCallResult]) -> None:
-        """The executor's output goes back to the LLM as a user message."""
+    async def handle_tool_call_results(
+        self, ctx: Context, results: list[ToolCallResult], memory: BaseMemory | None = None
+    ) -> None:
+        """The executor's output goes back to the LLM as a user message, in llama-index's words."""
         scratchpad = await self._scratchpad(ctx)
         for result in results:
             scratchpad.append(
                 ChatMessage(
                     role=MessageRole.USER,
-                    content=f"Execution output:\n{result.tool_output.content}",
+                    content=f"{CODE_RESULT_PREFIX}{result.tool_output.content}",
                 )
             )
         await ctx.store.set(SCRATCHPAD, scratchpad)
@@ -182,4 +189,10 @@ def _execute_tool(fn: Callable[[str], Any]) -> FunctionTool:
     return FunctionTool.from_defaults(execute, name=EXECUTE_TOOL, description=description)
 
 
-__all__ = ["CODEACT_SYSTEM_PROMPT", "EXECUTE_TOOL", "CodeActAgent", "extract_code"]
+__all__ = [
+    "CODEACT_SYSTEM_PROMPT",
+    "CODE_RESULT_PREFIX",
+    "EXECUTE_TOOL",
+    "CodeActAgent",
+    "extract_code",
+]

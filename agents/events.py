@@ -155,6 +155,15 @@ class AgentWorkflowStartEvent(StartEvent):
     output_cls: Any = Field(default=None, exclude=True)
     tool_choice: str | None = None
 
+    @field_validator("chat_history", mode="before")
+    @classmethod
+    def _history_messages(cls, value: Any) -> Any:
+        # role/content dicts become ChatMessages on the event, as llama-index's does; anything
+        # else is left for run() to refuse with its clear error.
+        if isinstance(value, list):
+            return [ChatMessage.model_validate(m) if isinstance(m, dict) else m for m in value]
+        return value
+
 
 def history_messages(value: Any, owner: str) -> list[ChatMessage]:
     """Read a ``chat_history=`` run argument: ChatMessages or role/content dicts.
@@ -232,13 +241,15 @@ class ToolCall(Event):
         tool_name: The tool's name.
         tool_kwargs: The arguments the LLM gave.
         tool_id: The call's id.
-        current_agent_name: The agent that asked for it.
+        current_agent_name: The agent that asked for it (batonflow's; not in the repr, so
+            ``print(event)`` prints what llama-index's prints).
     """
 
     tool_name: str
     tool_kwargs: dict[str, Any] = Field(default_factory=dict)
     tool_id: str = ""
-    current_agent_name: str = "agent"
+    # batonflow's addition, left out of the repr so a printed event reads as llama-index's.
+    current_agent_name: str = Field(default="agent", repr=False)
 
 
 class ToolCallResult(Event):
@@ -256,7 +267,7 @@ class ToolCallResult(Event):
 
     ``is_error`` is read from ``tool_output.is_error`` (a property, not a field, so the repr and
     the fields are llama-index's); ``ToolCallResult(..., is_error=True)`` still builds one,
-    setting it on the tool output.
+    setting it on the tool output. ``current_agent_name`` (batonflow's) is not in the repr.
     """
 
     tool_name: str
@@ -264,7 +275,7 @@ class ToolCallResult(Event):
     tool_id: str = ""
     tool_output: ToolOutput
     return_direct: bool = False
-    current_agent_name: str = "agent"
+    current_agent_name: str = Field(default="agent", repr=False)
 
     @model_validator(mode="before")
     @classmethod
@@ -320,8 +331,10 @@ class AgentOutput(Event):
             text). A plain string given here becomes an assistant message.
         structured_response: The structured output as a dict, when ``output_cls=`` or
             ``structured_output_fn=`` asked for one.
-        tool_calls: The tool calls the LLM asked for in this turn (in a run's result: every
-            tool call of the run).
+        tool_calls: The tool calls the LLM asked for in this turn (``ToolSelection`` objects). In
+            a run's result, as in llama-index: every tool call of the run as its
+            :class:`ToolCallResult` (with ``tool_output``); a run that a ``return_direct``
+            tool ended lists ``ToolSelection`` objects.
         is_final: Whether this turn ends the run with an answer.
         current_agent_name: The agent's name.
         raw: The provider's raw response (not serialized).
@@ -332,7 +345,7 @@ class AgentOutput(Event):
         default_factory=lambda: ChatMessage(role=MessageRole.ASSISTANT, content="")
     )
     structured_response: dict[str, Any] | None = None
-    tool_calls: list[ToolSelection] = Field(default_factory=list)
+    tool_calls: list[ToolSelection | ToolCallResult] = Field(default_factory=list)
     is_final: bool = False
     current_agent_name: str = "agent"
     raw: Any | None = Field(default=None, exclude=True)

@@ -24,7 +24,12 @@ from llama_index.core.llms import LLM
 from pydantic import BaseModel
 
 from .llm import check_function_calling
-from .members import DEFAULT_AGENT_DESCRIPTION, DEFAULT_AGENT_NAME, FunctionCallingMember
+from .members import (
+    DEFAULT_AGENT_DESCRIPTION,
+    DEFAULT_AGENT_NAME,
+    AgentMember,
+    FunctionCallingMember,
+)
 from .tools import ToolLike
 from .workflow import AgentWorkflow
 
@@ -122,4 +127,25 @@ class FunctionAgent(FunctionCallingMember, WorkflowAgent):
             check_function_calling(self._llm, type(self).__name__)
 
 
-__all__ = ["FunctionAgent", "WorkflowAgent"]
+class BaseWorkflowAgent(AgentMember, WorkflowAgent):
+    """llama-index's base class of a custom agent: subclass it and write the turn.
+
+    Takes the :class:`WorkflowAgent` arguments. A subclass writes llama-index's three methods,
+    with llama-index's signatures::
+
+        class EchoAgent(BaseWorkflowAgent):
+            async def take_step(self, ctx, llm_input, tools, memory) -> AgentOutput:
+                return AgentOutput(response=llm_input[-1], current_agent_name=self.name)
+
+            async def handle_tool_call_results(self, ctx, results, memory) -> None: ...
+
+            async def finalize(self, ctx, output, memory) -> AgentOutput:
+                return output
+
+    ``take_step`` answers (no ``tool_calls``) or asks for tools; ``handle_tool_call_results``
+    keeps the results for the next turn; ``finalize`` (by default: the turn's scratchpad goes
+    to memory) ends the agent's turn. The agent runs alone or in an :class:`AgentWorkflow`.
+    """
+
+
+__all__ = ["BaseWorkflowAgent", "FunctionAgent", "WorkflowAgent"]

@@ -82,12 +82,24 @@ def check_function_calling(llm: LLM, owner: str) -> FunctionCallingLLM:
     Raises:
         AgentConfigurationError: it does not.
     """
-    if isinstance(llm, FunctionCallingLLM) and llm.metadata.is_function_calling_model:
-        return llm
+    if llm.metadata.is_function_calling_model and (
+        isinstance(llm, FunctionCallingLLM) or _has_tool_methods(llm)
+    ):
+        # An LLM that is no FunctionCallingLLM but says it calls tools and has the methods
+        # the agents use (llama-index accepts it on its metadata alone) is used as one.
+        return cast(FunctionCallingLLM, llm)
     raise AgentConfigurationError(
         f"{owner} needs an LLM with native tool calling, and {type(llm).__name__} "
         f"(model {model_name(llm)!r}) has none. Use a function-calling model (e.g. OpenAI "
         "gpt-4o-mini) or the ReActAgent, which works with any LLM."
+    )
+
+
+def _has_tool_methods(llm: LLM) -> bool:
+    """Whether an LLM has the tool-calling methods the agents call (streamed or not)."""
+    return callable(getattr(llm, "get_tool_calls_from_response", None)) and any(
+        callable(getattr(llm, name, None))
+        for name in ("astream_chat_with_tools", "achat_with_tools")
     )
 
 
@@ -176,7 +188,8 @@ async def _once(
     # Tools are only passed for LLMs checked with check_function_calling at construction.
     fc = cast(FunctionCallingLLM, llm)
     extra = dict(options or {})
-    if on_delta is None and on_chunk is None:
+    streamed_only = tools and not callable(getattr(llm, "achat_with_tools", None))
+    if on_delta is None and on_chunk is None and not streamed_only:
         if tools:
             return await fc.achat_with_tools(
                 list(tools),
@@ -186,6 +199,19 @@ async def _once(
             )
         return await llm.achat(list(messages), **extra)
     extra.update(stream_usage_kwargs(llm))
+    if tools and not callable(getattr(llm, "astream_chat_with_tools", None)):
+        # Only the unstreamed call: its response is the one chunk.
+        response = await fc.achat_with_tools(
+            list(tools),
+            chat_history=list(messages),
+            allow_parallel_tool_calls=allow_parallel_tool_calls,
+            **extra,
+        )
+        if on_chunk is not None:
+            await on_chunk(response)
+        if on_delta is not None and response.message.content:
+            await on_delta(response.message.content, response.message.content)
+        return response
     if tools:
         gen = await fc.astream_chat_with_tools(
             list(tools),

@@ -20,13 +20,14 @@ does not grow with the length of the history beyond building the list that is se
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar
 
 from batonflow.core import Context
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole
 from llama_index.core.llms import LLM
 from llama_index.core.memory import BaseMemory
+from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.tools import ToolSelection
 from llama_index.core.tools.types import AsyncBaseTool
 from pydantic import BaseModel
@@ -99,6 +100,35 @@ class AgentMember:
     _llm: LLM | None
     #: Whether the agent's turn uses the LLM's native tool calls (so ``tool_choice`` applies).
     native_tool_calls: bool = False
+    #: The agent's prompts, llama-index's name to the attribute holding the template text.
+    prompt_attributes: ClassVar[dict[str, str]] = {}
+
+    def get_prompts(self) -> dict[str, PromptTemplate]:
+        """The agent's prompts by llama-index's names, as ``PromptTemplate`` objects.
+
+        ``{"react_header": ...}`` on a ReAct agent (batonflow's ReAct instructions), ``{}``
+        on the others, as llama-index's ``get_prompts()``.
+        """
+        return {
+            key: PromptTemplate(getattr(self, attr)) for key, attr in self.prompt_attributes.items()
+        }
+
+    def update_prompts(self, prompts: Mapping[str, str | BasePromptTemplate]) -> None:
+        """Replace prompts by name (a ``str`` or a llama-index prompt template).
+
+        Raises:
+            AgentConfigurationError: the agent has no prompt of that name.
+        """
+        owner = type(self).__name__
+        for key, value in prompts.items():
+            attr = self.prompt_attributes.get(key)
+            if attr is None:
+                names = ", ".join(self.prompt_attributes) or "none"
+                raise AgentConfigurationError(
+                    f"{owner} has no prompt named {key!r} (its prompts: {names}); pass the names "
+                    "that get_prompts() lists."
+                )
+            setattr(self, attr, value if isinstance(value, str) else value.get_template())
 
     def configure_member(
         self,
@@ -195,12 +225,24 @@ class AgentMember:
         ctx: Context,
         llm_input: list[ChatMessage],
         tools: Sequence[AsyncBaseTool],
-        tool_choice: str | None,
+        memory: BaseMemory | None = None,
+        *,
+        tool_choice: str | None = None,
     ) -> AgentOutput:
-        """Make one LLM call with ``llm_input`` and the scratchpad; say what to do next."""
+        """Make one LLM call with ``llm_input`` and the scratchpad; say what to do next.
+
+        llama-index's signature, ``take_step(ctx, llm_input, tools, memory)``: the workflow
+        passes the run's memory (the built-in agents read the conversation from
+        ``llm_input``); ``tool_choice=`` is batonflow's, given only to agents with native tool
+        calls. :meth:`handle_tool_call_results` and :meth:`finalize` get the memory too, so
+        a subclass of :class:`~batonflow.agents.BaseWorkflowAgent` written for llama-index
+        runs as it is.
+        """
         raise NotImplementedError  # pragma: no cover
 
-    async def handle_tool_call_results(self, ctx: Context, results: list[ToolCallResult]) -> None:
+    async def handle_tool_call_results(
+        self, ctx: Context, results: list[ToolCallResult], memory: BaseMemory | None = None
+    ) -> None:
         """Add one turn's tool results to the scratchpad, for the next LLM call."""
         raise NotImplementedError  # pragma: no cover
 
@@ -330,7 +372,9 @@ class FunctionCallingMember(AgentMember):
         ctx: Context,
         llm_input: list[ChatMessage],
         tools: Sequence[AsyncBaseTool],
-        tool_choice: str | None,
+        memory: BaseMemory | None = None,
+        *,
+        tool_choice: str | None = None,
     ) -> AgentOutput:
         """Call the LLM with the tools; its tool calls (if any) are the output's ``tool_calls``."""
         llm = check_function_calling(self.get_llm(), type(self).__name__)
@@ -361,7 +405,9 @@ class FunctionCallingMember(AgentMember):
             current_agent_name=self.name,
         )
 
-    async def handle_tool_call_results(self, ctx: Context, results: list[ToolCallResult]) -> None:
+    async def handle_tool_call_results(
+        self, ctx: Context, results: list[ToolCallResult], memory: BaseMemory | None = None
+    ) -> None:
         """One ``tool`` message per result (its blocks, the call's id), as llama-index sends it."""
         scratchpad = await self._scratchpad(ctx)
         for result in results:
@@ -389,13 +435,16 @@ class ReActMember(AgentMember):
     """An agent turn in the ReAct text format, with any LLM (``ReActAgent``)."""
 
     react_prompt: str = REACT_SYSTEM_PROMPT
+    prompt_attributes: ClassVar[dict[str, str]] = {"react_header": "react_prompt"}
 
     async def take_step(
         self,
         ctx: Context,
         llm_input: list[ChatMessage],
         tools: Sequence[AsyncBaseTool],
-        tool_choice: str | None,
+        memory: BaseMemory | None = None,
+        *,
+        tool_choice: str | None = None,
     ) -> AgentOutput:
         """Call the LLM with the ReAct instructions; parse its actions or answer."""
         by_name = {t.metadata.get_name(): t for t in tools}
@@ -411,7 +460,7 @@ class ReActMember(AgentMember):
                 ChatMessage(role=MessageRole.ASSISTANT, content=text),
                 ChatMessage(
                     role=MessageRole.USER,
-                    content=f"Observation: Error: your output could not be parsed: {err}. "
+                    content=f"Observation: Error while parsing the output: {err}. "
                     f"{FORMAT_REMINDER}",
                 ),
             ]
@@ -446,7 +495,9 @@ class ReActMember(AgentMember):
             current_agent_name=self.name,
         )
 
-    async def handle_tool_call_results(self, ctx: Context, results: list[ToolCallResult]) -> None:
+    async def handle_tool_call_results(
+        self, ctx: Context, results: list[ToolCallResult], memory: BaseMemory | None = None
+    ) -> None:
         """The results go back as one ``Observation`` message, in the order asked for."""
         scratchpad = await self._scratchpad(ctx)
         scratchpad.append(

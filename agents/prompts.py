@@ -85,15 +85,16 @@ def react_system_prompt(
 
     Args:
         tools: The agent's tools by name.
-        template: The ReAct instructions, with ``{tool_descriptions}`` and ``{tool_names}``.
+        template: The ReAct instructions, with ``{tool_descriptions}`` (or llama-index's
+            ``{tool_desc}``) and ``{tool_names}``.
         system_prompt: Extra instructions (persona, rules) put before the ReAct instructions.
 
     Returns:
         The system message text.
     """
+    described = describe_tools(tools) if tools else NO_TOOLS_DESCRIPTION
     body = template.format(
-        tool_descriptions=describe_tools(tools) if tools else NO_TOOLS_DESCRIPTION,
-        tool_names=", ".join(tools),
+        tool_descriptions=described, tool_desc=described, tool_names=", ".join(tools)
     )
     return f"{system_prompt.strip()}\n\n{body}" if system_prompt else body
 

@@ -48,8 +48,10 @@ class ReActAgent(ReActMember, ToolAgentBase):
         streaming: Stream the LLM's tokens as ``AgentStream`` events (``astream_chat``).
         retry_policy: Retry failed LLM calls (e.g. HTTP 429/500) with this
             :class:`~batonflow.core.retry.RetryPolicy`.
-        react_prompt: The ReAct instructions, with ``{tool_descriptions}`` and
-            ``{tool_names}`` placeholders (default :data:`~.prompts.REACT_SYSTEM_PROMPT`).
+        react_prompt: The ReAct instructions, with ``{tool_descriptions}`` (or llama-index's
+            ``{tool_desc}``) and ``{tool_names}`` placeholders (default
+            :data:`~.prompts.REACT_SYSTEM_PROMPT`); ``get_prompts()`` and
+            ``update_prompts({"react_header": ...})`` read and replace it, as in llama-index.
         name: The agent's name, carried by its stream events.
         timeout: The run timeout in seconds (``None``: no limit).
         description: What the agent does (read by the others in an ``AgentWorkflow``).

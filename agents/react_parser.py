@@ -12,7 +12,8 @@ When done::
     Thought: I can answer now.
     Answer: 5
 
-Lenient where it costs nothing: keywords are case-insensitive, ``Final Answer:`` is ``Answer:``,
+Lenient where it costs nothing: keywords are case-insensitive, ``Final Answer:`` is ``Answer:``
+(also inside a Thought's line, when nothing else follows the Thought, as llama-index reads it),
 the JSON may sit in a code fence or be a Python dict literal, text after the JSON is ignored,
 and anything from a made-up ``Observation:`` on is dropped (the agent writes the real ones).
 Text with none of the keywords is taken as a direct answer. Everything else that does not fit
@@ -32,6 +33,7 @@ _KEYWORD = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+_INLINE_ANSWER = re.compile(r"(?:final )?answer:", re.IGNORECASE)
 
 FORMAT_REMINDER = (
     "Reply in this format: 'Thought: <your reasoning>' and then either 'Action: <tool name>' "
@@ -153,6 +155,12 @@ def parse_react_output(text: str) -> ReActStep:
         return ReActStep(thought=thought, actions=tuple(actions))
     if answer is not None:
         return ReActStep(thought=thought, answer=answer)
+    inline = _INLINE_ANSWER.search(thought)
+    if inline is not None and thought[inline.end() :].strip():
+        # "Answer:" inside the Thought's line, as llama-index's parser reads it too.
+        return ReActStep(
+            thought=thought[: inline.start()].strip(), answer=thought[inline.end() :].strip()
+        )
     raise ReActParseError("the output has a Thought but neither an Action nor an Answer")
 
 

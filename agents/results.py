@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, TypeVar
 
+from llama_index.core.tools import ToolOutput
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -48,6 +49,21 @@ class ToolCallRecord(BaseModel):
     tool_id: str = ""
     output: str = ""
     is_error: bool = False
+
+    @property
+    def tool_output(self) -> ToolOutput:
+        """The output as llama-index's ``ToolOutput`` (as on its ``ToolCallResult``).
+
+        Its ``content`` is :attr:`output` (so ``str()`` prints what llama-index prints); the
+        record keeps the text only, so ``raw_output`` is that text too.
+        """
+        return ToolOutput(
+            content=self.output,
+            tool_name=self.tool_name,
+            raw_input={"args": (), "kwargs": dict(self.tool_kwargs)},
+            raw_output=self.output,
+            is_error=self.is_error,
+        )
 
 
 class AgentResult(BaseModel):

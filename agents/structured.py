@@ -90,10 +90,11 @@ async def structured_response(
 ) -> dict[str, Any] | None:
     """The run's structured output, if one was asked for; streamed as an event when made.
 
-    Who asks, first one wins: ``run(output_cls=...)``, then each of ``levels`` in order (an
-    :class:`~batonflow.agents.AgentWorkflow` passes itself then the answering agent; a
-    standalone agent passes itself). ``output_cls`` wins over ``structured_output_fn`` at
-    every level, as in llama-index.
+    Who asks, first one wins: ``run(output_cls=...)``, then the first of ``levels`` that has
+    either option (an :class:`~batonflow.agents.AgentWorkflow` passes itself then the
+    answering agent, so a workflow's ``structured_output_fn`` wins over its agent's
+    ``output_cls``; a standalone agent passes itself). Within a level ``output_cls`` wins over
+    ``structured_output_fn``, as in llama-index.
 
     Args:
         ctx: The run's context.
@@ -102,13 +103,15 @@ async def structured_response(
         *levels: Objects with ``output_cls`` and ``structured_output_fn`` attributes.
     """
     output_cls = resolve_output_cls(await ctx.store.get(RUN_OUTPUT_CLS, default=None))
-    if output_cls is None:
-        output_cls = next((lv.output_cls for lv in levels if lv.output_cls is not None), None)
     fn = None
     if output_cls is None:
-        fn = next((lv.structured_output_fn for lv in levels if lv.structured_output_fn), None)
-        if fn is None:
+        level = next(
+            (lv for lv in levels if lv.output_cls is not None or lv.structured_output_fn), None
+        )
+        if level is None:
             return None
+        output_cls = level.output_cls
+        fn = None if output_cls is not None else level.structured_output_fn
     structured = await make_structured_output(await memory.aget(), agent, output_cls, fn)
     if structured is not None:
         ctx.write_event_to_stream(AgentStreamStructuredOutput(output=structured))

@@ -167,8 +167,9 @@ class AgentWorkflow(Workflow):
         if root_agent is None:
             if len(members) > 1:
                 raise AgentConfigurationError(
-                    f"{owner} with several agents needs root_agent=...: the name of the agent "
-                    f"that gets the user's message (one of {', '.join(self.agents)})."
+                    f"Exactly one root agent must be provided: {owner} with several agents "
+                    "needs root_agent=..., the name of the agent that gets the user's message "
+                    f"(one of {', '.join(self.agents)})."
                 )
             root_agent = members[0].name
         if root_agent not in self.agents:
@@ -357,8 +358,12 @@ class AgentWorkflow(Workflow):
         agent = self.agents[ev.current_agent_name]
         iterations = int(await ctx.store.get("num_iterations", default=0))
         tool_choice = await ctx.store.get("tool_choice", default=None) if iterations == 0 else None
+        memory: BaseMemory | None = await ctx.store.get("memory", default=None)
+        # llama-index's call, take_step(ctx, llm_input, tools, memory); the tool choice only
+        # for agents that have one (a custom agent written for llama-index takes no more).
+        options = {"tool_choice": tool_choice} if agent.native_tool_calls and tool_choice else {}
         with agent_span(agent.name, agent.description):
-            output = await agent.take_step(ctx, ev.input, self.get_tools(agent), tool_choice)
+            output = await agent.take_step(ctx, ev.input, self.get_tools(agent), memory, **options)
         output.is_final = not output.tool_calls and not output.retry_messages
         ctx.write_event_to_stream(output)
         return output
@@ -376,10 +381,12 @@ class AgentWorkflow(Workflow):
             if await ctx.store.get("early_stopping_method", default="force") == "generate":
                 return await self._early_answer(ctx, ev, limit)
             raise MaxIterationsError(
-                f"{type(self).__name__}: agent {ev.current_agent_name!r} made {iterations} LLM "
-                f"calls (max_iterations={limit}) without a final answer. Pass a larger "
-                "run(max_iterations=...), or run(early_stopping_method='generate') to get an "
-                "answer from what was found so far."
+                f"Max iterations of {limit} reached! {type(self).__name__}: agent "
+                f"{ev.current_agent_name!r} made {iterations} LLM calls (max_iterations={limit}) "
+                "without a final answer. Either something went wrong (check the tools and the "
+                "prompt), or pass a larger run(max_iterations=...), or "
+                "run(early_stopping_method='generate') to get an answer from what was found so "
+                "far."
             )
         if ev.retry_messages:
             return messages_event(AgentInput, await memory.aget(), ev.current_agent_name)
@@ -453,7 +460,7 @@ class AgentWorkflow(Workflow):
         done: list[ToolCallResult] = await ctx.store.get("current_tool_calls", default=[])
         done.extend(results)
         await ctx.store.set("current_tool_calls", done)
-        await agent.handle_tool_call_results(ctx, results)
+        await agent.handle_tool_call_results(ctx, results, memory)
         direct = next((r for r in results if r.return_direct and not r.is_error), None)
         if direct is not None:
             output = AgentOutput(
@@ -501,7 +508,8 @@ class AgentWorkflow(Workflow):
         # tool calls (none, on a turn that answers), as llama-index's stream shows it.
         output = output.model_copy()
         if not output.tool_calls:
-            output.tool_calls = [_selection(r) for r in done]
+            # llama-index's result lists the run's calls as their ToolCallResults.
+            output.tool_calls = list(done)
         await ctx.store.set("current_tool_calls", [])
         output.is_final = True
         output.structured_response = await structured_response(ctx, memory, agent, self, agent)

@@ -496,7 +496,7 @@ async def test_codeact_agent_is_a_handoff_target_but_does_not_hand_off() -> None
     flow = AgentWorkflow(agents=[lead, coder], root_agent="lead")
     output = await flow.run(user_msg="6 * 7?")
     assert (output.current_agent_name, str(output)) == ("coder", "42")
-    assert llm.calls[2][-1].content == "Execution output:\n42\n"
+    assert llm.calls[2][-1].content == "Result of executing the code given:\n\n42\n"
 
 
 # -- observability: invoke_agent spans for every class -------------------------------------

@@ -51,7 +51,7 @@ async def test_code_runs_in_the_given_executor_and_its_output_goes_back() -> Non
     assert str(output) == "The result is 20."
     assert executor.runs == ["print(add(2, 3) * 4)"]
     assert results[0].tool_name == "execute" and results[0].tool_output.content == "20"
-    assert llm.calls[1][-1].content == "Execution output:\n20"
+    assert llm.calls[1][-1].content == "Result of executing the code given:\n\n20"
     assert "def add(a: int, b: int) -> int:" in (llm.calls[0][0].content or "")
 
 
@@ -69,7 +69,10 @@ async def test_async_executor_over_openai(openai_llm: OpenAI, openai_api: respx.
     agent = CodeActAgent(code_execute_fn=run_code, llm=openai_llm, streaming=False)
     assert str(await agent.run(user_msg="6*7?")) == "It is 42."
     assert seen == ["answer = 6 * 7"]
-    assert sent_messages(route.calls[1].request)[-1]["content"] == "Execution output:\n42"
+    assert (
+        sent_messages(route.calls[1].request)[-1]["content"]
+        == "Result of executing the code given:\n\n42"
+    )
 
 
 def test_no_executor_refuses_to_build() -> None:

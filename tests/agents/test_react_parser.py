@@ -71,6 +71,9 @@ def test_actions_are_parsed(text: str, thought: str, actions: list[ReActAction])
             id="answer-takes-rest",
         ),
         pytest.param("Paris is the capital.", "Paris is the capital.", id="plain-text-is-answer"),
+        # llama-index's own agent tests script this (a typo for "\nAnswer:"); its parser and
+        # this one read the answer from inside the Thought's line.
+        pytest.param(r"Thought: The result is 8\Answer: The sum is 8", "The sum is 8", id="inline"),
     ],
 )
 def test_answers_are_parsed(text: str, answer: str) -> None:
@@ -86,6 +89,9 @@ def test_answers_are_parsed(text: str, answer: str) -> None:
         pytest.param("", "empty", id="empty"),
         pytest.param(
             "Thought: hmm, not sure", "neither an Action nor an Answer", id="thought-only"
+        ),
+        pytest.param(
+            "Thought: I will give the Answer:", "neither an Action nor", id="inline-empty"
         ),
         pytest.param("Thought: t\nAction: add", "has no 'Action Input:' line", id="no-input"),
         pytest.param(

@@ -26,6 +26,13 @@ DIVERGENT = {
     "basic_context": ["A conversation continues on its Context"],
     "basic_state": ["The shared state is shown as it is now"],
     "multi_agent": ["The shared state is shown as it is now"],
+    "return_direct": ["A conversation continues on its Context"],
+    "code_act": ["A conversation continues on its Context"],
+    "agents_as_tools": ["The shared state is shown as it is now"],
+    "tutorial_state": [
+        "A conversation continues on its Context",
+        "The shared state is shown as it is now",
+    ],
 }
 
 
