@@ -48,7 +48,7 @@ from .step import (
 
 if TYPE_CHECKING:
     from ._snapshot import RunSnapshot
-    from .checkpoints import CheckpointStore, WorkflowCheckpointer
+    from .durable.checkpoints import CheckpointStore, WorkflowCheckpointer
     from .serialization import BaseSerializer
 
 _CLASS_GRAPHS: weakref.WeakKeyDictionary[type, Graph] = weakref.WeakKeyDictionary()
@@ -156,10 +156,10 @@ class Workflow:
         self._checkpointing = False
         self._checkpointer: WorkflowCheckpointer | None = None
         if checkpoint_store is not None:
-            from .checkpoints import CheckpointStore, WorkflowCheckpointer
+            from .durable.checkpoints import CheckpointStore, WorkflowCheckpointer
 
             if isinstance(checkpoint_store, str | os.PathLike):
-                from .stores import open_store
+                from .durable.stores import open_store
 
                 checkpoint_store = open_store(checkpoint_store)
             if not isinstance(checkpoint_store, CheckpointStore):

@@ -1,6 +1,6 @@
 """The PostgreSQL run store: the SQLite store's records on a server that many processes share.
 
-The records, statements and checks are :class:`~batonflow.core._sql_store.SqlRunStore`'s, as
+The records, statements and checks are :class:`~batonflow.core.durable._sql_store.SqlRunStore`'s, as
 for SQLite; this module is the PostgreSQL dialect (the pool, transactions, psycopg's errors as
 store errors) plus what only a shared server has: leases, fencing, ``NOTIFY``, and schema
 migrations under an advisory lock.
@@ -41,16 +41,22 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import psycopg
-from batonflow.core._records import ACTIVE, ENDED, Checkpoint, RunRecord, checkpoint_taken_error
-from batonflow.core._sql_schema import (
+from batonflow.core.durable._records import (
+    ACTIVE,
+    ENDED,
+    Checkpoint,
+    RunRecord,
+    checkpoint_taken_error,
+)
+from batonflow.core.durable._sql_schema import (
     CHECKPOINT_COLUMNS,
     ENDED_SQL,
     RUN_COLUMNS,
     Statements,
     create_statements,
 )
-from batonflow.core._sql_store import SqlRunStore
-from batonflow.core._text import first_text_problem, text_problem, unstorable_error
+from batonflow.core.durable._sql_store import SqlRunStore
+from batonflow.core.durable._text import first_text_problem, text_problem, unstorable_error
 from batonflow.core.errors import (
     CheckpointError,
     LeaseLostError,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..events import Event
+from ..serialization import qualified_name
 from ._records import Checkpoint
-from .events import Event
-from .serialization import qualified_name
 
 if TYPE_CHECKING:
     from .checkpoints import WorkflowCheckpointer

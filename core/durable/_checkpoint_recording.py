@@ -15,19 +15,19 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from .._snapshot import dump
+from .._state_serde import encode_untyped
+from ..errors import CheckpointError, SerializationError, StoreUnreachableError
+from ..events import Event, InputRequiredEvent, InternalDispatchEvent, StopEvent
+from ..serialization import qualified_name
 from ._records import Checkpoint, checkpoint_id, with_state_values
-from ._snapshot import dump
-from ._state_serde import encode_untyped
 from ._store import event_body, outcome
-from .errors import CheckpointError, SerializationError, StoreUnreachableError
-from .events import Event, InputRequiredEvent, InternalDispatchEvent, StopEvent
-from .serialization import qualified_name
 
 if TYPE_CHECKING:
+    from ..context import Context
+    from ..handler import WorkflowHandler
+    from ..hooks import StepBoundary
     from .checkpoints import WorkflowCheckpointer
-    from .context import Context
-    from .handler import WorkflowHandler
-    from .hooks import StepBoundary
 
 logger = logging.getLogger("batonflow.core")
 

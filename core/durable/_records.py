@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import CheckpointError, RunConflictError
+from ..errors import CheckpointError, RunConflictError
 
 #: Every status a stored run can have.
 STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")

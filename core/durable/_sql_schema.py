@@ -13,9 +13,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ._json_values import compact_json
+from .._json_values import compact_json
+from ..errors import CheckpointError
 from ._records import ENDED, Checkpoint, RunRecord, final_column
-from .errors import CheckpointError
 
 #: The tables of schema version 3, column by column. ``REAL`` is the dialect's double type
 #: (``DOUBLE PRECISION`` on PostgreSQL). The columns' order is the order of the records'

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar, Self, TypeVar
 
+from ..errors import CheckpointError, RunBusyError, StoreCorruptError
 from ._holds import describe, holder_alive
 from ._records import (
     ENDED,
@@ -54,7 +55,6 @@ from ._records import (
     with_state_values,
 )
 from ._sql_schema import RUN_COLUMNS, Statements, checkpoint_row, run_row
-from .errors import CheckpointError, RunBusyError, StoreCorruptError
 
 T = TypeVar("T")
 #: A driver's connection (``sqlite3.Connection``, ``psycopg.Connection``): only ``execute``

@@ -10,14 +10,14 @@ import os
 import sqlite3
 from pathlib import Path
 
-from ._sql_schema import CHECKPOINT_COLUMNS, TABLES, create_statements, create_table
-from .errors import (
+from ..errors import (
     CheckpointError,
     StoreCorruptError,
     StoreFullError,
     StoreLockedError,
     StoreReadOnlyError,
 )
+from ._sql_schema import CHECKPOINT_COLUMNS, TABLES, create_statements, create_table
 
 #: The columns of each table in the version-1 file; version 2 added the others.
 _V1_COLUMNS = {"checkpoint_runs": 7, "checkpoints": 10}

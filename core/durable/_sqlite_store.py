@@ -46,12 +46,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..errors import CheckpointError, StoreCorruptError, StoreLockedError
 from ._holds import forget_holder, new_holder
 from ._records import Checkpoint, RunRecord, checkpoint_taken_error
 from ._sql_schema import RUN_COLUMNS, Statements
 from ._sql_store import SqlRunStore
 from ._sqlite_schema import create_private, is_locked, migrate, opening_error, store_error
-from .errors import CheckpointError, StoreCorruptError, StoreLockedError
 
 SCHEMA_VERSION = 3
 COMPONENT = "checkpoints"

@@ -17,10 +17,10 @@ import builtins
 import json
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import CheckpointError, SerializationError, WorkflowCancelledByUser
+from ..serialization import BaseSerializer
 from ._records import Checkpoint, InboxItem, RunRecord, StoredEvent
 from ._text import storable
-from .errors import CheckpointError, SerializationError, WorkflowCancelledByUser
-from .serialization import BaseSerializer
 
 
 @runtime_checkable

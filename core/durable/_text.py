@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .errors import UnstorableTextError
+from ..errors import UnstorableTextError
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 

@@ -32,6 +32,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._public import publish
+from .._snapshot import register_workflow
+from ..errors import (
+    CheckpointError,
+    ContextSerdeError,
+    SerializationError,
+)
+from ..events import Event, StartEvent
+from ..serialization import BaseSerializer, JsonSerializer
 from . import _checkpoint_query, _checkpoint_recording
 from ._memory_store import InMemoryCheckpointStore
 from ._records import (
@@ -41,16 +50,8 @@ from ._records import (
     RunRecord,
     StoredEvent,
 )
-from ._snapshot import register_workflow
 from ._sqlite_store import SqliteCheckpointStore
 from ._store import CheckpointStore, encode, event_body
-from .errors import (
-    CheckpointError,
-    ContextSerdeError,
-    SerializationError,
-)
-from .events import Event, StartEvent
-from .serialization import BaseSerializer, JsonSerializer
 
 #: The inbox body of a cancel request (see ``request_cancel``). No serializer writes it for an
 #: event: they all encode an event's class with it.
@@ -59,9 +60,9 @@ CANCEL_REQUEST = '{"batonflow_request": "cancel"}'
 logger = logging.getLogger("batonflow.core")
 
 if TYPE_CHECKING:
-    from .context import Context
-    from .handler import WorkflowHandler
-    from .workflow import Workflow
+    from ..context import Context
+    from ..handler import WorkflowHandler
+    from ..workflow import Workflow
 
 
 @dataclass(frozen=True, slots=True)
@@ -490,7 +491,7 @@ class WorkflowCheckpointer:
     def _continue(
         self, checkpoint: Checkpoint, run_id: str, kwargs: dict[str, Any]
     ) -> WorkflowHandler:
-        from .context import Context
+        from ..context import Context
 
         name = self.workflow.workflow_name
         if checkpoint.workflow_name != name:
@@ -578,3 +579,6 @@ __all__ = [
     "WorkflowCheckpointer",
     "event_body",
 ]
+
+# Stored runs and pickles name these classes by their public path.
+publish(__name__, globals())

@@ -23,9 +23,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .._public import publish
+from ..errors import CheckpointError
 from ._sqlite_store import SqliteCheckpointStore
 from .checkpoints import CheckpointStore
-from .errors import CheckpointError
 
 #: The environment variable naming the run store of the command line and the server.
 DATABASE_URL_ENV = "BATONFLOW_DATABASE_URL"
@@ -93,3 +94,6 @@ def database_url(
 
 
 __all__ = ["DATABASE_URL_ENV", "ENTRY_POINT_GROUP", "database_url", "open_store"]
+
+# Stored runs and pickles name these classes by their public path.
+publish(__name__, globals())
