@@ -7,6 +7,12 @@ listed in ``__all__``.
 # The alias module is imported before the retry_policy function is bound below, so that
 # `import batonflow.core.retry_policy` later never replaces the function (see retry_policy.py).
 from . import retry_policy as _retry_policy_module  # noqa: F401
+from .checkpoints import Checkpoint as Checkpoint
+from .checkpoints import CheckpointStore as CheckpointStore
+from .checkpoints import InMemoryCheckpointStore as InMemoryCheckpointStore
+from .checkpoints import RunRecord as RunRecord
+from .checkpoints import SqliteCheckpointStore as SqliteCheckpointStore
+from .checkpoints import WorkflowCheckpointer as WorkflowCheckpointer
 from .collect import All as All
 from .collect import Collect as Collect
 from .collect import Take as Take
@@ -14,14 +20,9 @@ from .context import Context as Context
 from .drawing import draw_all_possible_flows as draw_all_possible_flows
 from .drawing import draw_all_possible_flows_mermaid as draw_all_possible_flows_mermaid
 from .drawing import draw_most_recent_execution as draw_most_recent_execution
-from .drawing import draw_most_recent_execution_mermaid as draw_most_recent_execution_mermaid
-from .durable.checkpoints import Checkpoint as Checkpoint
-from .durable.checkpoints import CheckpointStore as CheckpointStore
-from .durable.checkpoints import InMemoryCheckpointStore as InMemoryCheckpointStore
-from .durable.checkpoints import RunRecord as RunRecord
-from .durable.checkpoints import SqliteCheckpointStore as SqliteCheckpointStore
-from .durable.checkpoints import WorkflowCheckpointer as WorkflowCheckpointer
-from .durable.stores import open_store as open_store
+from .drawing import (
+    draw_most_recent_execution_mermaid as draw_most_recent_execution_mermaid,
+)
 from .errors import BatonflowError as BatonflowError
 from .errors import CheckpointError as CheckpointError
 from .errors import ContextSerdeError as ContextSerdeError
@@ -136,6 +137,7 @@ from .state import InMemoryStateStore as InMemoryStateStore
 from .state import StateStore as StateStore
 from .step import catch_error as catch_error
 from .step import step as step
+from .stores import open_store as open_store
 from .testing import WorkflowTestResult as WorkflowTestResult
 from .testing import WorkflowTestRunner as WorkflowTestRunner
 from .workflow import Workflow as Workflow

@@ -4,8 +4,17 @@ Everything public there is importable from here under the same names, and its cl
 functions say ``__module__ == "batonflow.core.checkpoints"``: stored runs and pickles name them so.
 """
 
-from ._snapshot import (
-    register_workflow as register_workflow,
+from .data.events import (
+    Event as Event,
+)
+from .data.events import (
+    StartEvent as StartEvent,
+)
+from .data.serialization import (
+    BaseSerializer as BaseSerializer,
+)
+from .data.serialization import (
+    JsonSerializer as JsonSerializer,
 )
 from .durable._memory_store import (
     InMemoryCheckpointStore as InMemoryCheckpointStore,
@@ -47,6 +56,9 @@ from .durable.checkpoints import (
     WorkflowCheckpointer as WorkflowCheckpointer,
 )
 from .durable.checkpoints import __all__ as __all__
+from .engine._snapshot import (
+    register_workflow as register_workflow,
+)
 from .errors import (
     CheckpointError as CheckpointError,
 )
@@ -55,16 +67,4 @@ from .errors import (
 )
 from .errors import (
     SerializationError as SerializationError,
-)
-from .events import (
-    Event as Event,
-)
-from .events import (
-    StartEvent as StartEvent,
-)
-from .serialization import (
-    BaseSerializer as BaseSerializer,
-)
-from .serialization import (
-    JsonSerializer as JsonSerializer,
 )

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..events import Event
-from ..serialization import qualified_name
+from ..data.events import Event
+from ..data.serialization import qualified_name
 from ._records import Checkpoint
 
 if TYPE_CHECKING:

@@ -15,18 +15,18 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from .._snapshot import dump
-from .._state_serde import encode_untyped
+from ..data._state_serde import encode_untyped
+from ..data.events import Event, InputRequiredEvent, InternalDispatchEvent, StopEvent
+from ..data.serialization import qualified_name
+from ..engine._snapshot import dump
 from ..errors import CheckpointError, SerializationError, StoreUnreachableError
-from ..events import Event, InputRequiredEvent, InternalDispatchEvent, StopEvent
-from ..serialization import qualified_name
 from ._records import Checkpoint, checkpoint_id, with_state_values
 from ._store import event_body, outcome
 
 if TYPE_CHECKING:
-    from ..context import Context
-    from ..handler import WorkflowHandler
-    from ..hooks import StepBoundary
+    from ..engine.context import Context
+    from ..engine.handler import WorkflowHandler
+    from ..engine.hooks import StepBoundary
     from .checkpoints import WorkflowCheckpointer
 
 logger = logging.getLogger("batonflow.core")

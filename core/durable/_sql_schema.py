@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from .._json_values import compact_json
+from ..data._json_values import compact_json
 from ..errors import CheckpointError
 from ._records import ENDED, Checkpoint, RunRecord, final_column
 

@@ -17,8 +17,8 @@ import builtins
 import json
 from typing import Any, Protocol, runtime_checkable
 
+from ..data.serialization import BaseSerializer
 from ..errors import CheckpointError, SerializationError, WorkflowCancelledByUser
-from ..serialization import BaseSerializer
 from ._records import Checkpoint, InboxItem, RunRecord, StoredEvent
 from ._text import storable
 

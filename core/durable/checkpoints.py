@@ -33,14 +33,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._public import publish
-from .._snapshot import register_workflow
+from ..data.events import Event, StartEvent
+from ..data.serialization import BaseSerializer, JsonSerializer
+from ..engine._snapshot import register_workflow
 from ..errors import (
     CheckpointError,
     ContextSerdeError,
     SerializationError,
 )
-from ..events import Event, StartEvent
-from ..serialization import BaseSerializer, JsonSerializer
 from . import _checkpoint_query, _checkpoint_recording
 from ._memory_store import InMemoryCheckpointStore
 from ._records import (
@@ -60,9 +60,9 @@ CANCEL_REQUEST = '{"batonflow_request": "cancel"}'
 logger = logging.getLogger("batonflow.core")
 
 if TYPE_CHECKING:
-    from ..context import Context
-    from ..handler import WorkflowHandler
-    from ..workflow import Workflow
+    from ..engine.context import Context
+    from ..engine.handler import WorkflowHandler
+    from ..engine.workflow import Workflow
 
 
 @dataclass(frozen=True, slots=True)
@@ -491,7 +491,7 @@ class WorkflowCheckpointer:
     def _continue(
         self, checkpoint: Checkpoint, run_id: str, kwargs: dict[str, Any]
     ) -> WorkflowHandler:
-        from ..context import Context
+        from ..engine.context import Context
 
         name = self.workflow.workflow_name
         if checkpoint.workflow_name != name:

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from itertools import repeat
 from typing import Any, overload
 
-from .events import Event
+from ..data.events import Event
 
 _MISSING: Any = object()
 

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from .events import Event
+from ..data.events import Event
 from .step import ParamKind, StepSpec
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import StartEventError
-from .events import StartEvent
+from ..data.events import StartEvent
+from ..errors import StartEventError
 from .graph import Graph
 
 

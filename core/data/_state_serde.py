@@ -29,10 +29,10 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
+from ..errors import ContextSerdeError
 from ._json_values import TAG
 from ._state_paths import display
 from ._state_types import DictState
-from .errors import ContextSerdeError
 from .serialization import BaseSerializer, JsonSerializer, serialize_at
 
 FORMAT_VERSION: Final = 2

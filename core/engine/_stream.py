@@ -19,8 +19,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from .errors import ContextStateError
-from .events import Event, InternalDispatchEvent
+from ..data.events import Event, InternalDispatchEvent
+from ..errors import ContextStateError
 
 logger = logging.getLogger("batonflow.core")
 

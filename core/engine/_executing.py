@@ -12,19 +12,19 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ._calls import call_in_scopes, run_sync
-from ._lanes import CURRENT_EXECUTION, RUNNING, Execution, TraceEntry
-from .errors import (
+from ..data.events import Event, StepFailedEvent, StepState
+from ..errors import (
     LeaseLostError,
     StepTimeoutError,
     StoreUnreachableError,
     WorkflowRuntimeError,
 )
-from .events import Event, StepFailedEvent, StepState
+from ..instruments.instrument import StepFinished, StepStarted
+from ..retrying.retry import RetryInfo, ask_policy, retry_seed
+from ._calls import call_in_scopes, run_sync
+from ._lanes import CURRENT_EXECUTION, RUNNING, Execution, TraceEntry
 from .graph import CALLER_EVENTS
 from .hooks import StepBoundary
-from .instrument import StepFinished, StepStarted
-from .retry import RetryInfo, ask_policy, retry_seed
 from .step import ParamKind, StepSpec
 
 if TYPE_CHECKING:

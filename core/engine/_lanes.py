@@ -13,8 +13,8 @@ from contextvars import ContextVar
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from .events import Event, JoinedEvents, StepState
-from .retry import RetryInfo
+from ..data.events import Event, JoinedEvents, StepState
+from ..retrying.retry import RetryInfo
 from .step import StepSpec
 
 if TYPE_CHECKING:

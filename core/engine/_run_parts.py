@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..data.events import Event, StopEvent
 from ._collect import CollectBuffer, CollectionStream
 from ._lanes import Origin, Tag
 from ._waiters import Waiter
-from .events import Event, StopEvent
 
 if TYPE_CHECKING:
     from ._runtime import Run

@@ -9,11 +9,11 @@ import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..data.events import Event
+from ..instruments.instrument import EventsJoined
 from ._collect import CollectBuffer, RepeatedType
 from ._lanes import Execution, RunStatus
 from ._waiters import Waiter, type_name
-from .events import Event
-from .instrument import EventsJoined
 
 if TYPE_CHECKING:
     from ._runtime import Run

@@ -7,7 +7,7 @@ import concurrent.futures
 from collections.abc import Coroutine
 from typing import Any
 
-from .errors import WorkflowConfigurationError
+from ..errors import WorkflowConfigurationError
 from .resource import ResourceManager, nested_configs
 from .step import StepParam
 

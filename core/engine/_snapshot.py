@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..data._type_registry import register_models, trust_modules
+from ..data.events import Event
+from ..data.serialization import BaseSerializer, JsonSerializer, qualified_name, serialize_event
+from ..data.state import InMemoryStateStore
+from ..errors import ContextSerdeError, SerializationError
 from ._runtime import RunStatus
-from ._type_registry import register_models, trust_modules
-from .errors import ContextSerdeError, SerializationError
-from .events import Event
-from .serialization import BaseSerializer, JsonSerializer, qualified_name, serialize_event
-from .state import InMemoryStateStore
 
 if TYPE_CHECKING:
     from .context import Context

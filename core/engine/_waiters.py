@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .events import Event
+from ..data.events import Event
 
 _MISSING: Any = object()
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..data.events import CollectedEvents, Event, StopEvent
 from ._collect import CollectionStream
 from ._lanes import Execution, Lane, Tag
-from .events import CollectedEvents, Event, StopEvent
 
 if TYPE_CHECKING:
     from ._runtime import Run

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..errors import StoreUnreachableError
 from ._lanes import RUNNING, Execution
-from .errors import StoreUnreachableError
 
 if TYPE_CHECKING:
     from ._runtime import Run

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
+from ..data.events import Event
+from ..errors import WorkflowValidationError
 from .collect import All, Collect, Take
-from .errors import WorkflowValidationError
-from .events import Event
 from .resource import Resource, ResourceConfig
 
 if TYPE_CHECKING:
-    from .retry import AnyRetryPolicy
+    from ..retrying.retry import AnyRetryPolicy
 
 #: The attribute ``@step`` sets on a function: its :class:`StepOptions`.
 STEP_ATTR = "__batonflow_step__"

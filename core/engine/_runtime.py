@@ -38,17 +38,7 @@ from collections import deque
 from collections.abc import Callable, Coroutine, Sized
 from typing import TYPE_CHECKING, Any, cast
 
-from . import _boundary, _branches, _executing, _lanes, _run_parts, _services
-from ._collect import CollectBuffer, CollectionStream
-from ._lanes import CURRENT_EXECUTION as CURRENT_EXECUTION
-from ._lanes import RUNNING, Lane, Origin, Tag
-from ._lanes import Execution as Execution
-from ._lanes import RunStatus as RunStatus
-from ._lanes import current_execution as current_execution
-from ._stream import EventStream
-from ._waiters import Waiter, type_name
-from .errors import WorkflowCancelledByUser, WorkflowRuntimeError, WorkflowTimeoutError
-from .events import (
+from ..data.events import (
     Event,
     StepState,
     StepStateChanged,
@@ -59,8 +49,18 @@ from .events import (
     WorkflowIdleEvent,
     WorkflowTimedOutEvent,
 )
+from ..errors import WorkflowCancelledByUser, WorkflowRuntimeError, WorkflowTimeoutError
+from ..instruments.instrument import EventEmitted, InstrumentSet, RunFinished, RunStarted
+from . import _boundary, _branches, _executing, _lanes, _run_parts, _services
+from ._collect import CollectBuffer, CollectionStream
+from ._lanes import CURRENT_EXECUTION as CURRENT_EXECUTION
+from ._lanes import RUNNING, Lane, Origin, Tag
+from ._lanes import Execution as Execution
+from ._lanes import RunStatus as RunStatus
+from ._lanes import current_execution as current_execution
+from ._stream import EventStream
+from ._waiters import Waiter, type_name
 from .graph import INPUT_REQUIRED, STOP
-from .instrument import EventEmitted, InstrumentSet, RunFinished, RunStarted
 
 if TYPE_CHECKING:
     from ._snapshot import RunSnapshot

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from .errors import StateTypeError, StateValidationError, WorkflowConfigurationError
+from ..errors import StateTypeError, StateValidationError, WorkflowConfigurationError
 
 
 class _Unset:

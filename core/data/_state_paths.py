@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import StateKeyError, StateValidationError
+from ..errors import StateKeyError, StateValidationError
 
 
 class Missing(Exception):
