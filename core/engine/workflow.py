@@ -597,5 +597,4 @@ def _specs(steps: dict[str, Callable[..., Any]]) -> list[StepSpec]:
 
 __all__ = ["StepBoundary", "Workflow"]
 
-# Stored runs and pickles name these classes by their public path.
-publish(__name__, globals())
+publish(__name__, globals())  # their public path, as stored data names them (core/_public.py)
