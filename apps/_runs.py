@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from batonflow.core._records import ENDED
+from batonflow.core.durable._records import ENDED
 
 from ._wire import error_text, jsonable
 from .run_store import RunStore, StoredEvent

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
-from batonflow.core._text import first_text_problem
+from batonflow.core.durable._text import first_text_problem
 
 logger = logging.getLogger("batonflow.apps.server")
 

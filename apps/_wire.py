@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from batonflow.core._text import storable
+from batonflow.core.durable._text import storable
 from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 

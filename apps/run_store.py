@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batonflow.core._text import text_problem
 from batonflow.core.checkpoints import (
     InMemoryCheckpointStore,
     RunRecord,
     SqliteCheckpointStore,
 )
+from batonflow.core.durable._text import text_problem
 
 #: Statuses of a run that has ended; nothing changes it any more.
 FINISHED = frozenset({"completed", "failed", "cancelled"})

@@ -40,7 +40,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
 
-from batonflow.core._text import text_problem
+from batonflow.core.durable._text import text_problem
 from batonflow.core.errors import (
     CheckpointError,
     RunConflictError,

@@ -2,7 +2,7 @@
 
 The tracing target compares batonflow with tracing off (nothing configured, the default) to the
 same engine with no instrument hook call sites at all. That second engine does not exist, so
-this module makes it: it parses the methods of ``batonflow.core._runtime.Run``, removes every ``if`` whose test
+this module makes it: it parses the methods of ``batonflow.core.engine._runtime.Run``, removes every ``if`` whose test
 reads an instrument flag (``self._want_*``, ``instruments.wants(...)``), replaces such
 conditional expressions by their ``else`` value, sets the ``_want_*`` flags to the constant
 ``False`` (no ``wants()`` lookups), and compiles the methods of ``Run`` again, in the module's own globals. Swapping them in
@@ -62,12 +62,12 @@ def hookless_run_methods() -> tuple[dict[str, Any], dict[str, Any], int]:
     globals.
     """
     try:
-        from batonflow.core import _runtime
+        from batonflow.core.engine import _runtime
     except ImportError as exc:
-        raise Unsupported(f"batonflow.core._runtime is not importable ({exc})") from exc
+        raise Unsupported(f"batonflow.core.engine._runtime is not importable ({exc})") from exc
     run_cls = getattr(_runtime, "Run", None)
     if run_cls is None:
-        raise Unsupported("batonflow.core._runtime has no Run class to strip")
+        raise Unsupported("batonflow.core.engine._runtime has no Run class to strip")
     strip = _Strip()
     stripped: dict[str, Any] = {}
     original: dict[str, Any] = {}
@@ -95,13 +95,15 @@ def hookless_run_methods() -> tuple[dict[str, Any], dict[str, Any], int]:
         stripped[attr] = namespace[node.name]
         original[attr] = fn
     if not strip.removed:
-        raise Unsupported("found no instrument hook call sites in batonflow.core._runtime.Run")
+        raise Unsupported(
+            "found no instrument hook call sites in batonflow.core.engine._runtime.Run"
+        )
     return stripped, original, strip.removed
 
 
 def install(methods: dict[str, Any]) -> None:
-    """Put ``methods`` on ``batonflow.core._runtime.Run``."""
-    from batonflow.core import _runtime
+    """Put ``methods`` on ``batonflow.core.engine._runtime.Run``."""
+    from batonflow.core.engine import _runtime
 
     for name, fn in methods.items():
         setattr(_runtime.Run, name, fn)

@@ -20,7 +20,9 @@ from .context import Context as Context
 from .drawing import draw_all_possible_flows as draw_all_possible_flows
 from .drawing import draw_all_possible_flows_mermaid as draw_all_possible_flows_mermaid
 from .drawing import draw_most_recent_execution as draw_most_recent_execution
-from .drawing import draw_most_recent_execution_mermaid as draw_most_recent_execution_mermaid
+from .drawing import (
+    draw_most_recent_execution_mermaid as draw_most_recent_execution_mermaid,
+)
 from .errors import BatonflowError as BatonflowError
 from .errors import CheckpointError as CheckpointError
 from .errors import ContextSerdeError as ContextSerdeError

@@ -1,456 +1,64 @@
-"""Drawing workflows: every possible flow, or what the most recent run did.
+"""The public path of :mod:`batonflow.core.diagram.drawing` (its code moved into the ``diagram`` room).
 
-Two formats, picked by the file name's extension:
-
-* ``.html`` / ``.htm``: one self-contained page with an inline SVG drawing, laid out in Python
-  (no script, stylesheet or font is fetched: it opens offline and in sandboxed viewers);
-* ``.mmd`` (Mermaid text) or ``.md`` (the same inside a ```` ```mermaid ```` fence, which GitHub
-  and most Markdown viewers render).
-
-``draw_all_possible_flows(JokeFlow, filename="joke_flow_all.html")`` draws the graph read from
-the step annotations. ``draw_most_recent_execution(w or handler, ...)`` draws the same graph with
-the steps of the most recent run highlighted: how many times each ran, and in which order.
+Everything public there is importable from here under the same names, and its classes and
+functions say ``__module__ == "batonflow.core.drawing"``: stored runs and pickles name them so.
 """
 
-from __future__ import annotations
-
-import importlib
-import re
-from collections.abc import Iterable, Sequence
-from pathlib import Path
-from typing import Any
-
-from ._html import StepRun, kind_of, render_page, truncate
-from .representation import (
-    EXTERNAL_ID,
-    WorkflowGraph,
-    WorkflowGraphNode,
-    get_workflow_representation,
-    without_child_workflows,
+from .diagram._html import (
+    StepRun as StepRun,
 )
-
-HTML_SUFFIXES = (".html", ".htm")
-MERMAID_SUFFIXES = (".mmd", ".md")
-
-
-def draw_all_possible_flows(
-    workflow_or_class: Any,
-    filename: str | Path | None = "workflow_all_flows.html",
-    notebook: bool = False,
-    max_label_length: int | None = None,
-    include_child_workflows: bool = True,
-) -> str:
-    """Draw every flow a workflow allows, as an HTML page or Mermaid text.
-
-    Args:
-        workflow_or_class: A ``Workflow`` subclass or instance, or a :class:`WorkflowGraph`.
-        filename: Where to write; the extension picks the format (``.html``/``.htm`` page,
-            ``.mmd`` Mermaid, ``.md`` Mermaid in a fence). ``None`` writes nothing.
-        notebook: Also display the page inline when running in a Jupyter notebook.
-        max_label_length: Cut longer node labels (the full name stays in the tooltip).
-        include_child_workflows: Draw the nested workflows steps take (parameters
-            annotated with a ``Workflow`` class, see ``Workflow.add_workflows``) as nodes.
-
-    Returns:
-        The text written (the HTML page or the Mermaid text).
-
-    Raises:
-        ValueError: ``filename`` has an extension that is not one of the above.
-        TypeError: ``workflow_or_class`` is not a workflow.
-    """
-    graph = _graph_of(workflow_or_class)
-    if not include_child_workflows:
-        graph = without_child_workflows(graph)
-    return _draw(graph, None, filename, notebook, max_label_length, "All possible flows")
-
-
-def draw_most_recent_execution(
-    workflow_or_handler: Any,
-    filename: str | Path | None = "workflow_recent_execution.html",
-    notebook: bool = False,
-    max_label_length: int | None = None,
-) -> str:
-    """Draw the most recent run: which steps ran, how many times, and in which order.
-
-    Args:
-        workflow_or_handler: The ``WorkflowHandler`` of a run, or the ``Workflow`` instance
-            whose most recent run to draw.
-        filename: Where to write; the extension picks the format as for
-            :func:`draw_all_possible_flows`. ``None`` writes nothing.
-        notebook: Also display the page inline when running in a Jupyter notebook.
-        max_label_length: Cut longer node labels (the full name stays in the tooltip).
-
-    Returns:
-        The text written (the HTML page or the Mermaid text).
-
-    Raises:
-        ValueError: Unknown extension, or the workflow has not run yet.
-        TypeError: ``workflow_or_handler`` is neither a workflow nor a handler.
-    """
-    _check_max_label_length(max_label_length)
-    _check_suffix(filename, HTML_SUFFIXES + MERMAID_SUFFIXES)
-    graph, runs = recent_execution(workflow_or_handler)
-    return _draw(graph, runs, filename, notebook, max_label_length, "Most recent execution")
-
-
-def draw_recorded_execution(
-    workflow_or_class: Any,
-    trace: Iterable[Any],
-    filename: str | Path | None = None,
-    max_label_length: int | None = None,
-) -> str:
-    """Draw a run recorded elsewhere, e.g. by a server that keeps its runs' step executions.
-
-    Like :func:`draw_most_recent_execution`, for a run whose handler is not at hand: the steps
-    in ``trace`` are highlighted, with how many times each ran and in which order.
-
-    Args:
-        workflow_or_class: The workflow (class or instance) the run belongs to.
-        trace: The run's completed step executions, in any form :func:`as_step_runs` reads
-            (``(step, input event name, [output event names])`` tuples, for one).
-        filename: Where to write; the extension picks the format as for
-            :func:`draw_all_possible_flows`. ``None`` (the default) writes nothing.
-        max_label_length: Cut longer node labels (the full name stays in the tooltip).
-
-    Returns:
-        The text written (the HTML page or the Mermaid text).
-
-    Raises:
-        ValueError: ``filename`` has an unknown extension.
-        TypeError: ``workflow_or_class`` is not a workflow.
-    """
-    graph = _graph_of(workflow_or_class)
-    return _draw(graph, as_step_runs(trace), filename, False, max_label_length, "Recorded run")
-
-
-def draw_all_possible_flows_mermaid(
-    workflow_or_class: Any,
-    filename: str | Path | None = None,
-    max_label_length: int | None = None,
-    include_child_workflows: bool = True,
-) -> str:
-    """Every flow a workflow allows, as Mermaid flowchart text.
-
-    Args:
-        workflow_or_class: A ``Workflow`` subclass or instance, or a :class:`WorkflowGraph`.
-        filename: Also write the text there: ``.mmd`` as is, ``.md`` inside a mermaid fence.
-        max_label_length: Cut longer node labels.
-        include_child_workflows: Draw the nested workflows steps take as nodes.
-
-    Returns:
-        The Mermaid text (without a fence).
-
-    Raises:
-        ValueError: ``filename`` does not end in ``.mmd`` or ``.md``.
-    """
-    _check_max_label_length(max_label_length)
-    _check_suffix(filename, MERMAID_SUFFIXES)
-    graph = _graph_of(workflow_or_class)
-    if not include_child_workflows:
-        graph = without_child_workflows(graph)
-    text = to_mermaid(graph, max_label_length=max_label_length)
-    _write(filename, text)
-    return text
-
-
-def draw_most_recent_execution_mermaid(
-    workflow_or_handler: Any,
-    filename: str | Path | None = None,
-    max_label_length: int | None = None,
-) -> str:
-    """The most recent run as Mermaid text: the steps that ran, numbered in order.
-
-    Args:
-        workflow_or_handler: The ``WorkflowHandler`` of a run, or the ``Workflow`` instance.
-        filename: Also write the text there: ``.mmd`` as is, ``.md`` inside a mermaid fence.
-        max_label_length: Cut longer node labels.
-
-    Returns:
-        The Mermaid text (without a fence).
-
-    Raises:
-        ValueError: ``filename`` does not end in ``.mmd`` or ``.md``, or nothing ran yet.
-    """
-    _check_max_label_length(max_label_length)
-    _check_suffix(filename, MERMAID_SUFFIXES)
-    graph, runs = recent_execution(workflow_or_handler)
-    text = to_mermaid(graph, runs, max_label_length=max_label_length)
-    _write(filename, text)
-    return text
-
-
-# -- Mermaid --------------------------------------------------------------------------------
-
-_MERMAID_CLASSES = {
-    "step": "fill:#eef2ff,stroke:#4f46e5,stroke-width:1.5px,color:#1e1b4b",
-    "event": "fill:#f0f9ff,stroke:#0284c7,color:#0c4a6e",
-    "start": "fill:#dcfce7,stroke:#16a34a,color:#14532d",
-    "stop": "fill:#fee2e2,stroke:#dc2626,color:#7f1d1d",
-    "hitl": "fill:#faf5ff,stroke:#9333ea,color:#581c87",
-    "external": "fill:#f3e8ff,stroke:#7e22ce,color:#3b0764",
-    "resource": "fill:#fffbeb,stroke:#d97706,stroke-dasharray:5 3,color:#78350f",
-    "resource_config": "fill:#f0fdfa,stroke:#0d9488,stroke-dasharray:5 3,color:#134e4a",
-    "generic": "fill:#f8fafc,stroke:#64748b",
-    "ran": "stroke:#ea580c,stroke-width:3px",
-}
-
-
-def to_mermaid(
-    graph: WorkflowGraph,
-    runs: Sequence[StepRun] | None = None,
-    *,
-    max_label_length: int | None = None,
-) -> str:
-    """Mermaid ``flowchart TD`` text for ``graph``.
-
-    With ``runs``, only what the run touched is drawn: each step that ran is labelled with how
-    many times (``generate ×2``), and each event-to-step edge with the numbers of the
-    executions it triggered, in order (``#1, #3``).
-
-    Args:
-        graph: The workflow graph.
-        runs: The step executions of a recorded run, in order.
-        max_label_length: Cut longer node labels.
-
-    Returns:
-        The flowchart text, one statement per line.
-    """
-    ids = _mermaid_ids(graph.nodes)
-    nodes = list(graph.nodes)
-    edges = [(e.source, e.target, e.label) for e in graph.edges]
-    counts: dict[str, int] = {}
-    if runs is not None:
-        nodes, edges, counts = _executed_part(graph, runs)
-    lines = ["flowchart TD"]
-    for node in nodes:
-        label = truncate(node.label, max_label_length)
-        if node.id in counts:
-            label = f"{label} ×{counts[node.id]}"
-        lines.append(f"    {ids[node.id]}{_mermaid_shape(kind_of(node), _mermaid_text(label))}")
-    for source, target, edge_label in edges:
-        arrow = "-.->" if source.startswith(("resource:", "config:")) else "-->"
-        text = f'|"{_mermaid_text(edge_label)}"|' if edge_label else ""
-        lines.append(f"    {ids[source]} {arrow}{text} {ids[target]}")
-    used = dict.fromkeys(kind_of(n) for n in nodes)
-    for kind in used:
-        lines.append(f"    classDef {kind} {_MERMAID_CLASSES[kind]}")
-        members = ",".join(ids[n.id] for n in nodes if kind_of(n) == kind)
-        lines.append(f"    class {members} {kind}")
-    if counts:
-        lines.append(f"    classDef ran {_MERMAID_CLASSES['ran']}")
-        lines.append(f"    class {','.join(ids[n] for n in counts)} ran")
-    return "\n".join(lines) + "\n"
-
-
-def _executed_part(
-    graph: WorkflowGraph, runs: Sequence[StepRun]
-) -> tuple[list[WorkflowGraphNode], list[tuple[str, str, str | None]], dict[str, int]]:
-    """The nodes and edges a run touched, with order numbers on the triggering edges."""
-    counts: dict[str, int] = {}
-    numbers: dict[tuple[str, str], list[int]] = {}
-    keep: dict[str, None] = {}
-    for number, run in enumerate(runs, start=1):
-        step_id = f"step:{run.step_name}"
-        counts[step_id] = counts.get(step_id, 0) + 1
-        source = graph.event_node(run.input_event)
-        if source is not None:
-            keep[source.id] = None
-            numbers.setdefault((source.id, step_id), []).append(number)
-        keep[step_id] = None
-        for name in run.output_events:
-            target = graph.event_node(name)
-            if target is not None:
-                keep[target.id] = None
-                numbers.setdefault((step_id, target.id), [])
-                if target.role == "input_required":
-                    keep[EXTERNAL_ID] = None
-                    numbers.setdefault((target.id, EXTERNAL_ID), [])
-        if source is not None and source.role == "human_response":
-            keep[EXTERNAL_ID] = None
-            numbers.setdefault((EXTERNAL_ID, source.id), [])
-    by_id = {n.id: n for n in graph.nodes}
-    nodes = [by_id[n] for n in keep if n in by_id]
-    edges = [
-        (s, t, ", ".join(f"#{n}" for n in found) or None)
-        for (s, t), found in numbers.items()
-        if s in by_id and t in by_id
-    ]
-    return nodes, edges, {k: v for k, v in counts.items() if k in by_id}
-
-
-def _mermaid_ids(nodes: Iterable[WorkflowGraphNode]) -> dict[str, str]:
-    """Mermaid-safe, readable, unique ids (``step_generate``, ``event_JokeEvent``)."""
-    out: dict[str, str] = {}
-    taken: set[str] = set()
-    for node in nodes:
-        base = re.sub(r"\W", "_", node.id.replace(":", "_", 1)).strip("_") or "node"
-        if base in {"end", "graph", "subgraph", "style", "class", "click"}:
-            base += "_"
-        candidate, k = base, 2
-        while candidate in taken:
-            candidate, k = f"{base}_{k}", k + 1
-        taken.add(candidate)
-        out[node.id] = candidate
-    return out
-
-
-def _mermaid_shape(kind: str, text: str) -> str:
-    if kind == "step":
-        return f'["{text}"]'
-    if kind == "external":
-        return f'{{{{"{text}"}}}}'
-    if kind in ("resource", "resource_config"):
-        return f'[("{text}")]'
-    if kind == "generic":
-        return f'["{text}"]'
-    return f'(["{text}"])'
-
-
-def _mermaid_text(label: str) -> str:
-    # Inside a quoted Mermaid label only the quote and the entity start need escaping.
-    return label.replace("&", "#amp;").replace('"', "#quot;")
-
-
-# -- shared plumbing ------------------------------------------------------------------------
-
-
-def _graph_of(obj: Any) -> WorkflowGraph:
-    return obj if isinstance(obj, WorkflowGraph) else get_workflow_representation(obj)
-
-
-def recent_execution(workflow_or_handler: Any) -> tuple[WorkflowGraph, list[StepRun]]:
-    """The graph and the step executions of the most recent run of a workflow or handler.
-
-    The engine records every completed step execution of a run (``execution_trace()`` on the
-    handler, and on the workflow for its latest run).
-
-    Raises:
-        TypeError: Neither a workflow instance nor a handler.
-        ValueError: The workflow has not run yet.
-    """
-    from .handler import WorkflowHandler
-    from .workflow import Workflow
-
-    if isinstance(workflow_or_handler, Workflow):
-        workflow: Workflow = workflow_or_handler
-        trace = workflow.execution_trace()
-    elif isinstance(workflow_or_handler, WorkflowHandler):
-        workflow = workflow_or_handler.workflow
-        trace = workflow_or_handler.execution_trace()
-    else:
-        raise TypeError(
-            f"Cannot find a run in {workflow_or_handler!r}; pass the WorkflowHandler returned "
-            "by w.run(...) or the Workflow instance that ran (not the class)."
-        )
-    if trace is None:
-        raise ValueError(
-            f"{type(workflow).__name__} has not run yet, so there is no execution to draw; "
-            "await w.run(...) first, or use draw_all_possible_flows to draw the graph."
-        )
-    return get_workflow_representation(workflow), as_step_runs(trace)
-
-
-def as_step_runs(trace: Iterable[Any]) -> list[StepRun]:
-    """Read a recorded run into :class:`StepRun` records.
-
-    Accepts :class:`StepRun` records, records with ``step_name``, ``input_event`` and
-    ``output_events`` attributes (event classes, instances or class names), or plain
-    ``(step_name, input_event_type_name, [output_event_type_names])`` tuples.
-    """
-    runs: list[StepRun] = []
-    for item in trace:
-        if isinstance(item, StepRun):
-            runs.append(item)
-            continue
-        if isinstance(item, tuple | list):
-            step_name, input_event, outputs = item
-        else:
-            step_name = item.step_name
-            input_event, outputs = item.input_event, item.output_events
-        runs.append(
-            StepRun(str(step_name), _event_name(input_event), tuple(map(_event_name, outputs)))
-        )
-    return runs
-
-
-def _event_name(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, type):
-        return value.__name__
-    return type(value).__name__
-
-
-def _check_suffix(filename: str | Path | None, allowed: tuple[str, ...]) -> str | None:
-    if filename is None:
-        return None
-    suffix = Path(filename).suffix.lower()
-    if suffix not in allowed:
-        raise ValueError(
-            f"Cannot draw to {str(filename)!r}: unknown extension {suffix or '(none)'!r}. "
-            f"Use a filename ending in {', '.join(allowed[:-1])} or {allowed[-1]}."
-        )
-    return suffix
-
-
-def _check_max_label_length(max_label_length: int | None) -> None:
-    if max_label_length is not None and (
-        isinstance(max_label_length, bool)
-        or not isinstance(max_label_length, int)
-        or max_label_length < 1
-    ):
-        raise ValueError(
-            f"max_label_length must be a positive number of characters, got {max_label_length!r}; "
-            "pass None to keep labels whole."
-        )
-
-
-def _write(filename: str | Path | None, text: str) -> None:
-    if filename is None:
-        return
-    path = Path(filename)
-    if path.suffix.lower() == ".md":
-        text = f"```mermaid\n{text}```\n"
-    path.write_text(text, encoding="utf-8")
-
-
-def _draw(
-    graph: WorkflowGraph,
-    runs: list[StepRun] | None,
-    filename: str | Path | None,
-    notebook: bool,
-    max_label_length: int | None,
-    title: str,
-) -> str:
-    _check_max_label_length(max_label_length)
-    suffix = _check_suffix(filename, HTML_SUFFIXES + MERMAID_SUFFIXES)
-    if suffix in MERMAID_SUFFIXES:
-        text = to_mermaid(graph, runs, max_label_length=max_label_length)
-    else:
-        text = render_page(graph, title=title, max_label_length=max_label_length, runs=runs)
-        if notebook:
-            _show_in_notebook(text)
-    _write(filename, text)
-    return text
-
-
-def _show_in_notebook(page: str) -> None:
-    """Display the page inline in Jupyter; outside IPython there is nothing to do."""
-    try:
-        display = importlib.import_module("IPython.display")
-    except ImportError:
-        return
-    display.display(display.HTML(page))
-
-
-__all__ = [
-    "StepRun",
-    "as_step_runs",
-    "draw_all_possible_flows",
-    "draw_all_possible_flows_mermaid",
-    "draw_most_recent_execution",
-    "draw_most_recent_execution_mermaid",
-    "draw_recorded_execution",
-    "recent_execution",
-    "to_mermaid",
-]
+from .diagram._html import (
+    kind_of as kind_of,
+)
+from .diagram._html import (
+    render_page as render_page,
+)
+from .diagram._html import (
+    truncate as truncate,
+)
+from .diagram.drawing import (
+    HTML_SUFFIXES as HTML_SUFFIXES,
+)
+from .diagram.drawing import (
+    MERMAID_SUFFIXES as MERMAID_SUFFIXES,
+)
+from .diagram.drawing import __all__ as __all__
+from .diagram.drawing import (
+    as_step_runs as as_step_runs,
+)
+from .diagram.drawing import (
+    draw_all_possible_flows as draw_all_possible_flows,
+)
+from .diagram.drawing import (
+    draw_all_possible_flows_mermaid as draw_all_possible_flows_mermaid,
+)
+from .diagram.drawing import (
+    draw_most_recent_execution as draw_most_recent_execution,
+)
+from .diagram.drawing import (
+    draw_most_recent_execution_mermaid as draw_most_recent_execution_mermaid,
+)
+from .diagram.drawing import (
+    draw_recorded_execution as draw_recorded_execution,
+)
+from .diagram.drawing import (
+    recent_execution as recent_execution,
+)
+from .diagram.drawing import (
+    to_mermaid as to_mermaid,
+)
+from .diagram.representation import (
+    EXTERNAL_ID as EXTERNAL_ID,
+)
+from .diagram.representation import (
+    WorkflowGraph as WorkflowGraph,
+)
+from .diagram.representation import (
+    WorkflowGraphNode as WorkflowGraphNode,
+)
+from .diagram.representation import (
+    get_workflow_representation as get_workflow_representation,
+)
+from .diagram.representation import (
+    without_child_workflows as without_child_workflows,
+)

@@ -10,5 +10,5 @@ prefix changed to ``batonflow.core``. It holds the same names as :mod:`batonflow
 
 from __future__ import annotations
 
-from .retry import *  # noqa: F403
-from .retry import __all__ as __all__
+from .retrying.retry import *  # noqa: F403
+from .retrying.retry import __all__ as __all__

@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
-from batonflow.core._text import first_text_problem, unstorable_error
+from batonflow.core.durable._text import first_text_problem, unstorable_error
 from batonflow.core.errors import (
     CheckpointError,
     StoreCorruptError,

@@ -18,7 +18,7 @@ Only reachability is retried (:func:`classify`): a connection that failed before
 was sent, a session the server ended (a shutdown, SQLSTATE class 08 or ``57P01``/``57P03``), a
 connection lost with no answer. A write whose statement was sent may have committed before its
 connection broke: :class:`Calls` makes it again only if it is idempotent, or once its recheck
-(:mod:`batonflow.core._rechecks`) found it not committed; the recheck is kept for the caller's
+(:mod:`batonflow.core.durable._rechecks`) found it not committed; the recheck is kept for the caller's
 retry of the same write when the call reports the outage.
 """
 
@@ -34,7 +34,7 @@ from enum import Enum
 from typing import Any, TypeVar, cast
 
 import psycopg
-from batonflow.core._rechecks import NOT_COMMITTED, Recheck
+from batonflow.core.durable._rechecks import NOT_COMMITTED, Recheck
 from batonflow.core.errors import CheckpointError, StoreUnreachableError
 from psycopg_pool import ConnectionPool, PoolTimeout
 

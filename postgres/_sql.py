@@ -1,6 +1,6 @@
 """The PostgreSQL store's SQL: its schema versions and the statements only a shared server needs.
 
-The run store's own statements are core's (:class:`~batonflow.core._sql_schema.Statements`, in
+The run store's own statements are core's (:class:`~batonflow.core.durable._sql_schema.Statements`, in
 psycopg's ``%s`` style); here are the migrations from one schema version to the next, and the
 statements of leases, fencing and ``NOTIFY`` (see :mod:`batonflow.postgres.store`).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from batonflow.core._sql_schema import (
+from batonflow.core.durable._sql_schema import (
     CHECKPOINT_COLUMNS,
     ENDED_SQL,
     RUN_COLUMNS,

@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import psycopg
-from batonflow.core._records import RunRecord
+from batonflow.core.durable._records import RunRecord
 from batonflow.core.errors import StoreUnreachableError
 
 from .store import EVENTS_CHANNEL, INBOX_CHANNEL, RELEASE_CHANNEL, PostgresCheckpointStore

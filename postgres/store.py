@@ -1,6 +1,6 @@
 """The PostgreSQL run store: the SQLite store's records on a server that many processes share.
 
-The records, statements and checks are :class:`~batonflow.core._sql_store.SqlRunStore`'s, as
+The records, statements and checks are :class:`~batonflow.core.durable._sql_store.SqlRunStore`'s, as
 for SQLite; this module is the PostgreSQL dialect (the pool, transactions, psycopg's errors as
 store errors: :mod:`batonflow.postgres._errors`) plus what only a shared server has: leases,
 fencing, ``NOTIFY``, schema migrations under an advisory lock (their SQL is in
@@ -32,7 +32,7 @@ never advanced by two replicas, and an ended run never changes again.
 A write whose connection broke after its statement was sent (the server was killed or
 restarted before it answered) may have committed. Every write is made again safely: it is
 idempotent, or the store first looks for what it leaves behind when it committed (see
-:mod:`batonflow.core._rechecks`; a claim or a release of leases marks the runs it changed with
+:mod:`batonflow.core.durable._rechecks`; a claim or a release of leases marks the runs it changed with
 its own id, ``lease_change``, schema version 5). So no write is made twice, and none is
 refused as done by someone else when it was this store's own.
 """
@@ -47,10 +47,21 @@ from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
 import psycopg
-from batonflow.core._rechecks import NOT_COMMITTED, Recheck, checkpoint_stored, event_appended
-from batonflow.core._records import ACTIVE, ENDED, Checkpoint, RunRecord, checkpoint_taken_error
-from batonflow.core._sql_store import SqlRunStore
-from batonflow.core._text import text_problem, unstorable_error
+from batonflow.core.durable._rechecks import (
+    NOT_COMMITTED,
+    Recheck,
+    checkpoint_stored,
+    event_appended,
+)
+from batonflow.core.durable._records import (
+    ACTIVE,
+    ENDED,
+    Checkpoint,
+    RunRecord,
+    checkpoint_taken_error,
+)
+from batonflow.core.durable._sql_store import SqlRunStore
+from batonflow.core.durable._text import text_problem, unstorable_error
 from batonflow.core.errors import CheckpointError, LeaseLostError, StoreCorruptError
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout

@@ -209,7 +209,7 @@ def test_cancelling_a_run_another_process_runs_says_so(tmp_path: Path) -> None:
     to cancel: the 409 says where it runs, not that it is not in progress."""
     import time
 
-    from batonflow.core._records import RunRecord
+    from batonflow.core.durable._records import RunRecord
 
     store = SqliteCheckpointStore(tmp_path / "runs.db")
     now = time.time()

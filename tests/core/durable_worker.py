@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
-from batonflow.core._records import state_values
 from batonflow.core.checkpoints import SqliteCheckpointStore, WorkflowCheckpointer
+from batonflow.core.durable._records import state_values
 
 
 class Progress(Event):

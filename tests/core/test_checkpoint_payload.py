@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
-from batonflow.core._records import Checkpoint, RunRecord
 from batonflow.core.checkpoints import InMemoryCheckpointStore, WorkflowCheckpointer
+from batonflow.core.durable._records import Checkpoint, RunRecord
 from batonflow.core.serialization import BaseSerializer, JsonSerializer
 from batonflow.core.stores import open_store
 

@@ -1,11 +1,11 @@
-"""The layered layout behind the HTML drawing (batonflow.core._layout)."""
+"""The layered layout behind the HTML drawing (batonflow.core.diagram._layout)."""
 
 from __future__ import annotations
 
 import itertools
 
 import pytest
-from batonflow.core._layout import LayoutNode, layered_layout
+from batonflow.core.diagram._layout import LayoutNode, layered_layout
 
 
 def nodes(*ids: str, width: float = 60.0) -> list[LayoutNode]:

@@ -17,7 +17,7 @@ from batonflow.core import (
     WorkflowCheckpointer,
     step,
 )
-from batonflow.core._stream import EventStream
+from batonflow.core.engine._stream import EventStream
 
 
 class Note(Event):

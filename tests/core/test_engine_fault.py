@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
-from batonflow.core._runtime import Run
+from batonflow.core.engine._runtime import Run
 from batonflow.core.errors import WorkflowRuntimeError
 
 DEADLINE = 10.0

@@ -209,7 +209,7 @@ async def test_corrupt_event_is_rejected_and_context_untouched() -> None:
     w = Pipeline()
     ctx = Context(w)
     await ctx.store.set("keep", 1)
-    from batonflow.core._snapshot import restore_into
+    from batonflow.core.engine._snapshot import restore_into
 
     with pytest.raises(ContextSerdeError):
         restore_into(ctx, data, None)

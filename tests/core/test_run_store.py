@@ -27,9 +27,9 @@ from batonflow.core import (
     WorkflowCheckpointer,
     step,
 )
-from batonflow.core._sql_schema import TABLES, create_table
-from batonflow.core._sqlite_schema import store_error
 from batonflow.core.checkpoints import Checkpoint, RunRecord
+from batonflow.core.durable._sql_schema import TABLES, create_table
+from batonflow.core.durable._sqlite_schema import store_error
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])

@@ -42,7 +42,7 @@ def _executions_of(workflow: Workflow, step_name: str | None = None) -> list[obj
         o
         for o in gc.get_objects()
         if type(o).__name__ == "Execution"
-        and type(o).__module__ == "batonflow.core._lanes"
+        and type(o).__module__ == "batonflow.core.engine._lanes"
         and o.run.workflow is workflow
         and step_name in (None, o.lane.spec.name)
     ]
@@ -94,7 +94,7 @@ def _runs_of(workflow: Workflow) -> list[object]:
         o
         for o in gc.get_objects()
         if type(o).__name__ == "Run"
-        and type(o).__module__ == "batonflow.core._runtime"
+        and type(o).__module__ == "batonflow.core.engine._runtime"
         and o.workflow is workflow
     ]
 

@@ -210,7 +210,7 @@ async def test_an_allow_listed_model_of_a_loaded_module_is_restored() -> None:
 
 async def test_models_named_by_registered_types_are_trusted() -> None:
     """register_models() also trusts the models an event's fields name (list[Inner] | None)."""
-    from batonflow.core._type_registry import KNOWN, qualified_name, register_models
+    from batonflow.core.data._type_registry import KNOWN, qualified_name, register_models
 
     class Inner(BaseModel):
         v: int

@@ -12,13 +12,13 @@ import uuid
 from dataclasses import replace
 
 import pytest
-from batonflow.core._records import Checkpoint, RunRecord, checkpoint_id
-from batonflow.core._sql_schema import TABLES
 from batonflow.core.checkpoints import (
     CheckpointStore,
     InMemoryCheckpointStore,
     SqliteCheckpointStore,
 )
+from batonflow.core.durable._records import Checkpoint, RunRecord, checkpoint_id
+from batonflow.core.durable._sql_schema import TABLES
 from batonflow.core.errors import CheckpointError, RunConflictError
 from batonflow.core.stores import open_store
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from batonflow.core import Context, Workflow
-from batonflow.core._type_registry import KNOWN, REGISTERED, TRUSTED_MODULES
+from batonflow.core.data._type_registry import KNOWN, REGISTERED, TRUSTED_MODULES
 from batonflow.core.errors import ContextSerdeError
 from batonflow.core.serialization import JsonSerializer, register_type
 from pydantic import BaseModel
@@ -161,7 +161,7 @@ async def test_an_event_carrying_a_model_is_restored(make_module: Make) -> None:
     Context(mod.Flow())  # nothing registered yet: a bare Context does not decode by name
     with pytest.raises(ContextSerdeError, match="not a type this process trusts"):
         JsonSerializer().deserialize(text)
-    from batonflow.core._snapshot import register_workflow
+    from batonflow.core.engine._snapshot import register_workflow
 
     register_workflow(mod.Flow())  # what a restore or a WorkflowCheckpointer does first
     event = JsonSerializer().deserialize(text)

@@ -24,8 +24,8 @@ from batonflow.core import (
     Workflow,
     step,
 )
-from batonflow.core._records import RunRecord
 from batonflow.core.checkpoints import RunInfo, WorkflowCheckpointer
+from batonflow.core.durable._records import RunRecord
 from batonflow.postgres import PostgresCheckpointStore
 from batonflow.postgres.leases import Replication
 from replica_flows import Worked

@@ -9,7 +9,7 @@ import uuid
 
 import psycopg
 import pytest
-from batonflow.core._records import Checkpoint, RunRecord
+from batonflow.core.durable._records import Checkpoint, RunRecord
 from batonflow.core.errors import LeaseLostError
 from batonflow.postgres import PostgresCheckpointStore
 

@@ -7,7 +7,7 @@ import time
 import uuid
 
 import pytest
-from batonflow.core._records import RunRecord
+from batonflow.core.durable._records import RunRecord
 from batonflow.postgres import PostgresCheckpointStore
 from batonflow.postgres.leases import Replication
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from batonflow.core import HumanResponseEvent, WorkflowCheckpointer
-from batonflow.core._records import RunRecord
+from batonflow.core.durable._records import RunRecord
 from batonflow.postgres import PostgresCheckpointStore
 from batonflow.postgres.leases import Replication
 from replica_flows import StepsFlow

@@ -28,7 +28,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from batonflow.core._records import Checkpoint, RunRecord
+from batonflow.core.durable._records import Checkpoint, RunRecord
 from batonflow.core.errors import StoreUnreachableError
 from batonflow.postgres import PostgresCheckpointStore
 from pg_server import PostgresServer, kill_postmaster, running_server, start_server

@@ -12,7 +12,7 @@ import time
 
 import psycopg
 import pytest
-from batonflow.core._records import Checkpoint, RunRecord
+from batonflow.core.durable._records import Checkpoint, RunRecord
 from batonflow.core.errors import CheckpointError, StoreUnreachableError
 from batonflow.postgres import PostgresCheckpointStore
 from pg_server import PostgresServer, kill_postmaster, restart_fast, running_server, start_server

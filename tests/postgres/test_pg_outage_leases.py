@@ -14,7 +14,7 @@ import uuid
 
 import psycopg
 import pytest
-from batonflow.core._records import RunRecord
+from batonflow.core.durable._records import RunRecord
 from batonflow.postgres import PostgresCheckpointStore
 from pg_server import PostgresServer, restart_fast, running_server
 

@@ -8,7 +8,7 @@ import uuid
 
 import psycopg
 import pytest
-from batonflow.core._records import Checkpoint, RunRecord
+from batonflow.core.durable._records import Checkpoint, RunRecord
 from batonflow.core.errors import CheckpointError, StoreCorruptError
 from batonflow.core.stores import open_store
 from batonflow.postgres import PostgresCheckpointStore

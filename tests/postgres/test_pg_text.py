@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from batonflow.core import UnstorableTextError
-from batonflow.core._records import Checkpoint, RunRecord
+from batonflow.core.durable._records import Checkpoint, RunRecord
 from batonflow.core.errors import CheckpointError
 from batonflow.postgres import PostgresCheckpointStore
 

@@ -1,0 +1,247 @@
+"""Recording a durable run as it goes: its stream events, a checkpoint per step, its end.
+
+These functions are methods of :class:`~batonflow.core.checkpoints.WorkflowCheckpointer`
+(bound in its class body): ``_attach`` hooks the run's stream to the store's event log,
+``_on_step`` writes the checkpoint of each completed step (with only the state keys it
+changed), ``_watch`` records how the run ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..data._state_serde import encode_untyped
+from ..data.events import Event, InputRequiredEvent, InternalDispatchEvent, StopEvent
+from ..data.serialization import qualified_name
+from ..engine._snapshot import dump
+from ..errors import CheckpointError, SerializationError, StoreUnreachableError
+from ._records import Checkpoint, checkpoint_id, with_state_values
+from ._store import event_body, outcome
+
+if TYPE_CHECKING:
+    from ..engine.context import Context
+    from ..engine.handler import WorkflowHandler
+    from ..engine.hooks import StepBoundary
+    from .checkpoints import WorkflowCheckpointer
+
+logger = logging.getLogger("batonflow.core")
+
+
+def track(self: WorkflowCheckpointer, run_id: str, start: int) -> None:
+    self._seq[run_id] = itertools.count(start)
+
+
+def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: int = 0) -> None:
+    """Record the run's stream events in the store's event log as they are written."""
+    run_id = handler.run_id
+    self._live[run_id] = handler
+    self._inbox[run_id] = inbox_seq
+    run = handler._run
+    store = self.store
+
+    def record(event: Any) -> None:
+        if isinstance(event, InternalDispatchEvent):
+            return
+        asks = isinstance(event, InputRequiredEvent)
+        backlog = self._backlog.get(run_id)
+        if backlog is not None:
+            backlog.append((event_body(event), asks))  # after those waiting for the store
+            return
+        try:
+            store.append_event(run_id, "event", event_body(event), waiting=asks)
+        except StoreUnreachableError as exc:
+            if exc.retry_after is None:
+                if not isinstance(event, StopEvent):
+                    raise
+                logger.warning(
+                    "Run %s: its %s could not be recorded: %s", run_id, type(event).__name__, exc
+                )
+                return
+            # The store's server is away (a restart): the event waits, in order, and is
+            # written before the step's checkpoint (on_step) or by a timer, whichever first.
+            self._backlog[run_id] = [(event_body(event), asks)]
+            run.loop.call_later(exc.retry_after, self._flush_later, run_id)
+            return
+        except CheckpointError as exc:
+            if not isinstance(event, StopEvent):
+                raise  # a step's event: the step fails with the store's error
+            # The run is ending (its result, a failure, a cancel, a timeout; all StopEvents)
+            # and must end, not stop half-way through: its record stays as last written,
+            # so it is resumable once the store works again.
+            logger.warning(
+                "Run %s: its %s could not be recorded: %s", run_id, type(event).__name__, exc
+            )
+            return
+        if asks:
+            # Once the asking step has settled (its waiter is registered), snapshot the
+            # run so an answer given later finds the question after a restart.
+            run.loop.call_soon(self._waiting_snapshot, run_id)
+
+    run.stream.recorder = record
+
+
+def flush_events(self: WorkflowCheckpointer, run_id: str) -> None:
+    """Write the run's stream events that waited for the store, in order.
+
+    Raises:
+        StoreUnreachableError: The store is still away (the rest keep waiting).
+    """
+    backlog = self._backlog.get(run_id)
+    while backlog:
+        body, asks = backlog[0]
+        self.store.append_event(run_id, "event", body, waiting=asks)
+        backlog.pop(0)
+        if asks:
+            handler = self._live.get(run_id)
+            if handler is not None:
+                handler._run.loop.call_soon(self._waiting_snapshot, run_id)
+    self._backlog.pop(run_id, None)
+
+
+def flush_later(self: WorkflowCheckpointer, run_id: str) -> None:
+    """The timer of :func:`flush_events`: a run that waits (for an answer) has no step
+    boundary to write its events at."""
+    handler = self._live.get(run_id)
+    if run_id not in self._backlog or handler is None:
+        return
+    try:
+        self._flush_events(run_id)
+    except StoreUnreachableError as exc:
+        if exc.retry_after is not None:
+            handler._run.loop.call_later(exc.retry_after, self._flush_later, run_id)
+            return
+        handler._run.fail(exc)
+    except CheckpointError as exc:
+        handler._run.fail(exc)
+
+
+def waiting_snapshot(self: WorkflowCheckpointer, run_id: str) -> None:
+    handler = self._live.get(run_id)
+    if handler is None or handler.is_done() or run_id not in self._seq:
+        return
+    try:
+        self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
+    except (CheckpointError, SerializationError) as exc:
+        logger.warning("Run %s: the snapshot of its question failed: %s", run_id, exc)
+
+
+def on_step(self: WorkflowCheckpointer, boundary: StepBoundary) -> None:
+    if boundary.run_id not in self._seq or boundary.step_name in self._disabled:
+        return
+    if boundary.run_id in self._backlog:
+        # The step's stream events go before its checkpoint: a resume from the checkpoint
+        # does not deliver them again. Unreachable: the step boundary waits (see _executing).
+        self._flush_events(boundary.run_id)
+    final = next((e for e in boundary.output_events if isinstance(e, StopEvent)), None)
+    ctx_data, delta = self._changes(boundary.ctx)
+    final_event = None
+    if final is not None:
+        # The run holds the StopEvent while listeners look, so the snapshot has encoded it
+        # already: the checkpoint keeps that text, not a second encoding of the event.
+        run = boundary.ctx._run
+        held = ctx_data.get("stop_event")
+        if run is not None and run.held_stop is final and isinstance(held, str):
+            final_event = held
+        else:
+            final_event = self.serializer.serialize(final)
+    try:
+        self._put(
+            boundary.run_id,
+            boundary.step_name,
+            qualified_name(type(boundary.input_event)),
+            boundary.output_events,
+            ctx_data,
+            final_event=final_event,
+            created_at=boundary.finished_at,
+            state_changes=delta,
+            events=(boundary.input_event, next(iter(boundary.output_events), None)),
+        )
+    except BaseException:
+        if delta is not None:
+            boundary.ctx.store.changes_lost()  # type: ignore[attr-defined]
+        raise
+
+
+def changes(self: WorkflowCheckpointer, ctx: Context[Any]) -> tuple[dict[str, Any], bool | None]:
+    """The snapshot of ``ctx`` with only the state keys changed since the last one.
+
+    Returns the ``ctx_data`` and the checkpoint's ``state_changes`` (see
+    :class:`Checkpoint`); a state store that cannot tell its changes gives the whole
+    state (``None``).
+    """
+    take = getattr(ctx.store, "take_changes", None)
+    changes = take(self.serializer) if take is not None else None
+    if changes is None:
+        return dict(ctx.to_dict(self.serializer)), None
+    delta, values = changes
+    data = dump(ctx, self.serializer, include_state=False)
+    cached = self._empty_state
+    if cached is None or cached[0] is not self.serializer:
+        # The state's header (its layout and type), the same at every checkpoint.
+        cached = self._empty_state = (self.serializer, encode_untyped({}, self.serializer))
+    data["state"] = with_state_values(cached[1], values)
+    return data, delta
+
+
+def put(
+    self: WorkflowCheckpointer,
+    run_id: str,
+    step_name: str | None,
+    input_type: str | None,
+    outputs: Iterable[Event],
+    ctx_data: dict[str, Any],
+    *,
+    final_event: str | None = None,
+    created_at: float | None = None,
+    state_changes: bool | None = None,
+    events: tuple[Event | None, Event | None] = (None, None),
+) -> None:
+    seq = next(self._seq[run_id])
+    self.store.put(
+        Checkpoint(
+            id=checkpoint_id(run_id, seq),
+            run_id=run_id,
+            workflow_name=self.workflow.workflow_name,
+            step_name=step_name,
+            input_event_type=input_type,
+            output_event_types=tuple(qualified_name(type(e)) for e in outputs),
+            created_at=created_at if created_at is not None else time.time(),
+            ctx_data=ctx_data,
+            seq=seq,
+            final_event=final_event,
+            inbox_seq=self._inbox.get(run_id, 0),
+            state_changes=state_changes,
+            input_event=events[0],
+            output_event=events[1],
+        )
+    )
+
+
+def watch(self: WorkflowCheckpointer, handler: WorkflowHandler) -> None:
+    run_id = handler.run_id
+
+    def finished(fut: asyncio.Future[Any]) -> None:
+        if run_id in self._released:
+            self._released.discard(run_id)
+            return  # released (a shutdown): the record stays as it was
+        self._seq.pop(run_id, None)
+        self._inbox.pop(run_id, None)
+        if self._live.get(run_id) is handler:
+            del self._live[run_id]
+        status, result, error = outcome(fut, self.serializer)
+        if self._on_end is not None:
+            self._on_end(run_id, status, result, error)  # it writes the events left too
+            return
+        try:
+            self._flush_events(run_id)
+            self.store.set_status(run_id, status, result=result, error=error)
+        except CheckpointError as exc:
+            # The run stays as last recorded (running): resumable once the store works.
+            logger.warning("Run %s ended %s, but the store refused it: %s", run_id, status, exc)
+
+    handler.add_done_callback(finished)

@@ -1,0 +1,584 @@
+"""Checkpoints and durable runs: a run recorded before it starts, a checkpoint per step.
+
+:class:`WorkflowCheckpointer` wraps a workflow. A run started with ``cptr.run(**kw)`` is first
+recorded in the store (its id and start event: if that fails, nothing runs), then writes a
+:class:`Checkpoint` after every completed step (the Context's ``to_dict()`` at that step
+boundary, taken before the step's output events are dispatched, with only the state keys the
+step changed). Every stream event is appended to the run's event log when it is written, with
+a sequence number given once; a checkpoint does not carry them. Events sent to the run with
+``cptr.send_event`` are committed to its inbox before they are delivered, and a checkpoint
+records how many it had taken in.
+
+``cptr.run_from(checkpoint=c)`` continues from a checkpoint without re-running the steps before
+it, and ``cptr.resume(run_id)`` continues a run from its latest checkpoint, also in a new
+process after a crash, when the store is durable (:class:`SqliteCheckpointStore`): completed
+steps neither run again nor re-deliver their events; steps that were running re-run; inbox
+events the checkpoint had not taken in are delivered again.
+
+Stores implement the :class:`CheckpointStore` protocol: :class:`InMemoryCheckpointStore` (the
+default of the checkpointer) and :class:`SqliteCheckpointStore` (one file, WAL mode).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._public import publish
+from ..data.events import Event, StartEvent
+from ..data.serialization import BaseSerializer, JsonSerializer
+from ..engine._snapshot import register_workflow
+from ..errors import (
+    CheckpointError,
+    ContextSerdeError,
+    SerializationError,
+)
+from . import _checkpoint_query, _checkpoint_recording
+from ._memory_store import InMemoryCheckpointStore
+from ._records import (
+    STATUSES,
+    Checkpoint,
+    InboxItem,
+    RunRecord,
+    StoredEvent,
+)
+from ._sqlite_store import SqliteCheckpointStore
+from ._store import CheckpointStore, encode, event_body
+
+#: The inbox body of a cancel request (see ``request_cancel``). No serializer writes it for an
+#: event: they all encode an event's class with it.
+CANCEL_REQUEST = '{"batonflow_request": "cancel"}'
+
+logger = logging.getLogger("batonflow.core")
+
+if TYPE_CHECKING:
+    from ..engine.context import Context
+    from ..engine.handler import WorkflowHandler
+    from ..engine.workflow import Workflow
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What a run's record keeps besides its id and start event (see ``cptr.start``).
+
+    Attributes:
+        input: The start fields to show for the run (default: the start event's fields).
+        traceparent: The caller's W3C ``traceparent``.
+        owner: Who runs it (``"server"``, ``"cli"``); library runs leave it ``None``.
+        flow_ref: How to load the workflow again (``module:Class``) to resume the run.
+        name: The workflow name to record (default: ``workflow.workflow_name``; the server
+            records the name it serves the workflow under).
+    """
+
+    input: Mapping[str, Any] | None = None
+    traceparent: str | None = None
+    owner: str | None = None
+    flow_ref: str | None = None
+    name: str | None = None
+
+
+class WorkflowCheckpointer:
+    """Runs a workflow durably: recorded before it starts, a checkpoint after every step.
+
+    ::
+
+        cptr = WorkflowCheckpointer(workflow=JokeFlow())
+        handler = cptr.run(topic="Pirates")
+        await handler
+        first = cptr.checkpoints[handler.run_id][0]
+        handler = cptr.run_from(checkpoint=first)  # re-runs only the steps after it
+
+    With ``store=SqliteCheckpointStore(path)`` runs are durable: after the process dies,
+    ``cptr.resume(run_id)`` in a new process continues from the last completed step. Steps that
+    had completed are not run again and their stream events are not delivered again; steps
+    that were running re-run from their start.
+
+    Only runs started through the checkpointer (``run``, ``start``, ``run_from``, ``resume``)
+    are recorded.
+
+    Args:
+        workflow: The workflow instance to run.
+        store: Where runs go (default: a new :class:`InMemoryCheckpointStore`).
+        serializer: Encodes the contexts (default: the workflow's serializer, else JSON).
+        checkpoint_serializer: LlamaIndex's name for ``serializer``.
+        disabled_steps: Steps that do not write a checkpoint.
+        on_end: Called as ``on_end(run_id, status, result, error)`` when a run ends, instead
+            of recording its outcome: the caller records it (the server writes it together
+            with the run's last log entry, so a crash cannot split the two).
+    """
+
+    def __init__(
+        self,
+        workflow: Workflow,
+        store: CheckpointStore | None = None,
+        serializer: BaseSerializer | None = None,
+        *,
+        checkpoint_serializer: BaseSerializer | None = None,
+        disabled_steps: Iterable[str] = (),
+        on_end: Callable[[str, str, str | None, str | None], None] | None = None,
+    ) -> None:
+        self.workflow = workflow
+        self._on_end = on_end
+        # Before anything is decoded (a recorded start event, an inbox event): the classes of
+        # the workflow are the ones its runs' data may name.
+        register_workflow(workflow)
+        self.store: CheckpointStore = store if store is not None else InMemoryCheckpointStore()
+        self.serializer: BaseSerializer = (
+            serializer or checkpoint_serializer or workflow.serializer or JsonSerializer()
+        )
+        self._disabled: set[str] = set()
+        for name in disabled_steps:
+            self.disable_checkpoint(name)
+        # Per run in progress in this process only: dropped when the run ends.
+        self._seq: dict[str, itertools.count[int]] = {}
+        self._live: dict[str, WorkflowHandler] = {}
+        self._inbox: dict[str, int] = {}
+        self._released: set[str] = set()
+        #: Stream events that waited for an unreachable store, per run: (body, asks).
+        self._backlog: dict[str, list[tuple[str, bool]]] = {}
+        self._empty_state: tuple[BaseSerializer, dict[str, Any]] | None = None
+        self._cancelling: set[asyncio.Future[None]] = set()  # kept referenced until done
+        # One bound-method object, so detach() can remove exactly what was added.
+        self._listener = self._on_step
+        workflow.add_step_listener(self._listener)
+
+    def _launch(self, **kwargs: Any) -> WorkflowHandler:
+        # Start the run through the workflow; a workflow with its own checkpoint_store must not
+        # record it a second time.
+        workflow = self.workflow
+        outer = workflow._checkpointing
+        workflow._checkpointing = True
+        try:
+            return workflow.run(**kwargs)
+        finally:
+            workflow._checkpointing = outer
+
+    def _run_durable(self, ctx: Context[Any] | None, **kwargs: Any) -> WorkflowHandler:
+        """``Workflow.run`` of a workflow created with ``checkpoint_store=``."""
+        if ctx is not None:
+            if ctx.is_running:
+                return self._launch(ctx=ctx, **kwargs)  # the live run's own handler
+            snap = ctx._snapshot
+            if snap is not None and snap.is_running:
+                # A restored context continues its run: record it under the same run id.
+                run_id = snap.run_id
+                self._acquire(run_id, None)
+                last = self.store.latest(run_id)
+                self._track(run_id, start=(last.seq + 1) if last is not None else 0)
+                handler = self._launch(ctx=ctx, **kwargs)
+                self._attach(handler, inbox_seq=last.inbox_seq if last is not None else 0)
+                if last is None:
+                    self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
+                self._watch(handler)
+                return handler
+        return self.run(ctx=ctx, **kwargs)
+
+    def detach(self) -> None:
+        """Stop recording: remove this checkpointer's step listener from the workflow.
+
+        Runs already in progress write no further checkpoints; stored ones stay.
+        """
+        self.workflow.remove_step_listener(self._listener)
+
+    # -- enabling -----------------------------------------------------------------------------
+
+    @property
+    def enabled_checkpoints(self) -> set[str]:
+        """The steps that write a checkpoint when they complete."""
+        return set(self.workflow._graph().steps) - self._disabled
+
+    def enable_checkpoint(self, step: str) -> None:
+        """Write checkpoints after ``step`` again (all steps are enabled at first).
+
+        Raises:
+            CheckpointError: The workflow has no step of that name.
+        """
+        self._check_step(step)
+        self._disabled.discard(step)
+
+    def disable_checkpoint(self, step: str) -> None:
+        """Write no checkpoint after ``step``.
+
+        Raises:
+            CheckpointError: The workflow has no step of that name.
+        """
+        self._check_step(step)
+        self._disabled.add(step)
+
+    def _check_step(self, step: str) -> None:
+        steps = self.workflow._graph().steps
+        if step not in steps:
+            raise CheckpointError(
+                f"{self.workflow.workflow_name} has no step {step!r}; its steps are: "
+                f"{', '.join(steps)}."
+            )
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run(self, **kwargs: Any) -> WorkflowHandler:
+        """Start a durable run; same arguments as ``Workflow.run``.
+
+        The run is recorded in the store (id, start event) before any step runs; if that
+        fails nothing runs. See :meth:`start` for the record's extra fields.
+
+        Raises:
+            SerializationError: The start event cannot be encoded by the serializer.
+            CheckpointError: The store refused the record (a ``StoreFullError`` for a full
+                disk, a ``RunConflictError`` for a run id in use).
+        """
+        return self.start(**kwargs)
+
+    def start(
+        self,
+        start_event: StartEvent | None = None,
+        *,
+        run_id: str | None = None,
+        ctx: Context[Any] | None = None,
+        info: RunInfo | None = None,
+        **kwargs: Any,
+    ) -> WorkflowHandler:
+        """Record a run, then start it: :meth:`run` with what the record should also keep.
+
+        Args:
+            start_event: The start event (else built from ``kwargs``, as ``Workflow.run``).
+            run_id: The run's id (default: a new one).
+            ctx: A Context whose state the new run starts with.
+            info: The record's extra fields (shown input, traceparent, owner, flow, name).
+            **kwargs: The start event's fields, and ``stepwise=``.
+
+        Raises:
+            SerializationError: The start event cannot be encoded by the serializer.
+            CheckpointError: The store refused the record; nothing ran.
+        """
+        info = info or RunInfo()
+        if ctx is not None and (
+            ctx.is_running or (ctx._snapshot is not None and ctx._snapshot.is_running)
+        ):
+            return self._run_durable(ctx, **kwargs)  # it continues a run: nothing to record
+        run_id = str(run_id or uuid.uuid4().hex)
+        stepwise = kwargs.pop("stepwise", False)
+        graph = self.workflow._graph()
+        event = self.workflow._start_event(graph, start_event, kwargs)
+        encoded = encode(self.serializer, event, "the start event")
+        shown = dict(info.input) if info.input is not None else event.model_dump(mode="json")
+        try:
+            shown_text = json.dumps(shown, separators=(",", ":"), default=repr)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise SerializationError(
+                f"Cannot record the start fields of run {run_id} ({type(exc).__name__}: "
+                f"{exc}); send plain JSON values nested less deeply."
+            ) from exc
+        now = time.time()
+        self.store.create_run(
+            RunRecord(
+                run_id,
+                info.name or self.workflow.workflow_name,
+                "running",
+                now,
+                now,
+                start_event=encoded,
+                input=shown_text,
+                traceparent=info.traceparent,
+                owner=info.owner,
+                pid=os.getpid(),
+                flow_ref=info.flow_ref,
+            )
+        )
+        self._track(run_id, start=0 if ctx is not None else 1)
+        handler = self._launch(run_id=run_id, start_event=event, ctx=ctx, stepwise=stepwise)
+        self._attach(handler)
+        if ctx is not None:
+            # A run that starts from an existing state: resuming it needs that state.
+            self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
+        self._watch(handler)
+        return handler
+
+    def run_from(self, checkpoint: Checkpoint, **kwargs: Any) -> WorkflowHandler:
+        """Continue from ``checkpoint`` as a new run (a new ``run_id``), recording checkpoints.
+
+        The steps before the checkpoint are not run again; the run goes on with the events
+        that were queued at that point. If the checkpoint's run had ended there, ``kwargs``
+        start a new run with its state (as ``workflow.run(ctx=..., **kwargs)``); otherwise
+        they are ignored, except ``run_id``.
+
+        Raises:
+            CheckpointError: The checkpoint is for another workflow, or cannot be restored.
+        """
+        run_id = str(kwargs.pop("run_id", None) or uuid.uuid4().hex)
+        return self._continue(checkpoint, run_id, kwargs)
+
+    def resume(self, run_id: str) -> WorkflowHandler:
+        """Continue run ``run_id`` from its latest checkpoint (e.g. after the process died).
+
+        Completed steps are not run again and their stream events are not delivered again;
+        steps that were running re-run from their start; events committed to the run's inbox
+        after the checkpoint are delivered. A run recorded but dead before its first
+        checkpoint starts again from its recorded start event. A run that had already ended
+        returns its result again.
+
+        Only one process runs a run at a time: while the process that started or resumed it
+        still runs it, a resume elsewhere is refused before anything runs (a process killed
+        with ``kill -9`` holds nothing).
+
+        Raises:
+            RunBusyError: Another live process runs it (its message names the process).
+            CheckpointError: The store has no record of that run, or it cannot be restored.
+        """
+        latest = self.store.latest(run_id)
+        if latest is None:
+            record = self.store.run(run_id)
+            if record is None or record.start_event is None:
+                raise CheckpointError(
+                    f"No checkpoint for run {run_id!r} in {self.store!r}; start it with "
+                    "cptr.run(...), or pass the store the run was recorded in."
+                )
+            return self._restart(record)
+        return self._continue(latest, run_id, {})
+
+    def _restart(self, record: RunRecord) -> WorkflowHandler:
+        """Run a recorded run that died before its first checkpoint from its start event."""
+        assert record.start_event is not None  # resume() checked it
+        try:
+            event = self.serializer.deserialize(record.start_event)
+        except ContextSerdeError as exc:
+            raise CheckpointError(
+                f"Run {record.run_id}'s recorded start event cannot be restored: {exc}"
+            ) from exc
+        if not isinstance(event, StartEvent):
+            raise CheckpointError(
+                f"Run {record.run_id}'s recorded start event decoded to "
+                f"{type(event).__name__}, not a StartEvent; delete the run and start it again."
+            )
+        self._acquire(record.run_id, record.status)
+        self._track(record.run_id, start=1)
+        handler = self._launch(run_id=record.run_id, start_event=event)
+        self._attach(handler)
+        self._deliver(record.run_id)
+        self._watch(handler)
+        return handler
+
+    def _acquire(self, run_id: str, status: str | None) -> None:
+        """Take run ``run_id`` for this process before it continues here (see the store's
+        ``acquire``: another live process running it is refused with ``RunBusyError``)."""
+        acquire = getattr(self.store, "acquire", None)
+        if acquire is not None:
+            acquire(run_id)
+        elif status in ("interrupted", "failed", "cancelled"):
+            self.store.set_status(run_id, "running")  # a store of the protocol alone
+
+    def send_event(self, run_id: str, event: Event, *, answer: bool = False) -> int:
+        """Send ``event`` to a run durably: committed to its inbox, then delivered.
+
+        The event is in the store before this returns; the run takes it in at once when it
+        runs in this process, else when it is resumed. A checkpoint records how many inbox
+        events the run had taken in, so a resume delivers exactly the ones after it.
+
+        Args:
+            run_id: The run.
+            event: The event (a ``HumanResponseEvent``, or any event the run accepts).
+            answer: It answers the question the run waits for: only one answer per
+                question is accepted, atomically in the store.
+
+        Returns:
+            The event's position in the run's inbox.
+
+        Raises:
+            RunConflictError: The run has ended, or (``answer``) waits for nothing or was
+                answered already.
+            SerializationError: The event cannot be encoded.
+            CheckpointError: The store refused the write (``StoreFullError``, ...).
+        """
+        body = encode(self.serializer, event, f"the event sent to run {run_id}")
+        seq = self.store.post_event(run_id, body, answer=answer)
+        if run_id in self._live:
+            self._deliver(run_id)
+        return seq
+
+    def request_cancel(self, run_id: str) -> int:
+        """Ask a run to cancel itself, durably: the request is committed to its inbox.
+
+        The process that runs it (this one, another server replica, or whichever resumes it
+        after a crash) cancels it when it takes the request in, so an accepted cancel is
+        never lost.
+
+        Returns:
+            The request's position in the run's inbox.
+
+        Raises:
+            RunConflictError: The run has ended already.
+            CheckpointError: The store refused the write.
+        """
+        seq = self.store.post_event(run_id, CANCEL_REQUEST)
+        if run_id in self._live:
+            self._deliver(run_id)
+        return seq
+
+    def release(self, run_id: str) -> None:
+        """Stop recording run ``run_id`` in this process and leave its record as it is.
+
+        For a shutdown: cancel the run afterwards and it stays ``running`` (or ``waiting``) in
+        the store, to be resumed by the next process instead of being recorded as cancelled.
+        """
+        handler = self._live.pop(run_id, None)
+        self._seq.pop(run_id, None)
+        self._inbox.pop(run_id, None)
+        self._backlog.pop(run_id, None)
+        let_go = getattr(self.store, "let_go", None)
+        if let_go is not None:
+            try:
+                let_go(run_id)
+            except CheckpointError as exc:  # its holder name stays; a later resume checks it
+                logger.warning("Run %s: could not let go of it in the store: %s", run_id, exc)
+        if handler is not None:
+            handler._run.stream.recorder = None
+            if not handler.is_done():
+                self._released.add(run_id)
+
+    def flush_events(self, run_id: str) -> None:
+        """Write the stream events of run ``run_id`` that waited for an unreachable store.
+
+        The server calls it before it records the run's end, so the log ends with its end.
+
+        Raises:
+            StoreUnreachableError: The store is still away (the events keep waiting).
+        """
+        self._flush_events(run_id)
+
+    def deliver(self, run_id: str) -> None:
+        """Give run ``run_id``, if it runs here, the inbox events it has not taken in yet.
+
+        For events committed to the inbox by another process (a server replica that took an
+        answer): :meth:`send_event` delivers its own events already.
+        """
+        self._deliver(run_id)
+
+    def taken_in(self, run_id: str) -> int | None:
+        """The inbox ``seq`` up to which run ``run_id`` has been given its inbox events here.
+
+        ``None`` when the run does not run in this process. A server compares it with the
+        inbox's last ``seq`` to deliver only what is new (:meth:`deliver` is idempotent
+        anyway: an entry is given to the run once, however often it is called).
+        """
+        return self._inbox.get(run_id) if run_id in self._live else None
+
+    def _deliver(self, run_id: str) -> None:
+        """Give the live run the inbox events it has not taken in yet, in order."""
+        handler = self._live.get(run_id)
+        if handler is None:
+            return
+        for item in self.store.inbox(run_id, after=self._inbox.get(run_id, 0)):
+            self._inbox[run_id] = item.seq
+            if item.body == CANCEL_REQUEST:
+                self._cancelling.add(asyncio.ensure_future(handler.cancel_run()))
+                self._cancelling = {t for t in self._cancelling if not t.done()}
+                continue
+            try:
+                event = self.serializer.deserialize(item.body)
+            except ContextSerdeError as exc:
+                logger.warning("Run %s: inbox event %d cannot be read: %s", run_id, item.seq, exc)
+                event = None
+            if isinstance(event, Event):
+                handler.ctx.send_event(event)
+
+    def _continue(
+        self, checkpoint: Checkpoint, run_id: str, kwargs: dict[str, Any]
+    ) -> WorkflowHandler:
+        from ..engine.context import Context
+
+        name = self.workflow.workflow_name
+        if checkpoint.workflow_name != name:
+            raise CheckpointError(
+                f"Checkpoint {checkpoint.id} was recorded by workflow "
+                f"{checkpoint.workflow_name!r}, not {name!r}; continue it with a "
+                f"{checkpoint.workflow_name} instance."
+            )
+        data = dict(checkpoint.ctx_data)
+        data["run_id"] = run_id
+        try:
+            ctx = Context.from_dict(self.workflow, data, serializer=self.serializer)
+            final = (
+                self.serializer.deserialize(checkpoint.final_event)
+                if checkpoint.final_event is not None
+                else None
+            )
+        except ContextSerdeError as exc:
+            raise CheckpointError(
+                f"Checkpoint {checkpoint.id} (run {checkpoint.run_id}, after step "
+                f"{checkpoint.step_name}) cannot be restored: {exc}"
+            ) from exc
+        same_run = run_id == checkpoint.run_id
+        last = checkpoint if same_run else self.store.latest(run_id)
+        if last is None:
+            record = self.store.run(checkpoint.run_id)
+            # The continuation of a run is run as it was: a server's under its served name
+            # (so another replica takes it over), with the same way to load its workflow.
+            self.store.create_run(
+                RunRecord(
+                    run_id,
+                    record.workflow_name if record is not None else name,
+                    "running",
+                    time.time(),
+                    time.time(),
+                    start_event=record.start_event if record is not None else None,
+                    input=record.input if record is not None else None,
+                    owner=record.owner if record is not None else None,
+                    pid=os.getpid(),
+                    flow_ref=record.flow_ref if record is not None else None,
+                )
+            )
+        else:
+            record = self.store.run(run_id)
+            self._acquire(run_id, record.status if record is not None else None)
+        self._track(run_id, start=(last.seq + 1) if last is not None else 0)
+        if final is not None and ctx._snapshot is not None:
+            # The run had ended at this step: hand its StopEvent back instead of waiting.
+            ctx.send_event(final)
+        handler = self._launch(ctx=ctx, **kwargs)
+        self._attach(handler, inbox_seq=checkpoint.inbox_seq if same_run else 0)
+        if last is None:
+            self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
+        if same_run:
+            self._deliver(run_id)
+        self._watch(handler)
+        return handler
+
+    # Recording the run as it goes: _checkpoint_recording.py.
+    _track = _checkpoint_recording.track
+    _attach = _checkpoint_recording.attach
+    _waiting_snapshot = _checkpoint_recording.waiting_snapshot
+    _flush_events = _checkpoint_recording.flush_events
+    _flush_later = _checkpoint_recording.flush_later
+    _on_step = _checkpoint_recording.on_step
+    _changes = _checkpoint_recording.changes
+    _put = _checkpoint_recording.put
+    _watch = _checkpoint_recording.watch
+
+    # Reading the checkpoints back: _checkpoint_query.py.
+    checkpoints = property(_checkpoint_query.checkpoints)
+    filter_checkpoints = _checkpoint_query.filter_checkpoints
+
+
+__all__ = [
+    "STATUSES",
+    "Checkpoint",
+    "CheckpointStore",
+    "InMemoryCheckpointStore",
+    "InboxItem",
+    "RunInfo",
+    "RunRecord",
+    "SqliteCheckpointStore",
+    "StoredEvent",
+    "WorkflowCheckpointer",
+    "event_body",
+]
+
+# Stored runs and pickles name these classes by their public path.
+publish(__name__, globals())

@@ -1,0 +1,71 @@
+"""The import-linter contracts of ``pyproject.toml`` (``make lint``): kept, and able to break."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+def lint(folder: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` run in ``folder`` (which holds ``core/`` and ``pyproject.toml``)."""
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"], cwd=folder, capture_output=True, text=True
+    )
+
+
+def test_the_tree_keeps_every_contract() -> None:
+    """core/ as it is keeps the rooms' layers and imports no upper package."""
+    result = lint(ROOT)
+    assert result.returncode == 0, result.stdout
+    assert "0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "contract"),
+    [
+        pytest.param(
+            "engine/_calls.py",
+            "from batonflow.agents import ReActAgent",
+            "core imports none of the upper packages",
+            id="core-imports-agents",
+        ),
+        pytest.param(
+            "engine/_calls.py",
+            "import llama_index.core",
+            "core imports none of the upper packages",
+            id="core-imports-llama-index",
+        ),
+        pytest.param(
+            "data/_json_values.py",
+            "from ..engine import _calls",
+            "rooms of core import one way",
+            id="data-imports-engine",
+        ),
+        pytest.param(
+            "engine/_lanes.py",
+            "from ..events import Event as _E",
+            "never the public re-export modules",
+            id="room-imports-a-public-path",
+        ),
+    ],
+)
+def test_a_forbidden_import_breaks_a_contract(
+    tmp_path: Path, module: str, line: str, contract: str
+) -> None:
+    """One import added against a contract makes lint-imports fail and name that contract."""
+    shutil.copytree(ROOT / "core", tmp_path / "core")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    target = tmp_path / "core" / module
+    target.write_text(target.read_text() + f"\n{line}\n")
+    result = lint(tmp_path)
+    assert result.returncode == 1, result.stdout
+    broken = [text for text in result.stdout.splitlines() if "BROKEN" in text]
+    assert broken, result.stdout
+    assert contract in " ".join(result.stdout.split())
