@@ -227,4 +227,21 @@ def open_local_client(where: str) -> QdrantClient:
         ) from exc
 
 
-__all__ = ["ClientEngine", "open_local_client"]
+def client_engine(
+    client: QdrantClient | None,
+    url: str | None,
+    location: str | None,
+    api_key: str | None,
+    timeout: int | None,
+    where: str,
+) -> ClientEngine:
+    """The qdrant-client engine: a given client, a server by URL, or a local-mode folder."""
+    if client is not None:
+        return ClientEngine(client, owned=False)
+    if url is not None or location is not None:
+        made = QdrantClient(url=url, location=location, api_key=api_key, timeout=timeout)
+        return ClientEngine(made, owned=True)
+    return ClientEngine(open_local_client(where), owned=True)
+
+
+__all__ = ["ClientEngine", "client_engine", "open_local_client"]

@@ -30,10 +30,12 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._edge import EdgeEngine, is_client_folder
+from ._search import search
 from .chunks import Chunk, Hit, StoredSource, chunks_of, point_id
 from .errors import CollectionNotFoundError, StoreConfigError, collection_missing
-from .fusion import RRF_K, rrf
+from .fusion import RRF_K
 from .layout import DENSE, READ_FIELDS, SPARSE, Layout, hit_of, payload_of
+from .lengths import MeanLength
 from .sparse import BM25SparseEncoder, SparseVector
 
 if TYPE_CHECKING:
@@ -49,30 +51,6 @@ DEFAULT_PATH = ".batonflow/qdrant"
 #: (a filter on an unindexed field is itself a scan, so per-source filters would be quadratic).
 _SCAN_SOURCES = 8
 _SOURCE_FIELDS = ["source", "content_hash", "source_chunks"]
-#: A point whose vector was encoded with a mean length this far (relative) from the
-#: collection's is re-encoded (see :meth:`QdrantStore.mean_length`).
-DRIFT = 0.05
-
-
-def _client_engine(
-    client: QdrantClient | None,
-    url: str | None,
-    location: str | None,
-    api_key: str | None,
-    timeout: int | None,
-    where: str,
-) -> ClientEngine:
-    """The qdrant-client engine: a given client, a server by URL, or a local-mode folder."""
-    from ._client import ClientEngine, open_local_client
-
-    if client is not None:
-        return ClientEngine(client, owned=False)
-    if url is not None or location is not None:
-        from qdrant_client import QdrantClient
-
-        made = QdrantClient(url=url, location=location, api_key=api_key, timeout=timeout)
-        return ClientEngine(made, owned=True)
-    return ClientEngine(open_local_client(where), owned=True)
 
 
 class QdrantStore:
@@ -138,9 +116,7 @@ class QdrantStore:
         self.rrf_k = rrf_k
         self._lock = threading.Lock()
         # point id -> (BM25 length, mean its vector was encoded with); loaded on first write
-        self._lengths: dict[str, tuple[int, float]] | None = None
-        self._total = 0
-        self._by_mean: dict[float, set[str]] = {}
+        self._lengths: MeanLength | None = None  # read from the collection when first needed
         self._layout: Layout | None = None  # cached once the collection is known to exist
         where = location if location is not None else os.fspath(path or DEFAULT_PATH)
         embedded = client is None and url is None and location in (None, ":memory:")
@@ -148,7 +124,9 @@ class QdrantStore:
         if embedded and not is_client_folder(where):
             self._engine = EdgeEngine(where)
         else:
-            self._engine = _client_engine(client, url, location, api_key, timeout, where)
+            from ._client import client_engine  # qdrant-client: imported only when used
+
+            self._engine = client_engine(client, url, location, api_key, timeout, where)
         self.is_local = self._engine.is_local
         self.url = None if isinstance(self._engine, EdgeEngine) else self._engine.url
 
@@ -270,15 +248,15 @@ class QdrantStore:
                     f"Collection {self.collection!r} has neither a BM25 sparse vector nor a "
                     "dense one batonflow knows; use another collection=."
                 )
-            self._load_lengths()
+            lengths = self._load_lengths()
             for chunk, stems in zip(chunks, terms, strict=True):
-                self._set_length(chunk.id, len(stems), 0.0)
-            mean = self._mean()
+                lengths.set(chunk.id, len(stems), 0.0)
+            mean = lengths.mean()
             points = []
             for chunk, stems in zip(chunks, terms, strict=True):
                 payload = payload_of(chunk, chunk.content_hash)
                 payload["bm25_len"], payload["bm25_avg"] = len(stems), mean
-                self._set_length(chunk.id, len(stems), mean)
+                lengths.set(chunk.id, len(stems), mean)
                 vector = [float(x) for x in chunk.dense] if chunk.dense is not None else None
                 points.append((chunk.id, self.encoder.encode_terms(stems, mean), vector, payload))
             for start in range(0, len(points), self.batch_size):
@@ -305,61 +283,32 @@ class QdrantStore:
         with self._lock:
             if self._read_layout() is None:
                 return None
-            self._load_lengths()
-            return self._mean() if self._lengths else None
+            lengths = self._load_lengths()
+            return lengths.mean() if len(lengths) else None
 
-    def _mean(self) -> float:
-        count = len(self._lengths or ())
-        return self._total / count if count and self._total else self.encoder.avg_len
-
-    def _set_length(self, pid: str, length: int, mean: float) -> None:
-        assert self._lengths is not None
-        old = self._lengths.get(pid)
-        if old is not None:
-            self._total -= old[0]
-            self._by_mean.get(old[1], set()).discard(pid)
-        self._lengths[pid] = (length, mean)
-        self._total += length
-        self._by_mean.setdefault(mean, set()).add(pid)
-
-    def _forget(self, pids: Collection[str]) -> None:
+    def _load_lengths(self) -> MeanLength:
         if self._lengths is None:
-            return
-        for pid in pids:
-            old = self._lengths.pop(pid, None)
-            if old is not None:
-                self._total -= old[0]
-                self._by_mean.get(old[1], set()).discard(pid)
+            lengths = MeanLength(self.encoder.avg_len)
 
-    def _load_lengths(self) -> None:
-        if self._lengths is not None:
-            return
-        self._lengths, self._total, self._by_mean = {}, 0, {}
-        unmeasured = []
-        for pid, payload in self._engine.scroll(self.collection, None, ["bm25_len", "bm25_avg"]):
-            length, mean = payload.get("bm25_len"), payload.get("bm25_avg")
-            if isinstance(length, int) and isinstance(mean, int | float):
-                self._set_length(pid, length, float(mean))
-            else:
-                unmeasured.append(pid)
-        for start in range(0, len(unmeasured), 1024):
-            ids = unmeasured[start : start + 1024]
-            payloads = self._engine.retrieve(self.collection, ids, READ_FIELDS)
-            for pid in ids:
-                text = hit_of(pid, 0.0, payloads.get(pid)).text
-                self._set_length(pid, len(self.encoder.tokenize(text)), self.encoder.avg_len)
+            def measure(ids: list[str]) -> dict[str, int]:
+                payloads = self._engine.retrieve(self.collection, ids, READ_FIELDS)
+                return {
+                    pid: len(self.encoder.tokenize(hit_of(pid, 0.0, payloads.get(pid)).text))
+                    for pid in ids
+                }
+
+            scroll = self._engine.scroll(self.collection, None, ["bm25_len", "bm25_avg"])
+            lengths.load(scroll, measure)
+            self._lengths = lengths
+        return self._lengths
 
     def _renormalise(self, layout: Layout) -> None:
         """Re-encode the points whose vectors used a mean too far from the current one."""
-        if self._lengths is None or not self._lengths or layout.sparse is None:
+        lengths = self._lengths
+        if lengths is None or not len(lengths) or layout.sparse is None:
             return
-        mean = self._mean()
-        stale = [
-            pid
-            for used, pids in list(self._by_mean.items())
-            if pids and abs(used - mean) > DRIFT * mean
-            for pid in pids
-        ]
+        mean = lengths.mean()
+        stale = lengths.stale()
         for start in range(0, len(stale), self.batch_size):
             ids = stale[start : start + self.batch_size]
             payloads = self._engine.retrieve(self.collection, ids, READ_FIELDS)
@@ -371,12 +320,11 @@ class QdrantStore:
                 by_length.setdefault(len(stems), []).append(
                     (pid, self.encoder.encode_terms(stems, mean))
                 )
-                self._set_length(pid, len(stems), mean)
+                lengths.set(pid, len(stems), mean)
             for length, vectors in by_length.items():  # one payload per length
                 self._engine.set_sparse(
                     self.collection, layout, vectors, {"bm25_len": length, "bm25_avg": mean}
                 )
-        self._by_mean = {m: p for m, p in self._by_mean.items() if p}
 
     def prune(self, source: str, keep: Collection[str]) -> int:
         """Delete the points of ``source`` whose ids are not in ``keep``; returns how many."""
@@ -402,8 +350,7 @@ class QdrantStore:
             for start in range(0, len(stale), 1024):
                 self._engine.delete(self.collection, stale[start : start + 1024])
             if stale:
-                self._load_lengths()
-                self._forget(stale)
+                self._load_lengths().forget(stale)
                 layout = self._read_layout()
                 if layout is not None:
                     self._renormalise(layout)
@@ -558,49 +505,16 @@ class QdrantStore:
                 )
             dense_q = [float(x) for x in dense] if use_dense and dense is not None else None
             sparse_q = sparse if layout.sparse is not None and sparse.indices else None
-            if sparse_q is not None and dense_q is not None:
-                wide = max(4 * top_k, 20)
-                lists = [
-                    [
-                        pid
-                        for pid, _, _ in self._engine.search(
-                            self.collection,
-                            layout,
-                            sparse=sq,
-                            dense=dq,
-                            limit=wide,
-                            flt=flt,
-                            fields=False,
-                        )
-                    ]
-                    for sq, dq in ((sparse_q, None), (None, dense_q))
-                ]
-                fused = rrf(lists[0], lists[1], k=self.rrf_k, limit=top_k)
-                payloads = self._engine.retrieve(
-                    self.collection, [pid for pid, _ in fused], READ_FIELDS
-                )
-                results = [(str(pid), score, payloads.get(str(pid), {})) for pid, score in fused]
-            elif sparse_q is None and dense_q is None:
-                return []
-            else:
-                found = self._engine.search(
-                    self.collection,
-                    layout,
-                    sparse=sparse_q,
-                    dense=dense_q,
-                    limit=top_k,
-                    flt=flt,
-                    fields=READ_FIELDS,
-                )
-                # equal scores in id order, the same on every call and engine
-                results = sorted(found, key=lambda r: (-r[1], r[0]))
-            flat = [
-                pid for pid, _, p in results if "_node_content" not in p and "metadata" not in p
-            ]
-            if flat:  # a flat layout's metadata is every top-level field: read them whole
-                whole = self._engine.retrieve(self.collection, flat, True)
-                results = [(pid, sc, whole.get(pid, p)) for pid, sc, p in results]
-        return [hit_of(pid, score, payload) for pid, score, payload in results]
+            return search(
+                self._engine,
+                self.collection,
+                layout,
+                sparse=sparse_q,
+                dense=dense_q,
+                top_k=top_k,
+                flt=flt,
+                rrf_k=self.rrf_k,
+            )
 
     # --- async ------------------------------------------------------------------------------
 
