@@ -22,9 +22,9 @@ import tempfile
 from pathlib import Path
 
 try:
-    from .port import port_imports
+    from .port import port_imports, transcript
 except ImportError:  # run as a script
-    from port import port_imports  # type: ignore[no-redef]
+    from port import port_imports, transcript  # type: ignore[no-redef]
 
 EXAMPLES = Path(__file__).resolve().parent / "agents"
 _AGENT_FROM = re.compile(
@@ -58,11 +58,6 @@ def run_example(program: Path, *, ported: bool) -> subprocess.CompletedProcess[s
             text=True,
             timeout=120,
         )
-
-
-def transcript(proc: subprocess.CompletedProcess[str]) -> str:
-    """What an example printed, and how it exited."""
-    return f"{proc.stdout}[exit {proc.returncode}]\n"
 
 
 def examples() -> list[Path]:
