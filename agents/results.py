@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from llama_index.core.tools import ToolOutput
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+if TYPE_CHECKING:
+    # Imported where used: batonflow.agents loads this module at once, and the flows that use
+    # no LLM (accumulate, guess-number) must not pay for llama-index's import.
+    from llama_index.core.tools import ToolOutput
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -57,6 +61,8 @@ class ToolCallRecord(BaseModel):
         Its ``content`` is :attr:`output` (so ``str()`` prints what llama-index prints); the
         record keeps the text only, so ``raw_output`` is that text too.
         """
+        from llama_index.core.tools import ToolOutput
+
         return ToolOutput(
             content=self.output,
             tool_name=self.tool_name,
