@@ -166,6 +166,7 @@ class PostgresCheckpointStore(SqlRunStore):
             timeout=connect_timeout,
             open=False,
             name="batonflow",
+            configure=self._configure,
             **pool_options(self._outage),
         )
         self._calls = Calls(self._pool, self._outage, self._where, url, self.connect_timeout)
@@ -197,6 +198,14 @@ class PostgresCheckpointStore(SqlRunStore):
 
     # -- set-up ---------------------------------------------------------------------------------
 
+    def _configure(self, conn: psycopg.Connection[Any]) -> None:
+        # A process stopped inside one of its transactions (SIGSTOP, a frozen VM) would hold
+        # its run's row lock for as long as it stays stopped, and the replicas taking runs over
+        # skip locked rows: the server ends such a transaction after a lease (the stalled
+        # process finds its connection gone when it wakes, and its lease lost).
+        timeout_ms = max(1000, int(self.lease_seconds * 1000))
+        conn.execute(f"SET idle_in_transaction_session_timeout = {timeout_ms}")
+
     def _setup(self, conn: psycopg.Connection[Any]) -> None:
         # One replica at a time creates or migrates the schema.
         conn.execute(SETUP_LOCK)
@@ -225,6 +234,9 @@ class PostgresCheckpointStore(SqlRunStore):
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         """A pooled connection (autocommit) for a caller's own queries; errors as store errors.
+
+        A transaction left idle on it for longer than a lease is ended by the server (see
+        ``_configure``): keep transactions short.
 
         Getting the connection rides out an outage as the store's own calls do; what the
         caller runs on it is not retried.

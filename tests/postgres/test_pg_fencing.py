@@ -10,7 +10,7 @@ import uuid
 import psycopg
 import pytest
 from batonflow.core.durable._records import Checkpoint, RunRecord
-from batonflow.core.errors import LeaseLostError
+from batonflow.core.errors import CheckpointError, LeaseLostError
 from batonflow.postgres import PostgresCheckpointStore
 
 
@@ -181,3 +181,36 @@ def test_a_version_3_database_is_migrated_to_fencing_tokens(postgres_url):
         assert a.claim(run_id) is True  # a restarted replica a takes its run back
         a.put(_checkpoint(run_id, 0))
         assert a.renew_leases() == [run_id]
+
+
+def test_a_store_stopped_inside_a_transaction_does_not_keep_its_runs_from_a_survivor(
+    postgres_url,
+):
+    """A process stopped (SIGSTOP, a frozen VM) between two statements of a transaction holds
+    its run's row lock; the server ends that transaction after a lease, so the survivor's
+    claim, which skips locked rows, takes the run over."""
+    lease = 1.0
+    a = PostgresCheckpointStore(postgres_url, replica_id="a", lease_seconds=lease)
+    b = PostgresCheckpointStore(postgres_url, replica_id="b", lease_seconds=lease)
+    try:
+        run_id = uuid.uuid4().hex
+        a.create_run(_record(run_id))
+        taken: list[str] = []
+        # The stalled process's transaction is ended by the server: its next statement fails.
+        with pytest.raises(CheckpointError, match="idle-in-transaction"):
+            with a.connection() as conn:
+                conn.execute("BEGIN")
+                conn.execute(
+                    "SELECT 1 FROM checkpoint_runs WHERE run_id = %s FOR UPDATE", (run_id,)
+                )
+                # ... and the process stops here, its transaction open.
+                deadline = time.monotonic() + 30
+                while not taken:
+                    assert time.monotonic() < deadline, "the locked run was never taken over"
+                    time.sleep(0.2)
+                    taken = [r.run_id for r in b.claim_expired()]
+                conn.execute("SELECT 1")
+        assert taken == [run_id]
+    finally:
+        a.close()
+        b.close()
