@@ -11,9 +11,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
+from batonflow.core.durable._records import ENDED
 from batonflow.core.durable._text import first_text_problem, unstorable_error
 from batonflow.core.errors import (
     CheckpointError,
+    LeaseLostError,
     StoreCorruptError,
     StoreFullError,
     StoreLockedError,
@@ -102,4 +104,27 @@ def redacted(url: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
-__all__ = ["TextCursor", "reason", "redacted", "store_error"]
+def lease_lost(
+    run_id: str, replica_id: str | None, owner: str | None, status: str | None
+) -> LeaseLostError:
+    """The error of a write into ``run_id`` refused because replica ``owner`` holds it (or
+    nobody does: it ended with ``status``, or was released)."""
+    if owner is None:
+        now = f"it {status}" if status in ENDED else "its lease was released"
+        return LeaseLostError(
+            f"Run {run_id!r} is no longer held by replica {replica_id!r} ({now}); "
+            "nothing more is written into it from here. Stop running it here."
+        )
+    if owner == replica_id:
+        return LeaseLostError(
+            f"Run {run_id!r} is held by another process of replica {owner!r} (one that "
+            "started under the same name while this one was stalled); it goes on there. "
+            "Stop running it here."
+        )
+    return LeaseLostError(
+        f"Run {run_id!r} is held by replica {owner!r}, not by {replica_id!r}; it goes "
+        "on there. Stop running it here."
+    )
+
+
+__all__ = ["TextCursor", "lease_lost", "reason", "redacted", "store_error"]

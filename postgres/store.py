@@ -66,7 +66,7 @@ from batonflow.core.errors import CheckpointError, LeaseLostError, StoreCorruptE
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ._errors import TextCursor, reason, redacted, store_error
+from ._errors import TextCursor, lease_lost, reason, redacted, store_error
 from ._outage import Calls, Outage, OutagePolicy, pool_options
 from ._sql import (
     APPEND_FENCED,
@@ -304,22 +304,7 @@ class PostgresCheckpointStore(SqlRunStore):
                 "SELECT lease_owner, status FROM checkpoint_runs WHERE run_id = %s", (run_id,)
             )
             owner, status = row[0] if row else (None, None)
-        if owner is None:
-            now = f"it {status}" if status in ENDED else "its lease was released"
-            return LeaseLostError(
-                f"Run {run_id!r} is no longer held by replica {self.replica_id!r} ({now}); "
-                "nothing more is written into it from here. Stop running it here."
-            )
-        if owner == self.replica_id:
-            return LeaseLostError(
-                f"Run {run_id!r} is held by another process of replica {owner!r} (one that "
-                "started under the same name while this one was stalled); it goes on there. "
-                "Stop running it here."
-            )
-        return LeaseLostError(
-            f"Run {run_id!r} is held by replica {owner!r}, not by {self.replica_id!r}; it goes "
-            "on there. Stop running it here."
-        )
+        return lease_lost(run_id, self.replica_id, owner, status)
 
     def _query(self, sql: str, args: tuple[Any, ...]) -> builtins.list[tuple[Any, ...]]:
         return self._attempt(
