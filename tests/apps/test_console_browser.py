@@ -190,8 +190,8 @@ def test_start_a_run_watch_it_answer_it_and_see_it_complete(console):
     run_id = page.url.rsplit("/", 1)[1]
     first = page.locator("#timeline li[data-type=Drafted]").first
     first.wait_for()
-    # The first draft event is on the page while the run still drafts: it came live.
-    assert page.locator("#timeline li.ask").count() == 0
+    # The first draft event came over the live stream (on a loaded machine the question may
+    # already follow it, so the stream's state says it, not the absence of the question).
     assert page.locator("#stream-state").inner_text() == "live"
 
     prompt = page.locator("#answer-prompt")
