@@ -15,7 +15,8 @@ from batonflow.core import (
     Workflow,
     step,
 )
-from pydantic import BaseModel, Field, field_serializer, field_validator
+from pydantic import BaseModel, Field
+from state_models import MyState
 
 
 class MyEvent(Event):
@@ -194,30 +195,6 @@ async def test_typed_counter_state_edit_state() -> None:
     ctx = Context(w)
     assert await w.run(ctx=ctx) == 2
     assert await w.run(ctx=ctx) == 4
-
-
-class MyRandomObject:
-    def __init__(self, name: str = "default") -> None:
-        self.name = name
-
-
-class MyState(BaseModel):
-    model_config = {"arbitrary_types_allowed": True}
-    my_obj: MyRandomObject = Field(default_factory=MyRandomObject)
-    some_key: str = Field(default="some_value")
-
-    @field_serializer("my_obj", when_used="always")
-    def serialize_my_obj(self, my_obj: MyRandomObject) -> str:
-        return my_obj.name
-
-    @field_validator("my_obj", mode="before")
-    @classmethod
-    def deserialize_my_obj(cls, v: str | MyRandomObject) -> MyRandomObject:
-        if isinstance(v, MyRandomObject):
-            return v
-        if isinstance(v, str):
-            return MyRandomObject(v)
-        raise ValueError(f"Invalid type for my_obj: {type(v)}")
 
 
 async def test_my_state_dotted_paths_and_serialization() -> None:
