@@ -42,6 +42,7 @@ def run_remote(
     answers: list[str],
     ask: Any,
     stdout: Any,
+    idempotency_key: str | None = None,
 ) -> tuple[Any, str]:
     """Start ``flow`` on the server, follow it, answer its questions; return (result, run id).
 
@@ -52,7 +53,7 @@ def run_remote(
 
     pending = list(answers)
     with connect(url, token) as client:
-        run = client.start(flow, fields)
+        run = client.start(flow, fields, idempotency_key=idempotency_key)
         err.print(f"run {run.run_id} on {client.base_url}", markup=False)
         for event in client.events(run.run_id):
             if event.is_end:

@@ -12,7 +12,8 @@ when a token is set):
 ``GET /workflows``                       names, start-event JSON schema, accepted events
 ``GET /workflows/{name}/graph``          Mermaid text of all possible flows
 ``POST /workflows/{name}/runs``          start a run (body = start-event fields);
-                                         ``?wait=true`` waits for the result
+                                         ``?wait=true`` waits for the result; an
+                                         ``Idempotency-Key`` it had: its run (200)
 ``GET /runs``                            runs, filtered by ``workflow`` and ``status``
 ``GET /runs/{id}``                       status, result or error
 ``GET /runs/{id}/events``                Server-Sent Events, ``id:`` = sequence number;
@@ -43,11 +44,14 @@ from typing import Any, Literal
 from batonflow.core.durable._text import text_problem
 from batonflow.core.errors import (
     CheckpointError,
+    DuplicateStartError,
+    IdempotencyKeyError,
     RunConflictError,
     SerializationError,
     StoreUnreachableError,
 )
 
+from ._idempotent import key_refused, started_already
 from ._introspect import (
     StartFieldsError,
     build_start_event,
@@ -270,7 +274,11 @@ def create_app(
                 422,
                 507,
             ),
-            200: {"description": "With wait=true: the run ended; here it is.", "model": Run},
+            200: {
+                "description": "With wait=true: the run ended; here it is. Or the run this "
+                "start's Idempotency-Key started already (header Idempotent-Replayed: true).",
+                "model": Run,
+            },
         },
     )
     async def start_run(
@@ -294,9 +302,14 @@ def create_app(
                 status_code=422,
             )
         traceparent = request.headers.get("traceparent")
+        key = request.headers.get("idempotency-key")
         try:
             with _caller_trace(request):
-                live = manager.start(name, start_event, fields, traceparent)
+                live = manager.start(name, start_event, fields, traceparent, key)
+        except DuplicateStartError as exc:
+            return await started_already(manager, exc.run_id, wait, timeout)
+        except (ValueError, IdempotencyKeyError) as exc:  # a bad key, or one reused
+            return key_refused(exc)
         except (SerializationError, CheckpointError) as exc:
             return _not_recorded(exc)
         if not wait:

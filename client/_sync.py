@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +14,13 @@ from httpx_sse import connect_sse
 from . import _base
 from ._stream import EventStream
 from .models import Run, RunEvent
-from .retry import Attempts, RetryPolicy, status_failure, transport_failure
+from .retry import (
+    IDEMPOTENCY_HEADER,
+    Attempts,
+    RetryPolicy,
+    status_failure,
+    transport_failure,
+)
 
 
 class Client:
@@ -80,15 +87,16 @@ class Client:
         if attempts is None:
             attempts = _base.request_attempts(self._options, method, path)
         timeout = kwargs.pop("timeout", self._options.timeout)
+        keyed = IDEMPOTENCY_HEADER in (kwargs.get("headers") or {})
         while True:
             try:
                 response = self._http.request(
                     method, path, timeout=attempts.timeout(timeout), **kwargs
                 )
             except httpx.TransportError as exc:
-                failure = transport_failure(exc, method, path, self.base_url)
+                failure = transport_failure(exc, method, path, self.base_url, keyed=keyed)
             else:
-                refused = status_failure(response, method, path)
+                refused = status_failure(response, method, path, keyed=keyed)
                 if refused is None:
                     attempts.reset()
                     return _base.decode(response)
@@ -111,9 +119,15 @@ class Client:
         *,
         wait: bool = False,
         timeout: float | None = None,
+        idempotency_key: str | None = None,
         **more_fields: Any,
     ) -> Run:
         """Start a run of ``workflow`` with the start event's fields.
+
+        The start is sent with an ``Idempotency-Key``, the same on every attempt, so it is
+        retried after any failure (a connection that broke while it was sent included) and
+        still starts one run: a server that took an attempt whose answer was lost answers
+        the next with that run.
 
         Args:
             workflow: The name it is served under.
@@ -121,14 +135,19 @@ class Client:
             wait: Return only once the run has ended (or ``timeout`` passed: then the run
                 is returned still ``running``).
             timeout: Seconds to wait with ``wait=True`` (the server's wait).
+            idempotency_key: The key (default: a new UUID for this call). Pass your own,
+                kept with the request, to make a start made again after your process
+                restarts return the run the first one started.
             **more_fields: More start fields, as keywords.
 
         Returns:
-            The run; just started (``status`` ``running``) unless ``wait=True``.
+            The run; just started (``status`` ``running``) unless ``wait=True``, or the run
+            the key started already.
 
         Raises:
             NotFoundError: No workflow by that name.
-            InvalidRequestError: A start field the workflow refuses (``detail`` names it).
+            InvalidRequestError: A start field the workflow refuses (``detail`` names it),
+                or a key that started a run with other fields.
             ServerUnavailableError: The server cannot be reached.
         """
         path, params, body = _base.start_request(workflow, fields, more_fields, wait, timeout)
@@ -137,7 +156,14 @@ class Client:
             None if wait and timeout is None else self._options.timeout + (timeout or 0)
         )
         return _base.run_from(
-            self._request("POST", path, params=params, json=body, timeout=request_timeout)
+            self._request(
+                "POST",
+                path,
+                params=params,
+                json=body,
+                timeout=request_timeout,
+                headers={IDEMPOTENCY_HEADER: idempotency_key or str(uuid.uuid4())},
+            )
         )
 
     def get(self, run_id: str) -> Run:

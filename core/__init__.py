@@ -27,6 +27,8 @@ from .errors import BatonflowError as BatonflowError
 from .errors import CheckpointError as CheckpointError
 from .errors import ContextSerdeError as ContextSerdeError
 from .errors import ContextStateError as ContextStateError
+from .errors import DuplicateStartError as DuplicateStartError
+from .errors import IdempotencyKeyError as IdempotencyKeyError
 from .errors import LeaseLostError as LeaseLostError
 from .errors import ResourceError as ResourceError
 from .errors import RunBusyError as RunBusyError
@@ -158,9 +160,11 @@ __all__ = [
     "ContextSerdeError",
     "ContextStateError",
     "DictState",
+    "DuplicateStartError",
     "Event",
     "ExponentialBackoffRetryPolicy",
     "HumanResponseEvent",
+    "IdempotencyKeyError",
     "IdleReleasedEvent",
     "InMemoryCheckpointStore",
     "InMemoryStateStore",

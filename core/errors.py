@@ -38,8 +38,12 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
             │                                second answer to one question)
             ├── LeaseLostError               another process (a server replica) took the
             │                                run over: this one must stop running it
-            └── RunBusyError                 another live process is running the run: it
-                                             cannot be resumed here meanwhile
+            ├── RunBusyError                 another live process is running the run: it
+            │                                cannot be resumed here meanwhile
+            ├── DuplicateStartError          a start whose idempotency key started a run
+            │                                already: that run is the answer
+            └── IdempotencyKeyError (ValueError)   an idempotency key reused for a
+                                             different start
 """
 
 from __future__ import annotations
@@ -219,12 +223,38 @@ class RunBusyError(RunConflictError):
     has finished or stopped."""
 
 
+class DuplicateStartError(RunConflictError):
+    """A start carried an idempotency key that started a run already: nothing new was started.
+
+    The run that key started is the answer to the start (``run_id``, its ``record``; and its
+    ``handler`` when it runs in this process).
+
+    Attributes:
+        run_id: The run the key started.
+        record: That run's record in the store (a ``RunRecord``).
+        handler: Its ``WorkflowHandler`` when it runs in this process, else ``None``.
+    """
+
+    def __init__(self, message: str, *, run_id: str, record: object, handler: object) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.record = record
+        self.handler = handler
+
+
+class IdempotencyKeyError(RunConflictError, ValueError):
+    """An idempotency key that started a run was sent again with another start (another
+    workflow or other start fields): a key names one request. Nothing was started."""
+
+
 __all__ = [
     "BatonflowError",
     "CheckpointError",
     "ConfigFileNotFoundError",
     "ContextSerdeError",
     "ContextStateError",
+    "DuplicateStartError",
+    "IdempotencyKeyError",
     "LeaseLostError",
     "ResourceCycleError",
     "ResourceError",

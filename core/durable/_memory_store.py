@@ -69,6 +69,8 @@ class InMemoryCheckpointStore:
         self._runs: dict[str, _Run] = {}
         self._by_id: dict[str, Checkpoint] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
+        #: The run each idempotency key started (the SQL stores' unique index).
+        self._keys: dict[str, str] = {}
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -76,11 +78,16 @@ class InMemoryCheckpointStore:
         """Record a new run.
 
         Raises:
-            RunConflictError: A run with that id exists.
+            RunConflictError: A run with that id, or with its idempotency key, exists.
         """
         check_status(record.status)
+        key = record.idempotency_key
         with self._lock:
             run = self._runs.get(record.run_id)
+            if key is not None and key in self._keys:
+                raise run_exists_error(record.run_id, "this store", key)
+            if key is not None and (run is None or run.record is None):
+                self._keys[key] = record.run_id
             if run is None:
                 self._runs[record.run_id] = _Run(record)
             elif run.record is None:
@@ -149,6 +156,8 @@ class InMemoryCheckpointStore:
         if run is not None:
             for cp in run.checkpoints:
                 self._by_id.pop(cp.id, None)
+            if run.record is not None and run.record.idempotency_key is not None:
+                self._keys.pop(run.record.idempotency_key, None)
         self._ended.pop(run_id, None)
 
     def runs(
@@ -174,8 +183,15 @@ class InMemoryCheckpointStore:
             run = self._runs.get(run_id)
             return None if run is None else run.record
 
+    def run_for_key(self, key: str) -> RunRecord | None:
+        """The record of the run idempotency key ``key`` started, or ``None``."""
+        with self._lock:
+            run_id = self._keys.get(key)
+            run = None if run_id is None else self._runs.get(run_id)
+            return None if run is None else run.record
+
     def delete(self, run_id: str) -> None:
-        """Forget a run with its checkpoints, event log and inbox."""
+        """Forget a run with its checkpoints, event log and inbox (its key is free again)."""
         with self._lock:
             self._forget(run_id)
 

@@ -143,6 +143,8 @@ class RunRecord:
         flow_ref: How to load its workflow again (``module:Class``, a prebuilt name).
         waiting_seq: The event-log ``seq`` of the ``InputRequiredEvent`` a waiting run asked
             with; an answer to it is accepted once.
+        idempotency_key: The key the run was started with (see ``cptr.start``): one run per
+            key in a store, for as long as the run is kept.
     """
 
     run_id: str
@@ -159,6 +161,7 @@ class RunRecord:
     pid: int | None = None
     flow_ref: str | None = None
     waiting_seq: int | None = None
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,8 +298,14 @@ class RunFilter:
         return found[len(found) - self.limit :] if self.limit else []
 
 
-def run_exists_error(run_id: str, where: str) -> RunConflictError:
-    """The refusal of ``create_run`` for a run id that is taken in the store at ``where``."""
+def run_exists_error(run_id: str, where: str, key: str | None = None) -> RunConflictError:
+    """The refusal of ``create_run`` for a run id (or an idempotency ``key``) that is taken in
+    the store at ``where``."""
+    if key is not None:
+        return RunConflictError(
+            f"Run {run_id!r} or idempotency key {key!r} exists already in {where}; read the "
+            "key's run with store.run_for_key(key), or start with a new run_id and key."
+        )
     return RunConflictError(
         f"Run {run_id!r} exists already in {where}; start it with a new run_id, or resume it."
     )

@@ -1,6 +1,6 @@
 """The run store's SQL, written once for every dialect: its tables, rows and statements.
 
-:data:`TABLES` is the schema (version 3) column by column, :func:`create_statements` creates
+:data:`TABLES` is the schema (version 4) column by column, :func:`create_statements` creates
 it, :func:`run_row`/:func:`checkpoint_row` turn records into rows of it, and
 :class:`Statements` holds every statement :class:`~batonflow.core.durable._sql_store.SqlRunStore`
 makes, in a dialect's parameter style. The SQL is what SQLite (3.35 and later) and PostgreSQL
@@ -17,10 +17,11 @@ from ..data._json_values import compact_json
 from ..errors import CheckpointError
 from ._records import ENDED, Checkpoint, RunRecord, final_column
 
-#: The tables of schema version 3, column by column. ``REAL`` is the dialect's double type
+#: The tables of schema version 4, column by column. ``REAL`` is the dialect's double type
 #: (``DOUBLE PRECISION`` on PostgreSQL). The columns' order is the order of the records'
 #: fields; the SQLite file of version 1 had the first columns of the first two tables.
-#: Version 3 took the primary key off ``checkpoints.id`` (see :data:`OTHER_ID`).
+#: Version 3 took the primary key off ``checkpoints.id`` (see :data:`OTHER_ID`); version 4
+#: added ``checkpoint_runs.idempotency_key`` and :data:`KEY_INDEX`.
 TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "checkpoint_runs": (
         ("run_id", "TEXT PRIMARY KEY"),
@@ -37,6 +38,8 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("pid", "INTEGER"),
         ("flow_ref", "TEXT"),
         ("waiting_seq", "INTEGER"),
+        # The key a start was made with: unique where given (KEY_INDEX), since version 4.
+        ("idempotency_key", "TEXT"),
         # For stores shared by several servers (PostgreSQL): who holds the run, until when.
         ("lease_owner", "TEXT"),
         ("lease_until", "REAL"),
@@ -115,7 +118,14 @@ def create_statements(real: str = "REAL") -> tuple[str, ...]:
 #: The checkpoint columns, in the order of :func:`checkpoint_row`.
 CHECKPOINT_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoints"])
 #: The run columns a :class:`RunRecord` holds (the lease columns are PostgreSQL's business).
-RUN_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoint_runs"][:14])
+RUN_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoint_runs"][:15])
+#: One run per idempotency key: the index makes two starts with one key (two replicas racing
+#: on a client's retries) one run, whichever commits first. Created after the column (a store
+#: of an older version gets the column first), so not among the indexes of the tables.
+KEY_INDEX = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS checkpoint_runs_by_idempotency_key "
+    "ON checkpoint_runs (idempotency_key) WHERE idempotency_key IS NOT NULL"
+)
 
 
 def run_row(record: RunRecord) -> tuple[Any, ...]:
@@ -135,6 +145,7 @@ def run_row(record: RunRecord) -> tuple[Any, ...]:
         record.pid,
         record.flow_ref,
         record.waiting_seq,
+        record.idempotency_key,
     )
 
 
@@ -198,6 +209,7 @@ class Statements:
     record_implicit: str
     set_status: str
     select_run: str
+    run_for_key: str
     delete: tuple[str, ...]
     insert_checkpoint: str
     list_checkpoints: str
@@ -236,7 +248,7 @@ class Statements:
         """
         checkpoints = f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints"
         text = {
-            "insert_run": f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}) VALUES ({_marks(14)})",
+            "insert_run": f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}) VALUES ({_marks(15)})",
             "record_implicit": "INSERT INTO checkpoint_runs (run_id, workflow_name, status, "
             "created_at, updated_at) VALUES (?, ?, 'running', ?, ?) ON CONFLICT (run_id) DO NOTHING",
             # An ended run never changes again, whoever writes late (the WHERE, not a read
@@ -246,6 +258,7 @@ class Statements:
             "lease_owner = CASE WHEN ? IN ('running', 'waiting') THEN lease_owner END "
             f"WHERE run_id = ? AND NOT {ENDED_SQL}",
             "select_run": f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE run_id = ?",
+            "run_for_key": f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE idempotency_key = ?",
             "insert_checkpoint": f"INSERT INTO checkpoints ({CHECKPOINT_COLUMNS}) "
             f"VALUES ({_marks(12)})",
             "list_checkpoints": f"{checkpoints} WHERE run_id = ? ORDER BY seq",
@@ -315,6 +328,7 @@ class Statements:
 __all__ = [
     "CHECKPOINT_COLUMNS",
     "ENDED_SQL",
+    "KEY_INDEX",
     "OTHER_ID",
     "RUN_COLUMNS",
     "TABLES",

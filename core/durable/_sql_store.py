@@ -183,8 +183,12 @@ class SqlRunStore:
         A retry after a lost answer that finds the row it committed (this very record) is
         not a conflict.
 
+        A record with an ``idempotency_key`` is refused when a run holds that key: the
+        unique index decides between two stores racing on one key (the second waits for the
+        first's transaction and is refused once it commits).
+
         Raises:
-            RunConflictError: A run with that id exists.
+            RunConflictError: A run with that id, or with its idempotency key, exists.
             StoreFullError: The disk is full; nothing was written.
         """
         check_status(record.status)
@@ -194,7 +198,7 @@ class SqlRunStore:
             try:
                 conn.execute(self.sql.insert_run, args)
             except self.unique_violation as exc:
-                raise run_exists_error(record.run_id, self._where) from exc
+                raise run_exists_error(record.run_id, self._where, record.idempotency_key) from exc
 
         self._write("record a new run", insert, recheck=run_recorded(self.sql, record))
         self._recorded.add(record.run_id)
@@ -325,8 +329,13 @@ class SqlRunStore:
         rows = self._query(self.sql.select_run, (run_id,))
         return RunRecord(*rows[0]) if rows else None
 
+    def run_for_key(self, key: str) -> RunRecord | None:
+        """The record of the run idempotency key ``key`` started, or ``None``."""
+        rows = self._query(self.sql.run_for_key, (key,))
+        return RunRecord(*rows[0]) if rows else None
+
     def delete(self, run_id: str) -> None:
-        """Forget a run with its checkpoints, event log and inbox."""
+        """Forget a run with its checkpoints, event log and inbox (its key is free again)."""
 
         def delete(conn: Conn) -> None:
             for statement in self.sql.delete:

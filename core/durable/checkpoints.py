@@ -39,9 +39,10 @@ from ..engine._snapshot import register_workflow
 from ..errors import (
     CheckpointError,
     ContextSerdeError,
+    RunConflictError,
     SerializationError,
 )
-from . import _checkpoint_query, _checkpoint_recording
+from . import _checkpoint_query, _checkpoint_recording, _idempotency
 from ._memory_store import InMemoryCheckpointStore
 from ._records import (
     STATUSES,
@@ -243,6 +244,7 @@ class WorkflowCheckpointer:
         run_id: str | None = None,
         ctx: Context[Any] | None = None,
         info: RunInfo | None = None,
+        idempotency_key: str | None = None,
         **kwargs: Any,
     ) -> WorkflowHandler:
         """Record a run, then start it: :meth:`run` with what the record should also keep.
@@ -252,13 +254,22 @@ class WorkflowCheckpointer:
             run_id: The run's id (default: a new one).
             ctx: A Context whose state the new run starts with.
             info: The record's extra fields (shown input, traceparent, owner, flow, name).
+            idempotency_key: Start at most one run with this key, in this store, for as long
+                as the run is kept: a start whose key started a run already raises
+                :class:`~batonflow.core.errors.DuplicateStartError` naming that run (and
+                holding its handler when it runs here), also when two processes race.
             **kwargs: The start event's fields, and ``stepwise=``.
 
         Raises:
             SerializationError: The start event cannot be encoded by the serializer.
+            DuplicateStartError: ``idempotency_key`` started a run already; nothing ran.
+            IdempotencyKeyError: ``idempotency_key`` started a run with another workflow or
+                start event; nothing ran.
+            ValueError: An ``idempotency_key`` that is not 1 to 255 characters of text.
             CheckpointError: The store refused the record; nothing ran.
         """
         info = info or RunInfo()
+        key = None if idempotency_key is None else _idempotency.check_key(idempotency_key)
         if ctx is not None and (
             ctx.is_running or (ctx._snapshot is not None and ctx._snapshot.is_running)
         ):
@@ -268,6 +279,9 @@ class WorkflowCheckpointer:
         graph = self.workflow._graph()
         event = self.workflow._start_event(graph, start_event, kwargs)
         encoded = encode(self.serializer, event, "the start event")
+        name = info.name or self.workflow.workflow_name
+        if key is not None:
+            _idempotency.started(self, key, name, encoded)
         shown = dict(info.input) if info.input is not None else event.model_dump(mode="json")
         try:
             shown_text = json.dumps(shown, separators=(",", ":"), default=repr)
@@ -277,21 +291,26 @@ class WorkflowCheckpointer:
                 f"{exc}); send plain JSON values nested less deeply."
             ) from exc
         now = time.time()
-        self.store.create_run(
-            RunRecord(
-                run_id,
-                info.name or self.workflow.workflow_name,
-                "running",
-                now,
-                now,
-                start_event=encoded,
-                input=shown_text,
-                traceparent=info.traceparent,
-                owner=info.owner,
-                pid=os.getpid(),
-                flow_ref=info.flow_ref,
-            )
+        record = RunRecord(
+            run_id,
+            name,
+            "running",
+            now,
+            now,
+            start_event=encoded,
+            input=shown_text,
+            traceparent=info.traceparent,
+            owner=info.owner,
+            pid=os.getpid(),
+            flow_ref=info.flow_ref,
+            idempotency_key=key,
         )
+        try:
+            self.store.create_run(record)
+        except RunConflictError:
+            if key is not None:  # another start with the key won the race: that run
+                _idempotency.started(self, key, name, encoded)
+            raise
         self._track(run_id, start=0 if ctx is not None else 1)
         handler = self._launch(run_id=run_id, start_event=event, ctx=ctx, stepwise=stepwise)
         self._attach(handler)
