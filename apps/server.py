@@ -82,7 +82,7 @@ from .run_store import FINISHED, STATUSES, RunStore
 logger = logging.getLogger("batonflow.apps.server")
 
 try:
-    from fastapi import FastAPI, HTTPException, Query, Request
+    from fastapi import FastAPI, Header, HTTPException, Query, Request
     from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
@@ -286,6 +286,9 @@ def create_app(
         request: Request,
         wait: bool = False,
         timeout: float | None = Query(None, gt=0, description="seconds to wait with wait=true"),
+        key: str | None = Header(
+            None, alias="Idempotency-Key", description="one run per key: a retry gets its run"
+        ),
     ) -> JSONResponse:
         workflow = workflows.get(name)
         if workflow is None:
@@ -302,7 +305,6 @@ def create_app(
                 status_code=422,
             )
         traceparent = request.headers.get("traceparent")
-        key = request.headers.get("idempotency-key")
         try:
             with _caller_trace(request):
                 live = manager.start(name, start_event, fields, traceparent, key)
