@@ -13,6 +13,7 @@ from batonflow.core.durable._sql_schema import (
     CHECKPOINT_COLUMNS,
     ENDED_SQL,
     KEY_INDEX,
+    PARENT_INDEX,
     RUN_COLUMNS,
     Statements,
     create_statements,
@@ -60,8 +61,14 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # When the lease was last granted or renewed (server time): see EXPIRED.
     6: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS lease_since DOUBLE PRECISION",),
     # The key a start was made with, one run per key (core's KEY_INDEX): two replicas taking
-    # the same retried start make one run.
-    7: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS idempotency_key TEXT", KEY_INDEX),
+    # the same retried start make one run. A forked run's parent and fork point.
+    7: (
+        "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS idempotency_key TEXT",
+        "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS parent_run_id TEXT",
+        "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS parent_seq INTEGER",
+        KEY_INDEX,
+        PARENT_INDEX,
+    ),
 }
 #: True in a write's WHERE while the run's lease is held by the store whose token is the
 #: second parameter, or while the first parameter (the replica id) is NULL: no fencing.
@@ -71,7 +78,7 @@ SQL = replace(
     Statements.build("%s", state_json="(ctx_data::json -> 'state')::text", lock_row=" FOR UPDATE"),
     # A replica's new run is leased to it (to this store's token) from the start.
     insert_run=f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}, lease_owner, lease_token, "
-    f"lease_until, lease_since) VALUES ({', '.join(['%s'] * 15)}, %s, %s, "
+    f"lease_until, lease_since) VALUES ({', '.join(['%s'] * 17)}, %s, %s, "
     f"CASE WHEN %s THEN {NOW} + %s END, CASE WHEN %s THEN {NOW} END)",
 )
 #: A status change, made only while this store holds the run and it has not ended; an ended

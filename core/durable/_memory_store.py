@@ -190,6 +190,12 @@ class InMemoryCheckpointStore:
             run = None if run_id is None else self._runs.get(run_id)
             return None if run is None else run.record
 
+    def children(self, run_id: str) -> builtins.list[RunRecord]:
+        """The runs forked from ``run_id``, oldest first."""
+        with self._lock:
+            records = [r.record for r in self._runs.values() if r.record is not None]
+        return RunFilter().select(r for r in records if r.parent_run_id == run_id)
+
     def delete(self, run_id: str) -> None:
         """Forget a run with its checkpoints, event log and inbox (its key is free again)."""
         with self._lock:

@@ -145,6 +145,8 @@ class RunRecord:
             with; an answer to it is accepted once.
         idempotency_key: The key the run was started with (see ``cptr.start``): one run per
             key in a store, for as long as the run is kept.
+        parent_run_id: The run this one was forked from (``cptr.fork``), else ``None``.
+        parent_seq: The checkpoint of the parent it continues from (its ``seq``).
     """
 
     run_id: str
@@ -162,6 +164,8 @@ class RunRecord:
     flow_ref: str | None = None
     waiting_seq: int | None = None
     idempotency_key: str | None = None
+    parent_run_id: str | None = None
+    parent_seq: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,8 @@ from ._records import ENDED, Checkpoint, RunRecord, final_column
 #: (``DOUBLE PRECISION`` on PostgreSQL). The columns' order is the order of the records'
 #: fields; the SQLite file of version 1 had the first columns of the first two tables.
 #: Version 3 took the primary key off ``checkpoints.id`` (see :data:`OTHER_ID`); version 4
-#: added ``checkpoint_runs.idempotency_key`` and :data:`KEY_INDEX`.
+#: added ``checkpoint_runs.idempotency_key`` with :data:`KEY_INDEX`, and a forked run's parent
+#: (``parent_run_id``, ``parent_seq``) with :data:`PARENT_INDEX`.
 TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "checkpoint_runs": (
         ("run_id", "TEXT PRIMARY KEY"),
@@ -40,6 +41,9 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("waiting_seq", "INTEGER"),
         # The key a start was made with: unique where given (KEY_INDEX), since version 4.
         ("idempotency_key", "TEXT"),
+        # The run it was forked from, and the checkpoint (seq) it continues from: version 4.
+        ("parent_run_id", "TEXT"),
+        ("parent_seq", "INTEGER"),
         # For stores shared by several servers (PostgreSQL): who holds the run, until when.
         ("lease_owner", "TEXT"),
         ("lease_until", "REAL"),
@@ -118,13 +122,18 @@ def create_statements(real: str = "REAL") -> tuple[str, ...]:
 #: The checkpoint columns, in the order of :func:`checkpoint_row`.
 CHECKPOINT_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoints"])
 #: The run columns a :class:`RunRecord` holds (the lease columns are PostgreSQL's business).
-RUN_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoint_runs"][:15])
+RUN_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoint_runs"][:17])
 #: One run per idempotency key: the index makes two starts with one key (two replicas racing
 #: on a client's retries) one run, whichever commits first. Created after the column (a store
 #: of an older version gets the column first), so not among the indexes of the tables.
 KEY_INDEX = (
     "CREATE UNIQUE INDEX IF NOT EXISTS checkpoint_runs_by_idempotency_key "
     "ON checkpoint_runs (idempotency_key) WHERE idempotency_key IS NOT NULL"
+)
+#: A run's forks, found by their parent (created after the column, as :data:`KEY_INDEX`).
+PARENT_INDEX = (
+    "CREATE INDEX IF NOT EXISTS checkpoint_runs_by_parent "
+    "ON checkpoint_runs (parent_run_id) WHERE parent_run_id IS NOT NULL"
 )
 
 
@@ -146,6 +155,8 @@ def run_row(record: RunRecord) -> tuple[Any, ...]:
         record.flow_ref,
         record.waiting_seq,
         record.idempotency_key,
+        record.parent_run_id,
+        record.parent_seq,
     )
 
 
@@ -210,6 +221,7 @@ class Statements:
     set_status: str
     select_run: str
     run_for_key: str
+    children: str
     delete: tuple[str, ...]
     insert_checkpoint: str
     list_checkpoints: str
@@ -248,7 +260,7 @@ class Statements:
         """
         checkpoints = f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints"
         text = {
-            "insert_run": f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}) VALUES ({_marks(15)})",
+            "insert_run": f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}) VALUES ({_marks(17)})",
             "record_implicit": "INSERT INTO checkpoint_runs (run_id, workflow_name, status, "
             "created_at, updated_at) VALUES (?, ?, 'running', ?, ?) ON CONFLICT (run_id) DO NOTHING",
             # An ended run never changes again, whoever writes late (the WHERE, not a read
@@ -259,6 +271,8 @@ class Statements:
             f"WHERE run_id = ? AND NOT {ENDED_SQL}",
             "select_run": f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE run_id = ?",
             "run_for_key": f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE idempotency_key = ?",
+            "children": f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE parent_run_id = ? "
+            "ORDER BY created_at, run_id",
             "insert_checkpoint": f"INSERT INTO checkpoints ({CHECKPOINT_COLUMNS}) "
             f"VALUES ({_marks(12)})",
             "list_checkpoints": f"{checkpoints} WHERE run_id = ? ORDER BY seq",
@@ -330,6 +344,7 @@ __all__ = [
     "ENDED_SQL",
     "KEY_INDEX",
     "OTHER_ID",
+    "PARENT_INDEX",
     "RUN_COLUMNS",
     "TABLES",
     "Statements",

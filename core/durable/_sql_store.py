@@ -334,6 +334,10 @@ class SqlRunStore:
         rows = self._query(self.sql.run_for_key, (key,))
         return RunRecord(*rows[0]) if rows else None
 
+    def children(self, run_id: str) -> builtins.list[RunRecord]:
+        """The runs forked from ``run_id``, oldest first."""
+        return [RunRecord(*row) for row in self._query(self.sql.children, (run_id,))]
+
     def delete(self, run_id: str) -> None:
         """Forget a run with its checkpoints, event log and inbox (its key is free again)."""
 

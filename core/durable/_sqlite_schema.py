@@ -20,6 +20,7 @@ from ..errors import (
 from ._sql_schema import (
     CHECKPOINT_COLUMNS,
     KEY_INDEX,
+    PARENT_INDEX,
     TABLES,
     create_statements,
     create_table,
@@ -55,9 +56,10 @@ def migrate(conn: sqlite3.Connection) -> None:
     # Version 3: checkpoints without the primary key on id (one index less per insert).
     if any(row[3] == "pk" for row in conn.execute("PRAGMA index_list(checkpoints)")):
         _rebuild_checkpoints(conn)
-    # Version 4: the idempotency key's column came with _add_version_2 (it adds every column
-    # a run's table lacks); its unique index comes once the column is there.
+    # Version 4: the idempotency key's and the parent's columns came with _add_version_2 (it adds every column
+    # a run's table lacks); their indexes come once the columns are there.
     conn.execute(KEY_INDEX)
+    conn.execute(PARENT_INDEX)
 
 
 def _rebuild_checkpoints(conn: sqlite3.Connection) -> None:

@@ -21,7 +21,7 @@ Tables (a file can hold other components' tables too):
 Versions: 1 (the first release: runs and checkpoints only, plus the server's own
 ``server_runs``/``server_events``/``flow_refs`` tables), 2 and 3 are migrated in place to 4, in
 one transaction; the server's records move into the one store. Version 4 added the runs'
-``idempotency_key``, unique where given. Version 3 has no primary key on
+``idempotency_key``, unique where given, and a forked run's parent. Version 3 has no primary key on
 ``checkpoints.id``: the ids the checkpointer makes (``"<run_id>:<seq>"``) are found through the
 ``(run_id, seq)`` index, and only other ids are indexed, so a checkpoint's insert writes two
 b-trees, not three.
@@ -63,7 +63,7 @@ _SQL = replace(
     Statements.build("?", state_json="json_extract(ctx_data, '$.state')"),
     # A new run is held by the process that starts it (see core/_holds.py).
     insert_run=f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}, lease_owner) "
-    f"VALUES ({', '.join(['?'] * 16)})",
+    f"VALUES ({', '.join(['?'] * 18)})",
 )
 _INSERT_CHECKPOINT = _SQL.insert_checkpoint
 _APPEND_EVENT = _SQL.append_event

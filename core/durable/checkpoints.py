@@ -42,7 +42,7 @@ from ..errors import (
     RunConflictError,
     SerializationError,
 )
-from . import _checkpoint_query, _checkpoint_recording, _idempotency
+from . import _checkpoint_query, _checkpoint_recording, _continuing, _idempotency
 from ._memory_store import InMemoryCheckpointStore
 from ._records import (
     STATUSES,
@@ -362,28 +362,6 @@ class WorkflowCheckpointer:
             return self._restart(record)
         return self._continue(latest, run_id, {})
 
-    def _restart(self, record: RunRecord) -> WorkflowHandler:
-        """Run a recorded run that died before its first checkpoint from its start event."""
-        assert record.start_event is not None  # resume() checked it
-        try:
-            event = self.serializer.deserialize(record.start_event)
-        except ContextSerdeError as exc:
-            raise CheckpointError(
-                f"Run {record.run_id}'s recorded start event cannot be restored: {exc}"
-            ) from exc
-        if not isinstance(event, StartEvent):
-            raise CheckpointError(
-                f"Run {record.run_id}'s recorded start event decoded to "
-                f"{type(event).__name__}, not a StartEvent; delete the run and start it again."
-            )
-        self._acquire(record.run_id, record.status)
-        self._track(record.run_id, start=1)
-        handler = self._launch(run_id=record.run_id, start_event=event)
-        self._attach(handler)
-        self._deliver(record.run_id)
-        self._watch(handler)
-        return handler
-
     def _acquire(self, run_id: str, status: str | None) -> None:
         """Take run ``run_id`` for this process before it continues here (see the store's
         ``acquire``: another live process running it is refused with ``RunBusyError``)."""
@@ -507,67 +485,10 @@ class WorkflowCheckpointer:
             if isinstance(event, Event):
                 handler.ctx.send_event(event)
 
-    def _continue(
-        self, checkpoint: Checkpoint, run_id: str, kwargs: dict[str, Any]
-    ) -> WorkflowHandler:
-        from ..engine.context import Context
-
-        name = self.workflow.workflow_name
-        if checkpoint.workflow_name != name:
-            raise CheckpointError(
-                f"Checkpoint {checkpoint.id} was recorded by workflow "
-                f"{checkpoint.workflow_name!r}, not {name!r}; continue it with a "
-                f"{checkpoint.workflow_name} instance."
-            )
-        data = dict(checkpoint.ctx_data)
-        data["run_id"] = run_id
-        try:
-            ctx = Context.from_dict(self.workflow, data, serializer=self.serializer)
-            final = (
-                self.serializer.deserialize(checkpoint.final_event)
-                if checkpoint.final_event is not None
-                else None
-            )
-        except ContextSerdeError as exc:
-            raise CheckpointError(
-                f"Checkpoint {checkpoint.id} (run {checkpoint.run_id}, after step "
-                f"{checkpoint.step_name}) cannot be restored: {exc}"
-            ) from exc
-        same_run = run_id == checkpoint.run_id
-        last = checkpoint if same_run else self.store.latest(run_id)
-        if last is None:
-            record = self.store.run(checkpoint.run_id)
-            # The continuation of a run is run as it was: a server's under its served name
-            # (so another replica takes it over), with the same way to load its workflow.
-            self.store.create_run(
-                RunRecord(
-                    run_id,
-                    record.workflow_name if record is not None else name,
-                    "running",
-                    time.time(),
-                    time.time(),
-                    start_event=record.start_event if record is not None else None,
-                    input=record.input if record is not None else None,
-                    owner=record.owner if record is not None else None,
-                    pid=os.getpid(),
-                    flow_ref=record.flow_ref if record is not None else None,
-                )
-            )
-        else:
-            record = self.store.run(run_id)
-            self._acquire(run_id, record.status if record is not None else None)
-        self._track(run_id, start=(last.seq + 1) if last is not None else 0)
-        if final is not None and ctx._snapshot is not None:
-            # The run had ended at this step: hand its StopEvent back instead of waiting.
-            ctx.send_event(final)
-        handler = self._launch(ctx=ctx, **kwargs)
-        self._attach(handler, inbox_seq=checkpoint.inbox_seq if same_run else 0)
-        if last is None:
-            self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
-        if same_run:
-            self._deliver(run_id)
-        self._watch(handler)
-        return handler
+    # Continuing a run from a checkpoint (its own, or a fork's): _continuing.py.
+    _restart = _continuing.restart
+    _continue = _continuing.continue_from
+    fork = _continuing.fork
 
     # Recording the run as it goes: _checkpoint_recording.py.
     _track = _checkpoint_recording.track

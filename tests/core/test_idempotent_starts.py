@@ -144,8 +144,8 @@ def test_stores_racing_on_one_key_record_one_run(store_at):
 
 
 async def test_a_version_3_sqlite_file_gets_the_key(tmp_path: Path):
-    """A file of schema version 3 (no key column) opens as version 4 and keeps one run per
-    key; its runs stay readable."""
+    """A file of schema version 3 (no key or parent columns) opens as version 4 and keeps one
+    run per key; its runs stay readable."""
     path = tmp_path / "runs.db"
     with open_store(path) as store:
         WorkflowCheckpointer(Echo(), store=store).start(text="old")
@@ -153,13 +153,16 @@ async def test_a_version_3_sqlite_file_gets_the_key(tmp_path: Path):
     conn.executescript(
         """
         DROP INDEX checkpoint_runs_by_idempotency_key;
+        DROP INDEX checkpoint_runs_by_parent;
         ALTER TABLE checkpoint_runs DROP COLUMN idempotency_key;
+        ALTER TABLE checkpoint_runs DROP COLUMN parent_run_id;
+        ALTER TABLE checkpoint_runs DROP COLUMN parent_seq;
         UPDATE schema_version SET version = 3;
         """
     )
     conn.close()
     with open_store(path) as store:
-        assert [r.idempotency_key for r in store.runs()] == [None]
+        assert [(r.idempotency_key, r.parent_run_id) for r in store.runs()] == [(None, None)]
         cptr = WorkflowCheckpointer(Echo(), store=store)
         handler = cptr.start(text="new", idempotency_key="k")
         with pytest.raises(DuplicateStartError):

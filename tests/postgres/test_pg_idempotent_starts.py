@@ -81,13 +81,15 @@ def test_retries_racing_on_two_replicas_start_one_run(postgres_url, tmp_path):
 
 
 def test_a_version_6_database_gets_the_key(postgres_url):
-    """A database of schema version 6 (no key column) is migrated to 7: the column, and one run
-    per key."""
+    """A database of schema version 6 (no key or parent columns) is migrated to 7: the columns,
+    and one run per key."""
     with PostgresCheckpointStore(postgres_url) as store:
         pass
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("DROP INDEX checkpoint_runs_by_idempotency_key")
-        conn.execute("ALTER TABLE checkpoint_runs DROP COLUMN idempotency_key")
+        conn.execute("DROP INDEX checkpoint_runs_by_parent")
+        for column in ("idempotency_key", "parent_run_id", "parent_seq"):
+            conn.execute(f"ALTER TABLE checkpoint_runs DROP COLUMN {column}")
         conn.execute("UPDATE batonflow_schema SET version = 6")
     now = time.time()
     with PostgresCheckpointStore(postgres_url) as store:
