@@ -110,6 +110,10 @@ class Run(_Body):
     waiting_for_input: bool = Field(description="Whether it waits for an answer now.")
     created_at: float = Field(description="When it started (Unix time, seconds).")
     updated_at: float = Field(description="When its status last changed (Unix time, seconds).")
+    parent_run_id: str | None = Field(None, description="The run it was forked from, if any.")
+    parent_seq: int | None = Field(
+        None, description="The parent's checkpoint it continues from (a fork's)."
+    )
 
 
 class RunList(_Body):

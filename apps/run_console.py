@@ -9,7 +9,8 @@
 ``GET /assets/{name}``                   the files of those pages
 ``GET /workflows/{name}/drawing``        all possible flows, as the engine draws them (HTML)
 ``GET /runs/{id}/drawing``               the steps the run took, highlighted in that drawing
-``GET /runs/{id}/steps``                 the run's completed steps with their times
+``GET /runs/{id}/steps``                 the run's completed steps with their times and
+                                         checkpoints (``checkpoint``: the seq to fork at)
 ``GET /runs/{id}/state``                 the run's state store
 =======================================  ==================================================
 
@@ -40,6 +41,7 @@ from typing import Any, Literal
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
+from ._forks import checkpoint_steps, with_times
 from ._wire import jsonable
 from .api_models import responses
 
@@ -183,6 +185,7 @@ def install_console(
     workflows: dict[str, Any],
     get_run: Callable[[str], Any],
     token: str | None,
+    checkpoints: Callable[[str], list[Any]] | None = None,
 ) -> RunSteps:
     """Add the console, the API docs and the drawing/steps/state routes to ``app``.
 
@@ -191,6 +194,8 @@ def install_console(
         workflows: The served workflows by name; their steps are recorded from now on.
         get_run: Looks a run up in the run store by id (``None`` when unknown).
         token: The server's bearer token, if any: the pages then ask for it.
+        checkpoints: A durable store's ``list`` (a run's checkpoints): each step then names
+            the checkpoint it wrote, and the steps of runs from before a restart are known.
 
     Returns:
         The :class:`RunSteps` recording the served workflows' runs.
@@ -297,11 +302,17 @@ def install_console(
         responses=responses(200, None, "The steps in completion order, with their times.", 404),
     )
     async def run_steps(run_id: str) -> dict[str, Any]:
-        record = recorded(run_id)
+        stored = checkpoint_steps(checkpoints, run_id) if checkpoints is not None else []
+        if not stored:
+            record = recorded(run_id)
+            entries = [{**s.public(), "checkpoint": None} for s in record.steps]
+            return {"run_id": run_id, "steps": entries, "not_kept": record.dropped}
+        known_run(run_id)
+        kept = steps.get(run_id)
         return {
             "run_id": run_id,
-            "steps": [s.public() for s in record.steps],
-            "not_kept": record.dropped,
+            "steps": with_times(stored, kept.steps if kept is not None else []),
+            "not_kept": 0,
         }
 
     @app.get(

@@ -50,6 +50,8 @@ class RunRow:
     owner: str | None = None
     pid: int | None = None
     flow_ref: str | None = None
+    parent_run_id: str | None = None
+    parent_seq: int | None = None
 
     def public(self) -> dict[str, Any]:
         """The run as the HTTP API and ``batonflow runs show`` present it."""
@@ -63,6 +65,8 @@ class RunRow:
             "waiting_for_input": self.status == "waiting",
             "created_at": self.created_at,
             "updated_at": self.updated_at,
+            "parent_run_id": self.parent_run_id,
+            "parent_seq": self.parent_seq,
         }
 
 
@@ -213,6 +217,8 @@ def _row(record: RunRecord) -> RunRow:
         owner=record.owner,
         pid=record.pid,
         flow_ref=record.flow_ref,
+        parent_run_id=record.parent_run_id,
+        parent_seq=record.parent_seq,
     )
 
 

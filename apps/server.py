@@ -21,6 +21,7 @@ when a token is set):
 ``POST /runs/{id}/events``               send an event (``{"type", "data"}``) into a run
 ``POST /runs/{id}/cancel``               cancel a run
 ``POST /runs/{id}/resume``               continue an interrupted or failed run as a new run
+``POST /runs/{id}/fork``                 a checkpoint continued as a new run (``_forks``)
 ``GET /``, ``/docs``, ``/redoc``         the run console and the API docs, with the
                                          drawing, steps and state routes of
                                          :mod:`batonflow.apps.run_console`
@@ -51,6 +52,7 @@ from batonflow.core.errors import (
     StoreUnreachableError,
 )
 
+from ._forks import install_forks
 from ._idempotent import key_refused, started_already
 from ._introspect import (
     StartFieldsError,
@@ -508,7 +510,7 @@ def create_app(
         row = run_store.get(live.run_id)
         return row.public() if row is not None else {"run_id": live.run_id, "status": "running"}
 
-    install_console(app, workflows, run_store.get, token)
+    install_console(app, workflows, run_store.get, token, install_forks(app, manager))
     install_openapi(app, workflows, token)
     # Without a token, bodies must be declared JSON and requests addressed to this server:
     # a web page can neither post text/plain to it nor reach it under a rebound DNS name.

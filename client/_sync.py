@@ -195,6 +195,49 @@ class Client:
         self._request("POST", f"/runs/{run_id}/cancel")
         return self.get(run_id)
 
+    def fork(
+        self,
+        run_id: str,
+        at: int | None = None,
+        *,
+        state: dict[str, Any] | None = None,
+        event: dict[str, Any] | None = None,
+    ) -> Run:
+        """Start a new run that continues ``run_id`` from its checkpoint ``at`` (a fork).
+
+        The steps before that checkpoint do not run again; the new run records its parent
+        (``run.raw["parent_run_id"]``, ``["parent_seq"]``). See ``lineage()``.
+
+        Args:
+            run_id: The run to fork.
+            at: The checkpoint's seq (each step of ``GET /runs/{id}/steps`` names its
+                ``checkpoint``); default: the run's latest.
+            state: State paths to set first (``{"tone": "warm"}``).
+            event: ``{"type": ..., "data": {...}}``: an event to make pending instead of
+                the ones queued at that checkpoint.
+
+        Returns:
+            The new run (``running``).
+
+        Raises:
+            NotFoundError: No run with that id.
+            ConflictError: The server keeps no checkpoints, or does not serve its workflow.
+            InvalidRequestError: No checkpoint ``at``, or a state or event it does not take.
+        """
+        body: dict[str, Any] = {"at": at, "state": dict(state or {})}
+        if event is not None:
+            body["event"] = event
+        return _base.run_from(self._request("POST", f"/runs/{run_id}/fork", json=body))
+
+    def lineage(self, run_id: str) -> dict[str, Any]:
+        """The run's ``parent`` (``{"run_id", "seq"}`` or ``None``) and ``children`` (its forks).
+
+        Raises:
+            NotFoundError: No run with that id.
+        """
+        body: dict[str, Any] = self._request("GET", f"/runs/{run_id}/lineage")
+        return body
+
     def send_event(self, run_id: str, event_type: str, data: dict[str, Any] | None = None) -> Run:
         """Send an event the workflow accepts from outside into a run in progress.
 
