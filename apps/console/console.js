@@ -3,7 +3,8 @@
 // Views (the URL's hash): "#/" workflows and runs, "#/start/NAME" the start form built from the
 // workflow's start-event JSON schema, "#/runs/ID" one run: its live event timeline (Server-Sent
 // Events read with fetch, so the bearer token can be sent, resumed with Last-Event-ID after a
-// drop), its drawing, steps, state, result or error, an answer box while it waits, cancel.
+// drop), its drawing, steps, state, result or error, an answer box while it waits, cancel, a
+// "fork from here" on each step with a checkpoint (its state shown, editable) and the lineage.
 // Everything shown from the server goes through textContent: no data is parsed as HTML, and
 // drawings are shown in sandboxed iframes.
 (function () {
@@ -522,6 +523,41 @@
       error);
   }
 
+  // A fork continues one of the run's checkpoints as a new run: the panel shows the state at
+  // that checkpoint, editable; each top-level key is set to its value when the fork starts.
+  async function forkPanel(runId, seq) {
+    var there = await api("runs/" + encodeURIComponent(runId) + "/checkpoints/" + seq);
+    var editor = el("textarea", { id: "fork-state", className: "mono", rows: 8, spellcheck: false });
+    editor.value = JSON.stringify(there.state, null, 2);
+    var error = el("p", { className: "error", role: "alert", hidden: true });
+    var go = el("button", { className: "primary", type: "submit", name: "fork" }, "Start the fork");
+    return el("form", { id: "fork-form", className: "card", dataset: { seq: seq }, onsubmit: async function (event) {
+      event.preventDefault();
+      error.hidden = true;
+      var state;
+      try {
+        state = JSON.parse(editor.value);
+        if (!state || typeof state !== "object" || Array.isArray(state)) throw new Error("The state must be a JSON object.");
+        go.disabled = true;
+        var forked = await api("runs/" + encodeURIComponent(runId) + "/fork", { method: "POST", json: { at: seq, state: state } });
+        location.hash = "#/runs/" + forked.run_id;
+      } catch (e) {
+        error.textContent = e.message;
+        error.hidden = false;
+        go.disabled = false;
+      }
+    } },
+      el("h2", {}, "Fork from checkpoint " + seq + " (after " + there.step + ")"),
+      el("p", { className: "muted" }, "The steps up to here do not run again; edit the state the fork starts with."),
+      editor,
+      el("div", { className: "row", style: "margin-top:10px" }, go),
+      error);
+  }
+
+  function runLink(id, text) {
+    return el("a", { href: "#/runs/" + encodeURIComponent(id), className: "mono" }, text || id);
+  }
+
   async function runView(runId) {
     var run = await api("runs/" + encodeURIComponent(runId));
     var resumable = false;
@@ -536,6 +572,8 @@
     var drawingNote = el("p", { className: "muted" });
     var stateBox = el("pre", { className: "json", id: "state" }, "…");
     var steps = el("tbody", { id: "steps" });
+    var forkBox = el("div");
+    var lineage = el("dd", { id: "lineage" }, "—");
     var answering = false;
 
     function renderFacts() {
@@ -544,7 +582,8 @@
         el("dt", {}, "workflow"), el("dd", {}, el("a", { href: "#/start/" + encodeURIComponent(run.workflow) }, run.workflow)),
         el("dt", {}, "started"), el("dd", {}, new Date(run.created_at * 1000).toLocaleString()),
         el("dt", {}, "duration"), el("dd", { id: "run-duration" }, runDuration(run)),
-        el("dt", {}, "start fields"), el("dd", { className: "mono" }, compact(run.start, 300)));
+        el("dt", {}, "start fields"), el("dd", { className: "mono" }, compact(run.start, 300)),
+        el("dt", {}, "lineage"), lineage);
       var live = FINISHED.indexOf(run.status) < 0;
       actions.replaceChildren(
         el("button", { type: "button", className: "danger", name: "cancel", disabled: !live, onclick: async function () {
@@ -590,6 +629,17 @@
       }
     }
 
+    function renderLineage(found) {
+      if (!found) return;
+      var parts = [];
+      if (found.parent) parts.push(el("span", { id: "parent-run" }, "forked from ", runLink(found.parent.run_id), " at checkpoint " + found.parent.seq));
+      if (found.children.length) {
+        parts.push(el("span", { id: "child-runs" }, (parts.length ? "; " : "") + "forks: ",
+          found.children.map(function (c, i) { return [i ? ", " : "", runLink(c.run_id), " (at " + c.seq + ", " + c.status + ")"]; })));
+      }
+      lineage.replaceChildren.apply(lineage, parts.length ? parts : ["—"]);
+    }
+
     var pending = null;
     async function refresh() {
       try {
@@ -605,8 +655,17 @@
         drawingNote.textContent = "";
         var recorded = await api("runs/" + encodeURIComponent(runId) + "/steps");
         steps.replaceChildren.apply(steps, recorded.steps.map(function (s) {
-          return el("tr", {}, el("td", {}, s.step), el("td", {}, s.input_event + " → " + (s.output_events.join(", ") || "nothing")), el("td", {}, duration(s.duration)));
+          var fork = s.checkpoint === null || s.checkpoint === undefined ? "" : el("button", { type: "button", name: "fork-from-here", dataset: { checkpoint: s.checkpoint }, onclick: async function () {
+            try {
+              forkBox.replaceChildren(await forkPanel(runId, s.checkpoint));
+              forkBox.scrollIntoView();
+            } catch (e) {
+              forkBox.replaceChildren(problem(e));
+            }
+          } }, "fork from here");
+          return el("tr", {}, el("td", {}, s.step), el("td", {}, s.input_event + " → " + (s.output_events.join(", ") || "nothing")), el("td", {}, s.duration === null ? "—" : duration(s.duration)), el("td", {}, fork));
         }));
+        renderLineage(await api("runs/" + encodeURIComponent(runId) + "/lineage").catch(function () { return null; }));
         var state = await api("runs/" + encodeURIComponent(runId) + "/state");
         stateBox.textContent = JSON.stringify(state.state, null, 2);
       } catch (e) {
@@ -674,7 +733,8 @@
           el("section", { className: "card" }, el("h2", {}, "What ran"), drawing, drawingNote),
           el("section", { className: "card" },
             el("h2", {}, "Steps"),
-            el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "step"), el("th", {}, "event in → out"), el("th", {}, "took"))), steps)),
+            el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "step"), el("th", {}, "event in → out"), el("th", {}, "took"), el("th", {}, ""))), steps)),
+          forkBox,
           el("section", { className: "card" }, el("h2", {}, "State"), stateBox))));
     renderFacts();
     openapi().then(function (spec) {
