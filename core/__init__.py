@@ -29,6 +29,7 @@ from .errors import ContextSerdeError as ContextSerdeError
 from .errors import ContextStateError as ContextStateError
 from .errors import DuplicateStartError as DuplicateStartError
 from .errors import IdempotencyKeyError as IdempotencyKeyError
+from .errors import JournalMismatchError as JournalMismatchError
 from .errors import LeaseLostError as LeaseLostError
 from .errors import ResourceError as ResourceError
 from .errors import RunBusyError as RunBusyError
@@ -172,6 +173,7 @@ __all__ = [
     "Instrument",
     "InternalDispatchEvent",
     "JoinedEvents",
+    "JournalMismatchError",
     "JsonPickleSerializer",
     "JsonSerializer",
     "LeaseLostError",

@@ -16,6 +16,8 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
     │   ├── WorkflowStepDoesNotExistError         ``send_event(step=...)`` names no step
     │   ├── ContextStateError                     a Context method used in the wrong phase
     │   ├── StartEventError (ValueError)          run() fields that do not fit the StartEvent
+    │   ├── JournalMismatchError                  a re-run made another journaled call than
+    │   │                                         the one its run recorded at that position
     │   └── ResourceError                         a resource factory failed
     │       ├── ResourceCycleError (ValueError)   factories that depend on each other
     │       └── ResourceFileNotFoundError (FileNotFoundError)   a ResourceConfig file is missing
@@ -107,6 +109,12 @@ class StartEventError(WorkflowRuntimeError, ValueError):
         if cause is not None and hasattr(cause, "errors"):
             return list(cause.errors())
         return []
+
+
+class JournalMismatchError(WorkflowRuntimeError):
+    """A step re-run after a crash made a journaled call (``ctx.journal``) other than the one
+    its run recorded at that position: the step's code or its inputs changed its calls, so
+    the recorded results cannot be matched to them. The message names both calls."""
 
 
 class ResourceError(WorkflowRuntimeError):
@@ -255,6 +263,7 @@ __all__ = [
     "ContextStateError",
     "DuplicateStartError",
     "IdempotencyKeyError",
+    "JournalMismatchError",
     "LeaseLostError",
     "ResourceCycleError",
     "ResourceError",

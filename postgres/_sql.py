@@ -17,6 +17,7 @@ from batonflow.core.durable._sql_schema import (
     RUN_COLUMNS,
     Statements,
     create_statements,
+    create_table,
 )
 
 SCHEMA_VERSION = 7
@@ -61,13 +62,15 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # When the lease was last granted or renewed (server time): see EXPIRED.
     6: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS lease_since DOUBLE PRECISION",),
     # The key a start was made with, one run per key (core's KEY_INDEX): two replicas taking
-    # the same retried start make one run. A forked run's parent and fork point.
+    # the same retried start make one run. A forked run's parent and fork point. The
+    # journaled calls (ctx.journal).
     7: (
         "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS idempotency_key TEXT",
         "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS parent_run_id TEXT",
         "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS parent_seq INTEGER",
         KEY_INDEX,
         PARENT_INDEX,
+        create_table("run_journal", real="DOUBLE PRECISION"),
     ),
 }
 #: True in a write's WHERE while the run's lease is held by the store whose token is the

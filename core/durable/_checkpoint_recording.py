@@ -20,6 +20,7 @@ from ..data.events import Event, InputRequiredEvent, InternalDispatchEvent, Stop
 from ..data.serialization import qualified_name
 from ..engine._snapshot import dump
 from ..errors import CheckpointError, SerializationError, StoreUnreachableError
+from ._journal import RunJournal
 from ._records import Checkpoint, checkpoint_id, with_state_values
 from ._store import event_body, outcome
 
@@ -43,6 +44,8 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
     self._inbox[run_id] = inbox_seq
     run = handler._run
     store = self.store
+    if hasattr(store, "journal_put"):  # ctx.journal records its calls in the run store
+        handler.ctx._journal = RunJournal(store, self.serializer, run_id)
 
     def record(event: Any) -> None:
         if isinstance(event, InternalDispatchEvent):

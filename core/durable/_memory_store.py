@@ -17,6 +17,7 @@ from ._records import (
     ENDED,
     Checkpoint,
     InboxItem,
+    JournalEntry,
     RunFilter,
     RunRecord,
     StoredEvent,
@@ -44,6 +45,8 @@ class _Run:
     seqs: set[int] = dataclasses.field(default_factory=set)
     events: builtins.list[StoredEvent] = dataclasses.field(default_factory=builtins.list)
     inbox: builtins.list[InboxItem] = dataclasses.field(default_factory=builtins.list)
+    #: Journaled calls by (step, execution, call).
+    journal: dict[tuple[str, int, int], JournalEntry] = dataclasses.field(default_factory=dict)
     #: Untyped state as of each checkpoint that recorded changes: (seq, full?, changes).
     state: builtins.list[tuple[int, bool, dict[str, str | None]]] = dataclasses.field(
         default_factory=builtins.list
@@ -334,6 +337,27 @@ class InMemoryCheckpointStore:
         with self._lock:
             run = self._runs.get(run_id)
             return [] if run is None else run.inbox[max(after, 0) :]
+
+    def journal_get(self, run_id: str, step: str, execution: int, call: int) -> JournalEntry | None:
+        """The recorded outcome of one journaled call, or ``None``."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            return None if run is None else run.journal.get((step, execution, call))
+
+    def journal_put(self, run_id: str, entry: JournalEntry) -> None:
+        """Record a journaled call's outcome (replacing one at its position)."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None:
+                run = self._runs[run_id] = _Run(None)
+            run.journal[(entry.step, entry.execution, entry.call)] = entry
+
+    def journal(self, run_id: str) -> builtins.list[JournalEntry]:
+        """The run's journaled calls, in the order they were recorded."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            entries = [] if run is None else list(run.journal.values())
+        return sorted(entries, key=lambda e: (e.created_at, e.step, e.execution, e.call))
 
     def close(self) -> None:
         """Nothing to close (the store's data stays until it is dropped)."""

@@ -184,6 +184,31 @@ class StoredEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One journaled call's outcome (``ctx.journal``), committed when the call returned.
+
+    Attributes:
+        step: The step that made it.
+        execution: The step execution's id in the run (the same when a crash re-runs it).
+        call: Its position among the journaled calls of that execution (from 0).
+        name: The name the step gave the call.
+        attempt: The step's attempt (retries) that recorded it.
+        error: Whether ``body`` is the exception the call raised (else its result).
+        body: The result or exception, serialized with the run's serializer.
+        created_at: When it was recorded.
+    """
+
+    step: str
+    execution: int
+    call: int
+    name: str
+    attempt: int
+    error: bool
+    body: str = field(repr=False)
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
 class InboxItem:
     """One event sent to a run from outside, committed before the sender got an answer.
 
@@ -410,6 +435,7 @@ __all__ = [
     "STATUSES",
     "Checkpoint",
     "InboxItem",
+    "JournalEntry",
     "RunFilter",
     "RunRecord",
     "StoredEvent",

@@ -22,7 +22,7 @@ from ._records import ENDED, Checkpoint, RunRecord, final_column
 #: fields; the SQLite file of version 1 had the first columns of the first two tables.
 #: Version 3 took the primary key off ``checkpoints.id`` (see :data:`OTHER_ID`); version 4
 #: added ``checkpoint_runs.idempotency_key`` with :data:`KEY_INDEX`, and a forked run's parent
-#: (``parent_run_id``, ``parent_seq``) with :data:`PARENT_INDEX`.
+#: (``parent_run_id``, ``parent_seq``) with :data:`PARENT_INDEX`, and ``run_journal``.
 TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "checkpoint_runs": (
         ("run_id", "TEXT PRIMARY KEY"),
@@ -69,6 +69,18 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("kind", "TEXT NOT NULL"),
         ("body", "TEXT NOT NULL"),
     ),
+    # Journaled calls (ctx.journal), one row per call of a step execution: version 4.
+    "run_journal": (
+        ("run_id", "TEXT NOT NULL"),
+        ("step", "TEXT NOT NULL"),
+        ("execution_id", "INTEGER NOT NULL"),
+        ("call_index", "INTEGER NOT NULL"),
+        ("name", "TEXT NOT NULL"),
+        ("attempt", "INTEGER NOT NULL"),
+        ("error", "INTEGER NOT NULL"),
+        ("body", "TEXT NOT NULL"),
+        ("created_at", "REAL NOT NULL"),
+    ),
     "run_inbox": (
         ("run_id", "TEXT NOT NULL"),
         ("seq", "INTEGER NOT NULL"),
@@ -81,6 +93,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
 _KEYS = {
     "checkpoints": ("UNIQUE (run_id, seq)",),
     "run_events": ("PRIMARY KEY (run_id, seq)",),
+    "run_journal": ("PRIMARY KEY (run_id, step, execution_id, call_index)",),
     # One question takes one answer: an answer's key is "answer:<seq of the question>".
     "run_inbox": ("PRIMARY KEY (run_id, seq)", "UNIQUE (run_id, key)"),
 }
@@ -123,6 +136,8 @@ def create_statements(real: str = "REAL") -> tuple[str, ...]:
 CHECKPOINT_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoints"])
 #: The run columns a :class:`RunRecord` holds (the lease columns are PostgreSQL's business).
 RUN_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoint_runs"][:17])
+#: A journaled call's columns after ``run_id``, in the order of ``JournalEntry``'s fields.
+JOURNAL_COLUMNS = ", ".join(name for name, _ in TABLES["run_journal"][1:])
 #: One run per idempotency key: the index makes two starts with one key (two replicas racing
 #: on a client's retries) one run, whichever commits first. Created after the column (a store
 #: of an older version gets the column first), so not among the indexes of the tables.
@@ -222,6 +237,9 @@ class Statements:
     select_run: str
     run_for_key: str
     children: str
+    journal_get: str
+    journal_put: str
+    journal: str
     delete: tuple[str, ...]
     insert_checkpoint: str
     list_checkpoints: str
@@ -273,6 +291,15 @@ class Statements:
             "run_for_key": f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE idempotency_key = ?",
             "children": f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE parent_run_id = ? "
             "ORDER BY created_at, run_id",
+            "journal_get": f"SELECT {JOURNAL_COLUMNS} FROM run_journal WHERE run_id = ? "
+            "AND step = ? AND execution_id = ? AND call_index = ?",
+            # A retry of a step whose call raised records the new outcome in its place.
+            "journal_put": f"INSERT INTO run_journal (run_id, {JOURNAL_COLUMNS}) VALUES "
+            f"({_marks(9)}) ON CONFLICT (run_id, step, execution_id, call_index) DO UPDATE SET "
+            "name = excluded.name, attempt = excluded.attempt, error = excluded.error, "
+            "body = excluded.body, created_at = excluded.created_at",
+            "journal": f"SELECT {JOURNAL_COLUMNS} FROM run_journal WHERE run_id = ? "
+            "ORDER BY created_at, step, execution_id, call_index",
             "insert_checkpoint": f"INSERT INTO checkpoints ({CHECKPOINT_COLUMNS}) "
             f"VALUES ({_marks(12)})",
             "list_checkpoints": f"{checkpoints} WHERE run_id = ? ORDER BY seq",
@@ -328,10 +355,8 @@ class Statements:
             "last_event": "SELECT seq, kind, body FROM run_events WHERE run_id = ? "
             "ORDER BY seq DESC LIMIT 1",
         }
-        delete = tuple(
-            f"DELETE FROM {table} WHERE run_id = ?"
-            for table in ("checkpoints", "run_events", "run_inbox", "checkpoint_runs")
-        )
+        tables = ("checkpoints", "run_events", "run_inbox", "run_journal", "checkpoint_runs")
+        delete = tuple(f"DELETE FROM {table} WHERE run_id = ?" for table in tables)
         return cls(
             param=param,
             delete=tuple(s.replace("?", param) for s in delete),
@@ -342,6 +367,7 @@ class Statements:
 __all__ = [
     "CHECKPOINT_COLUMNS",
     "ENDED_SQL",
+    "JOURNAL_COLUMNS",
     "KEY_INDEX",
     "OTHER_ID",
     "PARENT_INDEX",

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Self, TypeVar
 
 from ..errors import CheckpointError, RunBusyError, StoreCorruptError
+from . import _sql_journal
 from ._holds import describe, holder_alive
 from ._rechecks import (
     Recheck,
@@ -65,6 +66,8 @@ from ._records import (
 from ._sql_schema import RUN_COLUMNS, Statements, checkpoint_row, run_row
 
 T = TypeVar("T")
+
+
 #: A driver's connection (``sqlite3.Connection``, ``psycopg.Connection``): only ``execute``
 #: returning a cursor with ``fetchone``/``fetchall`` is used.
 Conn = Any
@@ -548,6 +551,12 @@ class SqlRunStore:
         """The run's inbox events with ``seq > after``, in order."""
         rows = self._query(self.sql.inbox, (run_id, after))
         return [InboxItem(int(s), str(b), k) for s, b, k in rows]
+
+    # -- journaled calls: _sql_journal.py ----------------------------------------------------
+
+    journal_get = _sql_journal.journal_get
+    journal_put = _sql_journal.journal_put
+    journal = _sql_journal.journal
 
     # -- the rest -----------------------------------------------------------------------------
 

@@ -13,9 +13,10 @@ run if that run is still in progress, or starts a new run with the same state.
 from __future__ import annotations
 
 import concurrent.futures
+import inspect
 import threading
 import warnings
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from .._public import publish
@@ -90,6 +91,9 @@ class Context(Generic[StateT]):
         self._run: Run | None = None
         self._snapshot: RunSnapshot | None = None
         self._run_id: str | None = None
+        #: A durable run's journal of calls (durable/_journal.py: RunJournal), set by the
+        #: WorkflowCheckpointer that records the run; ``None`` for other runs.
+        self._journal: Any = None
         #: Per-run string metadata saved with the context (e.g. a trace's ``traceparent``).
         self.meta: dict[str, str] = {}
         if previous_context is not None:
@@ -184,6 +188,33 @@ class Context(Generic[StateT]):
                 f"ctx.{method}() can only be called inside a step of this context's run."
             )
         return ex
+
+    async def journal(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Call ``fn(*args, **kwargs)`` (sync or async) once per run, its outcome journaled.
+
+        In a durable run the result is committed to the run store when ``fn`` returns (an
+        exception it raises too), and a re-run of the step after a crash gets the recorded
+        result (or exception) back without calling ``fn``: an LLM or a payment is not paid
+        twice. Calls are matched by step, execution and the order the step makes them.
+        Outside a durable run ``fn`` is simply called.
+
+        Args:
+            name: What the call is (``"draft"``, ``"charge-card"``); a re-run making another
+                call at this position raises :class:`JournalMismatchError`.
+            fn: The function; its result must be one the run's serializer encodes.
+
+        Raises:
+            JournalMismatchError: The run recorded another call at this position.
+            SerializationError: The result cannot be encoded (nothing was recorded).
+            ContextStateError: Called outside a step of this context's run.
+        """
+        ex = self._execution("journal")
+        if self._journal is None:
+            result = fn(*args, **kwargs)
+            return await result if inspect.isawaitable(result) else result
+        return await self._journal.call(
+            ex.lane.spec.name, ex.id, ex.attempt, name, fn, args, kwargs
+        )
 
     def _run_ended(self, run: Run) -> None:
         # Called by the run when it resolves; keeps the run for to_dict and stream inspection.
