@@ -9,6 +9,7 @@
 ``GET /runs/{id}/checkpoints/{seq}``     the state at that checkpoint (what a fork starts
                                          from, before ``state`` changes it)
 ``GET /runs/{id}/lineage``               the run's parent (and fork point) and its forks
+``GET /runs/{id}/journal``               its journaled calls (:mod:`._journal_routes`)
 =======================================  ==================================================
 
 The steps route of the console (``GET /runs/{id}/steps``) names each step's ``checkpoint``
@@ -101,6 +102,9 @@ def install_forks(app: FastAPI, manager: Any) -> Callable[[str], list[Any]] | No
         How a run's checkpoints are read (the durable store's ``list``), for the console's
         steps route; ``None`` when the server keeps no checkpoints.
     """
+    from ._journal_routes import install_journal
+
+    install_journal(app, manager)  # GET /runs/{id}/journal: a durable run's calls too
     store = manager.records
 
     def known(run_id: str) -> Any:

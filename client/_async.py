@@ -231,6 +231,15 @@ class AsyncClient:
             body["event"] = event
         return _base.run_from(await self._request("POST", f"/runs/{run_id}/fork", json=body))
 
+    async def journal(self, run_id: str) -> builtins.list[dict[str, Any]]:
+        """The calls the run's steps journaled (``ctx.journal``), in the order recorded: each
+        one's ``step``, ``execution``, ``call``, ``name``, ``error`` and recorded ``value``.
+
+        Raises:
+            NotFoundError: No run with that id.
+        """
+        return builtins.list((await self._request("GET", f"/runs/{run_id}/journal"))["calls"])
+
     async def lineage(self, run_id: str) -> dict[str, Any]:
         """The run's ``parent`` (``{"run_id", "seq"}`` or ``None``) and ``children`` (its forks).
 

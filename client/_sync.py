@@ -229,6 +229,15 @@ class Client:
             body["event"] = event
         return _base.run_from(self._request("POST", f"/runs/{run_id}/fork", json=body))
 
+    def journal(self, run_id: str) -> builtins.list[dict[str, Any]]:
+        """The calls the run's steps journaled (``ctx.journal``), in the order recorded: each
+        one's ``step``, ``execution``, ``call``, ``name``, ``error`` and recorded ``value``.
+
+        Raises:
+            NotFoundError: No run with that id.
+        """
+        return builtins.list((self._request("GET", f"/runs/{run_id}/journal"))["calls"])
+
     def lineage(self, run_id: str) -> dict[str, Any]:
         """The run's ``parent`` (``{"run_id", "seq"}`` or ``None``) and ``children`` (its forks).
 
