@@ -206,12 +206,12 @@ class Context(Generic[StateT]):
         Raises:
             JournalMismatchError: The run recorded another call at this position.
             SerializationError: The result cannot be encoded (nothing was recorded).
-            ContextStateError: Called outside a step of this context's run.
+            ContextStateError: (A durable run) called outside a step of this context's run.
         """
-        ex = self._execution("journal")
         if self._journal is None:
             result = fn(*args, **kwargs)
             return await result if inspect.isawaitable(result) else result
+        ex = self._execution("journal")
         return await self._journal.call(
             ex.lane.spec.name, ex.id, ex.attempt, name, fn, args, kwargs
         )
