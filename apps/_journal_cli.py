@@ -13,7 +13,7 @@ import typer
 
 from . import _remote
 from ._console import cli_errors, out, print_json
-from ._journal_routes import entry_json
+from ._journal_view import entry_json
 from ._runs_cli import _DB, _DEBUG, _SERVER, _TOKEN, _open, runs_app
 from .registry import BadParameterError
 

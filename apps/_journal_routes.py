@@ -7,32 +7,12 @@ and its recorded result or exception (decoded, as JSON).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import FastAPI, HTTPException
 
-from ._wire import jsonable
+from ._journal_view import entry_json
 from .api_models import responses
-
-
-def entry_json(entry: Any, serializer: Any) -> dict[str, Any]:
-    """One journaled call as the API and ``batonflow runs journal`` show it."""
-    try:
-        value = serializer.deserialize(entry.body) if serializer is not None else None
-        shown = f"{type(value).__name__}: {value}" if entry.error else jsonable(value)
-    except Exception:  # a value this process cannot rebuild: its recorded text
-        shown = json.loads(entry.body) if entry.body[:1] in '{["' else entry.body
-    return {
-        "step": entry.step,
-        "execution": entry.execution,
-        "call": entry.call,
-        "name": entry.name,
-        "attempt": entry.attempt,
-        "error": entry.error,
-        "value": shown,
-        "created_at": entry.created_at,
-    }
 
 
 def install_journal(app: FastAPI, manager: Any) -> None:
@@ -54,4 +34,4 @@ def install_journal(app: FastAPI, manager: Any) -> None:
         return {"run_id": run_id, "calls": [entry_json(e, serializer) for e in entries]}
 
 
-__all__ = ["entry_json", "install_journal"]
+__all__ = ["install_journal"]
