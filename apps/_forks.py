@@ -110,7 +110,9 @@ def install_forks(app: FastAPI, manager: Any) -> Callable[[str], list[Any]] | No
     def known(run_id: str) -> Any:
         row = manager.store.get(run_id)
         if row is None:
-            raise HTTPException(404, f"Run {run_id!r} does not exist; GET /runs lists the runs.")
+            raise HTTPException(
+                404, f"Run {run_id!r} does not exist; GET /runs lists the known runs."
+            )
         return row
 
     def checkpointer_of(row: Any) -> Any:

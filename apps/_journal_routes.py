@@ -26,7 +26,9 @@ def install_journal(app: FastAPI, manager: Any) -> None:
     async def run_journal(run_id: str) -> dict[str, Any]:
         row = manager.store.get(run_id)
         if row is None:
-            raise HTTPException(404, f"Run {run_id!r} does not exist; GET /runs lists the runs.")
+            raise HTTPException(
+                404, f"Run {run_id!r} does not exist; GET /runs lists the known runs."
+            )
         read = getattr(manager.records, "journal", None)
         checkpointer = manager.checkpointers.get(row.workflow)
         serializer = checkpointer.serializer if checkpointer is not None else None

@@ -302,12 +302,12 @@ def install_console(
         responses=responses(200, None, "The steps in completion order, with their times.", 404),
     )
     async def run_steps(run_id: str) -> dict[str, Any]:
+        known_run(run_id)  # first: an id no store can hold is a 404, not a store error
         stored = checkpoint_steps(checkpoints, run_id) if checkpoints is not None else []
         if not stored:
             record = recorded(run_id)
             entries = [{**s.public(), "checkpoint": None} for s in record.steps]
             return {"run_id": run_id, "steps": entries, "not_kept": record.dropped}
-        known_run(run_id)
         kept = steps.get(run_id)
         return {
             "run_id": run_id,
