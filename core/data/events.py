@@ -438,31 +438,6 @@ def _optional_exception_from_data(data: Any) -> BaseException | None:
     return None if data is None else exception_from_data(data)
 
 
-def _event_to_data(event: Event) -> Any:
-    from .serialization import JsonSerializer  # serialization imports this module
-
-    return JsonSerializer().encode(event)
-
-
-def _event_from_data(data: Any) -> Event:
-    if isinstance(data, Event):
-        return data
-    from .serialization import JsonSerializer
-
-    event = JsonSerializer().decode(data)
-    if not isinstance(event, Event):
-        raise ValueError(f"expected a serialized event, got {type(event).__qualname__}")
-    return event
-
-
-def _optional_event_to_data(event: Event | None) -> Any:
-    return None if event is None else _event_to_data(event)
-
-
-def _optional_event_from_data(data: Any) -> Event | None:
-    return None if data is None else _event_from_data(data)
-
-
 #: A pydantic field type for an exception that dumps to JSON as its type name and message and
 #: is rebuilt on load (see :func:`exception_from_data`).
 SerializableException = Annotated[
@@ -475,18 +450,6 @@ SerializableOptionalException = Annotated[
     Exception | None,
     PlainValidator(_optional_exception_from_data),
     PlainSerializer(_optional_exception_to_data, when_used="json"),
-]
-#: A pydantic field type for an event that dumps to JSON with its class and loads back as it.
-SerializableEvent = Annotated[
-    Event,
-    PlainValidator(_event_from_data),
-    PlainSerializer(_event_to_data, when_used="json"),
-]
-#: :data:`SerializableEvent` or ``None``.
-SerializableOptionalEvent = Annotated[
-    Event | None,
-    PlainValidator(_optional_event_from_data),
-    PlainSerializer(_optional_event_to_data, when_used="json"),
 ]
 
 
@@ -549,9 +512,7 @@ __all__ = [
     "InputRequiredEvent",
     "InternalDispatchEvent",
     "JoinedEvents",
-    "SerializableEvent",
     "SerializableException",
-    "SerializableOptionalEvent",
     "SerializableOptionalException",
     "StartEvent",
     "StepFailedEvent",

@@ -38,9 +38,9 @@ import pickle
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, PlainSerializer, PlainValidator, ValidationError
 
 from .._public import publish
 from ..errors import ContextSerdeError, SerializationError
@@ -467,6 +467,45 @@ class PickleSerializer(JsonSerializer):
 
 #: LlamaIndex's name for the pickle-fallback serializer.
 JsonPickleSerializer = PickleSerializer
+
+
+# Events inside events (LlamaIndex's SerializableEvent fields): here, not in events.py,
+# because they are written by this module's serializer, which builds on events.py.
+
+
+def _event_to_data(event: Event) -> Any:
+    return JsonSerializer().encode(event)
+
+
+def _event_from_data(data: Any) -> Event:
+    if isinstance(data, Event):
+        return data
+    event = JsonSerializer().decode(data)
+    if not isinstance(event, Event):
+        raise ValueError(f"expected a serialized event, got {type(event).__qualname__}")
+    return event
+
+
+def _optional_event_to_data(event: Event | None) -> Any:
+    return None if event is None else _event_to_data(event)
+
+
+def _optional_event_from_data(data: Any) -> Event | None:
+    return None if data is None else _event_from_data(data)
+
+
+#: A pydantic field type for an event that dumps to JSON with its class and loads back as it.
+SerializableEvent = Annotated[
+    Event,
+    PlainValidator(_event_from_data),
+    PlainSerializer(_event_to_data, when_used="json"),
+]
+#: :data:`SerializableEvent` or ``None``.
+SerializableOptionalEvent = Annotated[
+    Event | None,
+    PlainValidator(_optional_event_from_data),
+    PlainSerializer(_optional_event_to_data, when_used="json"),
+]
 
 
 def serialize_event(event: Event, serializer: BaseSerializer) -> str:

@@ -64,7 +64,8 @@ def open_store(target: str | os.PathLike[str] | CheckpointStore, **options: Any)
     if scheme == "sqlite":
         # sqlite:///relative.db and sqlite:////absolute.db, as SQLAlchemy spells them.
         return SqliteCheckpointStore(Path(rest[1:] if rest.startswith("/") else rest), **options)
-    from importlib.metadata import entry_points  # only for URLs: keeps the import cheap
+    # Only for URLs: importlib.metadata is heavy, and SQLite paths (the common case) skip it.
+    from importlib.metadata import entry_points
 
     base = scheme.split("+", 1)[0]  # postgresql+psycopg://... as SQLAlchemy spells drivers
     found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == base]

@@ -16,7 +16,7 @@ import concurrent.futures
 import threading
 import warnings
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from .._public import publish
 from ..data.events import Event, StopEvent, loaded_class
@@ -35,6 +35,7 @@ from ._snapshot import SnapshotDict as SnapshotDict
 from ._stream import StreamQueue as StreamQueue
 from ._waiters import type_name
 from .graph import CALLER_EVENTS
+from .step import ParamKind
 
 if TYPE_CHECKING:
     from ._runtime import Execution, Run
@@ -74,6 +75,9 @@ class Context(Generic[StateT]):
         serializer: The serializer used by :meth:`to_dict` and :meth:`from_dict` by default
             (falls back to the workflow's serializer, then ``JsonSerializer``).
     """
+
+    #: A parameter annotated ``Context`` (or ``Context[Model]``) receives the run's context.
+    _step_parameter: ClassVar[ParamKind] = ParamKind.CONTEXT
 
     def __init__(
         self,

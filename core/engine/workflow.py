@@ -99,6 +99,8 @@ class Workflow:
     """
 
     _added_steps: ClassVar[dict[str, Callable[..., Any]]] = {}
+    #: A step parameter annotated with a workflow class receives a nested workflow.
+    _step_parameter: ClassVar[ParamKind] = ParamKind.WORKFLOW
 
     def __init__(
         self,
