@@ -238,7 +238,7 @@ class Context(Generic[StateT]):
         Raises:
             ContextStateError: No run was started with this context.
         """
-        return self._live_run("running_steps").running_steps()
+        return self._live_run("running_steps").executions.running_steps()
 
     # ------------------------------------------------------------------ events
 
@@ -427,8 +427,9 @@ class Context(Generic[StateT]):
             wanted = expected
         run = ex.run
         if threading.get_ident() != run.thread_id:
-            return _in_loop(run, run.collect, ex, ev, wanted, buffer_id)  # type: ignore[no-any-return]
-        return run.collect(ex, ev, wanted, buffer_id)
+            collect = run.collecting.collect
+            return _in_loop(run, collect, ex, ev, wanted, buffer_id)  # type: ignore[no-any-return]
+        return run.collecting.collect(ex, ev, wanted, buffer_id)
 
     async def wait_for_event(
         self,
@@ -453,7 +454,8 @@ class Context(Generic[StateT]):
             The first matching event sent after the wait began.
         """
         ex = self._execution("wait_for_event")
-        return await ex.run.wait_for(ex, event_type, waiter_event, waiter_id, requirements, timeout)
+        waits = ex.run.waits
+        return await waits.wait_for(ex, event_type, waiter_event, waiter_id, requirements, timeout)
 
     def retry_info(self) -> RetryInfo:
         """Where the current step stands in its retries (attempt 0 on the first run)."""
