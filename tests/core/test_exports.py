@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +94,21 @@ async def test_hot_path_modules_import_at_module_level() -> None:
                 if isinstance(node, ast.Import | ast.ImportFrom):
                     offenders.append(f"{name}:{node.lineno} in {func.name}()")
     assert offenders == []
+
+
+def test_what_a_run_is_reads_in_its_class_and_its_collaborators() -> None:
+    """Run's methods are its own (no function of another module bound into its body), and
+    its collaborators are objects whose methods live in their classes."""
+    from batonflow.core.engine import _runtime
+
+    def borrowed(cls: type) -> list[str]:
+        return [
+            name
+            for name, fn in vars(cls).items()
+            if inspect.isfunction(fn) and not fn.__qualname__.startswith(f"{cls.__name__}.")
+        ]
+
+    assert borrowed(_runtime.Run) == []
+    collaborators = ("Executions", "StepRunner", "Boundaries", "Branches", "Waits", "Collecting")
+    for name in collaborators:
+        assert borrowed(getattr(_runtime, name)) == [], name
