@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import sys
-from collections.abc import ItemsView, Iterator, KeysView, ValuesView
+from collections.abc import Callable, ItemsView, Iterator, KeysView, ValuesView
 from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
@@ -430,12 +430,13 @@ def loaded_class(name: str) -> Any:
     return None
 
 
-def _optional_exception_to_data(exc: BaseException | None) -> dict[str, str] | None:
-    return None if exc is None else exception_to_data(exc)
+def or_none(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``convert``, passing ``None`` through: the codec of an optional field."""
 
+    def converted(value: Any) -> Any:
+        return None if value is None else convert(value)
 
-def _optional_exception_from_data(data: Any) -> BaseException | None:
-    return None if data is None else exception_from_data(data)
+    return converted
 
 
 #: A pydantic field type for an exception that dumps to JSON as its type name and message and
@@ -448,8 +449,8 @@ SerializableException = Annotated[
 #: :data:`SerializableException` or ``None``.
 SerializableOptionalException = Annotated[
     Exception | None,
-    PlainValidator(_optional_exception_from_data),
-    PlainSerializer(_optional_exception_to_data, when_used="json"),
+    PlainValidator(or_none(exception_from_data)),
+    PlainSerializer(or_none(exception_to_data), when_used="json"),
 ]
 
 

@@ -63,7 +63,13 @@ from ._type_registry import (
     register_type,
     resolve,
 )
-from .events import Event, UnreconstructedException, exception_from_data, exception_to_data
+from .events import (
+    Event,
+    UnreconstructedException,
+    exception_from_data,
+    exception_to_data,
+    or_none,
+)
 
 #: Values ``_encode`` writes as they are (exact types: subclasses take the long way).
 _PLAIN = frozenset({str, int, float, bool, type(None)})
@@ -486,14 +492,6 @@ def _event_from_data(data: Any) -> Event:
     return event
 
 
-def _optional_event_to_data(event: Event | None) -> Any:
-    return None if event is None else _event_to_data(event)
-
-
-def _optional_event_from_data(data: Any) -> Event | None:
-    return None if data is None else _event_from_data(data)
-
-
 #: A pydantic field type for an event that dumps to JSON with its class and loads back as it.
 SerializableEvent = Annotated[
     Event,
@@ -503,8 +501,8 @@ SerializableEvent = Annotated[
 #: :data:`SerializableEvent` or ``None``.
 SerializableOptionalEvent = Annotated[
     Event | None,
-    PlainValidator(_optional_event_from_data),
-    PlainSerializer(_optional_event_to_data, when_used="json"),
+    PlainValidator(or_none(_event_from_data)),
+    PlainSerializer(or_none(_event_to_data), when_used="json"),
 ]
 
 
