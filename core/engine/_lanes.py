@@ -198,7 +198,7 @@ class Execution:
     first_started_wall: float
     #: The wait_for_event calls made so far.
     wait_count: int
-    #: With internal events: the first output's class, "" for none (set by _succeeded).
+    #: With internal events: the first output's class, "" for none (set by StepRunner.succeeded).
     output_name: str
 
     @property

@@ -1,4 +1,4 @@
-"""The run loop: one :class:`Run` per workflow run, the only place that creates tasks.
+"""The run loop: one :class:`Run` per workflow run; its workers are the only tasks it makes.
 
 A run is its lifecycle (started, then completed, failed, timed out or cancelled, then
 resolved), its routing (an event goes to its waiter, or to the lanes of the steps that accept
