@@ -226,6 +226,7 @@ class Executions:
     __slots__ = (
         "_calls",
         "_loop_ready",
+        "_order",
         "_scoped",
         "deferring",
         "idle",
@@ -241,13 +242,14 @@ class Executions:
     def __init__(self, run: Run, calls: list[Callable[..., Any]], scoped: bool) -> None:
         #: The run (its lifecycle and routing); the reference is dropped when the run ends.
         self.run = run
+        self._order = run.graph.order
         self._calls = calls
         self._scoped = scoped
         #: The loop's queue of ready callbacks (asyncio's own loop; ``None`` for others): a
         #: worker yields before its next execution while anything but the run's own idle
         #: workers is in it.
         self._loop_ready: Sized | None = getattr(run.loop, "_ready", None)
-        self.lanes: list[Lane | None] = [None] * len(run.graph.order)
+        self.lanes: list[Lane | None] = [None] * len(self._order)
         self.running: dict[int, Execution] = {}
         self.next_id = 1
         #: The executions started and not yet taken by a worker, in start order: workers
@@ -269,7 +271,7 @@ class Executions:
         lane = self.lanes[index]
         if lane is None:
             lane = self.lanes[index] = Lane(
-                index, self.run.graph.order[index], self._calls[index], self._scoped
+                index, self._order[index], self._calls[index], self._scoped
             )
         return lane
 
