@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from .._public import publish
+from ..engine.handler import WorkflowHandler
+from ..engine.workflow import Workflow
 from ._html import StepRun, kind_of, render_page, truncate
 from .representation import (
     EXTERNAL_ID,
@@ -329,9 +331,6 @@ def recent_execution(workflow_or_handler: Any) -> tuple[WorkflowGraph, list[Step
         TypeError: Neither a workflow instance nor a handler.
         ValueError: The workflow has not run yet.
     """
-    from ..engine.handler import WorkflowHandler
-    from ..engine.workflow import Workflow
-
     if isinstance(workflow_or_handler, Workflow):
         workflow: Workflow = workflow_or_handler
         trace = workflow.execution_trace()

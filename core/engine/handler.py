@@ -125,7 +125,7 @@ class WorkflowHandler(asyncio.Future[Any]):
             raise ContextStateError(
                 "run_step() needs a stepwise run; start it with workflow.run(stepwise=True)."
             )
-        if self.done() and not self._run._step_outputs:
+        if self.done() and not self._run.step_outputs:
             return None
         produced = await self._run.run_wave()
         return produced
