@@ -7,7 +7,7 @@ between steps; subclasses of the workflows may emit or accept them too.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from batonflow.core import Event
 from llama_index.core.schema import NodeWithScore
@@ -17,10 +17,15 @@ from .synthesis import Source
 
 
 class IngestProgress(Event):
-    """Ingestion progress: ``done`` of ``total`` chunks are stored (streamed)."""
+    """Ingestion progress (streamed): ``done`` of ``total`` in one ``phase``.
+
+    Phases, in order: ``read`` counts files read, ``split`` documents split into chunks,
+    ``store`` chunks embedded and stored. A phase with nothing to do sends no event.
+    """
 
     done: int
     total: int
+    phase: Literal["read", "split", "store"] = "store"
 
 
 class EmbedBatchEvent(Event):
@@ -42,7 +47,7 @@ class IngestPlanEvent(Event):
     """What ingestion read and decided, and the number of batches to wait for."""
 
     files: int
-    skipped: list[tuple[str, str]]
+    skipped: list[tuple[str, str] | tuple[str, str, str]]  # (path, reason[, kind])
     added: list[str]
     updated: list[str]
     unchanged: list[str]

@@ -14,11 +14,16 @@ versions' chunks) is written again whole and reported as ``repaired``. Files tha
 from a folder and are gone from it are removed from the collection. ``run(force=True)``
 re-ingests everything.
 
+Which files are read under a folder is :class:`~batonflow.rag.files.FileSelection`
+(``required_exts=``, ``file_extractor=``, ``exclude_hidden=``, as llama-index's
+``SimpleDirectoryReader``); every file not read is in the report's ``skipped`` with its reason.
+
 Steps: ``load`` reads, compares and splits (bad files are skipped and reported), then sends the
 chunks in batches; ``embed_and_store`` (up to four batches at once) embeds a batch when an
 embedding model is set and upserts it; ``finish`` counts progress, waits for every batch with
 ``ctx.collect_events`` and deletes each changed source's chunks left over from its earlier
-version. Progress is streamed as :class:`IngestProgress` events.
+version. Progress is streamed as :class:`IngestProgress` events for every phase (files read,
+documents split, chunks stored), and drawn as bars with ``run(..., show_progress=True)``.
 """
 
 from __future__ import annotations
@@ -34,17 +39,16 @@ from llama_index.core import Document
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import BaseModel, Field
 
+from . import progress
 from .errors import StoreConfigError
-from .events import BatchStoredEvent, EmbedBatchEvent, IngestPlanEvent, IngestProgress
-from .loading import (
-    SkippedFile,
-    check_transformations,
-    content_hashes,
-    load_files,
-    source_of,
-    split_documents,
-)
+from .events import BatchStoredEvent, EmbedBatchEvent, IngestPlanEvent
+from .files import FileSelection, SkippedFile, discover, read_files
+from .loading import check_transformations, content_hashes, source_of, split_documents
 from .store import QdrantStore
+
+#: Files read, and documents split, per worker-thread call (and per progress event).
+_READ_BATCH = 16
+_SPLIT_BATCH = 32
 
 
 class IngestionReport(BaseModel):
@@ -89,11 +93,20 @@ class IngestionWorkflow(Workflow):
             ``SentenceSplitter()`` by default.
         embed_batch_size: chunks per embedding (and store) batch. A source whose chunks span
             several batches is only taken as stored once all of them are (see the module docs).
+        required_exts: read only files with these suffixes under the given paths (``""`` for
+            files without one); see :mod:`batonflow.rag.files` for the default.
+        file_extractor: a llama-index reader per suffix (``{".html": reader}``).
+        exclude_hidden: leave out files and folders whose name starts with a dot (reported).
         timeout: the run's time limit in seconds (``None``: no limit).
         **kwargs: passed to :class:`~batonflow.core.Workflow`.
 
+    ``run()`` takes ``paths=``, ``documents=``, ``force=True`` (re-ingest everything) and
+    ``show_progress=True`` (draw a progress bar per phase on stderr, as llama-index's ingestion
+    does).
+
     Raises:
-        RAGConfigError: ``splitter=`` holds something that is not a llama-index transformation.
+        RAGConfigError: ``splitter=`` holds something that is not a llama-index transformation,
+            or ``required_exts`` / ``file_extractor`` are malformed.
         StoreConfigError: ``embed_batch_size < 1``.
     """
 
@@ -105,11 +118,19 @@ class IngestionWorkflow(Workflow):
         splitter: Any = None,
         embed_batch_size: int = 64,
         timeout: float | None = None,
+        required_exts: list[str] | None = None,
+        file_extractor: dict[str, Any] | None = None,
+        exclude_hidden: bool = True,
         **kwargs: Any,
     ) -> None:
         if embed_batch_size < 1:
             raise StoreConfigError(f"embed_batch_size must be at least 1, got {embed_batch_size}.")
         self.transformations = check_transformations(splitter)
+        self.files = FileSelection(
+            required_exts=None if required_exts is None else tuple(required_exts),
+            file_extractor=file_extractor or {},
+            exclude_hidden=exclude_hidden,
+        )
         super().__init__(timeout=timeout, **kwargs)
         self.store = store if store is not None else QdrantStore()
         self.embed_model = embed_model
@@ -122,7 +143,8 @@ class IngestionWorkflow(Workflow):
     ) -> IngestPlanEvent | EmbedBatchEvent | StopEvent:
         """Read the inputs, skip unchanged sources, split the rest and send them on in batches."""
         paths, documents = _inputs(ev)
-        docs, files, skipped = await asyncio.to_thread(load_files, paths)
+        show = bool(ev.get("show_progress", False))
+        docs, files, skipped = await self._read(ctx, paths, show)
         docs.extend(documents)
         hashes = content_hashes(docs, self.transformations, self.embed_model)
         stored = await self.store.astored_sources()
@@ -139,9 +161,7 @@ class IngestionWorkflow(Workflow):
         chunks_removed = await self.store.adelete_sources(gone) if gone else 0
         skip = set(unchanged)
         changed_docs = [d for d in docs if source_of(d) not in skip]
-        pending = await asyncio.to_thread(
-            split_documents, changed_docs, self.transformations, hashes
-        )
+        pending = await self._split(ctx, changed_docs, hashes, show)
         report = {
             "files": len(files),
             "skipped": [tuple(s) for s in skipped],
@@ -156,6 +176,7 @@ class IngestionWorkflow(Workflow):
             # Sources that changed into nothing (all blank chunks) lose their old chunks too.
             if updated or repaired:
                 report["chunks_removed"] += await self.store.adelete_sources(updated + repaired)
+            progress.close(ctx)
             return StopEvent(
                 result=IngestionReport(**{**report, "skipped": [SkippedFile(*s) for s in skipped]})
             )
@@ -163,7 +184,8 @@ class IngestionWorkflow(Workflow):
         batches = [pending[i : i + size] for i in range(0, len(pending), size)]
         await ctx.store.set("ingest_done", 0)
         await ctx.store.set("ingest_total", len(pending))
-        ctx.write_event_to_stream(IngestProgress(done=0, total=len(pending)))
+        await ctx.store.set("ingest_show_progress", show)
+        progress.report(ctx, "store", 0, len(pending), show=show)
         for batch in batches:
             ctx.send_event(EmbedBatchEvent(chunks=batch, total_batches=len(batches)))
         return IngestPlanEvent(
@@ -172,6 +194,51 @@ class IngestionWorkflow(Workflow):
             total_chunks=len(pending),
             total_batches=len(batches),
         )
+
+    async def _read(
+        self, ctx: Context, paths: list[str | os.PathLike[str]], show: bool
+    ) -> tuple[list[Document], list[str], list[SkippedFile]]:
+        """Find and read the files, a few per worker-thread call, counting them as they go."""
+        found, skipped = await asyncio.to_thread(discover, paths, self.files)
+        docs: list[Document] = []
+        read: list[str] = []
+        for start in range(0, len(found), _READ_BATCH):
+            if start == 0:
+                progress.report(ctx, "read", 0, len(found), show=show)
+            batch = found[start : start + _READ_BATCH]
+            more_docs, more_read, more_skipped = await asyncio.to_thread(
+                read_files, batch, self.files
+            )
+            docs += more_docs
+            read += more_read
+            skipped += more_skipped
+            progress.report(ctx, "read", start + len(batch), len(found), show=show)
+        return docs, read, skipped
+
+    async def _split(
+        self, ctx: Context, docs: list[Document], hashes: dict[str, str], show: bool
+    ) -> list[Any]:
+        """Split the documents a batch per worker-thread call, counting them as they go.
+
+        A source's documents go in one batch, so its chunks are numbered in one sequence.
+        """
+        by_source: dict[str, list[Document]] = {}
+        for doc in docs:
+            by_source.setdefault(source_of(doc), []).append(doc)
+        batches: list[list[Document]] = [[]]
+        for group in by_source.values():
+            if len(batches[-1]) >= _SPLIT_BATCH:
+                batches.append([])
+            batches[-1].extend(group)
+        pending: list[Any] = []
+        done = 0
+        for batch in batches if docs else []:
+            if done == 0:
+                progress.report(ctx, "split", 0, len(docs), show=show)
+            pending += await asyncio.to_thread(split_documents, batch, self.transformations, hashes)
+            done += len(batch)
+            progress.report(ctx, "split", done, len(docs), show=show)
+        return pending
 
     @step(num_workers=4)
     async def embed_and_store(self, ev: EmbedBatchEvent) -> BatchStoredEvent:
@@ -200,7 +267,8 @@ class IngestionWorkflow(Workflow):
             done = await ctx.store.get("ingest_done", default=0) + ev.count
             await ctx.store.set("ingest_done", done)
             total = await ctx.store.get("ingest_total")
-            ctx.write_event_to_stream(IngestProgress(done=done, total=total))
+            show = await ctx.store.get("ingest_show_progress", default=False)
+            progress.report(ctx, "store", done, total, show=show)
         collected = ctx.collect_events(ev, [IngestPlanEvent] + [BatchStoredEvent] * total_batches)
         if collected is None:
             return None
@@ -212,6 +280,7 @@ class IngestionWorkflow(Workflow):
             for source, ids in stored.ids.items():
                 keep.setdefault(source, set()).update(ids)
         removed = await self.store.aprune_many(keep)
+        progress.close(ctx)
         return StopEvent(
             result=IngestionReport(
                 files=plan.files,
