@@ -32,7 +32,7 @@ class Counter(Workflow):
 
 def test_a_workflow_shows_its_drawing() -> None:
     bundle = Counter()._repr_mimebundle_()
-    assert bundle["text/html"].startswith("<div class=\"batonflow-drawing\"><iframe sandbox")
+    assert bundle["text/html"].startswith('<div class="batonflow-drawing"><iframe sandbox')
     assert "count" in bundle["text/html"] and "&lt;svg" in bundle["text/html"]
     assert bundle["text/plain"].startswith("<")
 
