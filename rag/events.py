@@ -32,15 +32,16 @@ class EmbedBatchEvent(Event):
     """A batch of chunks to embed (when a model is set) and store."""
 
     chunks: list[PendingChunk]
-    total_batches: int
+    total_batches: int = 0  # unused: kept so checkpoints of earlier versions load
 
 
 class BatchStoredEvent(Event):
-    """A batch was stored: which sources got which point ids."""
+    """A batch of ``count`` chunks was stored."""
 
-    ids: dict[str, list[str]]
     count: int
-    total_batches: int
+    # unused: kept so checkpoints of earlier versions load
+    ids: dict[str, list[str]] = {}
+    total_batches: int = 0
 
 
 class IngestPlanEvent(Event):
@@ -57,6 +58,8 @@ class IngestPlanEvent(Event):
     total_chunks: int
     total_batches: int
     repaired: list[str] = []
+    #: the changed sources' new content hashes: their chunks with another hash are deleted
+    changed_hashes: dict[str, str] = {}
 
 
 class QueryEvent(Event):

@@ -18,11 +18,13 @@ Which files are read under a folder is :class:`~batonflow.rag.files.FileSelectio
 (``required_exts=``, ``file_extractor=``, ``exclude_hidden=``, as llama-index's
 ``SimpleDirectoryReader``); every file not read is in the report's ``skipped`` with its reason.
 
-Steps: ``load`` reads, compares and splits (bad files are skipped and reported), then sends the
-chunks in batches; ``embed_and_store`` (up to four batches at once) embeds a batch when an
-embedding model is set and upserts it; ``finish`` counts progress, waits for every batch with
-``ctx.collect_events`` and deletes each changed source's chunks left over from its earlier
-version. Progress is streamed as :class:`IngestProgress` events for every phase (files read,
+Steps: ``load`` reads a few files at a time, compares and splits them (bad files are skipped
+and reported) and sends their chunks on in batches as it goes, waiting while eight batches are
+not stored yet (so memory holds a few batches, not the folder; :mod:`._ingest_run`);
+``embed_and_store`` (up to four batches at once) embeds a batch when an embedding model is set
+and upserts it; ``finish`` counts stored batches and, once the plan and all of them are in,
+deletes each changed source's chunks left over from its earlier version (those with another
+content hash). Progress is streamed as :class:`IngestProgress` events for every phase (files read,
 documents split, chunks stored), and drawn as bars with ``run(..., show_progress=True)``.
 """
 
@@ -40,6 +42,8 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import BaseModel, Field
 
 from . import progress
+from ._ingest_run import Plan as _Plan
+from ._ingest_run import Sender as _Sender
 from .errors import StoreConfigError
 from .events import BatchStoredEvent, EmbedBatchEvent, IngestPlanEvent
 from .files import FileSelection, SkippedFile, discover, read_files
@@ -141,104 +145,84 @@ class IngestionWorkflow(Workflow):
     async def load(
         self, ctx: Context, ev: StartEvent
     ) -> IngestPlanEvent | EmbedBatchEvent | StopEvent:
-        """Read the inputs, skip unchanged sources, split the rest and send them on in batches."""
+        """Read the inputs a few files at a time, skip unchanged sources, split the rest and
+        send their chunks on in batches as they come (at most :data:`MAX_IN_FLIGHT` batches
+        wait to be stored, so memory holds a few batches, not the whole folder)."""
         paths, documents = _inputs(ev)
         show = bool(ev.get("show_progress", False))
-        docs, files, skipped = await self._read(ctx, paths, show)
-        docs.extend(documents)
-        hashes = content_hashes(docs, self.transformations, self.embed_model)
-        stored = await self.store.astored_sources()
         force = bool(ev.get("force", False))
-        unchanged = [
-            s
-            for s, h in hashes.items()
-            if not force and s in stored and stored[s].complete and stored[s].content_hash == h
-        ]
-        added = [s for s in hashes if s not in stored]
-        repaired = [s for s in hashes if s in stored and not stored[s].complete]
-        updated = [s for s in hashes if s in stored and s not in unchanged and s not in repaired]
-        gone = _gone_sources(paths, stored, hashes, skipped)
+        await ctx.store.set("ingest_done", 0)
+        await ctx.store.set("ingest_total", 0)
+        await ctx.store.set("ingest_stored_batches", 0)
+        await ctx.store.set("ingest_show_progress", show)
+        found, skipped = await asyncio.to_thread(discover, paths, self.files)
+        stored = await self.store.astored_sources()
+        plan = _Plan(stored, force)
+        sender = _Sender(ctx, self.embed_batch_size, show)
+        if found:
+            progress.report(ctx, "read", 0, len(found), show=show)
+        for start in range(0, len(found), _READ_BATCH):
+            batch = found[start : start + _READ_BATCH]
+            docs, read, more_skipped = await asyncio.to_thread(read_files, batch, self.files)
+            plan.files += len(read)
+            skipped += more_skipped
+            progress.report(ctx, "read", start + len(batch), len(found), show=show)
+            await self._ingest(ctx, docs, plan, sender)
+        by_source: dict[str, list[Document]] = {}
+        for doc in documents:
+            by_source.setdefault(source_of(doc), []).append(doc)
+        group: list[Document] = []
+        for docs in by_source.values():
+            group += docs
+            if len(group) >= _SPLIT_BATCH:
+                await self._ingest(ctx, group, plan, sender)
+                group = []
+        await self._ingest(ctx, group, plan, sender)
+        await sender.flush()
+        gone = _gone_sources(paths, stored, plan.seen, skipped)
         chunks_removed = await self.store.adelete_sources(gone) if gone else 0
-        skip = set(unchanged)
-        changed_docs = [d for d in docs if source_of(d) not in skip]
-        pending = await self._split(ctx, changed_docs, hashes, show)
         report = {
-            "files": len(files),
+            "files": plan.files,
             "skipped": [tuple(s) for s in skipped],
-            "added": added,
-            "updated": updated,
-            "unchanged": unchanged,
+            "added": plan.added,
+            "updated": plan.updated,
+            "unchanged": plan.unchanged,
             "removed": gone,
             "chunks_removed": chunks_removed,
-            "repaired": repaired,
+            "repaired": plan.repaired,
         }
-        if not pending:
+        if not sender.batches:
             # Sources that changed into nothing (all blank chunks) lose their old chunks too.
-            if updated or repaired:
-                report["chunks_removed"] += await self.store.adelete_sources(updated + repaired)
+            report["chunks_removed"] += await self.store.aprune_stale(plan.changed)
             progress.close(ctx)
             return StopEvent(
                 result=IngestionReport(**{**report, "skipped": [SkippedFile(*s) for s in skipped]})
             )
-        size = self.embed_batch_size
-        batches = [pending[i : i + size] for i in range(0, len(pending), size)]
-        await ctx.store.set("ingest_done", 0)
-        await ctx.store.set("ingest_total", len(pending))
-        await ctx.store.set("ingest_show_progress", show)
-        progress.report(ctx, "store", 0, len(pending), show=show)
-        for batch in batches:
-            ctx.send_event(EmbedBatchEvent(chunks=batch, total_batches=len(batches)))
         return IngestPlanEvent(
             **report,
-            changed=added + updated + repaired,
-            total_chunks=len(pending),
-            total_batches=len(batches),
+            changed=list(plan.changed),
+            changed_hashes=plan.changed,
+            total_chunks=sender.chunks,
+            total_batches=sender.batches,
         )
 
-    async def _read(
-        self, ctx: Context, paths: list[str | os.PathLike[str]], show: bool
-    ) -> tuple[list[Document], list[str], list[SkippedFile]]:
-        """Find and read the files, a few per worker-thread call, counting them as they go."""
-        found, skipped = await asyncio.to_thread(discover, paths, self.files)
-        docs: list[Document] = []
-        read: list[str] = []
-        for start in range(0, len(found), _READ_BATCH):
-            if start == 0:
-                progress.report(ctx, "read", 0, len(found), show=show)
-            batch = found[start : start + _READ_BATCH]
-            more_docs, more_read, more_skipped = await asyncio.to_thread(
-                read_files, batch, self.files
-            )
-            docs += more_docs
-            read += more_read
-            skipped += more_skipped
-            progress.report(ctx, "read", start + len(batch), len(found), show=show)
-        return docs, read, skipped
-
-    async def _split(
-        self, ctx: Context, docs: list[Document], hashes: dict[str, str], show: bool
-    ) -> list[Any]:
-        """Split the documents a batch per worker-thread call, counting them as they go.
-
-        A source's documents go in one batch, so its chunks are numbered in one sequence.
-        """
-        by_source: dict[str, list[Document]] = {}
-        for doc in docs:
-            by_source.setdefault(source_of(doc), []).append(doc)
-        batches: list[list[Document]] = [[]]
-        for group in by_source.values():
-            if len(batches[-1]) >= _SPLIT_BATCH:
-                batches.append([])
-            batches[-1].extend(group)
-        pending: list[Any] = []
-        done = 0
-        for batch in batches if docs else []:
-            if done == 0:
-                progress.report(ctx, "split", 0, len(docs), show=show)
-            pending += await asyncio.to_thread(split_documents, batch, self.transformations, hashes)
-            done += len(batch)
-            progress.report(ctx, "split", done, len(docs), show=show)
-        return pending
+    async def _ingest(
+        self, ctx: Context, docs: list[Document], plan: _Plan, sender: _Sender
+    ) -> None:
+        """Compare, split and send on one batch of documents (a source's all in it)."""
+        if not docs:
+            return
+        hashes = content_hashes(docs, self.transformations, self.embed_model)
+        changed = plan.decide(hashes)
+        todo = [d for d in docs if source_of(d) in changed]
+        if not todo:
+            return
+        plan.split_total += len(todo)
+        progress.report(ctx, "split", plan.split_done, plan.split_total, show=sender.show)
+        pending = await asyncio.to_thread(split_documents, todo, self.transformations, hashes)
+        plan.split_done += len(todo)
+        progress.report(ctx, "split", plan.split_done, plan.split_total, show=sender.show)
+        await sender.add(pending)
 
     @step(num_workers=4)
     async def embed_and_store(self, ev: EmbedBatchEvent) -> BatchStoredEvent:
@@ -251,47 +235,42 @@ class IngestionWorkflow(Workflow):
         else:
             chunks = [p.to_chunk() for p in ev.chunks]
         await self.store.aupsert(chunks)
-        ids: dict[str, list[str]] = {}
-        for c in chunks:
-            ids.setdefault(c.source, []).append(c.id)
-        return BatchStoredEvent(ids=ids, count=len(chunks), total_batches=ev.total_batches)
+        return BatchStoredEvent(count=len(chunks))
 
     @step(num_workers=1)
     async def finish(
         self, ctx: Context, ev: IngestPlanEvent | BatchStoredEvent
     ) -> StopEvent | None:
-        """Stream progress; once every batch is stored, prune stale chunks and report."""
-        total_batches = ev.total_batches
+        """Count stored batches; once the plan is in and every batch stored, drop the changed
+        sources' old chunks and report. (One worker: its read-modify-writes do not race.)"""
         if isinstance(ev, BatchStoredEvent):
-            # One finish worker at a time, so this read-modify-write is not racing itself.
+            _Sender.stored(ctx)
             done = await ctx.store.get("ingest_done", default=0) + ev.count
             await ctx.store.set("ingest_done", done)
-            total = await ctx.store.get("ingest_total")
+            batches = await ctx.store.get("ingest_stored_batches", default=0) + 1
+            await ctx.store.set("ingest_stored_batches", batches)
+            total = await ctx.store.get("ingest_total", default=done)
             show = await ctx.store.get("ingest_show_progress", default=False)
-            progress.report(ctx, "store", done, total, show=show)
-        collected = ctx.collect_events(ev, [IngestPlanEvent] + [BatchStoredEvent] * total_batches)
-        if collected is None:
+            progress.report(ctx, "store", done, max(total, done), show=show)
+        else:
+            await ctx.store.set("ingest_plan", ev.model_dump(mode="json"))
+            batches = await ctx.store.get("ingest_stored_batches", default=0)
+        plan = await ctx.store.get("ingest_plan", default=None)
+        if plan is None or batches < plan["total_batches"]:
             return None
-        plan = collected[0]
-        if not isinstance(plan, IngestPlanEvent):  # collect_events keeps the requested order
-            raise TypeError(f"expected IngestPlanEvent first, got {type(plan).__name__}")
-        keep: dict[str, set[str]] = {source: set() for source in plan.changed}
-        for stored in collected[1:]:
-            for source, ids in stored.ids.items():
-                keep.setdefault(source, set()).update(ids)
-        removed = await self.store.aprune_many(keep)
+        removed = await self.store.aprune_stale(plan["changed_hashes"])
         progress.close(ctx)
         return StopEvent(
             result=IngestionReport(
-                files=plan.files,
-                chunks=plan.total_chunks,
-                skipped=[SkippedFile(*s) for s in plan.skipped],
-                added=plan.added,
-                updated=plan.updated,
-                unchanged=plan.unchanged,
-                removed=plan.removed,
-                chunks_removed=plan.chunks_removed + removed,
-                repaired=plan.repaired,
+                files=plan["files"],
+                chunks=plan["total_chunks"],
+                skipped=[SkippedFile(*s) for s in plan["skipped"]],
+                added=plan["added"],
+                updated=plan["updated"],
+                unchanged=plan["unchanged"],
+                removed=plan["removed"],
+                chunks_removed=plan["chunks_removed"] + removed,
+                repaired=plan["repaired"],
             )
         )
 

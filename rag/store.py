@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._async_store import AsyncStoreMethods
@@ -52,6 +52,7 @@ DEFAULT_PATH = ".batonflow/qdrant"
 #: (a filter on an unindexed field is itself a scan, so per-source filters would be quadratic).
 _SCAN_SOURCES = 8
 _SOURCE_FIELDS = ["source", "content_hash", "source_chunks"]
+_ABSENT = object()
 
 
 class QdrantStore(AsyncStoreMethods):
@@ -349,23 +350,51 @@ class QdrantStore(AsyncStoreMethods):
         wanted = {source: {str(i) for i in ids} for source, ids in keep.items()}
         if not wanted:
             return 0
+        return self._delete_where(
+            list(wanted),
+            ["source"],
+            lambda pid, payload: (
+                (ids := wanted.get(str(payload.get("source")))) is not None and pid not in ids
+            ),
+        )
+
+    def prune_stale(self, hashes: Mapping[str, str | None]) -> int:
+        """For each source of ``hashes``, delete its points not written with ``hashes[source]``.
+
+        What ingestion does once a changed source's new version is stored: every chunk of the
+        new version carries its hash (an unchanged chunk keeps its id and is rewritten), so the
+        chunks with another hash are the old version's leftovers. Returns how many.
+        """
+        if not hashes:
+            return 0
+
+        def stale(pid: str, payload: dict[str, Any]) -> bool:
+            want = hashes.get(str(payload.get("source")), _ABSENT)
+            return want is not _ABSENT and payload.get("content_hash") != want
+
+        return self._delete_where(list(hashes), ["source", "content_hash"], stale)
+
+    def _delete_where(
+        self, sources: list[str], fields: list[str], stale: Callable[[str, dict[str, Any]], bool]
+    ) -> int:
+        """Delete the points of ``sources`` that ``stale(id, payload)`` picks; how many."""
         with self._lock:
             if self._read_layout() is None:
                 return 0
-            stale = [
+            doomed = [
                 pid
-                for flt in self._source_filters(list(wanted))
-                for pid, payload in self._engine.scroll(self.collection, flt, ["source"])
-                if (ids := wanted.get(str(payload.get("source")))) is not None and pid not in ids
+                for flt in self._source_filters(sources)
+                for pid, payload in self._engine.scroll(self.collection, flt, fields)
+                if stale(pid, payload)
             ]
-            for start in range(0, len(stale), 1024):
-                self._engine.delete(self.collection, stale[start : start + 1024])
-            if stale:
-                self._load_lengths().forget(stale)
+            for start in range(0, len(doomed), 1024):
+                self._engine.delete(self.collection, doomed[start : start + 1024])
+            if doomed:
+                self._load_lengths().forget(doomed)
                 layout = self._read_layout()
                 if layout is not None:
                     self._renormalise(layout)
-            return len(stale)
+            return len(doomed)
 
     def _source_filters(self, sources: list[str]) -> list[models.Filter | None]:
         if len(sources) > _SCAN_SOURCES and (self.is_local or self.engine == "edge"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from batonflow.rag import IngestionWorkflow, IngestProgress, QdrantStore
 from batonflow.rag.errors import RAGConfigError
 from batonflow.rag.files import FileSelection, count_skipped, discover, load_files
 from llama_index.core import Document
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.readers.base import BaseReader
 
 
@@ -151,3 +153,49 @@ async def test_ingestion_reports_skips_and_counts_every_phase(
     assert last["store"] == (report.chunks, report.chunks)
     err = capsys.readouterr().err
     assert "reading files" in err and "storing chunks" in err
+
+
+class _SlowEmbedding(BaseEmbedding):
+    """An embedding model that takes its time, so reading could run far ahead of storing."""
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        await asyncio.sleep(0.02)
+        return [[1.0, float(len(t))] for t in texts]
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        return (await self._aget_text_embeddings([text]))[0]
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return [1.0, float(len(text))]
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return [1.0, float(len(query))]
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+
+async def test_reading_waits_for_storing_so_memory_holds_a_few_batches(
+    tmp_path: Path, memory_store: QdrantStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("batonflow.rag._ingest_run.MAX_IN_FLIGHT", 2)
+    folder = tmp_path / "many"
+    folder.mkdir()
+    for n in range(48):
+        (folder / f"note{n:02}.txt").write_text(f"Note number {n} about teapots.\n")
+    workflow = IngestionWorkflow(
+        store=memory_store, embed_model=_SlowEmbedding(), embed_batch_size=1
+    )
+    handler = workflow.run(paths=[folder])
+    stored = 0
+    stored_when_read: dict[int, int] = {}
+    async for ev in handler.stream_events():
+        if isinstance(ev, IngestProgress) and ev.phase == "store":
+            stored = ev.done
+        elif isinstance(ev, IngestProgress) and ev.phase == "read":
+            stored_when_read[ev.done] = stored
+    report = await handler
+    assert report.chunks == 48 and memory_store.count() == 48
+    # Files are read 16 at a time, each one chunk, one chunk a batch: the third batch of files
+    # is read only once all but two (in flight) of the first 32 chunks are stored.
+    assert stored_when_read[48] >= 32 - 2

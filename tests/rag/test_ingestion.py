@@ -163,10 +163,9 @@ async def test_progress_is_streamed(memory_store: QdrantStore, corpus: Path) -> 
         if isinstance(ev, IngestProgress) and ev.phase == "store"
     ]
     report = await handler
-    assert progress[0] == (0, report.chunks)
     assert progress[-1] == (report.chunks, report.chunks)
     assert [d for d, _ in progress] == sorted(d for d, _ in progress)
-    assert len(progress) == 1 + 3  # start, then one per batch of 2 (5 chunks)
+    assert len(progress) == 3  # one per batch of 2 (5 chunks)
 
 
 class _SlowEmbedding(BaseEmbedding):
