@@ -33,6 +33,7 @@ from ..instruments.instrument import (
     PrintingInstrument,
     global_instruments,
 )
+from . import _display
 from ._calls import make_call
 from ._durability import Durable, make_durable
 from ._runtime import Run, RunStatus, current_execution
@@ -173,6 +174,10 @@ class Workflow:
             # A bare Workflow() gets its steps afterwards, from @step(workflow=instance); a
             # class completed that way is created with disable_validation=True.
             check_entry_and_exit(graph)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        """In a notebook: the drawing of every flow the workflow allows."""
+        return _display.bundle("workflow", self)
 
     # ------------------------------------------------------------------ properties
 
