@@ -58,6 +58,7 @@ _OWN_ASSETS = (
     "api.js",
     "forms.js",
     "answer.js",
+    "chat.js",
     "console.js",
     "console.css",
     "api-docs.js",

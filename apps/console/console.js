@@ -3,14 +3,16 @@
 // Views (the URL's hash): "#/" workflows and runs, "#/start/NAME" the start form built from the
 // workflow's start-event JSON schema, "#/runs/ID" one run: its live event timeline (Server-Sent
 // Events read with fetch, so the bearer token can be sent, resumed with Last-Event-ID after a
-// drop), its drawing, steps, state, result or error, an answer box while it waits, cancel.
+// drop), its drawing, steps, state, result or error, an answer box while it waits, cancel; an
+// agent's run shows its conversation too. "#/chat/NAME/RUN,RUN..." is an agent's chat (chat.js).
 // Everything shown from the server goes through textContent: no data is parsed as HTML, and
 // drawings are shown in sandboxed iframes.
 //
 // The script is split by concept, each file loaded by index.html in this order and sharing
 // window.batonflow: dom.js (building the page), api.js (the token, requests, a run's event
 // stream), forms.js (forms from JSON schemas), answer.js (the answer form of a waiting run),
-// then this file: the token prompt, the views and the routing.
+// chat.js (an agent's run as a conversation, and the chat page), then this file: the token
+// prompt, the views and the routing.
 (function () {
   "use strict";
 
@@ -93,6 +95,7 @@
         el("h3", {}, w.name),
         el("div", { className: "meta" }, w.class + (w.accepts.length ? " · accepts " + w.accepts.join(", ") : "")),
         el("div", { className: "row" },
+          w.chat ? el("a", { className: "button", href: "#/chat/" + encodeURIComponent(w.name) }, "Chat") : null,
           el("a", { className: "button", href: "#/start/" + encodeURIComponent(w.name) }, "Start a run"),
           toggle),
         holder);
@@ -198,6 +201,11 @@
     var stateBox = el("pre", { className: "json", id: "state" }, "…");
     var steps = el("tbody", { id: "steps" });
     var answering = false;
+    // An agent's run reads as a conversation, its questions answered inline (chat.js).
+    var workflow = (await workflows()).find(function (w) { return w.name === run.workflow; });
+    var chat = workflow && workflow.chat ? bf.transcript(run, workflow.chat, function (slot, asked, r, stillOpen) {
+      bf.inlineAnswer(slot, asked, r, stillOpen, refresh);
+    }) : null;
 
     function renderFacts() {
       facts.replaceChildren(
@@ -235,7 +243,7 @@
     }
 
     async function renderAnswer() {
-      if (run.status !== "waiting") {
+      if (run.status !== "waiting" || chat) {
         answerBox.textContent = "";
         return;
       }
@@ -285,9 +293,29 @@
       }, 250);
     }
 
+    // Consecutive AgentStream events of one agent make one row that grows (not a row a token).
+    function grewStreamRow(body) {
+      var last = timeline.lastElementChild;
+      var value = body.value || {};
+      if (body.type !== "AgentStream" || !last || last.dataset.type !== "AgentStream" ||
+          last.dataset.agent !== String(value.current_agent_name)) return false;
+      var count = Number(last.dataset.count) + 1;
+      last.dataset.count = count;
+      last.dataset.lastSeq = body.seq;
+      last.querySelector(".seq").textContent = last.dataset.seq + "–" + body.seq;
+      last.querySelector(".type").textContent = "AgentStream × " + count;
+      last.querySelector(".value").textContent = compact(value.response || "");
+      return true;
+    }
+
     var stream = followEvents(runId, function (message) {
       var body = message.data;
       var item;
+      if (chat) chat.add(message);
+      if (grewStreamRow(body)) {
+        timeline.scrollTop = timeline.scrollHeight;
+        return;
+      }
       if (message.event === "end") {
         item = el("li", { className: "end", dataset: { seq: body.seq } },
           el("span", { className: "seq" }, body.seq),
@@ -301,12 +329,15 @@
           var shown = document.getElementById("answer-prompt");
           if (shown) shown.textContent = prompt;
         }
-        item = el("li", { className: asks ? "ask" : "", dataset: { seq: body.seq, type: body.type } },
+        var streamed = body.type === "AgentStream";
+        var data = { seq: body.seq, type: body.type };
+        if (streamed) Object.assign(data, { agent: String(value.current_agent_name), count: 1 });
+        item = el("li", { className: asks ? "ask" : "", dataset: data },
           el("span", { className: "seq" }, body.seq),
           el("span", {},
             el("span", { className: "type" }, body.type),
             el("span", { className: "muted" }, " · " + new Date().toLocaleTimeString([], { hour12: false })),
-            el("div", { className: "value mono" }, compact(value))));
+            el("div", { className: "value mono" }, compact(streamed ? value.response || "" : value))));
       }
       timeline.appendChild(item);
       timeline.scrollTop = timeline.scrollHeight;
@@ -326,6 +357,10 @@
       el("div", { className: "columns" },
         el("div", {},
           el("section", { className: "card" }, facts, el("div", { style: "margin-top:10px" }, actions)),
+          chat ? el("section", { className: "card chat", id: "conversation" },
+            el("h2", {}, "Conversation ",
+              el("a", { className: "stream-state", href: "#/chat/" + encodeURIComponent(run.workflow) + "/" + encodeURIComponent(runId) }, "continue in the chat")),
+            chat.node) : null,
           answerBox,
           el("section", { className: "card" }, outcome),
           el("section", { className: "card" },
@@ -357,6 +392,7 @@
     var parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
     try {
       if (parts[0] === "start" && parts[1]) await startView(parts[1]);
+      else if (parts[0] === "chat" && parts[1]) await bf.chatView(parts[1], parts[2] ? parts[2].split(",") : []);
       else if (parts[0] === "runs" && parts[1]) await runView(parts[1]);
       else await homeView();
     } catch (e) {

@@ -25,7 +25,41 @@
     return schema || {};
   }
 
+  // The JSON types a field takes, null left out (a union's types in its order).
+  function typesOf(prop, root) {
+    if (Array.isArray(prop.anyOf)) {
+      var types = [];
+      prop.anyOf.forEach(function (option) {
+        var t = resolve(option, root).type || (resolve(option, root).properties ? "object" : null);
+        if (t && t !== "null" && types.indexOf(t) < 0) types.push(t);
+      });
+      return types;
+    }
+    if (Array.isArray(prop.type)) return prop.type.filter(function (t) { return t !== "null"; });
+    return prop.type ? [prop.type] : [];
+  }
+
+  // Which input a field gets: a select for choices, a checkbox (or a three-way select when it
+  // may be left out) for true/false, a number box for numbers, a text box for anything that
+  // takes a string (a union with a string too: "str | ChatMessage" takes text), and a JSON box
+  // for lists and objects. A field without a type takes JSON when it parses, else text.
+  function widgetOf(prop, types) {
+    if (Array.isArray(prop.enum)) return "choice";
+    if (types.length === 1 && types[0] === "boolean") return prop.nullable ? "yes-no" : "checkbox";
+    if (types.length === 1 && (types[0] === "integer" || types[0] === "number")) return "number";
+    if (types.indexOf("string") >= 0) return "text";
+    if (!types.length) return typeof prop.default === "string" ? "text" : "any";
+    return "json";
+  }
+
+  var HINTS = { any: "JSON or text", json: "JSON" };
+
+  function given(value) {
+    return value !== undefined && value !== null;
+  }
+
   // One input per property; returns the form's fields and a function reading their values.
+  // A field left empty is left out of the values (the event's default applies), never null.
   function schemaFields(schema, root, prefix) {
     schema = resolve(schema, root);
     var props = schema.properties || {};
@@ -36,36 +70,48 @@
       var prop = resolve(props[name], root);
       var id = prefix + "-" + name;
       var isRequired = required.indexOf(name) >= 0;
-      var kind = prop.type || (typeof prop.default === "string" ? "text" : "json");
-      var hint = kind + (isRequired ? ", required" : "");
+      var types = typesOf(prop, root);
+      var widget = widgetOf(prop, types);
+      var hint = (types.join(" or ") || "any") + (HINTS[widget] ? ", " + HINTS[widget] : "") +
+        (isRequired ? ", required" : "");
       var input;
       var read;
-      if (Array.isArray(prop.enum)) {
-        input = el("select", { id: id, name: name },
-          prop.enum.map(function (v) { return el("option", { value: JSON.stringify(v) }, String(v)); }));
-        if (prop.default !== undefined) input.value = JSON.stringify(prop.default);
-        read = function () { return JSON.parse(input.value); };
-      } else if (prop.type === "boolean") {
+      if (widget === "choice") {
+        var choices = prop.enum.map(function (v) { return el("option", { value: JSON.stringify(v) }, String(v)); });
+        if (!isRequired && !given(prop.default)) choices.unshift(el("option", { value: "" }, "—"));
+        input = el("select", { id: id, name: name }, choices);
+        if (given(prop.default)) input.value = JSON.stringify(prop.default);
+        read = function () { return input.value === "" ? undefined : JSON.parse(input.value); };
+      } else if (widget === "checkbox") {
         input = el("input", { id: id, name: name, type: "checkbox", checked: prop.default === true });
         read = function () { return input.checked; };
-      } else if (prop.type === "integer" || prop.type === "number") {
+      } else if (widget === "yes-no") {
+        input = el("select", { id: id, name: name },
+          el("option", { value: "" }, "—"), el("option", { value: "true" }, "true"),
+          el("option", { value: "false" }, "false"));
+        if (given(prop.default)) input.value = String(prop.default);
+        read = function () { return input.value === "" ? undefined : input.value === "true"; };
+      } else if (widget === "number") {
         input = el("input", { id: id, name: name, type: "number",
-          step: prop.type === "integer" ? "1" : "any", required: isRequired });
-        if (prop.default !== undefined && prop.default !== null) input.value = prop.default;
+          step: types[0] === "integer" ? "1" : "any", required: isRequired });
+        if (given(prop.default)) input.value = prop.default;
         read = function () { return input.value === "" ? undefined : Number(input.value); };
-      } else if (prop.type === "string" || (!prop.type && typeof prop.default === "string")) {
+      } else if (widget === "text") {
         input = el("input", { id: id, name: name, type: "text", required: isRequired });
-        if (prop.default !== undefined && prop.default !== null) input.value = prop.default;
+        if (typeof prop.default === "string") input.value = prop.default;
         read = function () { return input.value === "" && !isRequired ? undefined : input.value; };
       } else {
-        input = el("textarea", { id: id, name: name, placeholder: "JSON" });
-        if (prop.default !== undefined) input.value = JSON.stringify(prop.default);
+        var example = types[0] === "array" ? "[1, 2]" : '{"key": "value"}';
+        input = el("textarea", { id: id, name: name, placeholder: widget === "any" ? "JSON or text" : "JSON, like " + example });
+        if (given(prop.default)) input.value = JSON.stringify(prop.default);
         read = function () {
           if (input.value.trim() === "") return undefined;
           try {
             return JSON.parse(input.value);
           } catch (e) {
-            throw new Error("Field '" + name + "' is not valid JSON: " + e.message);
+            if (widget === "any") return input.value;  // not JSON: the text itself
+            throw new Error("Field '" + name + "' is not valid JSON (" + e.message + "); write " +
+              (types[0] === "array" ? "a JSON array, like " : "a JSON object, like ") + example + ".");
           }
         };
       }
