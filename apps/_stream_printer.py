@@ -148,12 +148,12 @@ class StreamPrinter:
     def _event_line(self, type_name: str, value: dict[str, Any]) -> None:
         self.close()
         if self.echo:
-            self.console.print(f"[cyan]{escape(type_name)}[/] {escape(str(value))}")
+            self.console.print(f"[cyan]{escape(type_name)}[/] {escape(str(value))}", emoji=False)
 
     def _write_line(self, text: str) -> None:
         self.close()
         if self.echo:
-            self.console.print(text, markup=False)
+            self.console.print(text, markup=False, emoji=False)
 
     def _emit(self, text: str) -> None:
         # The growing line is written as it comes: rich would end each print with a newline.

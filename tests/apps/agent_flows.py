@@ -5,6 +5,7 @@ serves any number of runs (a server test starts several):
 
 * ``calc`` adds with a tool: "Let me add." with a call of ``add``, then the streamed answer;
 * ``bank`` asks a human before its ``transfer`` tool runs (``ctx.wait_for_event``);
+* ``broken`` calls ``divide`` by zero, and answers once the tool failed;
 * ``relay`` is an ``AgentWorkflow`` whose ``researcher`` looks up a fact and hands off to the
   ``writer``, who answers.
 
@@ -77,6 +78,26 @@ def _bank_reply(messages: list[Any]) -> str | ScriptedResponse:
 
 
 bank = FunctionAgent(name="bank", tools=[transfer], llm=ScriptedLLM([_bank_reply] * CALLS))
+
+
+async def divide(a: int, b: int) -> float:
+    """Divide a by b.
+
+    Args:
+        a: The dividend.
+        b: The divisor.
+    """
+    return a / b
+
+
+def _broken_reply(messages: list[Any]) -> str | ScriptedResponse:
+    role, _ = _last(messages)
+    if role == "user":
+        return ScriptedResponse(tool_calls=[ScriptedToolCall("divide", {"a": 1, "b": 0})])
+    return "I cannot divide by zero."
+
+
+broken = FunctionAgent(name="broken", tools=[divide], llm=ScriptedLLM([_broken_reply] * CALLS))
 
 
 async def lookup(topic: str) -> str:

@@ -83,6 +83,17 @@ def test_a_handoff_is_a_line_naming_the_agent_that_takes_over():
     assert result.stdout == "The Moon is about 384,400 km away.\n"
 
 
+def test_a_tool_that_fails_is_a_line_that_says_so():
+    """A tool's error is its result line, marked failed; the agent then answers."""
+    result = run(f"{AGENTS}:broken", "--set", "user_msg=1 / 0?", "--stream")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        "→ divide(a=1, b=0)",
+        "← divide: failed: Error: tool 'divide' raised ZeroDivisionError: division by zero",
+        "I cannot divide by zero.",
+    ]
+
+
 def test_a_tool_that_asks_a_human_is_answered_from_the_option():
     """The question is shown among the tool lines and --answer approves the transfer."""
     result = run(f"{AGENTS}:bank", "-s", "user_msg=Pay Ada", "--stream", "--answer", "yes")

@@ -48,6 +48,7 @@ def chat_flows() -> dict[str, Any]:
         "calc": agent_flows.calc,
         "bank": agent_flows.bank,
         "relay": agent_flows.relay,
+        "broken": agent_flows.broken,
         "kinds": KindsFlow(timeout=10),
     }
 
@@ -169,6 +170,20 @@ def test_an_agent_run_page_shows_the_conversation_and_the_handoff(console):
     counts = [int(c) for c in rows.evaluate_all("l => l.map(e => e.dataset.count)")]
     assert sum(counts) == len(events) > len(counts)
     expect(rows.last.locator(".value")).to_have_text("The Moon is about 384,400 km away.")
+    ui.check_offline()
+
+
+def test_a_failed_tool_call_is_a_card_marked_as_an_error(console):
+    """The tool's error is its card's result, marked error; the agent's answer follows."""
+    ui = console()
+    page = ui.page
+    page.goto(ui.url + "/#/chat/broken")
+    page.fill("#chat-input", "1 / 0?")
+    page.press("#chat-input", "Enter")
+    card = page.locator(".tool-card[data-tool=divide]")
+    expect(card).to_have_attribute("data-state", "error")
+    expect(card.locator(".tool-result.error")).to_contain_text("ZeroDivisionError")
+    expect(page.locator(".msg.assistant.final .text")).to_have_text("I cannot divide by zero.")
     ui.check_offline()
 
 

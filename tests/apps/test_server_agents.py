@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import httpx
+from batonflow.agents import ReActAgent
+from batonflow.agents.testing import ScriptedLLM
 from batonflow.apps.run_store import RunStore
 from batonflow.apps.server import BackgroundServer, create_app
 
@@ -11,18 +13,24 @@ from . import agent_flows, flows
 
 def test_agents_are_listed_with_their_chat_fields(tmp_path):
     """An agent names its message and history fields; other workflows have chat null."""
-    served = {"calc": agent_flows.calc, "relay": agent_flows.relay, "echo": flows.EchoFlow()}
+    served = {
+        "calc": agent_flows.calc,
+        "relay": agent_flows.relay,
+        "react": ReActAgent(llm=ScriptedLLM([])),
+        "echo": flows.EchoFlow(),
+    }
     server = BackgroundServer(create_app(served, store=RunStore(tmp_path / "runs.db"))).start()
     try:
         listed = {w["name"]: w for w in httpx.get(f"{server.url}/workflows").json()["workflows"]}
     finally:
         server.stop()
     chat = {"message": "user_msg", "history": "chat_history"}
-    assert (listed["calc"]["chat"], listed["relay"]["chat"], listed["echo"]["chat"]) == (
+    assert [listed[name]["chat"] for name in ("calc", "relay", "react", "echo")] == [
+        chat,
         chat,
         chat,
         None,
-    )
+    ]
     # The start form holds JSON fields only: memory and output_cls are Python objects.
     assert list(listed["calc"]["start_event"]["properties"]) == [
         "user_msg",
