@@ -133,9 +133,11 @@
         return;
       }
       var value = body.value || {};
-      var asks = typeof value.prefix === "string" && /InputRequired/.test(body.type + " " + body.qualified_name);
+      // A question: a server that records what the run waits for says so on its event (as the
+      // run page reads it); else an InputRequiredEvent with its prefix.
+      var asks = body.waiting_for !== undefined || (typeof value.prefix === "string" && /InputRequired/.test(body.type + " " + body.qualified_name));
       if (asks) {
-        ask(value.prefix);
+        ask(typeof value.prefix === "string" && value.prefix ? value.prefix : "The run waits for an answer.");
         return;
       }
       if (body.type !== "StopEvent") answered();
@@ -166,16 +168,25 @@
     return state;
   }
 
-  // The answer form of a waiting run, inside a question's slot (while it is still open).
-  function inlineAnswer(slot, prompt, run, stillOpen, onSent) {
-    bf.answerForm(run, prompt, function () {
-      slot.replaceChildren(el("span", { className: "muted" }, "answer sent"));
-      if (onSent) onSent();
-    }).then(function (form) {
+  // The answer form of a waiting run (answer.js's, built from the run's record once it says
+  // the run waits), inside a question's slot while the question is still open.
+  async function inlineAnswer(slot, prompt, run, stillOpen, onSent) {
+    try {
+      var record = await api("runs/" + encodeURIComponent(run.run_id));
+      // The question may come through the stream a moment before the record says "waiting".
+      for (var tries = 0; record.status === "running" && tries < 40 && stillOpen(); tries++) {
+        await new Promise(function (r) { setTimeout(r, 250); });
+        record = await api("runs/" + encodeURIComponent(run.run_id));
+      }
+      if (!stillOpen() || record.status !== "waiting") return;
+      var form = await bf.answerForm(record, prompt, function () {
+        slot.replaceChildren(el("span", { className: "muted" }, "answer sent"));
+        if (onSent) onSent();
+      });
       if (stillOpen()) slot.replaceChildren(form);
-    }, function (e) {
+    } catch (e) {
       slot.replaceChildren(bf.problem(e));
-    });
+    }
   }
 
   // -- view: the chat of an agent --------------------------------------------------------------
