@@ -302,8 +302,7 @@
       var count = Number(last.dataset.count) + 1;
       last.dataset.count = count;
       last.dataset.lastSeq = body.seq;
-      last.querySelector(".seq").textContent = last.dataset.seq + "–" + body.seq;
-      last.querySelector(".type").textContent = "AgentStream × " + count;
+      last.querySelector(".type").textContent = "AgentStream × " + count + " (to " + body.seq + ")";
       last.querySelector(".value").textContent = compact(value.response || "");
       return true;
     }

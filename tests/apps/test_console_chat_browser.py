@@ -32,15 +32,17 @@ class KindsStart(StartEvent):
     loud: bool | None = None
     mood: Literal["calm", "wild"] | None = None
     extra: Any = None
+    other: Any = None
     tags: list[str] | None = None
+    meta: dict[str, int] | None = None
 
 
 class KindsFlow(Workflow):
-    """Returns the fields it was started with (the ones that were sent)."""
+    """Returns the fields it was started with (the ones that were sent) and their values."""
 
     @step
     async def echo(self, ev: KindsStart) -> StopEvent:
-        return StopEvent(result=sorted(ev.model_fields_set))
+        return StopEvent(result={name: getattr(ev, name) for name in sorted(ev.model_fields_set)})
 
 
 def chat_flows() -> dict[str, Any]:
@@ -170,6 +172,9 @@ def test_an_agent_run_page_shows_the_conversation_and_the_handoff(console):
     counts = [int(c) for c in rows.evaluate_all("l => l.map(e => e.dataset.count)")]
     assert sum(counts) == len(events) > len(counts)
     expect(rows.last.locator(".value")).to_have_text("The Moon is about 384,400 km away.")
+    label = rf"AgentStream × {counts[-1]} \(to {int(rows.last.get_attribute('data-last-seq'))}\)"
+    expect(rows.last.locator(".type")).to_have_text(re.compile(label))
+    ui.shot("console-agent-run.png")
     ui.check_offline()
 
 
@@ -220,7 +225,7 @@ def test_start_forms_take_plain_text_and_leave_empty_fields_out(console):
     page.locator("#start-name").wait_for()
     widgets = {
         name: page.locator(f"#start-{name}").evaluate("e => e.type")
-        for name in ("name", "note", "count", "loud", "mood", "extra", "tags")
+        for name in ("name", "note", "count", "loud", "mood", "extra", "tags", "meta")
     }
     assert widgets == {
         "name": "text",
@@ -230,9 +235,11 @@ def test_start_forms_take_plain_text_and_leave_empty_fields_out(console):
         "mood": "select-one",
         "extra": "textarea",
         "tags": "textarea",
+        "meta": "textarea",
     }
     page.fill("#start-name", "Ada")
     page.fill("#start-extra", "plain words")  # not JSON: sent as text
+    page.fill("#start-other", "[1, 2]")  # JSON: sent as a list
     page.select_option("#start-loud", "true")
     page.fill("#start-tags", "not json")
     page.click("button[name=start]")
@@ -241,5 +248,13 @@ def test_start_forms_take_plain_text_and_leave_empty_fields_out(console):
     expect(refused).to_contain_text("write a JSON array, like [1, 2].")
     page.fill("#start-tags", '["a"]')
     page.click("button[name=start]")
-    expect(page.locator("#result")).to_have_text('[\n  "extra",\n  "loud",\n  "name",\n  "tags"\n]')
+    expect(page.locator("#run-status [data-status]")).to_have_text("completed")
+    run_id = page.url.rsplit("/", 1)[1]
+    assert httpx.get(f"{ui.url}/runs/{run_id}").json()["result"] == {
+        "extra": "plain words",
+        "loud": True,
+        "name": "Ada",
+        "other": [1, 2],
+        "tags": ["a"],
+    }
     ui.check_offline()
