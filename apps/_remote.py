@@ -44,11 +44,13 @@ def run_remote(
     ask: Any,
     stdout: Any,
     printer: StreamPrinter,
+    sets: list[str] | None = None,
 ) -> tuple[Any, str]:
     """Start ``flow`` on the server, follow it, answer its questions; return (result, run id).
 
     ``printer`` shows the stream to people (with ``stream`` and without ``as_json``) and keeps
-    an agent's answer.
+    an agent's answer. ``sets`` are the ``--set`` items ``fields`` were parsed from: a value
+    whose field takes text but not its JSON value is sent as the text it was written as.
 
     Raises:
         BadParameterError: The run did not complete (its error is the message).
@@ -57,6 +59,12 @@ def run_remote(
 
     pending = list(answers)
     with connect(url, token) as client:
+        if sets:
+            from .registry import text_where_expected
+
+            served = {w["name"]: w for w in client.workflows()}
+            if flow in served:
+                fields = text_where_expected(fields, sets, served[flow]["start_event"])
         run = client.start(flow, fields)
         err.print(f"run {run.run_id} on {client.base_url}", markup=False)
         for event in client.events(run.run_id):

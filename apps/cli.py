@@ -37,7 +37,13 @@ from ._runs_cli import runs_app
 from ._stream_printer import StreamPrinter
 from .config import Settings
 from .rag_cli import rag_app
-from .registry import PREBUILT, BadParameterError, load_workflow, parse_sets
+from .registry import (
+    PREBUILT,
+    BadParameterError,
+    load_workflow,
+    parse_sets,
+    text_where_expected,
+)
 from .serve_cli import serve
 
 app = typer.Typer(
@@ -128,7 +134,9 @@ def run(
 
         url = server_url(server)
         if url is not None:
-            _run_on_server(url, token, flow, fields, stream, as_json, list(answers), durable)
+            _run_on_server(
+                url, token, flow, fields, stream, as_json, list(answers), durable, sets=sets
+            )
             return
         settings = Settings.load(db=db)
         # Cheap checks first: the flow's store, the run store (a flow may load for seconds).
@@ -139,6 +147,9 @@ def run(
         flow_ref = _flow_reference(flow) if durable else None
         setup_tracing()
         workflow = load_workflow(flow, settings)
+        from ._introspect import start_schema
+
+        fields = text_where_expected(fields, sets, start_schema(workflow))
         stdout = sys.stdout
         # With --json, stdout carries only JSON: whatever the steps print goes to stderr.
         redirect = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
@@ -227,6 +238,7 @@ def _run_on_server(
     as_json: bool,
     answers: list[str],
     durable: bool,
+    sets: list[str],
 ) -> None:
     from ._remote import run_remote
 
@@ -248,6 +260,7 @@ def _run_on_server(
         ask=_ask,
         stdout=stdout,
         printer=printer,
+        sets=sets,
     )
     _print_outcome(result, run_id, flow, as_json, printer, stdout)
 

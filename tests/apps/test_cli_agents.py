@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from batonflow.apps.cli import app
 from batonflow.apps.run_store import RunStore
@@ -83,6 +84,33 @@ def test_a_handoff_is_a_line_naming_the_agent_that_takes_over():
     assert result.stdout == "The Moon is about 384,400 km away.\n"
 
 
+def test_a_message_that_parses_as_json_is_still_text():
+    """--set user_msg=42 gives the agent the text "42" (its field takes text), not a number."""
+    result = run(f"{AGENTS}:calc", "--set", "user_msg=42", "--set", "max_iterations=5", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["result"]["is_final"] is True  # it was refused before
+
+
+@pytest.mark.parametrize(
+    "value, sent",
+    [
+        pytest.param("42", "42", id="number"),
+        pytest.param("true", "true", id="boolean"),
+        pytest.param("[1, 2]", "[1, 2]", id="list"),
+        pytest.param('"quoted"', "quoted", id="json-string"),
+        pytest.param("null", None, id="null"),  # the field takes null
+    ],
+)
+def test_set_gives_text_fields_the_text_written(value, sent):
+    """A value that parses as JSON of a type its field does not take stays the text written."""
+    from batonflow.apps._introspect import start_schema
+    from batonflow.apps.registry import parse_sets, text_where_expected
+
+    items = [f"user_msg={value}", "max_iterations=3"]
+    fields = text_where_expected(parse_sets(items), items, start_schema(agent_flows.calc))
+    assert fields == {"user_msg": sent, "max_iterations": 3}
+
+
 def test_a_tool_that_fails_is_a_line_that_says_so():
     """A tool's error is its result line, marked failed; the agent then answers."""
     result = run(f"{AGENTS}:broken", "--set", "user_msg=1 / 0?", "--stream")
@@ -127,6 +155,10 @@ def test_on_a_server_the_stream_and_the_answer_print_the_same(server):
     assert approved.stdout == "Done: the human refused the transfer.\n"
     as_json = run("calc", "--server", server, "-s", "user_msg=What is 2 + 3?", "--json")
     assert json.loads(as_json.stdout)["result"]["current_agent_name"] == "calc"
+    number = run("calc", "--server", server, "-s", "user_msg=42", "--json")
+    assert number.exit_code == 0, number.output
+    run_id = json.loads(number.stdout)["run_id"]
+    assert httpx.get(f"{server}/runs/{run_id}").json()["start"] == {"user_msg": "42"}
 
 
 def _on_a_terminal(*args: str) -> str:
