@@ -157,6 +157,8 @@ def test_an_agent_run_page_shows_the_conversation_and_the_handoff(console):
     ).json()
     page.goto(f"{ui.url}/#/runs/{started['run_id']}")
     conversation = page.locator("#conversation")
+    continued = conversation.locator("a", has_text="continue in the chat")
+    expect(continued).to_have_attribute("href", f"#/chat/relay/{started['run_id']}")
     expect(conversation.locator(".tool-card")).to_have_count(2)
     expect(conversation.locator(".tool-card .tool-head strong")).to_have_text(["lookup", "handoff"])
     expect(conversation.locator(".handoff")).to_have_text("writer takes over from researcher")
