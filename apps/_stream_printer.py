@@ -162,4 +162,43 @@ class StreamPrinter:
             self.console.file.flush()
 
 
-__all__ = ["AGENT_EVENTS", "StreamPrinter", "message_text", "tool_output_text"]
+def event_lines(entries: list[dict[str, Any]]) -> list[str]:
+    """A run's recorded events as ``runs show --events`` lists them, one line each, except
+    that consecutive ``AgentStream`` events of one agent make one line: the seqs they span,
+    how many they are, and the text they streamed (``#12-18 AgentStream × 7: The Moon...``).
+
+    Args:
+        entries: The events as the run store and the server keep them (``{"seq", "type",
+            "qualified_name", "value"}``; the run's end as ``{"seq", "status", ...}``).
+    """
+    lines: list[str] = []
+    run: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        if run:
+            first, last = run[0], run[-1]
+            text = _one_line(str(last.get("value", {}).get("response", "")))
+            span = f"{first['seq']}-{last['seq']}" if len(run) > 1 else f"{first['seq']}"
+            lines.append(f"  #{span} AgentStream × {len(run)}: {text}")
+            run.clear()
+
+    for entry in entries:
+        value = entry.get("value") if isinstance(entry.get("value"), dict) else {}
+        streamed = entry.get("type") == "AgentStream" and str(
+            entry.get("qualified_name", "")
+        ).startswith(AGENT_EVENTS)
+        same_agent = not run or run[-1]["value"].get("current_agent_name") == value.get(
+            "current_agent_name"
+        )
+        if not (streamed and same_agent):
+            flush()
+        if streamed:
+            run.append({**entry, "value": value})
+            continue
+        label = entry.get("type") or f"end ({entry.get('status')})"
+        lines.append(f"  #{entry['seq']} {label} {entry.get('value', '')}")
+    flush()
+    return lines
+
+
+__all__ = ["AGENT_EVENTS", "StreamPrinter", "event_lines", "message_text", "tool_output_text"]

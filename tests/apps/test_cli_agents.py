@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -159,6 +160,20 @@ def test_on_a_server_the_stream_and_the_answer_print_the_same(server):
     assert number.exit_code == 0, number.output
     run_id = json.loads(number.stdout)["run_id"]
     assert httpx.get(f"{server}/runs/{run_id}").json()["start"] == {"user_msg": "42"}
+
+
+def test_runs_show_lists_a_streamed_turn_as_one_line(server):
+    """runs show --events: an LLM turn's AgentStream events are one line with their text."""
+    done = run("calc", "--server", server, "-s", "user_msg=What is 2 + 3?", "--json")
+    run_id = json.loads(done.stdout)["run_id"]
+    shown = runner.invoke(app, ["runs", "show", run_id, "--events", "--server", server])
+    assert shown.exit_code == 0, shown.output
+    streamed = [line for line in shown.stdout.splitlines() if "AgentStream" in line]
+    assert len(streamed) == 2, shown.stdout  # one per LLM turn, not one per token
+    assert streamed[0].endswith("AgentStream × 3: Let me add.")
+    assert re.fullmatch(
+        rf"  #\d+-\d+ AgentStream × 8: {re.escape(agent_flows.CALC_ANSWER)}", streamed[1]
+    )
 
 
 def _on_a_terminal(*args: str) -> str:
