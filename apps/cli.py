@@ -17,7 +17,6 @@ otherwise one ``error: …`` line on stderr (the traceback only with ``--debug``
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sys
 from collections.abc import Iterator
@@ -275,6 +274,8 @@ async def run_flow(
     Raises:
         BadParameterError: A start field the workflow's typed start event rejects.
     """
+    import asyncio  # not at the top: it costs `batonflow --help` 28 ms (bench/startup.py)
+
     from batonflow.core import HumanResponseEvent, InputRequiredEvent, StopEvent
 
     from ._introspect import StartFieldsError, build_start_event

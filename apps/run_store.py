@@ -26,10 +26,9 @@ from batonflow.core.checkpoints import (
 )
 from batonflow.core.durable._text import text_problem
 
-#: Statuses of a run that has ended; nothing changes it any more.
-FINISHED = frozenset({"completed", "failed", "cancelled"})
-#: Every status, in the one vocabulary of the store.
-STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
+from ._statuses import FINISHED as FINISHED
+from ._statuses import STATUSES as STATUSES
+
 #: How many finished runs an in-memory store keeps (the oldest go first).
 MEMORY_RETENTION = 1000
 
