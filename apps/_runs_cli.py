@@ -125,7 +125,7 @@ def list_runs(
         for name in ("run id", "workflow", "status", "started"):
             table.add_column(name, no_wrap=True)
         for r in rows:
-            started = dt.datetime.fromtimestamp(r["created_at"]).strftime("%m-%d %H:%M:%S")
+            started = dt.datetime.fromtimestamp(r["created"]).strftime("%m-%d %H:%M:%S")
             table.add_row(r["run_id"], r["workflow"], r["status"], started)
         out.print(table)
 
@@ -162,7 +162,7 @@ def show(
                 markup=False,
             )
         out.print(
-            f"started: {_when(data['created_at'])}  updated: {_when(data['updated_at'])}",
+            f"started: {_when(data['created'])}  updated: {_when(data['updated'])}",
             markup=False,
         )
         steps = [c["step"] for c in data["checkpoints"] if c["step"]]
@@ -177,11 +177,18 @@ def show(
 
 
 def _show_local(db: str | None, run_id: str, events: bool) -> dict[str, Any]:
+    from ._wire import rfc3339  # loads the engine, as the run store does (see _open)
+
     store = _open(db)
     try:
         data = _state(store, run_id)
         data["checkpoints"] = [
-            {"seq": c.seq, "step": c.step_name, "created_at": c.created_at}
+            {
+                "seq": c.seq,
+                "step": c.step_name,
+                "created_at": rfc3339(c.created_at),
+                "created": c.created_at,
+            }
             for c in store.backend.list(run_id)
         ]
         if events:
@@ -410,7 +417,7 @@ def prune(
             old = [
                 r
                 for r in _local_rows(store, None, None)
-                if r["status"] in ENDED and r["updated_at"] < cutoff
+                if r["status"] in ENDED and r["updated"] < cutoff
             ]
             if not dry_run:
                 for row in old:
