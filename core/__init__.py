@@ -123,8 +123,9 @@ from .testing import WorkflowTestRunner as WorkflowTestRunner
 from .workflow import Workflow as Workflow
 
 # Durable runs (the run stores, SQLite) and drawings load when one of their names is first used:
-# they were a third of `import batonflow.core` (107 of 302 ms, timed in one process; see
-# bench/startup.py), and a workflow that is only run needs neither. mypy reads the imports below; Python reads _LAZY.
+# a workflow that is only run needs neither, and they cost 36 ms beside 299 ms for the rest of
+# `import batonflow.core` (medians of 6 in-process timings, `pip install .` in a fresh
+# virtualenv; bench/startup.py). mypy reads the imports below; Python reads _LAZY.
 if TYPE_CHECKING:
     from .checkpoints import Checkpoint as Checkpoint
     from .checkpoints import CheckpointStore as CheckpointStore
