@@ -40,7 +40,7 @@ COMMANDS = [
 ENGINE = ("batonflow.core", "pydantic", "asyncio", "batonflow.apps.run_store")
 
 
-def _flags(command: typer.Typer | object, path: tuple[str, ...]) -> list[str]:
+def _flags(path: tuple[str, ...]) -> list[str]:
     """The boolean flags of the command at ``path`` (``--json``, ``--stream``...)."""
     click_command = typer.main.get_command(app)
     ctx = click_command.make_context("batonflow", [*path, "--help"], resilient_parsing=True)
@@ -62,7 +62,7 @@ def test_each_command_has_help_and_flags_take_no_value(path: tuple[str, ...]) ->
     assert result.exit_code == 0, result.output
     assert "Usage:" in result.output
     assert "<bool>" not in result.output and "BOOLEAN" not in result.output
-    for flag in _flags(app, path):
+    for flag in _flags(path):
         line = next(ln for ln in result.output.splitlines() if re.search(rf"{flag}\b", ln))
         after = line.split(flag, 1)[1].lstrip(" │")
         assert not after.startswith(("<", "TEXT", "BOOL")), f"{flag} shows a value: {line!r}"
