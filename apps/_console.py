@@ -13,8 +13,6 @@ from typing import IO, Any
 import typer
 from rich.console import Console
 
-from ._wire import jsonable
-
 #: Results and streamed events go to stdout; messages, progress and errors to stderr.
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -79,6 +77,10 @@ def cli_errors(debug: bool) -> Iterator[None]:
 
 def print_json(data: Any, file: IO[str] | None = None) -> None:
     """One line of JSON on ``file`` (stdout)."""
+    # _wire loads pydantic and batonflow.core (160 ms of a 400 ms `batonflow --help`, see
+    # bench/startup.py): only output that holds values needs it.
+    from ._wire import jsonable
+
     file = file or sys.stdout
     file.write(json.dumps(jsonable(data), ensure_ascii=False) + "\n")
     file.flush()
@@ -105,6 +107,8 @@ def print_result(result: Any) -> None:
     if isinstance(result, str):
         out.print(result, markup=False)
     else:
+        from ._wire import jsonable  # pydantic and batonflow.core: see print_json
+
         out.print_json(json.dumps(jsonable(result), ensure_ascii=False))
 
 

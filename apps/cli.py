@@ -17,7 +17,6 @@ otherwise one ``error: …`` line on stderr (the traceback only with ``--debug``
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sys
 from collections.abc import Iterator
@@ -314,6 +313,8 @@ async def run_flow(
     Raises:
         BadParameterError: A start field the workflow's typed start event rejects.
     """
+    import asyncio  # not at the top: it costs `batonflow --help` 28 ms (bench/startup.py)
+
     from batonflow.core import HumanResponseEvent, InputRequiredEvent, StopEvent
 
     from ._introspect import StartFieldsError, build_start_event
@@ -424,26 +425,30 @@ app.command()(serve)
 
 @app.command()
 def demo(
+    serve: bool = typer.Option(
+        False, "--serve", help="Keep the server and its run console open at the end (Ctrl-C)."
+    ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
-    """The offline tour: RAG over the sample docs, guess-number, human in the loop, traces."""
+    """The offline tour: an agent calling tools, RAG, a drawing, a trace, the run console."""
     with cli_errors(debug):
         from batonflow._extras import require_extra
 
         require_extra(
             "batonflow demo",
-            "all",
+            "demo",
             {
                 "llama_index.core": "llama-index-core",
                 "qdrant_client": "qdrant-client",
                 "fastapi": "fastapi",
                 "uvicorn": "uvicorn",
                 "httpx_sse": "httpx-sse",
+                "opentelemetry.sdk": "opentelemetry-sdk",
             },
         )
         from .demo import run_demo
 
-        run_demo(Settings.load())
+        run_demo(Settings.load(), serve=serve)
 
 
 def main() -> None:

@@ -127,7 +127,7 @@
           el("td", {}, el("a", { className: "mono", href: "#/runs/" + run.run_id }, run.run_id.slice(0, 12))),
           el("td", {}, run.workflow),
           el("td", {}, statusBadge(run.status)),
-          el("td", {}, clock(run.created_at)),
+          el("td", {}, clock(run.created)),
           el("td", {}, runDuration(run))));
       });
       note.textContent = runs.length ? "" : "No runs" + (byWorkflow.value || byStatus.value ? " match these filters." : " yet: start one above.");
@@ -211,7 +211,7 @@
       facts.replaceChildren(
         el("dt", {}, "status"), el("dd", { id: "run-status" }, statusBadge(run.status)),
         el("dt", {}, "workflow"), el("dd", {}, el("a", { href: "#/start/" + encodeURIComponent(run.workflow) }, run.workflow)),
-        el("dt", {}, "started"), el("dd", {}, new Date(run.created_at * 1000).toLocaleString()),
+        el("dt", {}, "started"), el("dd", {}, new Date(run.created * 1000).toLocaleString()),
         el("dt", {}, "duration"), el("dd", { id: "run-duration" }, runDuration(run)),
         el("dt", {}, "start fields"), el("dd", { className: "mono" }, compact(run.start, 300)));
       var live = FINISHED.indexOf(run.status) < 0;
@@ -274,7 +274,7 @@
         drawingNote.textContent = "";
         var recorded = await api("runs/" + encodeURIComponent(runId) + "/steps");
         steps.replaceChildren.apply(steps, recorded.steps.map(function (s) {
-          return el("tr", {}, el("td", {}, s.step), el("td", {}, s.input_event + " → " + (s.output_events.join(", ") || "nothing")), el("td", {}, duration(s.duration)));
+          return el("tr", {}, el("td", {}, s.step), el("td", {}, s.input_event + " → " + (s.output_events.join(", ") || "nothing")), el("td", {}, s.duration == null ? "" : duration(s.duration)));
         }));
         var state = await api("runs/" + encodeURIComponent(runId) + "/state");
         stateBox.textContent = JSON.stringify(state.state, null, 2);

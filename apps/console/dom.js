@@ -50,8 +50,8 @@
   }
 
   function runDuration(run) {
-    var end = FINISHED.indexOf(run.status) >= 0 ? run.updated_at : Date.now() / 1000;
-    return duration(Math.max(0, end - run.created_at));
+    var end = FINISHED.indexOf(run.status) >= 0 ? run.updated : Date.now() / 1000;
+    return duration(Math.max(0, end - run.created));
   }
 
   function compact(value, limit) {
