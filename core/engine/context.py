@@ -16,9 +16,13 @@ import concurrent.futures
 import threading
 import warnings
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, cast
+
+from pydantic import BaseModel
+from typing_extensions import TypeVar  # a TypeVar with a default (Python 3.13's typing has it)
 
 from .._public import publish
+from ..data._state_types import DictState
 from ..data.events import Event, StopEvent, loaded_class
 from ..data.serialization import BaseSerializer as BaseSerializer
 from ..data.serialization import JsonPickleSerializer as JsonPickleSerializer
@@ -41,7 +45,9 @@ if TYPE_CHECKING:
     from ._snapshot import RunSnapshot
     from .workflow import Workflow
 
-StateT = TypeVar("StateT")
+EventT = TypeVar("EventT", bound=Event)
+#: The run's state type (``Context[MyState]``); ``Context`` alone is ``Context[DictState]``.
+StateT = TypeVar("StateT", bound=BaseModel | DictState, default=DictState)
 
 _MISSING: Any = object()
 
@@ -98,7 +104,7 @@ class Context(Generic[StateT]):
     # ------------------------------------------------------------------ state
 
     @property
-    def store(self) -> InMemoryStateStore[Any]:
+    def store(self) -> InMemoryStateStore[StateT]:
         """The run's state store (``await ctx.store.get("key", default=0)``, ``set``, ...)."""
         store = self._store
         if store is None:
@@ -428,12 +434,12 @@ class Context(Generic[StateT]):
 
     async def wait_for_event(
         self,
-        event_type: type[Event],
+        event_type: type[EventT],
         waiter_event: Event | None = None,
         waiter_id: str | None = None,
         requirements: dict[str, Any] | None = None,
         timeout: float | None = 2000,
-    ) -> Event:
+    ) -> EventT:
         """Wait inside a step for an event of ``event_type`` sent into the run.
 
         Args:
@@ -449,7 +455,10 @@ class Context(Generic[StateT]):
             The first matching event sent after the wait began.
         """
         ex = self._execution("wait_for_event")
-        return await ex.run.wait_for(ex, event_type, waiter_event, waiter_id, requirements, timeout)
+        answer = await ex.run.wait_for(
+            ex, event_type, waiter_event, waiter_id, requirements, timeout
+        )
+        return cast(EventT, answer)  # the waiter matches only events of event_type
 
     def retry_info(self) -> RetryInfo:
         """Where the current step stands in its retries (attempt 0 on the first run)."""
