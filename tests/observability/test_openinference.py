@@ -143,7 +143,8 @@ async def test_agent_runs_and_tools_read_as_agent_and_tool(
     assert loads(tool.input) == {"topic": "moon"} and tool.output == "facts about moon"
     _, observations = langfuse_trace(otlp_receiver)
     types = {o.name: o.type for o in observations}
-    assert types["execute_tool lookup"] == "TOOL" and types[run.name] == "AGENT"
+    assert types["execute_tool lookup"] == "TOOL"
+    assert types[run.name] == types["invoke_agent scout"] == "AGENT"
 
 
 # openinference's handler calls pydantic's deprecated .json(), a warning the suite would raise
