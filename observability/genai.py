@@ -15,6 +15,10 @@ the dispatcher's span tree, the object a method ran on, and failures) and one ev
   ``.metadata`` only with content capture). A span opened inside another (the query's
   embedding inside a retrieval) is that span's child.
 
+OpenInference's attributes ride along (:mod:`batonflow.observability.openinference`): the
+span kinds ``LLM`` / ``EMBEDDING`` / ``RETRIEVER``, ``llm.model_name``, ``llm.token_count.*``,
+and with content capture ``input.value`` / ``output.value``.
+
 Each span is a child of the span current where the LLM was called, which inside a traced step
 is the step span. An LLM call nested in another of the same kind (``CustomLLM.chat`` calling
 its own ``complete``, ``predict`` calling ``chat``) gives one span, not two. Message content is
