@@ -84,6 +84,13 @@ async def use() -> None:
     result: str = await handler  # the result is untyped (StopEvent.result is Any)
     assert result
     assert isinstance(handler.ctx, Context)
+    assert_type(handler.is_done(), bool)
+    assert_type(StopEvent(result=1).result, Any)
+    saved: dict[str, Any] = handler.ctx.to_dict()  # JSON-ready, stored by the caller
+    restored = Context.from_dict(Typed(), saved)
+    again = Typed().run(ctx=restored)
+    assert_type(again, WorkflowHandler)
+    await again.cancel_run()
 
 
 def stream_of(handler: WorkflowHandler) -> AsyncIterator[Event]:
