@@ -6,7 +6,14 @@ with the rules of each tool (tests/observability/backends.py).
 
 from __future__ import annotations
 
+import json
+import os
+import time
+import uuid
 from collections.abc import Iterator
+from typing import Any
+from urllib.error import HTTPError
+from urllib.request import urlopen
 
 import pytest
 from backends import langfuse_trace, loads, phoenix_projects, received
@@ -171,3 +178,32 @@ async def test_openinference_llama_index_instrumentor_adds_no_second_llm_span(
     assert not [s for s in spans if s.name.startswith("chat ")]  # batonflow's LLM spans are off
     kinds = {s.name: s.attributes.get("openinference.span.kind") for s in spans}
     assert kinds["invoke_workflow Research"] == kinds["step ask"] == "CHAIN"
+
+
+@pytest.mark.skipif(
+    not os.environ.get("BATONFLOW_TEST_PHOENIX_URL"),
+    reason="set BATONFLOW_TEST_PHOENIX_URL (e.g. http://localhost:6006 of `phoenix serve`)",
+)
+async def test_a_real_phoenix_shows_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Against a running Phoenix: the project is the service, kinds and the root's input/output show."""
+    phoenix = os.environ["BATONFLOW_TEST_PHOENIX_URL"].rstrip("/")
+    service = f"batonflow-test-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("OTEL_SERVICE_NAME", service)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix)
+    monkeypatch.setenv(CAPTURE, "true")
+    await traced_research()
+    deadline = time.monotonic() + 30
+    spans: list[dict[str, Any]] = []
+    while len(spans) < 4 and time.monotonic() < deadline:
+        try:
+            with urlopen(f"{phoenix}/v1/projects/{service}/spans?limit=50", timeout=5) as resp:
+                spans = json.load(resp)["data"]
+        except HTTPError:  # the project appears with its first span
+            pass
+        time.sleep(0.5)
+    by_name = {s["name"]: s for s in spans}
+    run = by_name["invoke_workflow Research"]
+    assert run["span_kind"] == "CHAIN"
+    assert json.loads(run["attributes"]["input.value"]) == {"topic": "pirates"}
+    assert run["attributes"]["output.value"] == "hello there"
+    assert by_name["chat scripted-1"]["span_kind"] == "LLM"
