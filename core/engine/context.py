@@ -16,10 +16,10 @@ import concurrent.futures
 import threading
 import warnings
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from pydantic import BaseModel
-from typing_extensions import TypeVar  # a TypeVar with a default (Python 3.13's typing has it)
+from typing_extensions import TypeVar as DefaultedTypeVar  # Python 3.13's typing has default=
 
 from .._public import publish
 from ..data._state_types import DictState
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 EventT = TypeVar("EventT", bound=Event)
 #: The run's state type (``Context[MyState]``); ``Context`` alone is ``Context[DictState]``.
-StateT = TypeVar("StateT", bound=BaseModel | DictState, default=DictState)
+StateT = DefaultedTypeVar("StateT", bound=BaseModel | DictState, default=DictState)
 
 _MISSING: Any = object()
 
@@ -458,7 +458,7 @@ class Context(Generic[StateT]):
         answer = await ex.run.wait_for(
             ex, event_type, waiter_event, waiter_id, requirements, timeout
         )
-        return cast(EventT, answer)  # the waiter matches only events of event_type
+        return answer  # type: ignore[return-value]  # the waiter matches only event_type
 
     def retry_info(self) -> RetryInfo:
         """Where the current step stands in its retries (attempt 0 on the first run)."""
