@@ -64,16 +64,43 @@ def run_remote(
                     )
                 else:
                     err.print(f"[cyan]{event.type}[/] {event.value}", markup=True)
-            if event.type == "InputRequiredEvent":
+            if event.type == "InputRequiredEvent" or "waiting_for" in event.data:
                 prefix = str(event.value.get("prefix") or "> ")
                 answer = pending.pop(0) if pending else ask(prefix)
-                client.answer(run.run_id, answer)
+                _answer(client, run.run_id, answer)
         done = client.get(run.run_id)
     if done.status != "completed":
         raise BadParameterError(
             f"Run {done.run_id} on {url} ended {done.status}: {done.error or 'no error given'}"
         )
     return done.result, done.run_id
+
+
+def _answer(client: Any, run_id: str, text: str) -> None:
+    """Answer the run's question with ``text`` (a JSON object: the answer's fields); the
+    answer is built from what the run waits for (see ``Client.answer``)."""
+    import json
+
+    from batonflow.client import InvalidRequestError
+
+    from .registry import BadParameterError
+
+    fields: Any = None
+    if text.lstrip().startswith("{"):
+        try:
+            fields = json.loads(text)
+        except ValueError:
+            fields = None
+    try:
+        if isinstance(fields, dict):
+            client.answer(run_id, None, fields=fields)
+        else:
+            client.answer(run_id, text)
+    except InvalidRequestError as exc:
+        raise BadParameterError(
+            f"The server refused the answer {text!r}: {exc.detail} (pass --answer as that "
+            "value, or the answer's fields as a JSON object)"
+        ) from None
 
 
 def list_remote(

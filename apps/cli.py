@@ -275,7 +275,7 @@ async def run_flow(
     Raises:
         BadParameterError: A start field the workflow's typed start event rejects.
     """
-    from batonflow.core import HumanResponseEvent, InputRequiredEvent, StopEvent
+    from batonflow.core import InputRequiredEvent, StopEvent
 
     from ._introspect import StartFieldsError, build_start_event
     from ._wire import event_envelope
@@ -316,7 +316,7 @@ async def run_flow(
                     err.print(f"[cyan]{type(event).__name__}[/] {body}", markup=True)
             if isinstance(event, InputRequiredEvent):
                 answer = pending.pop(0) if pending else _ask(str(event.get("prefix", "") or "> "))
-                handler.ctx.send_event(HumanResponseEvent(response=answer))
+                handler.ctx.send_event(local_answer(workflow, handler, answer))
         result = await handler
     except asyncio.CancelledError:  # Ctrl-C or SIGTERM (see _signals): stop the run, then go
         from ._signals import stop_handler
@@ -328,6 +328,20 @@ async def run_flow(
         await stop_handler(handler)
         raise
     return result, str(handler.run_id)
+
+
+def local_answer(workflow: Any, handler: Any, text: str) -> Any:
+    """The event answering, with ``text``, what a run in this process waits for now.
+
+    Raises:
+        BadParameterError: The answer does not fit what the run waits for.
+    """
+    from ._answers import answer_from_text, asked_in, expected
+
+    try:
+        return answer_from_text(expected(workflow, asked_in(handler.ctx), handler), text)
+    except ValueError as exc:
+        raise BadParameterError(str(exc)) from None
 
 
 def _ask(prompt: str) -> str:

@@ -196,21 +196,31 @@ class AsyncClient:
         run_id: str,
         response: Any,
         *,
-        event_type: str = "HumanResponseEvent",
+        event_type: str | None = None,
         fields: dict[str, Any] | None = None,
+        waiter_id: str | None = None,
     ) -> Run:
         """Answer a run that asked for input (an ``InputRequiredEvent``).
 
+        The answer is built from what the run waits for (:attr:`Run.waiting_for`): the
+        awaited event type, and the values its waiting step requires (``requirements=`` of
+        ``ctx.wait_for_event``), so ``answer(run_id, "yes")`` answers a step waiting for
+        ``HumanResponseEvent`` with ``requirements={"tool": "transfer"}``.
+
         Args:
             run_id: The waiting run.
-            response: The answer (the ``HumanResponseEvent``'s ``response``).
-            event_type: The answering event's class, when the workflow uses its own.
-            fields: More fields of that event.
+            response: The answer (the event's ``response``; ``None``: only ``fields``).
+            event_type: The answering event's class name; default: the awaited one.
+            fields: More fields of that event (they win over the required values).
+            waiter_id: Answer this ``wait_for_event`` when several steps wait.
 
         Raises:
-            ConflictError: The run has ended, or was already answered.
+            ConflictError: The run has ended, waits for no answer, or was already answered.
+            InvalidRequestError: The run would not take this answer (``detail`` says what
+                it waits for); nothing was sent into it.
         """
-        body = _base.answer_body(response, event_type, fields)
+        run = await self.get(run_id)
+        body = _base.answer_body(response, event_type, fields, run, waiter_id)
         return _base.run_from(await self._request("POST", f"/runs/{run_id}/events", json=body))
 
     async def events(

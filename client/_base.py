@@ -148,9 +148,33 @@ def list_params(workflow: str | None, status: str | None, limit: int) -> dict[st
     return params
 
 
-def answer_body(response: Any, event_type: str, fields: dict[str, Any] | None) -> dict[str, Any]:
-    """The body of ``POST /runs/{id}/events`` answering a run that asked for input."""
-    return {"type": event_type, "data": {"response": response, **(fields or {})}}
+def answer_body(
+    response: Any,
+    event_type: str | None,
+    fields: dict[str, Any] | None,
+    run: Run,
+    waiter_id: str | None = None,
+) -> dict[str, Any]:
+    """The body of ``POST /runs/{id}/events`` answering ``run``'s question.
+
+    The answer is built from what the run waits for (``run.waiting_for``): the awaited event
+    type (unless ``event_type`` names one) and the values its waiting step requires;
+    ``fields`` are added last. A run that reports nothing is answered with a
+    ``HumanResponseEvent``.
+    """
+    awaited = [
+        w
+        for w in run.waiting_for
+        if (event_type is None or w.get("type") == event_type)
+        and (waiter_id is None or w.get("waiter_id") == waiter_id)
+    ]
+    chosen = awaited[0] if awaited else {}
+    requirements = chosen.get("requirements")
+    data = dict(requirements) if isinstance(requirements, dict) else {}
+    if response is not None:
+        data["response"] = response
+    data.update(fields or {})
+    return {"type": event_type or chosen.get("type") or "HumanResponseEvent", "data": data}
 
 
 __all__ = [

@@ -50,7 +50,14 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
         asks = isinstance(event, InputRequiredEvent)
         backlog = self._backlog.get(run_id)
         if backlog is not None:
-            backlog.append((event_body(event), asks))  # after those waiting for the store
+            backlog.append((event if asks else event_body(event), asks))  # in order
+            return
+        if asks:
+            # A question is written once its step has settled (a step may write it before
+            # it waits), with what the run then waits for: an answer is checked against that
+            # by whoever takes it, also a replica that does not run it. Later events queue.
+            self._backlog[run_id] = [(event, True)]
+            run.loop.call_soon(self._flush_later, run_id)
             return
         try:
             store.append_event(run_id, "event", event_body(event), waiting=asks)
@@ -64,7 +71,7 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
                 return
             # The store's server is away (a restart): the event waits, in order, and is
             # written before the step's checkpoint (on_step) or by a timer, whichever first.
-            self._backlog[run_id] = [(event_body(event), asks)]
+            self._backlog[run_id] = [(event_body(event), False)]
             run.loop.call_later(exc.retry_after, self._flush_later, run_id)
             return
         except CheckpointError as exc:
@@ -77,10 +84,6 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
                 "Run %s: its %s could not be recorded: %s", run_id, type(event).__name__, exc
             )
             return
-        if asks:
-            # Once the asking step has settled (its waiter is registered), snapshot the
-            # run so an answer given later finds the question after a restart.
-            run.loop.call_soon(self._waiting_snapshot, run_id)
 
     run.stream.recorder = record
 
@@ -93,14 +96,34 @@ def flush_events(self: WorkflowCheckpointer, run_id: str) -> None:
     """
     backlog = self._backlog.get(run_id)
     while backlog:
-        body, asks = backlog[0]
+        item, asks = backlog[0]
+        handler = self._live.get(run_id)
+        body = question_body(item, handler) if asks else item
         self.store.append_event(run_id, "event", body, waiting=asks)
         backlog.pop(0)
-        if asks:
-            handler = self._live.get(run_id)
-            if handler is not None:
-                handler._run.loop.call_soon(self._waiting_snapshot, run_id)
+        if asks and handler is not None:
+            # Snapshot the run so an answer given later finds the question after a restart.
+            handler._run.loop.call_soon(self._waiting_snapshot, run_id)
     self._backlog.pop(run_id, None)
+
+
+def question_body(event: Any, handler: WorkflowHandler | None) -> str:
+    """The log entry of a question: the event, and the steps that wait in
+    ``ctx.wait_for_event`` now (``waiting_for``: step, event type, waiter id, requirements)."""
+    waits = handler.ctx.waiting_for() if handler is not None else []
+    return event_body(
+        event,
+        waiting_for=[
+            {
+                "step": w.step,
+                "type": w.type_name.rpartition(".")[2],
+                "qualified_name": w.type_name,
+                "waiter_id": w.waiter_id,
+                "requirements": w.requirements,
+            }
+            for w in waits
+        ],
+    )
 
 
 def flush_later(self: WorkflowCheckpointer, run_id: str) -> None:

@@ -142,8 +142,10 @@ class WorkflowCheckpointer:
         self._live: dict[str, WorkflowHandler] = {}
         self._inbox: dict[str, int] = {}
         self._released: set[str] = set()
-        #: Stream events that waited for an unreachable store, per run: (body, asks).
-        self._backlog: dict[str, list[tuple[str, bool]]] = {}
+        #: Stream events not written yet, per run, in order: (body, False) when they waited
+        #: for an unreachable store, (event, True) for a question (written as its step has
+        #: settled, with what the run waits for then).
+        self._backlog: dict[str, list[tuple[Any, bool]]] = {}
         self._empty_state: tuple[BaseSerializer, dict[str, Any]] | None = None
         self._cancelling: set[asyncio.Future[None]] = set()  # kept referenced until done
         # One bound-method object, so detach() can remove exactly what was added.
