@@ -67,6 +67,17 @@ class Expected:
         data.update(self.requirements)
         return {"type": self.type_name, "data": data}
 
+    def text_field(self) -> str:
+        """The field a text answer goes in: ``response``, or else the one required field
+        the requirements leave open."""
+        fields = self.cls.model_fields if self.cls is not None else {}
+        if "response" in fields:
+            return "response"
+        free = [
+            n for n, info in fields.items() if info.is_required() and n not in self.requirements
+        ]
+        return free[0] if len(free) == 1 else "response"
+
     def describe(self) -> str:
         """``HumanResponseEvent with tool='transfer' (step call_tool)``."""
         text = self.type_name
@@ -219,7 +230,7 @@ def answer_from_text(expects: list[Expected], text: str) -> Any:
             given = json.loads(text)
         except ValueError:
             given = None
-    data = given if isinstance(given, dict) else {"response": text}
+    data = given if isinstance(given, dict) else {first.text_field(): text}
     try:
         return first.cls.model_validate({**first.requirements, **data})
     except ValidationError as exc:

@@ -172,9 +172,21 @@ def answer_body(
     requirements = chosen.get("requirements")
     data = dict(requirements) if isinstance(requirements, dict) else {}
     if response is not None:
-        data["response"] = response
+        data[_response_field(chosen.get("schema"), data)] = response
     data.update(fields or {})
     return {"type": event_type or chosen.get("type") or "HumanResponseEvent", "data": data}
+
+
+def _response_field(schema: Any, required_values: dict[str, Any]) -> str:
+    """The field an answer's text goes in: ``response``, or else the awaited event's one
+    required field that the waiting step does not fix."""
+    if not isinstance(schema, dict):
+        return "response"
+    props = schema.get("properties") or {}
+    if "response" in props or not isinstance(props, dict):
+        return "response"
+    free = [n for n in schema.get("required") or [] if n in props and n not in required_values]
+    return str(free[0]) if len(free) == 1 else "response"
 
 
 __all__ = [
