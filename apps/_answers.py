@@ -116,7 +116,7 @@ class Expected:
                 schema["required"].append(key)
         from batonflow.core import HumanResponseEvent
 
-        answers = self.cls is not None and issubclass(self.cls, HumanResponseEvent)
+        answers = self.cls is HumanResponseEvent  # the server requires its response
         if answers and "response" in props and "response" not in schema.setdefault("required", []):
             schema["required"].insert(0, "response")
         return schema

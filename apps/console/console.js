@@ -507,15 +507,20 @@
     var choices = await answerChoices(run);
     var fieldsBox = el("div");
     var form = null;
+    // An option's value is its type (numbered when one type is awaited with other values).
+    choices.forEach(function (c, i) {
+      var twice = choices.filter(function (d) { return d.type === c.type; }).length > 1;
+      c.value = twice ? c.type + "#" + i : c.type;
+    });
     var picker = el("select", { id: "answer-type", name: "type", "aria-label": "event type" },
-      choices.map(function (c, i) { return el("option", { value: String(i) }, c.label); }));
-    function chosen() { return choices[Number(picker.value)]; }
+      choices.map(function (c) { return el("option", { value: c.value }, c.label); }));
+    function chosen() { return choices.find(function (c) { return c.value === picker.value; }); }
     function showFields() {
       form = schemaFields(chosen().schema, chosen().root, "answer");
       fieldsBox.replaceChildren.apply(fieldsBox, form.nodes);
     }
     picker.addEventListener("change", showFields);
-    picker.value = "0";
+    picker.value = choices[0].value;
     showFields();
     var error = el("p", { className: "error", role: "alert", hidden: true });
     var send = el("button", { className: "primary", type: "submit", name: "answer" }, "Send the answer");
