@@ -160,6 +160,13 @@ def test_own_question_and_answer_classes_ask_twice(http):
 
 def test_an_answer_to_a_run_that_waits_for_none_is_a_conflict(http):
     """Before its question (or after its answer), an answer is a 409 that says to wait."""
+    busy = http.post("/workflows/sleepy/runs", json={}).json()["run_id"]
+    early = http.post(
+        f"/runs/{busy}/events", json={"type": "HumanResponseEvent", "data": {"response": "x"}}
+    )
+    assert early.status_code == 409
+    assert "is running and waits for no answer now" in early.json()["detail"]
+    http.post(f"/runs/{busy}/cancel")
     run_id = http.post("/workflows/returned/runs", json={}).json()["run_id"]
     wait_status(http, run_id, {"waiting"})
     body = {"type": "HumanResponseEvent", "data": {"response": "yes"}}

@@ -116,4 +116,5 @@ def waiting_flows() -> dict[str, Any]:
         "returned": flows.ApprovalFlow(timeout=None),
         "guess": flows.GuessFlow(timeout=None),
         "custom": CustomTypesFlow(timeout=None),
+        "sleepy": flows.SleepyFlow(timeout=None),
     }
