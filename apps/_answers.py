@@ -147,6 +147,19 @@ def question(store: RunStore, row: RunRow) -> dict[str, Any] | None:
     return None
 
 
+def is_question(handler: Any, event: Any) -> bool:
+    """Whether a streamed ``event`` asks for input: an ``InputRequiredEvent``, or the
+    ``waiter_event`` a step waiting in ``ctx.wait_for_event`` asked with (the run store
+    records the same as questions)."""
+    from batonflow.core import InputRequiredEvent
+
+    if isinstance(event, InputRequiredEvent):
+        return True
+    run = getattr(handler, "_run", None)
+    waiters = getattr(run, "waiters", None) or {}
+    return any(getattr(w, "question", None) is event for w in waiters.values())
+
+
 def asked_in(ctx: Any) -> dict[str, Any]:
     """A question's body as the store logs it, from a run in this process (its waits)."""
     return {
@@ -484,6 +497,7 @@ __all__ = [
     "asked_in",
     "check_event",
     "expected",
+    "is_question",
     "question",
     "waiting_info",
 ]

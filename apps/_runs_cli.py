@@ -269,12 +269,11 @@ def _stored_answer(workflow: Any, store: RunStore, row: Any, text: str) -> Any:
 
 
 async def _answering(handler: Any, answers: list[str], cptr: Any) -> Any:
-    from batonflow.core import InputRequiredEvent
-
+    from ._answers import is_question
     from .cli import local_answer
 
     async for event in handler.stream_events():
-        if isinstance(event, InputRequiredEvent):
+        if is_question(handler, event):
             answer = answers.pop(0) if answers else _ask(str(event.get("prefix", "") or "> "))
             reply = local_answer(cptr.workflow, handler, answer)
             cptr.send_event(handler.run_id, reply, answer=True)

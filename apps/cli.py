@@ -275,8 +275,9 @@ async def run_flow(
     Raises:
         BadParameterError: A start field the workflow's typed start event rejects.
     """
-    from batonflow.core import InputRequiredEvent, StopEvent
+    from batonflow.core import StopEvent
 
+    from ._answers import is_question
     from ._introspect import StartFieldsError, build_start_event
     from ._wire import event_envelope
 
@@ -314,7 +315,7 @@ async def run_flow(
                 else:
                     body = event_envelope(event)["value"]
                     err.print(f"[cyan]{type(event).__name__}[/] {body}", markup=True)
-            if isinstance(event, InputRequiredEvent):
+            if is_question(handler, event):
                 answer = pending.pop(0) if pending else _ask(str(event.get("prefix", "") or "> "))
                 handler.ctx.send_event(local_answer(workflow, handler, answer))
         result = await handler

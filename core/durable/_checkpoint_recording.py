@@ -47,7 +47,10 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
     def record(event: Any) -> None:
         if isinstance(event, InternalDispatchEvent):
             return
-        asks = isinstance(event, InputRequiredEvent)
+        # A question: an InputRequiredEvent, or what a wait_for_event asked with.
+        asks = isinstance(event, InputRequiredEvent) or any(
+            w.question is event for w in run.waiters.values()
+        )
         backlog = self._backlog.get(run_id)
         if backlog is not None:
             backlog.append((event if asks else event_body(event), asks))  # in order
@@ -100,11 +103,39 @@ def flush_events(self: WorkflowCheckpointer, run_id: str) -> None:
         handler = self._live.get(run_id)
         body = question_body(item, handler) if asks else item
         self.store.append_event(run_id, "event", body, waiting=asks)
+        if asks and handler is not None:
+            # The waits it asked for (those that asked nothing themselves: a question written
+            # before the wait), to ask it again while they still wait (ask_again).
+            asked = self._asked.setdefault(run_id, {})
+            for w in handler._run.waiters.values():
+                if w.question is None:
+                    asked.setdefault(w.waiter_id, item)
         backlog.pop(0)
         if asks and handler is not None:
             # Snapshot the run so an answer given later finds the question after a restart.
             handler._run.loop.call_soon(self._waiting_snapshot, run_id)
     self._backlog.pop(run_id, None)
+
+
+def ask_again(self: WorkflowCheckpointer, run_id: str) -> None:
+    """After an answer was taken: a run whose steps still wait for a question they asked
+    (several tools asked at once) asks it again, so the run is ``waiting`` for it, not
+    ``running`` with its question gone."""
+    handler = self._live.get(run_id)
+    if handler is None or handler.is_done() or run_id in self._backlog:
+        return  # ended, or a question is about to be written anyway
+    asked = self._asked.get(run_id, {})
+    open_questions = [
+        w.question if w.question is not None else asked.get(w.waiter_id)
+        for w in handler._run.waiters.values()
+        if w.future is not None and not w.future.done()
+    ]
+    questions = [q for q in open_questions if q is not None]
+    record = self.store.run(run_id)
+    if not questions or record is None or record.status != "running":
+        return
+    self._backlog[run_id] = [(questions[-1], True)]
+    self._flush_later(run_id)
 
 
 def question_body(event: Any, handler: WorkflowHandler | None) -> str:
@@ -254,6 +285,7 @@ def watch(self: WorkflowCheckpointer, handler: WorkflowHandler) -> None:
             return  # released (a shutdown): the record stays as it was
         self._seq.pop(run_id, None)
         self._inbox.pop(run_id, None)
+        self._asked.pop(run_id, None)
         if self._live.get(run_id) is handler:
             del self._live[run_id]
         status, result, error = outcome(fut, self.serializer)

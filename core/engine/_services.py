@@ -97,6 +97,7 @@ async def wait_for(
         future,
         ex.lane.spec.name,
         ex.id,
+        waiter_event,
     )
     if waiter_event is not None and waiter_id not in self.emitted_waiters:
         self.emitted_waiters.add(waiter_id)

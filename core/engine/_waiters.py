@@ -17,6 +17,7 @@ class Waiter:
         "event_type",
         "execution_id",
         "future",
+        "question",
         "requirements",
         "step",
         "type_name",
@@ -32,6 +33,7 @@ class Waiter:
         future: asyncio.Future[Event] | None,
         step: str,
         execution_id: int,
+        question: Event | None = None,
     ) -> None:
         self.waiter_id = waiter_id
         self.type_name = type_name
@@ -40,6 +42,8 @@ class Waiter:
         self.future = future
         self.step = step
         self.execution_id = execution_id
+        #: The ``waiter_event`` the wait asked with (``None``: it asked nothing itself).
+        self.question = question
 
     def matches(self, event: Event) -> bool:
         """Whether ``event`` answers this waiter (its type and its ``requirements``)."""

@@ -137,7 +137,8 @@ def test_every_way_of_waiting_says_what_it_waits_for_and_takes_its_answer(
 
 
 def test_own_question_and_answer_classes_ask_twice(http):
-    """An InputRequiredEvent subclass asks for an Approval (ticket 7), then for a plain Decision."""
+    """An InputRequiredEvent subclass asks for an Approval (ticket 7), then a plain event asks
+    for a plain Decision."""
     run = ask(http, "custom")
     assert run["question"]["type"] == "ApprovalRequest"
     (awaited,) = run["waiting_for"]
@@ -154,8 +155,33 @@ def test_own_question_and_answer_classes_ask_twice(http):
     while second["question"]["seq"] == run["question"]["seq"]:  # the first question's record
         second = wait_status(http, run["run_id"], {"waiting"})
     assert [w["type"] for w in second["waiting_for"]] == ["Decision"]
+    assert second["question"] == {
+        "seq": second["question"]["seq"],
+        "type": "Pick",
+        "value": {"prefix": "Which one?", "options": ["a", "b"]},
+    }
     assert http.post(url, json={"type": "Decision", "data": {"choice": "b"}}).status_code == 202
     assert wait_status(http, run["run_id"], {"completed"})["result"] == "True b"
+
+
+def test_a_run_with_two_open_questions_waits_again_after_the_first_answer(http):
+    """Two tool calls ask at once: after one answer the run asks the other question again."""
+    run = ask(http, "pair", user_msg="pay both")
+    url = f"/runs/{run['run_id']}/events"
+    body = {"type": "HumanResponseEvent", "data": {"response": "yes", "tool": "transfer"}}
+    assert http.post(url, json=body).status_code == 202
+    seen = {run["question"]["seq"]}
+    again = wait_status(http, run["run_id"], {"waiting", "completed"})
+    while again["status"] == "waiting" and len(again["waiting_for"]) != 1:
+        seen.add(again["question"]["seq"])  # the second tool's question, asked before the answer
+        again = wait_status(http, run["run_id"], {"waiting", "completed"})
+    assert again["status"] == "waiting"
+    assert again["question"]["seq"] not in seen  # asked again, after the answer
+    assert again["question"]["value"]["tool"] == "transfer"
+    assert http.post(url, json=body).status_code == 202
+    done = wait_status(http, run["run_id"], {"completed"})
+    text = done["result"]["response"]["blocks"][0]["text"]
+    assert text == "Done: Transferred 30 EUR to Ada. / Transferred 30 EUR to Bob."
 
 
 def test_an_answer_to_a_run_that_waits_for_none_is_a_conflict(http):

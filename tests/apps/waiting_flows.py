@@ -36,24 +36,22 @@ async def transfer(ctx: Context, amount: int, to: str) -> str:
     return "The transfer was refused."
 
 
-def _banker(messages: list[Any]) -> Any:
-    """The scripted LLM's turn: call ``transfer``, then say what the tool answered."""
-    from batonflow.agents.testing import ScriptedResponse, ScriptedToolCall
-
-    last = messages[-1]
-    if last.role.value == "tool":
-        return f"Done: {last.content}"
-    return ScriptedResponse(tool_calls=[ScriptedToolCall("transfer", {"amount": 30, "to": "Ada"})])
-
-
-def transfer_agent() -> Any:
-    """A FunctionAgent whose one tool asks before it transfers (any number of runs)."""
+def transfer_agent(payees: tuple[str, ...] = ("Ada",)) -> Any:
+    """A FunctionAgent whose one tool asks before it transfers (any number of runs); the LLM
+    calls it once per payee, all in one turn (the tool calls run at once)."""
     from batonflow.agents import FunctionAgent
-    from batonflow.agents.testing import ScriptedLLM
+    from batonflow.agents.testing import ScriptedLLM, ScriptedResponse, ScriptedToolCall
+
+    def banker(messages: list[Any]) -> Any:
+        done = [m.content for m in messages if m.role.value == "tool"]
+        if messages[-1].role.value == "tool":
+            return "Done: " + " / ".join(done)
+        calls = [ScriptedToolCall("transfer", {"amount": 30, "to": to}) for to in payees]
+        return ScriptedResponse(tool_calls=calls)
 
     return FunctionAgent(
         tools=[transfer],
-        llm=ScriptedLLM([_banker] * 200),
+        llm=ScriptedLLM([banker] * 200),
         system_prompt="You move money when asked.",
         timeout=None,
     )
@@ -88,8 +86,16 @@ class Decision(Event):
     choice: str
 
 
+class Pick(Event):
+    """A question that is a plain event, not an InputRequiredEvent."""
+
+    prefix: str
+    options: list[str]
+
+
 class CustomTypesFlow(Workflow):
-    """Asks twice with its own classes: an Approval for ticket 7, then a Decision."""
+    """Asks twice with its own classes: an Approval for ticket 7, then a Decision (asked with
+    a plain event)."""
 
     @step
     async def review(self, ctx: Context, ev: StartEvent) -> StopEvent:
@@ -100,7 +106,7 @@ class CustomTypesFlow(Workflow):
             timeout=None,
         )
         decision = await ctx.wait_for_event(
-            Decision, waiter_event=InputRequiredEvent(prefix="Which one?"), timeout=None
+            Decision, waiter_event=Pick(prefix="Which one?", options=["a", "b"]), timeout=None
         )
         return StopEvent(result=f"{approval.approved} {decision.choice}")
 
@@ -111,6 +117,7 @@ def waiting_flows() -> dict[str, Any]:
 
     return {
         "agent": transfer_agent(),
+        "pair": transfer_agent(("Ada", "Bob")),
         "waiter": flows.WaitingFlow(timeout=None),
         "written": WriteThenWaitFlow(timeout=None),
         "returned": flows.ApprovalFlow(timeout=None),
