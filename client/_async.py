@@ -12,6 +12,7 @@ from httpx_sse import aconnect_sse
 
 from . import _base
 from ._stream import EventStream
+from .errors import InvalidRequestError
 from .models import Run, RunEvent
 from .retry import Attempts, RetryPolicy, status_failure, transport_failure
 
@@ -202,10 +203,12 @@ class AsyncClient:
     ) -> Run:
         """Answer a run that asked for input (an ``InputRequiredEvent``).
 
-        The answer is built from what the run waits for (:attr:`Run.waiting_for`): the
-        awaited event type, and the values its waiting step requires (``requirements=`` of
-        ``ctx.wait_for_event``), so ``answer(run_id, "yes")`` answers a step waiting for
-        ``HumanResponseEvent`` with ``requirements={"tool": "transfer"}``.
+        When the server refuses a plain ``HumanResponseEvent`` (422, before anything reaches
+        the run), the answer is built from what it says the run waits for (as
+        :attr:`Run.waiting_for` lists it): the awaited event type and the values its waiting
+        step requires (``requirements=`` of ``ctx.wait_for_event``), and sent once more; so
+        ``answer(run_id, "yes")`` answers a step waiting for ``HumanResponseEvent`` with
+        ``requirements={"tool": "transfer"}``.
 
         Args:
             run_id: The waiting run.
@@ -219,9 +222,19 @@ class AsyncClient:
             InvalidRequestError: The run would not take this answer (``detail`` says what
                 it waits for); nothing was sent into it.
         """
-        run = await self.get(run_id)
-        body = _base.answer_body(response, event_type, fields, run, waiter_id)
-        return _base.run_from(await self._request("POST", f"/runs/{run_id}/events", json=body))
+        path = f"/runs/{run_id}/events"
+        body = _base.answer_body(response, event_type, fields, None, waiter_id)
+        try:
+            return _base.run_from(await self._request("POST", path, json=body))
+        except InvalidRequestError as refusal:
+            # Refused before anything was sent into the run; the refusal says what it waits
+            # for: answer that (its type, its required values).
+            built = _base.answer_body(
+                response, event_type, fields, _base.awaited_in(refusal), waiter_id
+            )
+            if built == body:
+                raise
+        return _base.run_from(await self._request("POST", path, json=built))
 
     async def events(
         self,

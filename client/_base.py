@@ -152,20 +152,20 @@ def answer_body(
     response: Any,
     event_type: str | None,
     fields: dict[str, Any] | None,
-    run: Run,
+    waiting_for: list[Any] | None = None,
     waiter_id: str | None = None,
 ) -> dict[str, Any]:
-    """The body of ``POST /runs/{id}/events`` answering ``run``'s question.
+    """The body of ``POST /runs/{id}/events`` answering a run's question.
 
-    The answer is built from what the run waits for (``run.waiting_for``): the awaited event
-    type (unless ``event_type`` names one) and the values its waiting step requires;
-    ``fields`` are added last. A run that reports nothing is answered with a
-    ``HumanResponseEvent``.
+    With ``waiting_for`` (what the run waits for, as the server lists it) the answer is built
+    from it: the awaited event type (unless ``event_type`` names one) and the values its
+    waiting step requires; ``fields`` are added last. Without, it is a ``HumanResponseEvent``.
     """
     awaited = [
         w
-        for w in run.waiting_for
-        if (event_type is None or w.get("type") == event_type)
+        for w in waiting_for or []
+        if isinstance(w, dict)
+        and (event_type is None or w.get("type") == event_type)
         and (waiter_id is None or w.get("waiter_id") == waiter_id)
     ]
     chosen = awaited[0] if awaited else {}
@@ -175,6 +175,13 @@ def answer_body(
         data[_response_field(chosen.get("schema"), data)] = response
     data.update(fields or {})
     return {"type": event_type or chosen.get("type") or "HumanResponseEvent", "data": data}
+
+
+def awaited_in(refusal: Any) -> list[Any]:
+    """What the run waits for, as a server's refusal (422) of an answer lists it."""
+    body = getattr(refusal, "body", None)
+    waits = body.get("waiting_for") if isinstance(body, dict) else None
+    return list(waits) if isinstance(waits, list) else []
 
 
 def _response_field(schema: Any, required_values: dict[str, Any]) -> str:
@@ -193,6 +200,7 @@ __all__ = [
     "DEFAULT_RETRY",
     "Options",
     "answer_body",
+    "awaited_in",
     "decode",
     "list_params",
     "options",

@@ -221,6 +221,25 @@ def test_the_client_builds_the_answer_from_what_the_run_waits_for(server):
     assert done.result["response"]["blocks"][0]["text"] == "Done: Transferred 30 EUR to Ada."
 
 
+async def test_the_async_client_answers_an_own_answer_class_from_the_refusal(server):
+    """AsyncClient.answer(run_id, None, fields=...) becomes the Approval the run waits for."""
+    from batonflow.client import AsyncClient
+
+    async with AsyncClient(server.url) as client:
+        run = await client.start("custom")
+        async for event in client.events(run.run_id):
+            if "waiting_for" in event.data:
+                break
+        answered = await client.answer(run.run_id, None, fields={"approved": True})
+        assert answered.run_id == run.run_id
+        async for event in client.events(run.run_id, after=event.seq):
+            if "waiting_for" in event.data:
+                break
+        await client.answer(run.run_id, "a")
+        done = await client.wait(run.run_id, timeout=20)
+    assert done.result == "True a"
+
+
 @pytest.mark.parametrize(
     "flow, answer, printed",
     [
