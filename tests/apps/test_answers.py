@@ -116,6 +116,9 @@ def test_an_answer_without_the_required_value_is_refused_and_the_question_stays(
         pytest.param(
             "guess", ("Guess", {}), {"response": "", "value": 21}, 42, id="own-answer-class"
         ),
+        pytest.param(
+            "plain", ("Decision", {}), {"choice": "a"}, "a", id="plain-question-and-answer"
+        ),
     ],
 )
 def test_every_way_of_waiting_says_what_it_waits_for_and_takes_its_answer(

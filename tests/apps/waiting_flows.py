@@ -111,6 +111,17 @@ class CustomTypesFlow(Workflow):
         return StopEvent(result=f"{approval.approved} {decision.choice}")
 
 
+class PlainQuestionFlow(Workflow):
+    """Asks with a plain event (no InputRequiredEvent) for a plain Decision."""
+
+    @step
+    async def choose(self, ctx: Context, ev: StartEvent) -> StopEvent:
+        decision = await ctx.wait_for_event(
+            Decision, waiter_event=Pick(prefix="Which one?", options=["a", "b"]), timeout=None
+        )
+        return StopEvent(result=decision.choice)
+
+
 def waiting_flows() -> dict[str, Any]:
     """Every way of waiting, by the name the tests serve it under."""
     from . import flows
@@ -123,5 +134,6 @@ def waiting_flows() -> dict[str, Any]:
         "returned": flows.ApprovalFlow(timeout=None),
         "guess": flows.GuessFlow(timeout=None),
         "custom": CustomTypesFlow(timeout=None),
+        "plain": PlainQuestionFlow(timeout=None),
         "sleepy": flows.SleepyFlow(timeout=None),
     }
