@@ -40,6 +40,7 @@ from ..errors import (
     CheckpointError,
     ContextSerdeError,
     SerializationError,
+    WorkflowRuntimeError,
 )
 from . import _checkpoint_query, _checkpoint_recording
 from ._memory_store import InMemoryCheckpointStore
@@ -491,7 +492,13 @@ class WorkflowCheckpointer:
                 logger.warning("Run %s: inbox event %d cannot be read: %s", run_id, item.seq, exc)
                 event = None
             if isinstance(event, Event):
-                handler.ctx.send_event(event)
+                try:
+                    handler.ctx.send_event(event)
+                except WorkflowRuntimeError as exc:  # its wait ended meanwhile (a timeout)
+                    logger.warning(
+                        "Run %s: inbox event %d is taken by no step: %s", run_id, item.seq, exc
+                    )
+                    continue
                 if item.key is not None:  # an answer: is another question still open?
                     handler._run.loop.call_soon(self._ask_again, run_id)
 
