@@ -296,3 +296,18 @@ def test_cli_answer_option_answers_a_run_in_this_process(flow, answers, printed)
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert printed in result.stdout
+
+
+def test_runs_resume_answers_a_stored_question_with_its_required_value(tmp_path):
+    """A server's agent run left waiting; `runs resume --answer yes` builds the answer from the
+    question in the store (tool="transfer" filled in) and the tool goes on."""
+    db = tmp_path / "runs.db"
+    app_ = create_app(waiting_flows(), store=RunStore(db), checkpoints=SqliteCheckpointStore(db))
+    with BackgroundServer(app_) as server, httpx.Client(base_url=server.url) as http:
+        run_id = ask(http, "agent", user_msg="send 30 to Ada")["run_id"]
+    flow = "tests/apps/waiting_flows.py:transfer_agent"
+    args = ["runs", "resume", run_id, "--db", str(db), "--flow", flow, "--answer", "yes"]
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    assert "Done: Transferred 30 EUR to Ada." in result.stdout
+    assert RunStore(db).get(run_id).status == "completed"
