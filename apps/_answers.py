@@ -180,21 +180,23 @@ def expected(workflow: Any, asked: dict[str, Any] | None, live: Any = None) -> l
     """What a run of ``workflow`` that asked ``asked`` (a question's body) waits for.
 
     ``live`` is the run's handler when it runs in this process: the classes of its waits
-    are taken from it.
+    are taken from it, and a wait that has ended there (it timed out) is left out.
     """
     from batonflow.core import HumanResponseEvent
     from batonflow.core.data.events import Event, loaded_class
     from batonflow.core.graph import workflow_graph
 
-    classes: dict[str, Any] = {}
+    classes: dict[str, Any] | None = None
     if live is not None:
         classes = {w.waiter_id: w.event_type for w in live.ctx.waiting_for()}
     found: list[Expected] = []
     for wait in (asked or {}).get("waiting_for") or []:
         if not isinstance(wait, dict):
             continue
+        if classes is not None and wait.get("waiter_id") not in classes:
+            continue  # its wait has ended
         name = str(wait.get("qualified_name", ""))
-        cls = classes.get(wait.get("waiter_id")) or loaded_class(name)
+        cls = (classes or {}).get(wait.get("waiter_id")) or loaded_class(name)
         if not (isinstance(cls, type) and issubclass(cls, Event)):
             cls = None
         requirements = wait.get("requirements")
@@ -212,7 +214,7 @@ def expected(workflow: Any, asked: dict[str, Any] | None, live: Any = None) -> l
     for type_name, cls in sorted(external_events(workflow).items()):
         steps = tuple(s.name for s in shapes if any(issubclass(cls, a) for a in s.accepts))
         found.append(Expected(type_name, f"{cls.__module__}.{cls.__qualname__}", cls, steps or ()))
-    if asked is not None and not found:
+    if asked is not None and "waiting_for" not in asked and not found:
         # A question logged before questions recorded their waits: answer as before.
         cls = HumanResponseEvent
         found.append(Expected(cls.__name__, f"{cls.__module__}.{cls.__qualname__}", cls, ()))
@@ -285,6 +287,15 @@ def check_event(
     asked = question(store, row)
     expects = expected(workflow, asked, live)
     waiting = asked is not None
+    if waiting and not expects:
+        raise Refused(
+            409,
+            {
+                "detail": f"Run {run_id!r} asked a question, but no step waits for its answer "
+                "any more (the wait ended: it timed out) and the run goes on without it; "
+                "send nothing, or answer its next question."
+            },
+        )
     type_name = body.get("type")
     if not isinstance(type_name, str) or not type_name:
         raise Refused(

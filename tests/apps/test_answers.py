@@ -17,7 +17,7 @@ import pytest
 from batonflow.apps.cli import app
 from batonflow.apps.run_store import RunStore
 from batonflow.apps.server import BackgroundServer, create_app
-from batonflow.client import Client, InvalidRequestError
+from batonflow.client import Client, ConflictError, InvalidRequestError
 from batonflow.core.checkpoints import SqliteCheckpointStore
 from typer.testing import CliRunner
 
@@ -202,6 +202,19 @@ def test_an_answer_to_a_run_that_waits_for_none_is_a_conflict(http):
     assert http.post(f"/runs/{run_id}/events", json=body).status_code == 202
     wait_status(http, run_id, {"completed"})
     assert http.post(f"/runs/{run_id}/events", json=body).status_code == 409
+
+
+def test_an_answer_after_the_wait_timed_out_is_refused_not_dropped(server):
+    """The step's wait ended (timeout) while the run goes on: an answer is a 409, not a 202
+    that nothing takes."""
+    with Client(server.url) as client:
+        run = client.start("impatient", {"wait": 0.3})
+        for event in client.events(run.run_id):
+            if event.type == "GaveUp":
+                break
+        with pytest.raises(ConflictError, match="no step waits for its answer any more"):
+            client.answer(run.run_id, "yes")
+        client.cancel(run.run_id)
 
 
 def test_the_client_builds_the_answer_from_what_the_run_waits_for(server):

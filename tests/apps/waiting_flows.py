@@ -8,6 +8,7 @@ older llama-index pattern), or use their own event classes for the question and 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from batonflow.core import (
@@ -122,6 +123,27 @@ class PlainQuestionFlow(Workflow):
         return StopEvent(result=decision.choice)
 
 
+class GaveUp(Event):
+    """Written once the question's wait timed out."""
+
+
+class ImpatientFlow(Workflow):
+    """Asks, gives up after ``wait`` seconds (the run goes on), then works a minute."""
+
+    @step
+    async def ask(self, ctx: Context, ev: StartEvent) -> StopEvent:
+        try:
+            await ctx.wait_for_event(
+                HumanResponseEvent,
+                waiter_event=InputRequiredEvent(prefix="Quick: yes?"),
+                timeout=float(ev.get("wait", 0.3)),
+            )
+        except TimeoutError:
+            ctx.write_event_to_stream(GaveUp())
+        await asyncio.sleep(60)
+        return StopEvent(result="late")
+
+
 def waiting_flows() -> dict[str, Any]:
     """Every way of waiting, by the name the tests serve it under."""
     from . import flows
@@ -136,4 +158,5 @@ def waiting_flows() -> dict[str, Any]:
         "custom": CustomTypesFlow(timeout=None),
         "plain": PlainQuestionFlow(timeout=None),
         "sleepy": flows.SleepyFlow(timeout=None),
+        "impatient": ImpatientFlow(timeout=None),
     }
