@@ -63,7 +63,8 @@ class Expected:
         if self.cls is not None:
             for name, info in self.cls.model_fields.items():
                 if info.is_required() or name == "response":
-                    data[name] = "..."
+                    # A value of the field's type where it has a plain one, else "...".
+                    data[name] = {int: 0, float: 0.0, bool: False}.get(info.annotation, "...")
         data.update(self.requirements)
         return {"type": self.type_name, "data": data}
 

@@ -147,6 +147,10 @@ def test_own_question_and_answer_classes_ask_twice(http):
     (awaited,) = run["waiting_for"]
     assert (awaited["type"], awaited["requirements"]) == ("Approval", {"ticket": 7})
     assert awaited["schema"]["properties"]["approved"]["type"] == "boolean"
+    assert awaited["example"] == {
+        "type": "Approval",
+        "data": {"response": "...", "ticket": 7, "approved": False},
+    }
     url = f"/runs/{run['run_id']}/events"
     other = {"type": "Approval", "data": {"response": "", "ticket": 8, "approved": True}}
     assert http.post(url, json=other).status_code == 422
