@@ -76,11 +76,11 @@ def run_remote(
                 print_json({"event": {k: v for k, v in event.data.items() if k != "seq"}}, stdout)
             elif printer.wants(event.type):
                 printer.show(event.type, str(event.data.get("qualified_name", "")), event.value)
-            if event.type == "InputRequiredEvent":
+            if event.type == "InputRequiredEvent" or "waiting_for" in event.data:
                 printer.close()
                 prefix = str(event.value.get("prefix") or "> ")
                 answer = pending.pop(0) if pending else ask(prefix)
-                client.answer(run.run_id, answer)
+                _answer(client, run.run_id, answer)
         printer.close()
         done = client.get(run.run_id)
     if done.status != "completed":
@@ -88,6 +88,33 @@ def run_remote(
             f"Run {done.run_id} on {url} ended {done.status}: {done.error or 'no error given'}"
         )
     return done.result, done.run_id
+
+
+def _answer(client: Any, run_id: str, text: str) -> None:
+    """Answer the run's question with ``text`` (a JSON object: the answer's fields); the
+    answer is built from what the run waits for (see ``Client.answer``)."""
+    import json
+
+    from batonflow.client import InvalidRequestError
+
+    from .registry import BadParameterError
+
+    fields: Any = None
+    if text.lstrip().startswith("{"):
+        try:
+            fields = json.loads(text)
+        except ValueError:
+            fields = None
+    try:
+        if isinstance(fields, dict):
+            client.answer(run_id, None, fields=fields)
+        else:
+            client.answer(run_id, text)
+    except InvalidRequestError as exc:
+        raise BadParameterError(
+            f"The server refused the answer {text!r}: {exc.detail} (pass --answer as that "
+            "value, or the answer's fields as a JSON object)"
+        ) from None
 
 
 def list_remote(

@@ -234,7 +234,8 @@ def resume(
             pending = list(answers)
             first = None
             if row.status == "waiting":
-                first = pending.pop(0) if pending else _ask(_last_prefix(store, run_id))
+                text = pending.pop(0) if pending else _ask(_last_prefix(store, run_id))
+                first = _stored_answer(workflow, store, row, text)
             import asyncio  # not at the top: it costs `batonflow --help` 28 ms
 
             result = asyncio.run(_resume(workflow, store.backend, run_id, first, pending))
@@ -272,26 +273,35 @@ def _ask(prompt: str) -> str:
     return ask(prompt)
 
 
+def _stored_answer(workflow: Any, store: RunStore, row: Any, text: str) -> Any:
+    """The event answering, with ``text``, the question a stored waiting run asked."""
+    from ._answers import answer_from_text, expected, question
+
+    try:
+        return answer_from_text(expected(workflow, question(store, row) or {}), text)
+    except ValueError as exc:
+        raise BadParameterError(str(exc)) from None
+
+
 async def _answering(handler: Any, answers: list[str], cptr: Any) -> Any:
-    from batonflow.core import HumanResponseEvent, InputRequiredEvent
+    from ._answers import is_question
+    from .cli import local_answer
 
     async for event in handler.stream_events():
-        if isinstance(event, InputRequiredEvent):
+        if is_question(handler, event):
             answer = answers.pop(0) if answers else _ask(str(event.get("prefix", "") or "> "))
-            cptr.send_event(handler.run_id, HumanResponseEvent(response=answer), answer=True)
+            reply = local_answer(cptr.workflow, handler, answer)
+            cptr.send_event(handler.run_id, reply, answer=True)
     return await handler
 
 
-async def _resume(
-    workflow: Any, backend: Any, run_id: str, first: str | None, answers: list[str]
-) -> Any:
-    from batonflow.core import HumanResponseEvent
+async def _resume(workflow: Any, backend: Any, run_id: str, first: Any, answers: list[str]) -> Any:
     from batonflow.core.checkpoints import WorkflowCheckpointer
 
     cptr = WorkflowCheckpointer(workflow, store=backend)
     if first is not None:
         # Committed to the run's inbox first: the resumed run takes it in.
-        cptr.send_event(run_id, HumanResponseEvent(response=first), answer=True)
+        cptr.send_event(run_id, first, answer=True)
     handler = cptr.resume(run_id)
     return await _answering(handler, answers, cptr)
 

@@ -102,6 +102,34 @@ class Graph(_Body):
     mermaid: str = Field(description="Mermaid flowchart text.")
 
 
+class Question(_Body):
+    """The question a waiting run asked: its event in the run's event stream."""
+
+    seq: int | None = Field(None, description="Its sequence number in the event stream.")
+    type: str | None = Field(None, description="Its class name, e.g. InputRequiredEvent.")
+    value: dict[str, Any] | None = Field(None, description="Its fields (prefix...).")
+
+
+class Awaited(_Body):
+    """One event a waiting run takes: send it as ``{"type", "data"}`` (see ``example``)."""
+
+    type: str = Field(description="The event's class name.", examples=["HumanResponseEvent"])
+    qualified_name: str = Field(description="module.Class of the event.")
+    steps: list[str] = Field(description="The steps that wait for it (or take it).")
+    waiter_id: str | None = Field(None, description="The ctx.wait_for_event's id.")
+    requirements: dict[str, Any] = Field(
+        description="Field values the answer must have (ctx.wait_for_event requirements=).",
+        examples=[{"tool": "transfer"}],
+    )
+    schema_: dict[str, Any] = Field(
+        alias="schema", description="JSON schema of the event's fields, requirements included."
+    )
+    example: dict[str, Any] = Field(
+        description="A request body that answers it.",
+        examples=[{"type": "HumanResponseEvent", "data": {"response": "...", "tool": "x"}}],
+    )
+
+
 class Run(_Body):
     """One run: ``GET /runs/{id}``, and ``?wait=true`` starts once the run has ended."""
 
@@ -124,6 +152,14 @@ class Run(_Body):
     )
     created: float = Field(description="created_at as Unix time (seconds since the epoch).")
     updated: float = Field(description="updated_at as Unix time (seconds since the epoch).")
+    question: Question | None = Field(
+        None, description="While waiting (GET /runs/{id}): the question the run asked."
+    )
+    waiting_for: list[Awaited] | None = Field(
+        None,
+        description="While waiting (GET /runs/{id}): the events that answer it; an answer "
+        "that fits none is refused with 422 before it is taken.",
+    )
 
 
 class RunAccepted(Run):

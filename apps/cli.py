@@ -315,8 +315,9 @@ async def run_flow(
     """
     import asyncio  # not at the top: it costs `batonflow --help` 28 ms (bench/startup.py)
 
-    from batonflow.core import HumanResponseEvent, InputRequiredEvent, StopEvent
+    from batonflow.core import StopEvent
 
+    from ._answers import is_question
     from ._introspect import StartFieldsError, build_start_event
     from ._wire import event_envelope
 
@@ -356,10 +357,10 @@ async def run_flow(
             elif printer.wants(type(event).__name__):
                 envelope = event_envelope(event)
                 printer.show(envelope["type"], envelope["qualified_name"], envelope["value"])
-            if isinstance(event, InputRequiredEvent):
+            if is_question(handler, event):
                 printer.close()
                 answer = pending.pop(0) if pending else _ask(str(event.get("prefix", "") or "> "))
-                handler.ctx.send_event(HumanResponseEvent(response=answer))
+                handler.ctx.send_event(local_answer(workflow, handler, answer))
         printer.close()
         result = await handler
     except asyncio.CancelledError:  # Ctrl-C or SIGTERM (see _signals): stop the run, then go
@@ -372,6 +373,20 @@ async def run_flow(
         await stop_handler(handler)
         raise
     return result, str(handler.run_id)
+
+
+def local_answer(workflow: Any, handler: Any, text: str) -> Any:
+    """The event answering, with ``text``, what a run in this process waits for now.
+
+    Raises:
+        BadParameterError: The answer does not fit what the run waits for.
+    """
+    from ._answers import answer_from_text, asked_in, expected
+
+    try:
+        return answer_from_text(expected(workflow, asked_in(handler.ctx), handler), text)
+    except ValueError as exc:
+        raise BadParameterError(str(exc)) from None
 
 
 def _ask(prompt: str) -> str:

@@ -50,6 +50,8 @@ class RunRow:
     owner: str | None = None
     pid: int | None = None
     flow_ref: str | None = None
+    #: The event-log ``seq`` of the question a waiting run asked.
+    waiting_seq: int | None = None
 
     def public(self) -> dict[str, Any]:
         """The run as the HTTP API and ``batonflow runs show`` present it."""
@@ -217,6 +219,7 @@ def _row(record: RunRecord) -> RunRow:
         owner=record.owner,
         pid=record.pid,
         flow_ref=record.flow_ref,
+        waiting_seq=record.waiting_seq if status == "waiting" else None,
     )
 
 

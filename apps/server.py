@@ -48,6 +48,7 @@ from batonflow.core.errors import (
     StoreUnreachableError,
 )
 
+from ._answers import Refused, check_event, waiting_info
 from ._introspect import (
     StartFieldsError,
     build_start_event,
@@ -98,17 +99,6 @@ def _not_found_workflow(name: str, served: dict[str, Any]) -> HTTPException:
 
 def _not_found_run(run_id: str) -> HTTPException:
     return HTTPException(404, f"Run {run_id!r} does not exist; GET /runs lists the known runs.")
-
-
-def _validation_detail(exc: Any, prefix: tuple[str, ...]) -> dict[str, Any]:
-    """A 422 body naming every bad field, from a pydantic ``ValidationError``."""
-    errors = []
-    for err in exc.errors(include_url=False, include_context=False, include_input=False):
-        loc = [*prefix, *(str(part) for part in err["loc"])]
-        errors.append({"loc": loc, "msg": err["msg"], "type": err["type"]})
-    first = errors[0] if errors else {"loc": list(prefix), "msg": "invalid"}
-    field = ".".join(first["loc"][len(prefix) :]) or "body"
-    return {"detail": f"Invalid field {field!r}: {first['msg']}.", "errors": errors}
 
 
 async def _json_object(request: Request, what: str) -> dict[str, Any]:
@@ -343,7 +333,13 @@ def create_app(
         row = run_store.get(run_id)
         if row is None:
             raise _not_found_run(run_id)
-        return row.public()
+        if row.status != "waiting":
+            return row.public()
+        live = manager.live.get(run_id)
+        waits = waiting_info(
+            run_store, row, workflows.get(row.workflow), live.handler if live else None
+        )
+        return {**row.public(), **waits}
 
     @app.get(
         "/runs/{run_id}/events",
@@ -399,73 +395,18 @@ def create_app(
             raise HTTPException(
                 409, f"Run {run_id!r} belongs to workflow {row.workflow!r}, not served now."
             )
-        accepted = external_events(workflow)
-        if row.status == "waiting":
-            # A run that asked for input takes the answer even when the asking step waits
-            # with ctx.wait_for_event, which no annotation declares.
-            from batonflow.core import HumanResponseEvent
-
-            accepted.setdefault(HumanResponseEvent.__name__, HumanResponseEvent)
-        type_name = body.get("type")
-        if not isinstance(type_name, str) or not type_name:
-            return JSONResponse(
-                {
-                    "detail": "Field 'type' is missing: name the event type, one of "
-                    f"{', '.join(sorted(accepted)) or 'none'}.",
-                    "errors": [
-                        {"loc": ["body", "type"], "msg": "Field required", "type": "missing"}
-                    ],
-                },
-                status_code=422,
-            )
-        cls = accepted.get(type_name)
-        if cls is None:
-            return JSONResponse(
-                {
-                    "detail": f"Workflow {row.workflow!r} accepts no event named {type_name!r} "
-                    f"from outside; send one of: {', '.join(sorted(accepted)) or 'none'}.",
-                    "errors": [
-                        {
-                            "loc": ["body", "type"],
-                            "msg": "Unknown event type",
-                            "type": "value_error",
-                        }
-                    ],
-                },
-                status_code=422,
-            )
-        data = body.get("data", {})
-        if not isinstance(data, dict):
-            return JSONResponse(
-                {
-                    "detail": "Field 'data' must be a JSON object of the event's fields.",
-                    "errors": [
-                        {
-                            "loc": ["body", "data"],
-                            "msg": "Input should be an object",
-                            "type": "dict_type",
-                        }
-                    ],
-                },
-                status_code=422,
-            )
-        problem = _event_fields_problem(cls, data)
-        if problem is not None:
-            return JSONResponse(problem, status_code=422)
-        from pydantic import ValidationError
-
+        live = manager.live.get(run_id)
         try:
-            event = cls.model_validate(data)
-        except ValidationError as exc:
-            return JSONResponse(_validation_detail(exc, ("body", "data")), status_code=422)
-        from batonflow.core import HumanResponseEvent
-
+            event, answer = check_event(
+                run_id, row, workflow, body, run_store, live.handler if live else None
+            )
+        except Refused as exc:
+            return JSONResponse(exc.body, status_code=exc.status)
+        type_name = type(event).__name__
         try:
             # A human's answer is accepted once per question the run asked, atomically in
             # the store; any event is committed to the run's inbox before the 202.
-            status = manager.send(
-                run_id, row.workflow, event, answer=isinstance(event, HumanResponseEvent)
-            )
+            status = manager.send(run_id, row.workflow, event, answer=answer)
         except RunConflictError as exc:
             raise HTTPException(409, str(exc)) from None
         except (SerializationError, CheckpointError) as exc:
@@ -539,42 +480,6 @@ def _not_recorded(exc: Exception) -> JSONResponse:
         code = 503
         detail = f"The run store refused the write, so nothing was recorded or run: {exc}"
     return JSONResponse({"detail": detail, "cause": type(exc).__name__}, status_code=code)
-
-
-def _event_fields_problem(cls: Any, data: dict[str, Any]) -> dict[str, Any] | None:
-    """A 422 body when ``data`` does not fit the declared fields of the event class ``cls``.
-
-    Events take extra fields in Python, but over HTTP a field the event does not declare is
-    a typo, and a ``HumanResponseEvent`` without its ``response`` would answer with "".
-    """
-    from batonflow.core import HumanResponseEvent
-
-    known = list(cls.model_fields)
-    example = ", ".join(f'"{name}": ...' for name in known) or "..."
-    unknown = [key for key in data if key not in cls.model_fields]
-    if known and unknown:
-        return {
-            "detail": f"{cls.__name__} has no field {unknown[0]!r}; its fields are "
-            f'{", ".join(known)}: send {{"type": "{cls.__name__}", "data": '
-            f"{{{example}}}}}.",
-            "errors": [
-                {
-                    "loc": ["body", "data", key],
-                    "msg": "Extra inputs are not permitted",
-                    "type": "extra_forbidden",
-                }
-                for key in unknown
-            ],
-        }
-    if cls is HumanResponseEvent and "response" not in data:
-        return {
-            "detail": "HumanResponseEvent needs 'response', the human's answer: send "
-            '{"type": "HumanResponseEvent", "data": {"response": "..."}}.',
-            "errors": [
-                {"loc": ["body", "data", "response"], "msg": "Field required", "type": "missing"}
-            ],
-        }
-    return None
 
 
 @contextlib.contextmanager

@@ -29,6 +29,11 @@ class Run:
         waiting_for_input: Whether it waits for an answer.
         created_at: When it started (an aware datetime in UTC), when known.
         updated_at: When it last changed, when known.
+        question: While it waits (``get``): the question's event (``seq``, ``type``,
+            ``value`` with its ``prefix``).
+        waiting_for: While it waits (``get``): what answers it, one dict per awaited event:
+            ``type``, ``requirements`` (values the answer must have), ``schema`` (its
+            fields), ``example`` (a body for :meth:`~batonflow.client.Client.send_event`).
         raw: The whole JSON object the server sent.
     """
 
@@ -41,6 +46,8 @@ class Run:
     waiting_for_input: bool = False
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    question: dict[str, Any] | None = None
+    waiting_for: list[dict[str, Any]] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -61,6 +68,8 @@ class Run:
             waiting_for_input=bool(data.get("waiting_for_input", data.get("status") == "waiting")),
             created_at=_instant(data.get("created_at")),
             updated_at=_instant(data.get("updated_at")),
+            question=data.get("question") if isinstance(data.get("question"), dict) else None,
+            waiting_for=[w for w in data.get("waiting_for") or [] if isinstance(w, dict)],
             raw=data,
         )
 

@@ -247,7 +247,9 @@
         answerBox.textContent = "";
         return;
       }
-      if (answering || answerBox.firstChild) return;
+      var shown = answerBox.firstChild;
+      var asked = run.question ? String(run.question.seq) : "";
+      if (answering || (shown && shown.dataset.question === asked)) return;
       answering = true;
       try {
         answerBox.replaceChildren(await answerForm(run, prompt, function () {
@@ -322,7 +324,8 @@
             body.error ? el("div", { className: "value error" }, body.error) : null));
       } else {
         var value = body.value || {};
-        var asks = typeof value.prefix === "string" && /InputRequired/.test(body.type + " " + body.qualified_name);
+        // A question: its log entry says what the run waits for (older servers: by its name).
+        var asks = body.waiting_for !== undefined || (typeof value.prefix === "string" && /InputRequired/.test(body.type + " " + body.qualified_name));
         if (asks) {
           prompt = value.prefix;
           var shown = document.getElementById("answer-prompt");

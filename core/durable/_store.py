@@ -118,22 +118,29 @@ class CheckpointStore(Protocol):
         ...
 
 
-def event_body(event: Any) -> str:
+def event_body(event: Any, *, waiting_for: builtins.list[Any] | None = None) -> str:
     """One stream event as the event log keeps it: ``{"type", "qualified_name", "value"}``.
 
     ``value`` holds the event's declared and extra fields as JSON (what JSON cannot hold is
-    written as its ``repr``); private attributes stay private.
+    written as its ``repr``); private attributes stay private. A question (an
+    ``InputRequiredEvent``) also holds ``waiting_for``: what the run's waiting steps wait for.
     """
     cls = type(event)
     fields: Any = {name: getattr(event, name) for name in cls.model_fields}
     fields.update(event.__pydantic_extra__ or {})
     try:
         value = to_jsonable_python(fields, fallback=repr, serialize_unknown=False)
+        extra = {}
+        if waiting_for is not None:
+            extra["waiting_for"] = to_jsonable_python(
+                waiting_for, fallback=repr, serialize_unknown=False
+            )
         return json.dumps(
             {
                 "type": cls.__name__,
                 "qualified_name": f"{cls.__module__}.{cls.__qualname__}",
                 "value": value,
+                **extra,
             },
             separators=(",", ":"),
             ensure_ascii=False,

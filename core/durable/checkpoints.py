@@ -41,6 +41,7 @@ from ..errors import (
     CheckpointError,
     ContextSerdeError,
     SerializationError,
+    WorkflowRuntimeError,
 )
 from . import _checkpoint_query, _checkpoint_recording
 from ._memory_store import InMemoryCheckpointStore
@@ -142,8 +143,12 @@ class WorkflowCheckpointer:
         self._live: dict[str, WorkflowHandler] = {}
         self._inbox: dict[str, int] = {}
         self._released: set[str] = set()
-        #: Stream events that waited for an unreachable store, per run: (body, asks).
-        self._backlog: dict[str, list[tuple[str, bool]]] = {}
+        #: Stream events not written yet, per run, in order: (body, False) when they waited
+        #: for an unreachable store, (event, True) for a question (written as its step has
+        #: settled, with what the run waits for then).
+        self._backlog: dict[str, list[tuple[Any, bool]]] = {}
+        #: Per run: the question each wait that asked nothing itself was asked with.
+        self._asked: dict[str, dict[str, Event]] = {}
         self._empty_state: tuple[BaseSerializer, dict[str, Any]] | None = None
         self._cancelling: set[asyncio.Future[None]] = set()  # kept referenced until done
         # One bound-method object, so detach() can remove exactly what was added.
@@ -431,6 +436,7 @@ class WorkflowCheckpointer:
         self._seq.pop(run_id, None)
         self._inbox.pop(run_id, None)
         self._backlog.pop(run_id, None)
+        self._asked.pop(run_id, None)
         let_go = getattr(self.store, "let_go", None)
         if let_go is not None:
             try:
@@ -486,7 +492,15 @@ class WorkflowCheckpointer:
                 logger.warning("Run %s: inbox event %d cannot be read: %s", run_id, item.seq, exc)
                 event = None
             if isinstance(event, Event):
-                handler.ctx.send_event(event)
+                try:
+                    handler.ctx.send_event(event)
+                except WorkflowRuntimeError as exc:  # its wait ended meanwhile (a timeout)
+                    logger.warning(
+                        "Run %s: inbox event %d is taken by no step: %s", run_id, item.seq, exc
+                    )
+                    continue
+                if item.key is not None:  # an answer: is another question still open?
+                    handler._run.loop.call_soon(self._ask_again, run_id)
 
     def _continue(
         self, checkpoint: Checkpoint, run_id: str, kwargs: dict[str, Any]
@@ -552,6 +566,7 @@ class WorkflowCheckpointer:
     _track = _checkpoint_recording.track
     _attach = _checkpoint_recording.attach
     _waiting_snapshot = _checkpoint_recording.waiting_snapshot
+    _ask_again = _checkpoint_recording.ask_again
     _flush_events = _checkpoint_recording.flush_events
     _flush_later = _checkpoint_recording.flush_later
     _on_step = _checkpoint_recording.on_step

@@ -25,6 +25,7 @@ class Waiter:
         "event_type",
         "execution_id",
         "future",
+        "question",
         "requirements",
         "step",
         "type_name",
@@ -40,6 +41,7 @@ class Waiter:
         future: asyncio.Future[Event] | None,
         step: str,
         execution_id: int,
+        question: Event | None = None,
     ) -> None:
         self.waiter_id = waiter_id
         self.type_name = type_name
@@ -48,6 +50,8 @@ class Waiter:
         self.future = future
         self.step = step
         self.execution_id = execution_id
+        #: The ``waiter_event`` the wait asked with (``None``: it asked nothing itself).
+        self.question = question
 
     def matches(self, event: Event) -> bool:
         """Whether ``event`` answers this waiter (its type and its ``requirements``)."""
@@ -125,6 +129,7 @@ class Waits:
             future,
             ex.lane.spec.name,
             ex.id,
+            waiter_event,
         )
         if waiter_event is not None and waiter_id not in self.emitted:
             self.emitted.add(waiter_id)

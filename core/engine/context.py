@@ -322,6 +322,8 @@ class Context(Generic[StateT]):
             if isinstance(message, CALLER_EVENTS) or graph.targets(type(message)):
                 return None
             if awaited_by(None):
+                if external:
+                    _check_requirements(message, [w for _, w in waiting])
                 return None
             workflow = self._workflow
             if not external and (
@@ -542,6 +544,28 @@ class Context(Generic[StateT]):
 
     else:
         from_dict = FromDict()
+
+
+def _check_requirements(message: Event, waiters: list[Any]) -> None:
+    """Refuse an event sent from outside that waiting steps want by type only: none of them
+    would take it (their ``requirements`` differ), so it would be dropped unseen."""
+    if any(isinstance(w, str) for w in waiters):
+        return  # a restored context's waits: checked when their steps wait again
+    wanting = [w for w in waiters if w.wants_type(message)]
+    if not wanting or any(w.matches(message) for w in wanting):
+        return
+    kind = type(message).__name__
+    waits = "; ".join(
+        f"step {w.step} waits for {w.type_name.rpartition('.')[2]} with "
+        + ", ".join(f"{k}={v!r}" for k, v in w.requirements.items())
+        for w in wanting
+    )
+    example = wanting[0]
+    fields = ", ".join(f"{k}={v!r}" for k, v in example.requirements.items())
+    raise WorkflowRuntimeError(
+        f"No waiting step takes this {kind}: {waits}, and the event has other values, so it "
+        f"would be dropped. Send it with those values, e.g. {kind}(..., {fields})."
+    )
 
 
 def _event_class(name: str) -> type[Event] | None:
