@@ -19,8 +19,8 @@ from batonflow.apps.server import BackgroundServer, create_app
 from batonflow.core.checkpoints import SqliteCheckpointStore
 from playwright.sync_api import expect
 
+from .browser import CHROMIUM, Console
 from .sse import wait_status
-from .test_console_browser import CHROMIUM, Console, browser  # noqa: F401 (a fixture)
 from .waiting_flows import waiting_flows
 
 pytestmark = [
