@@ -93,6 +93,7 @@ from .representation import get_workflow_representation as get_workflow_represen
 from .resource import Resource as Resource
 from .resource import ResourceConfig as ResourceConfig
 from .resource import ResourceManager as ResourceManager
+from .retention import Retention as Retention
 from .retry import AnyRetryPolicy as AnyRetryPolicy
 from .retry import ConstantDelayRetryPolicy as ConstantDelayRetryPolicy
 from .retry import ExponentialBackoffRetryPolicy as ExponentialBackoffRetryPolicy
@@ -179,6 +180,7 @@ __all__ = [
     "ResourceConfig",
     "ResourceError",
     "ResourceManager",
+    "Retention",
     "RetryCondition",
     "RetryInfo",
     "RetryPolicy",
