@@ -383,7 +383,7 @@ class ToolAgentBase(AgentMember, Workflow):
         description = tool.metadata.description if tool is not None else None
         with tool_span(name, call_id=tool_id, description=description, arguments=kwargs) as span:
             outcome = await call_tool(self.tools, name, kwargs, ctx)
-            record_tool_outcome(span, outcome, self.name)
+            record_tool_outcome(span, outcome, self.name, kwargs)
         ctx.write_event_to_stream(
             ToolCallResult(
                 tool_name=name,

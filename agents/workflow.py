@@ -424,7 +424,7 @@ class AgentWorkflow(Workflow):
                 outcome = await self._handoff(ctx, agent, ev.tool_kwargs, span)
             else:
                 outcome = await call_tool(tools, ev.tool_name, ev.tool_kwargs, ctx)
-            record_tool_outcome(span, outcome, agent.name)
+            record_tool_outcome(span, outcome, agent.name, ev.tool_kwargs)
         result = ToolCallResult(
             tool_name=ev.tool_name,
             tool_kwargs=ev.tool_kwargs,

@@ -9,20 +9,23 @@ and ``cancel`` ask that server instead (through :mod:`batonflow.client`).
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
 from . import _remote
 from ._console import cli_errors, err, out, print_json, print_result
+from ._statuses import FINISHED
+from ._statuses import STATUSES as RUN_STATUSES
+from ._stream_printer import event_lines
 from .config import Settings
 from .registry import PREBUILT, BadParameterError, FlowNotFoundError, load_workflow
-from .run_store import FINISHED, RunStore
-from .run_store import STATUSES as RUN_STATUSES
+
+if TYPE_CHECKING:
+    from .run_store import RunStore
 
 runs_app = typer.Typer(
     help="List, inspect and resume runs kept in the run store.",
@@ -52,6 +55,10 @@ ENDED = frozenset(FINISHED)
 
 
 def _open(db: str | None) -> RunStore:
+    # The run store loads batonflow.core (160 ms of a 400 ms `batonflow --help`): only the
+    # commands that read runs need it.
+    from .run_store import RunStore
+
     settings = Settings.load(db=db)
     if settings.database_url is not None:
         return RunStore(backend=settings.open_store())
@@ -118,7 +125,7 @@ def list_runs(
         for name in ("run id", "workflow", "status", "started"):
             table.add_column(name, no_wrap=True)
         for r in rows:
-            started = dt.datetime.fromtimestamp(r["created_at"]).strftime("%m-%d %H:%M:%S")
+            started = dt.datetime.fromtimestamp(r["created"]).strftime("%m-%d %H:%M:%S")
             table.add_row(r["run_id"], r["workflow"], r["status"], started)
         out.print(table)
 
@@ -155,7 +162,7 @@ def show(
                 markup=False,
             )
         out.print(
-            f"started: {_when(data['created_at'])}  updated: {_when(data['updated_at'])}",
+            f"started: {_when(data['created'])}  updated: {_when(data['updated'])}",
             markup=False,
         )
         steps = [c["step"] for c in data["checkpoints"] if c["step"]]
@@ -164,17 +171,23 @@ def show(
         if data.get("result") is not None:
             out.print("result:", markup=False)
             print_result(data["result"])
-        for entry in data.get("events", []):
-            label = entry.get("type") or f"end ({entry.get('status')})"
-            out.print(f"  #{entry['seq']} {label} {entry.get('value', '')}", markup=False)
+        for line in event_lines(data.get("events", [])):
+            out.print(line, markup=False)
 
 
 def _show_local(db: str | None, run_id: str, events: bool) -> dict[str, Any]:
+    from ._wire import rfc3339  # loads the engine, as the run store does (see _open)
+
     store = _open(db)
     try:
         data = _state(store, run_id)
         data["checkpoints"] = [
-            {"seq": c.seq, "step": c.step_name, "created_at": c.created_at}
+            {
+                "seq": c.seq,
+                "step": c.step_name,
+                "created_at": rfc3339(c.created_at),
+                "created": c.created_at,
+            }
             for c in store.backend.list(run_id)
         ]
         if events:
@@ -221,6 +234,8 @@ def resume(
             first = None
             if row.status == "waiting":
                 first = pending.pop(0) if pending else _ask(_last_prefix(store, run_id))
+            import asyncio  # not at the top: it costs `batonflow --help` 28 ms
+
             result = asyncio.run(_resume(workflow, store.backend, run_id, first, pending))
         finally:
             store.close()
@@ -397,7 +412,7 @@ def prune(
             old = [
                 r
                 for r in _local_rows(store, None, None)
-                if r["status"] in ENDED and r["updated_at"] < cutoff
+                if r["status"] in ENDED and r["updated"] < cutoff
             ]
             if not dry_run:
                 for row in old:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from pathlib import Path
 from typing import Any
@@ -109,6 +108,8 @@ async def ingest_paths(
     exclude_hidden: bool = True,
 ) -> Any:
     """Run the ingestion workflow over ``paths`` with a progress bar; return its report."""
+    import asyncio  # not at the top: it costs `batonflow --help` 28 ms (bench/startup.py)
+
     store = open_qdrant_store(settings)  # a locked folder is reported before llama-index loads
     try:
         from batonflow.rag import IngestionWorkflow, IngestProgress
@@ -207,6 +208,8 @@ def ask(
         )
         check_store(settings, collection=True)
         setup_tracing()
+        import asyncio  # see ingest_paths
+
         response = asyncio.run(ask_question(settings, question, top_k=top_k))
         if as_json:
             print_json(response)

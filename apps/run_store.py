@@ -26,10 +26,10 @@ from batonflow.core.checkpoints import (
 )
 from batonflow.core.durable._text import text_problem
 
-#: Statuses of a run that has ended; nothing changes it any more.
-FINISHED = frozenset({"completed", "failed", "cancelled"})
-#: Every status, in the one vocabulary of the store.
-STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
+from ._statuses import FINISHED as FINISHED
+from ._statuses import STATUSES as STATUSES
+from ._wire import rfc3339
+
 #: How many finished runs an in-memory store keeps (the oldest go first).
 MEMORY_RETENTION = 1000
 
@@ -61,8 +61,12 @@ class RunRow:
             "result": self.result,
             "error": self.error,
             "waiting_for_input": self.status == "waiting",
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
+            # RFC 3339 for people and most clients; the same instants as Unix seconds for
+            # arithmetic (see docs/server.md, "Times").
+            "created_at": rfc3339(self.created_at),
+            "updated_at": rfc3339(self.updated_at),
+            "created": self.created_at,
+            "updated": self.updated_at,
         }
 
 

@@ -51,6 +51,7 @@ from batonflow.core.errors import (
 from ._introspect import (
     StartFieldsError,
     build_start_event,
+    chat_fields,
     external_events,
     mermaid_graph,
     start_schema,
@@ -250,6 +251,7 @@ def create_app(
                     "class": type(w).__name__,
                     "start_event": start_schema(w),
                     "accepts": sorted(external_events(w)),
+                    "chat": chat_fields(w),
                 }
                 for name, w in sorted(workflows.items())
             ]
@@ -267,6 +269,14 @@ def create_app(
         if format == "text":
             return PlainTextResponse(text, media_type="text/vnd.mermaid")
         return {"name": name, "format": "mermaid", "mermaid": text}
+
+    def _accepted(live: Any) -> dict[str, Any]:
+        # The whole run, as GET /runs/{id} shows it, so that a client's Run knows its workflow
+        # and start fields; with the live status (the record can lag behind it).
+        row = run_store.get(live.run_id)
+        body = {"run_id": live.run_id} if row is None else row.public()
+        body.update(status=live.status, waiting_for_input=live.status == "waiting")
+        return body
 
     @app.post(
         "/workflows/{name}/runs",
@@ -312,11 +322,11 @@ def create_app(
         except (SerializationError, CheckpointError) as exc:
             return _not_recorded(exc)
         if not wait:
-            return JSONResponse({"run_id": live.run_id, "status": live.status}, status_code=202)
+            return JSONResponse(_accepted(live), status_code=202)
         try:
             await asyncio.wait_for(asyncio.shield(live.done.wait()), timeout)
         except TimeoutError:
-            return JSONResponse({"run_id": live.run_id, "status": live.status}, status_code=202)
+            return JSONResponse(_accepted(live), status_code=202)
         row = run_store.get(live.run_id)
         assert row is not None
         return JSONResponse(row.public(), status_code=200)
@@ -472,9 +482,10 @@ def create_app(
             raise HTTPException(409, str(exc)) from None
         except (SerializationError, CheckpointError) as exc:
             return _not_recorded(exc)
-        return JSONResponse(
-            {"run_id": run_id, "status": status, "sent": type_name}, status_code=202
-        )
+        sent = run_store.get(run_id)
+        body = {"run_id": run_id} if sent is None else sent.public()
+        body.update(status=status, waiting_for_input=status == "waiting", sent=type_name)
+        return JSONResponse(body, status_code=202)
 
     @app.post(
         "/runs/{run_id}/cancel",
@@ -505,7 +516,7 @@ def create_app(
         row = run_store.get(live.run_id)
         return row.public() if row is not None else {"run_id": live.run_id, "status": "running"}
 
-    install_console(app, workflows, run_store.get, token)
+    install_console(app, workflows, run_store.get, token, checkpoints=run_store.backend)
     install_openapi(app, workflows, token)
     # Without a token, bodies must be declared JSON and requests addressed to this server:
     # a web page can neither post text/plain to it nor reach it under a rebound DNS name.

@@ -17,16 +17,16 @@ from __future__ import annotations
 import html
 import importlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .data.events import Event, StopEvent
-from .diagram._html import render_page
-from .diagram._inline import Drawing, MermaidText, iframe
-from .diagram.drawing import recent_execution
-from .diagram.representation import get_workflow_representation
 from .engine import _display
 from .engine.handler import WorkflowHandler
 from .engine.workflow import Workflow
+
+if TYPE_CHECKING:
+    from .diagram._inline import Drawing as Drawing
+    from .diagram._inline import MermaidText as MermaidText
 
 #: How often :func:`watch` redraws its cell at most, in seconds (a token stream sends hundreds
 #: of events a second; a notebook front end cannot draw that many updates).
@@ -35,14 +35,26 @@ REDRAW_EVERY = 0.1
 KEEP_LINES = 200
 
 
+# The drawing room loads when a notebook first shows something: `import batonflow.core` leaves
+# it unloaded (see core/__init__.py), and a script never shows anything.
+
+
 def workflow_bundle(workflow: Workflow) -> dict[str, Any]:
     """A workflow's MIME bundle: the drawing of every flow it allows."""
+    from .diagram._html import render_page
+    from .diagram._inline import iframe
+    from .diagram.representation import get_workflow_representation
+
     page = render_page(get_workflow_representation(workflow), title="All possible flows")
     return {"text/html": iframe(page), "text/plain": repr(workflow)}
 
 
 def handler_bundle(handler: WorkflowHandler) -> dict[str, Any]:
     """A run's MIME bundle: its id, status and result or error, and what it ran once ended."""
+    from .diagram._html import render_page
+    from .diagram._inline import iframe
+    from .diagram.drawing import recent_execution
+
     status = handler._run.status.value
     rows = [("run", handler.run_id), ("workflow", handler.workflow.workflow_name)]
     rows.append(("status", status))
@@ -149,6 +161,14 @@ class _Cell:
 def _short(value: Any, limit: int) -> str:
     text = repr(value) if not isinstance(value, str) else value
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Drawing", "MermaidText"):
+        from .diagram import _inline
+
+        return getattr(_inline, name)
+    raise AttributeError(f"module 'batonflow.core.notebook' has no attribute {name!r}")
 
 
 _display.register("workflow", workflow_bundle)

@@ -57,7 +57,11 @@ class Event(BaseModel):
         if cls.__private_attributes__ and not hasattr(cls.model_post_init, _MOVES_PRIVATE):
             _move_private_keywords(cls)
 
-    if not TYPE_CHECKING:
+    if TYPE_CHECKING:
+        # Type checkers read an extra field (``ev.topic``) as Any, as LlamaIndex's events do.
+        def __getattr__(self, name: str) -> Any: ...
+
+    else:
 
         def __getattr__(self, name: str) -> Any:
             if name[:1] != "_":

@@ -18,7 +18,11 @@ import warnings
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 
+from pydantic import BaseModel
+from typing_extensions import TypeVar as DefaultedTypeVar  # Python 3.13's typing has default=
+
 from .._public import publish
+from ..data._state_types import DictState
 from ..data.events import Event, StopEvent, loaded_class
 from ..data.serialization import BaseSerializer as BaseSerializer
 from ..data.serialization import JsonPickleSerializer as JsonPickleSerializer
@@ -42,7 +46,9 @@ if TYPE_CHECKING:
     from ._snapshot import RunSnapshot
     from .workflow import Workflow
 
-StateT = TypeVar("StateT")
+EventT = TypeVar("EventT", bound=Event)
+#: The run's state type (``Context[MyState]``); ``Context`` alone is ``Context[DictState]``.
+StateT = DefaultedTypeVar("StateT", bound=BaseModel | DictState, default=DictState)
 
 _MISSING: Any = object()
 
@@ -102,7 +108,7 @@ class Context(Generic[StateT]):
     # ------------------------------------------------------------------ state
 
     @property
-    def store(self) -> InMemoryStateStore[Any]:
+    def store(self) -> InMemoryStateStore[StateT]:
         """The run's state store (``await ctx.store.get("key", default=0)``, ``set``, ...)."""
         store = self._store
         if store is None:
@@ -433,12 +439,12 @@ class Context(Generic[StateT]):
 
     async def wait_for_event(
         self,
-        event_type: type[Event],
+        event_type: type[EventT],
         waiter_event: Event | None = None,
         waiter_id: str | None = None,
         requirements: dict[str, Any] | None = None,
         timeout: float | None = 2000,
-    ) -> Event:
+    ) -> EventT:
         """Wait inside a step for an event of ``event_type`` sent into the run.
 
         Args:
@@ -454,8 +460,10 @@ class Context(Generic[StateT]):
             The first matching event sent after the wait began.
         """
         ex = self._execution("wait_for_event")
-        waits = ex.run.waits
-        return await waits.wait_for(ex, event_type, waiter_event, waiter_id, requirements, timeout)
+        answer = await ex.run.waits.wait_for(
+            ex, event_type, waiter_event, waiter_id, requirements, timeout
+        )
+        return answer  # type: ignore[return-value]  # the waiter matches only event_type
 
     def retry_info(self) -> RetryInfo:
         """Where the current step stands in its retries (attempt 0 on the first run)."""

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import batonflow.core
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "core"
@@ -112,3 +113,28 @@ def test_what_a_run_is_reads_in_its_class_and_its_collaborators() -> None:
     collaborators = ("Executions", "StepRunner", "Boundaries", "Branches", "Waits", "Collecting")
     for name in collaborators:
         assert borrowed(getattr(_runtime, name)) == [], name
+
+
+async def test_durable_runs_and_drawings_load_when_first_used() -> None:
+    """``import batonflow.core`` leaves the run stores and drawings unloaded until a name of
+    theirs is used; then ``batonflow.core`` gives the same objects as their public modules."""
+    code = (
+        "import sys, batonflow.core as core\n"
+        "optional = ('batonflow.core.durable', 'batonflow.core.diagram', 'sqlite3')\n"
+        "print(','.join(m for m in optional if m in sys.modules))\n"
+        "from batonflow.core import SqliteCheckpointStore, draw_all_possible_flows\n"
+        "from batonflow.core.checkpoints import SqliteCheckpointStore as S\n"
+        "from batonflow.core.drawing import draw_all_possible_flows as d\n"
+        "print(SqliteCheckpointStore is S and draw_all_possible_flows is d)\n"
+        "print('open_store' in dir(core) and 'WorkflowGraph' in dir(core))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.split("\n")[:3] == ["", "True", "True"]
+
+
+async def test_an_unknown_name_is_an_attribute_error() -> None:
+    """A name batonflow.core does not have raises AttributeError naming it."""
+    with pytest.raises(AttributeError, match="'batonflow.core' has no attribute 'Nope'"):
+        batonflow.core.Nope  # noqa: B018

@@ -84,6 +84,13 @@ LATE_IMPORTS = {
     ("instruments/instrument.py", "tracing"): "the OpenTelemetry API, ~40 ms, only when tracing",
     ("durable/_sqlite_schema.py", "resource"): "Unix only",
     ("durable/stores.py", "importlib.metadata"): "heavy, only for store URLs",
+    # The drawing room: `import batonflow.core` leaves it unloaded (bench/startup.py); a
+    # notebook loads it when it first shows a workflow or a run.
+    ("notebook.py", "diagram._html"): "the drawing room, when a notebook first shows one",
+    ("notebook.py", "diagram._inline"): "the drawing room, when a notebook first shows one",
+    ("notebook.py", "diagram.drawing"): "the drawing room, when a notebook first shows one",
+    ("notebook.py", "diagram.representation"): "the drawing room, when a notebook shows one",
+    ("notebook.py", "diagram"): "the drawing room, when Drawing is first asked for",
 }
 
 
