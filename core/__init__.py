@@ -78,7 +78,6 @@ from .instrument import PrintingInstrument as PrintingInstrument
 from .resource import Resource as Resource
 from .resource import ResourceConfig as ResourceConfig
 from .resource import ResourceManager as ResourceManager
-from .retention import Retention as Retention
 from .retry import AnyRetryPolicy as AnyRetryPolicy
 from .retry import ConstantDelayRetryPolicy as ConstantDelayRetryPolicy
 from .retry import ExponentialBackoffRetryPolicy as ExponentialBackoffRetryPolicy
@@ -154,6 +153,7 @@ if TYPE_CHECKING:
     from .representation import WorkflowResourceNode as WorkflowResourceNode
     from .representation import WorkflowStepNode as WorkflowStepNode
     from .representation import get_workflow_representation as get_workflow_representation
+    from .retention import Retention as Retention
     from .stores import open_store as open_store
 
 _LAZY = {
@@ -178,6 +178,7 @@ _LAZY = {
     "WorkflowStepNode": "representation",
     "get_workflow_representation": "representation",
     "open_store": "stores",
+    "Retention": "retention",
 }
 
 
