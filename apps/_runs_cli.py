@@ -10,7 +10,6 @@ and ``cancel`` ask that server instead (through :mod:`batonflow.client`).
 from __future__ import annotations
 
 import datetime as dt
-import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -392,22 +391,18 @@ def delete(
             store.close()
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
 def parse_duration(text: str) -> float:
     """Seconds in ``"90s"``, ``"30m"``, ``"12h"``, ``"7d"`` or ``"2w"``.
 
     Raises:
         BadParameterError: Anything else.
     """
-    match = _DURATION.match(text.lower())
-    if match is None:
-        raise BadParameterError(
-            f"--older-than expects a duration such as 30m, 12h, 7d or 2w; got {text!r}."
-        )
-    return float(match[1]) * _UNIT[match[2]]
+    from batonflow.core.retention import parse_duration as seconds
+
+    try:
+        return seconds(text, "--older-than")
+    except ValueError as exc:
+        raise BadParameterError(str(exc)) from None
 
 
 @runs_app.command()

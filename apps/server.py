@@ -143,6 +143,7 @@ def create_app(
     checkpoints: Any = None,
     title: str = "batonflow",
     allowed_hosts: tuple[str, ...] | list[str] = (),
+    retention: Any = None,
 ) -> FastAPI:
     """Build the FastAPI application that serves ``workflows``.
 
@@ -160,6 +161,8 @@ def create_app(
         title: The OpenAPI title.
         allowed_hosts: Without a token, only requests whose ``Host`` is the bound address are
             served (against DNS rebinding); these names are served too (``"*"``: any).
+        retention: A :class:`~batonflow.core.Retention`: ended runs older than it says are
+            deleted in the background (every ``retention.every`` seconds).
 
     Returns:
         The FastAPI application; ``app.state.manager`` holds its runs.
@@ -184,9 +187,18 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await manager.restore()
+        sweeper = (
+            asyncio.create_task(retention.run_forever(manager.records))
+            if retention is not None
+            else None
+        )
         try:
             yield
         finally:
+            if sweeper is not None:
+                sweeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sweeper
             await manager.close()
 
     app = FastAPI(title=title, lifespan=lifespan, docs_url=None, redoc_url=None)

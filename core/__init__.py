@@ -153,6 +153,7 @@ if TYPE_CHECKING:
     from .representation import WorkflowResourceNode as WorkflowResourceNode
     from .representation import WorkflowStepNode as WorkflowStepNode
     from .representation import get_workflow_representation as get_workflow_representation
+    from .retention import Retention as Retention
     from .stores import open_store as open_store
 
 _LAZY = {
@@ -177,6 +178,7 @@ _LAZY = {
     "WorkflowStepNode": "representation",
     "get_workflow_representation": "representation",
     "open_store": "stores",
+    "Retention": "retention",
 }
 
 
@@ -239,6 +241,7 @@ __all__ = [
     "ResourceConfig",
     "ResourceError",
     "ResourceManager",
+    "Retention",
     "RetryCondition",
     "RetryInfo",
     "RetryPolicy",

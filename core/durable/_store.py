@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
+from collections.abc import Collection
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic_core import to_jsonable_python
@@ -74,6 +75,19 @@ class CheckpointStore(Protocol):
 
     def delete(self, run_id: str) -> None:
         """Forget a run with its checkpoints, event log and inbox."""
+        ...
+
+    def ended_runs(
+        self,
+        before: float,
+        *,
+        workflow_name: str | None = None,
+        exclude: Collection[str] = (),
+        limit: int = 100,
+    ) -> builtins.list[str]:
+        """Ids of runs that ended (completed, failed, cancelled) and last changed before
+        ``before`` (epoch seconds), oldest first: of ``workflow_name`` only when given, never
+        of the workflows in ``exclude``; at most ``limit`` (what retention deletes)."""
         ...
 
     def put(self, checkpoint: Checkpoint) -> None:
