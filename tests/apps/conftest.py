@@ -11,6 +11,7 @@ from batonflow.apps.run_store import RunStore
 from batonflow.apps.server import BackgroundServer, create_app
 
 from . import flows
+from .served import Served
 
 
 def served_flows() -> dict[str, Any]:
@@ -63,3 +64,18 @@ def browser() -> Iterator[Any]:
 def client(start_server) -> httpx.Client:
     """A client of a server without a token."""
     return start_server()[1]
+
+
+@pytest.fixture
+def serve(tmp_path) -> Iterator[Callable[..., Served]]:
+    """Start `batonflow serve` subprocesses on a database in tmp_path; stopped after."""
+    started: list[Served] = []
+
+    def start(*args: str) -> Served:
+        served = Served(tmp_path, *args)
+        started.append(served)
+        return served
+
+    yield start
+    for served in started:
+        served.stop()

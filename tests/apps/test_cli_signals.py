@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from .sse import wait_checkpoint, wait_status
-from .test_cli_serve import Served
+from .served import Served
 
 FLOWS = str(Path(__file__).with_name("flows.py"))
 

@@ -9,21 +9,8 @@ import time
 import httpx
 import pytest
 
-from .test_cli_serve import FLOW_ARGS, Served, _env
-
-
-@pytest.fixture
-def serve(tmp_path):
-    started: list[Served] = []
-
-    def start(*args: str) -> Served:
-        served = Served(tmp_path, *args)
-        started.append(served)
-        return served
-
-    yield start
-    for served in started:
-        served.stop()
+from .served import _env
+from .test_cli_serve import FLOW_ARGS
 
 
 def _statuses(url: str) -> dict[str, str]:

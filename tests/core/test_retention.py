@@ -18,9 +18,8 @@ from batonflow.core import (
     Workflow,
     step,
 )
-from batonflow.core.checkpoints import InMemoryCheckpointStore, WorkflowCheckpointer
+from batonflow.core.checkpoints import WorkflowCheckpointer
 from batonflow.core.retention import parse_duration
-from batonflow.core.stores import open_store
 
 
 class Done(Workflow):
@@ -47,18 +46,6 @@ class Asks(Workflow):
     @step
     async def answer(self, ev: HumanResponseEvent) -> StopEvent:
         return StopEvent(result=ev.response)
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def store(request, tmp_path):
-    if request.param == "memory":
-        s = InMemoryCheckpointStore()
-    elif request.param == "sqlite":
-        s = open_store(tmp_path / "runs.db")
-    else:
-        s = open_store(request.getfixturevalue("postgres_url"))
-    yield s
-    s.close()
 
 
 async def _run(store, workflow: Workflow, **start) -> str:
