@@ -1,0 +1,69 @@
+"""Every kind of LLM call goes through a cassette: chat and complete, sync and async, streamed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import respx
+from batonflow.testing import load_cassette, record, replay
+from flows import openai_llm
+from llama_index.core.llms import ChatMessage
+from openai_mock import CHAT_URL, completion, stream
+
+COMPLETIONS_URL = "https://api.openai.com/v1/completions"
+HI = [ChatMessage(role="user", content="Say hi.")]
+
+
+def test_sync_chat_and_stream_chat_replay(tmp_path: Path, openai_wire: respx.MockRouter) -> None:
+    """``chat`` and ``stream_chat`` (sync) are recorded in order and replayed offline."""
+    path = tmp_path / "sync.json"
+    openai_wire.post(CHAT_URL).mock(side_effect=[completion("Hi!"), stream(["He", "llo"])])
+    with record(path):
+        llm = openai_llm(temperature=0.2)
+        assert llm.chat(HI).message.content == "Hi!"
+        assert "".join(r.delta or "" for r in llm.stream_chat(HI)) == "Hello"
+    openai_wire.stop()
+    first, second = load_cassette(path)
+    assert first["request"]["temperature"] == 0.2 and second["request"]["stream"] is True
+    assert second["response"]["message"]["content"] == "Hello"
+    with respx.mock(assert_all_called=False), replay(path):
+        llm = openai_llm(temperature=0.2)
+        assert llm.chat(HI).message.content == "Hi!"
+        assert "".join(r.delta or "" for r in llm.stream_chat(HI)) == "Hello"
+
+
+async def test_async_stream_and_complete_replay(
+    tmp_path: Path, openai_wire: respx.MockRouter
+) -> None:
+    """``astream_chat`` and ``acomplete`` are recorded with their usage and replayed offline."""
+    path = tmp_path / "async.json"
+    openai_wire.post(CHAT_URL).mock(side_effect=[stream(["Hi", " there"]), completion("Done.")])
+    async with record(path):
+        llm = openai_llm()
+        pieces = [r.delta async for r in await llm.astream_chat(HI)]
+        assert "".join(p or "" for p in pieces) == "Hi there"
+        assert (await llm.acomplete("Finish.")).text == "Done."
+    openai_wire.stop()
+    entries = load_cassette(path)
+    assert [e["request"]["call"] for e in entries] == ["chat", "complete"]
+    assert entries[1]["usage"]["total_tokens"] == 15
+    with respx.mock(assert_all_called=False), replay(path):
+        llm = openai_llm()
+        pieces = [r.delta async for r in await llm.astream_chat(HI)]
+        assert "".join(p or "" for p in pieces) == "Hi there"
+        assert (await llm.acomplete("Finish.")).text == "Done."
+
+
+def test_the_file_is_indented_json_with_a_format_number(
+    tmp_path: Path, openai_wire: respx.MockRouter
+) -> None:
+    """A cassette is indented JSON (readable in a review) that names its format."""
+    path = tmp_path / "one.json"
+    openai_wire.post(CHAT_URL).mock(return_value=completion("Hi!"))
+    with record(path):
+        openai_llm().chat(HI)
+    text = path.read_text()
+    assert json.loads(text)["batonflow_cassette"] == 1
+    assert '\n  "interactions": [\n' in text
+    assert '"messages": [\n' in text
