@@ -116,6 +116,13 @@ def response_to_json(response: ChatResponse | CompletionResponse) -> dict[str, A
     return data
 
 
+def empty_response(call: str) -> ChatResponse | CompletionResponse:
+    """What a stream that yielded nothing answered: an empty message or text."""
+    if call == "chat":
+        return ChatResponse(message=ChatMessage(role="assistant", content=""))
+    return CompletionResponse(text="")
+
+
 def chat_response_from_json(data: Mapping[str, Any], stream: bool) -> ChatResponse:
     """The chat response :func:`response_to_json` wrote; a streamed one carries its whole text
     as its delta."""

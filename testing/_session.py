@@ -218,8 +218,7 @@ class CassetteSession:
             last = None
             for last in real():
                 yield last
-            if last is not None:
-                self._finish_llm(slot, entry, llm, last)
+            self._finish_llm(slot, entry, llm, last or _calls.empty_response(call))
 
         return streamed()
 
@@ -253,8 +252,7 @@ class CassetteSession:
             last = None
             async for last in gen:
                 yield last
-            if last is not None:
-                self._finish_llm(slot, entry, llm, last)
+            self._finish_llm(slot, entry, llm, last or _calls.empty_response(call))
 
         return streamed()
 

@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 import respx
+from batonflow.agents import FunctionAgent
 from batonflow.testing import load_cassette, record, replay
-from flows import openai_llm
+from flows import get_weather, openai_llm
 from llama_index.core.llms import ChatMessage
 from openai_mock import CHAT_URL, completion, stream
 
@@ -67,3 +68,35 @@ def test_the_file_is_indented_json_with_a_format_number(
     assert json.loads(text)["batonflow_cassette"] == 1
     assert '\n  "interactions": [\n' in text
     assert '"messages": [\n' in text
+
+
+async def test_a_streamed_agent_run_replays(tmp_path: Path, openai_wire: respx.MockRouter) -> None:
+    """A streaming FunctionAgent (``astream_chat_with_tools``) replays to the same answer."""
+    path = tmp_path / "streamed.json"
+    openai_wire.post(CHAT_URL).mock(
+        side_effect=[
+            stream([], tool_calls=[("call_1", "get_weather", {"city": "Rome"})]),
+            stream(["Sunny ", "in Rome."]),
+        ]
+    )
+    agent = FunctionAgent(tools=[get_weather], llm=openai_llm(), streaming=True)
+    async with record(path):
+        recorded = str(await agent.run(user_msg="Weather in Rome?"))
+    openai_wire.stop()
+    assert recorded == "Sunny in Rome."
+    assert [e["kind"] for e in load_cassette(path)] == ["llm", "tool", "llm"]
+    with respx.mock(assert_all_called=False):
+        async with replay(path):
+            assert str(await agent.run(user_msg="Weather in Rome?")) == recorded
+
+
+async def test_a_stream_that_yields_nothing_is_recorded_empty(
+    tmp_path: Path, openai_wire: respx.MockRouter
+) -> None:
+    """A streamed call whose stream ends at once is still one interaction (an empty answer)."""
+    path = tmp_path / "empty.json"
+    openai_wire.post(CHAT_URL).mock(return_value=completion("not a stream"))
+    async with record(path):
+        assert [r async for r in await openai_llm().astream_chat(HI)] == []
+    (entry,) = load_cassette(path)
+    assert entry["response"]["message"] == {"role": "assistant", "content": ""}
