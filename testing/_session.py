@@ -109,7 +109,9 @@ class CassetteSession:
         if self._error is not None and exc is not self._error:
             # The run may have wrapped the mismatch (an agent's LLMError): show the diff first.
             raise self._error from exc
-        if exc is None and self._changed:
+        # A rewrite also drops what this run no longer asks for.
+        unused = self._next_llm < len(self._llm) or len(self._tools_used) < len(self._tools)
+        if exc is None and (self._changed or (self.mode == "rewrite" and unused)):
             save(self.path, [e for e in self._out if e is not None])
 
     async def __aenter__(self) -> CassetteSession:
