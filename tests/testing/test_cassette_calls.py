@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import respx
 from batonflow.agents import FunctionAgent
 from batonflow.testing import load_cassette, record, replay
 from flows import get_weather, openai_llm
-from llama_index.core.llms import ChatMessage
+from llama_index.core.llms import (
+    ChatMessage,
+    CompletionResponse,
+    CompletionResponseGen,
+    CustomLLM,
+    LLMMetadata,
+)
+from llama_index.core.llms.callbacks import llm_completion_callback
 from openai_mock import CHAT_URL, completion, stream
 
 COMPLETIONS_URL = "https://api.openai.com/v1/completions"
@@ -100,3 +108,42 @@ async def test_a_stream_that_yields_nothing_is_recorded_empty(
         assert [r async for r in await openai_llm().astream_chat(HI)] == []
     (entry,) = load_cassette(path)
     assert entry["response"]["message"] == {"role": "assistant", "content": ""}
+
+
+class EchoLLM(CustomLLM):
+    """Another provider's LLM, written the way provider packages write theirs (``CustomLLM``);
+    it counts the calls that reach it."""
+
+    calls: int = 0
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="echo-1")
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        self.calls += 1
+        return CompletionResponse(text=f"echo: {prompt}")
+
+    @llm_completion_callback()
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        yield self.complete(prompt, formatted, **kwargs)
+
+
+async def test_an_llm_of_another_provider_is_recorded_and_replayed(tmp_path: Path) -> None:
+    """A ``CustomLLM`` subclass is recorded (chat through its ``complete``) and replayed without
+    reaching it."""
+    path = tmp_path / "echo.json"
+    async with record(path):
+        llm = EchoLLM()
+        assert (await llm.achat(HI)).message.content == "echo: user: Say hi.\nassistant: "
+        assert (await llm.acomplete("ping")).text == "echo: ping"
+    assert llm.calls == 2
+    assert [e["request"]["call"] for e in load_cassette(path)] == ["chat", "complete"]
+    async with replay(path):
+        again = EchoLLM()
+        assert (await again.achat(HI)).message.content == "echo: user: Say hi.\nassistant: "
+        assert (await again.acomplete("ping")).text == "echo: ping"
+    assert again.calls == 0
