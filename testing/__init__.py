@@ -59,6 +59,7 @@ def replay(
 
     LLM calls are answered in the order they were recorded; a tool call by the first unused
     recorded call of that tool with the same arguments. No LLM is asked and no tool is run.
+    When the block ends, recorded calls the run did not make fail the replay too.
 
     Args:
         path: A cassette written by :func:`record`.

@@ -109,8 +109,15 @@ class CassetteSession:
         if self._error is not None and exc is not self._error:
             # The run may have wrapped the mismatch (an agent's LLMError): show the diff first.
             raise self._error from exc
-        # A rewrite also drops what this run no longer asks for.
         unused = self._next_llm < len(self._llm) or len(self._tools_used) < len(self._tools)
+        if exc is None and self.mode == "replay" and unused:
+            raise CassetteMismatchError(
+                f"The run made {self._next_llm} of the {len(self._llm)} LLM calls and "
+                f"{len(self._tools_used)} of the {len(self._tools)} tool calls the cassette "
+                f"{self.path} holds: it stopped asking for the rest. Change the code back, or "
+                "replay with mode='rewrite' to drop them."
+            )
+        # A rewrite also drops what this run no longer asks for.
         if exc is None and (self._changed or (self.mode == "rewrite" and unused)):
             save(self.path, [e for e in self._out if e is not None])
 

@@ -90,3 +90,21 @@ async def test_rewrite_drops_the_calls_a_run_no_longer_makes(
     async with replay(path, mode="rewrite"):
         await AskFlow(timeout=30).run(name="Ada")
     assert len(load_cassette(path)) == 1
+
+
+async def test_a_run_that_stops_early_fails_the_replay(
+    tmp_path: Path, openai_wire: respx.MockRouter
+) -> None:
+    """A replay that leaves recorded calls unused fails when its block ends, counting them."""
+    path = tmp_path / "two.json"
+    openai_wire.post(CHAT_URL).mock(return_value=completion("Hi Ada!"))
+    async with record(path):
+        await AskFlow(timeout=30).run(name="Ada")
+        await AskFlow(timeout=30).run(name="Ada")
+    openai_wire.stop()
+    with respx.mock(assert_all_called=False), pytest.raises(CassetteMismatchError) as caught:
+        async with replay(path):
+            await AskFlow(timeout=30).run(name="Ada")
+    assert str(caught.value).startswith(
+        "The run made 1 of the 2 LLM calls and 0 of the 0 tool calls the cassette"
+    )
