@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 import respx
 from batonflow.testing import REDACTED, load_cassette, record, replay
 from flows import SECRET_KEY, openai_llm
@@ -63,3 +64,16 @@ async def test_the_redaction_hook_removes_the_rest(
     with respx.mock(assert_all_called=False):
         async with replay(path, redact=no_emails):
             assert (await openai_llm().achat(question)).message.content == "Done."
+
+
+async def test_secret_environment_variables_are_cut_out_of_texts(
+    tmp_path: Path, openai_wire: respx.MockRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The value of a ``*_TOKEN`` environment variable is cut out of the messages written."""
+    monkeypatch.setenv("CRM_SERVICE_TOKEN", "crm-7f3a9c1e55")
+    path = tmp_path / "env.json"
+    openai_wire.post(CHAT_URL).mock(return_value=completion("Done."))
+    async with record(path):
+        await openai_llm().achat([ChatMessage(role="user", content="Use crm-7f3a9c1e55.")])
+    assert "crm-7f3a9c1e55" not in path.read_text()
+    assert load_cassette(path)[0]["request"]["messages"][0]["content"] == f"Use {REDACTED}."
