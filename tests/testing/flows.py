@@ -42,10 +42,16 @@ def get_time(city: str) -> str:
     return "noon"
 
 
-def weather_agent(prompt: str = "You answer weather questions.", tools: Any = None) -> Any:
+def weather_agent(
+    prompt: str = "You answer weather questions.", tools: Any = None, **kwargs: Any
+) -> Any:
     """A FunctionAgent over OpenAI with the weather tool."""
     return FunctionAgent(
-        tools=tools or [get_weather], llm=openai_llm(), system_prompt=prompt, streaming=False
+        tools=tools or [get_weather],
+        llm=openai_llm(),
+        system_prompt=prompt,
+        streaming=False,
+        **kwargs,
     )
 
 

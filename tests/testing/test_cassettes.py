@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import respx
+from batonflow.core import SqliteCheckpointStore
 from batonflow.testing import CassetteMismatchError, load_cassette, record, replay
 from flows import TOOL_RUNS, AskFlow, get_time, get_weather, mock_weather_answers, weather_agent
 from openai_mock import CHAT_URL, completion
@@ -117,3 +118,23 @@ async def test_a_missing_cassette_says_how_to_record_one(tmp_path: Path) -> None
     """Replaying a file that does not exist names it and says to record it."""
     with pytest.raises(Exception, match=r"no cassette at .*nope.json\. Record one first"):
         replay(tmp_path / "nope.json")
+
+
+async def test_a_durable_agent_run_replays_into_a_new_store(
+    tmp_path: Path, openai_wire: respx.MockRouter
+) -> None:
+    """An agent run recorded as a durable SQLite run replays offline as a durable run of
+    another store, with the same result and the same steps checkpointed."""
+    path = tmp_path / "durable.json"
+    mock_weather_answers(openai_wire)
+    with SqliteCheckpointStore(tmp_path / "prod.db") as prod:
+        async with record(path):
+            handler = weather_agent(checkpoint_store=prod).run(user_msg="Weather in Rome?")
+            recorded = str(await handler)
+        recorded_steps = [c.step_name for c in prod.list(handler.run_id)]
+    openai_wire.stop()
+    with SqliteCheckpointStore(tmp_path / "test.db") as test, respx.mock(assert_all_called=False):
+        async with replay(path):
+            handler = weather_agent(checkpoint_store=test).run(user_msg="Weather in Rome?")
+            assert str(await handler) == recorded
+        assert [c.step_name for c in test.list(handler.run_id)] == recorded_steps
