@@ -288,7 +288,7 @@ class CassetteSession:
             return slot, entry, None
         unused = [self._tools[i] for i in same_name if i not in self._tools_used]
         detail = (
-            f"the nearest recorded {name} call differs:\n"
+            f"the first unused recorded {name} call differs:\n"
             f"{_diff.render(unused[0]['arguments'], entry['arguments'])}"
             if unused
             else f"it holds no (more) calls of {name}."
