@@ -13,7 +13,13 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-demo: install
+# The demo installs only what it uses (the demo extra), not the developer tools of [dev].
+$(VENV)/.demo-installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q -e '.[demo]'
+	touch $@
+
+demo: $(VENV)/.demo-installed
 	$(VENV)/bin/batonflow demo
 
 lint: install

@@ -386,7 +386,7 @@ class ToolAgentBase(AgentMember, Workflow):
             outcome = await journaled_tool(
                 ctx, name, kwargs, lambda: call_tool(self.tools, name, kwargs, ctx)
             )
-            record_tool_outcome(span, outcome, self.name)
+            record_tool_outcome(span, outcome, self.name, kwargs)
         ctx.write_event_to_stream(
             ToolCallResult(
                 tool_name=name,

@@ -10,7 +10,10 @@ know, following the GenAI semantic conventions:
   not a generic "tool error"), the agent's name, and ``gen_ai.tool.call.result`` when message
   content capture is on (``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``);
 * a handoff as attributes and an event on the handoff tool's span
-  (``batonflow.agent.handoff.from`` / ``.to``).
+  (``batonflow.agent.handoff.from`` / ``.to``);
+* OpenInference's span kinds (``AGENT``, ``TOOL``) and, with content capture on, a tool call's
+  ``input.value`` (its arguments) and ``output.value`` (its result), for Arize Phoenix and
+  Langfuse (see :mod:`batonflow.observability.openinference`).
 
 With no SDK configured every span here is a non-recording no-op.
 """
@@ -22,7 +25,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from batonflow.core.tracing import current_tracer
@@ -37,6 +40,9 @@ ATTR_AGENT_DESCRIPTION = "gen_ai.agent.description"
 ATTR_HANDOFF_FROM = "batonflow.agent.handoff.from"
 ATTR_HANDOFF_TO = "batonflow.agent.handoff.to"
 _MAX_RESULT = 4096
+# OpenInference's attribute names (openinference-semantic-conventions, which the otel extra
+# installs; the agents do not need it to run)
+ATTR_KIND = "openinference.span.kind"
 
 
 logger = logging.getLogger("batonflow.agents")
@@ -79,15 +85,22 @@ def _error_type(error: BaseException) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def record_tool_outcome(span: Span, outcome: ToolOutcome, agent_name: str | None = None) -> None:
+def record_tool_outcome(
+    span: Span,
+    outcome: ToolOutcome,
+    agent_name: str | None = None,
+    arguments: Mapping[str, Any] | None = None,
+) -> None:
     """Put a tool call's outcome on its ``execute_tool`` span.
 
     A failed call gets status ERROR and, in ``error.type``, the type of the exception the tool
     raised (``ToolArgumentsError`` for arguments that do not fit, ``ToolNotFound`` for an
-    unknown tool). The result text is recorded only with content capture on.
+    unknown tool). The result text (and the ``arguments`` as OpenInference's input) is
+    recorded only with content capture on.
     """
     if not span.is_recording():
         return
+    span.set_attribute(ATTR_KIND, "TOOL")
     if agent_name:
         span.set_attribute(ATTR_AGENT_NAME, agent_name)
     if outcome.is_error:
@@ -97,7 +110,21 @@ def record_tool_outcome(span: Span, outcome: ToolOutcome, agent_name: str | None
             span.record_exception(error)
         span.set_status(Status(StatusCode.ERROR, outcome.output[:500]))
     if capture_content():
-        span.set_attribute("gen_ai.tool.call.result", outcome.output[:_MAX_RESULT])
+        result = outcome.output[:_MAX_RESULT]
+        span.set_attributes(
+            {
+                "gen_ai.tool.call.result": result,
+                "output.value": result,
+                "output.mime_type": "text/plain",
+            }
+        )
+        if arguments is not None:
+            span.set_attributes(
+                {
+                    "input.value": json.dumps(dict(arguments), ensure_ascii=False, default=str),
+                    "input.mime_type": "application/json",
+                }
+            )
 
 
 def record_handoff(span: Span, from_agent: str, to_agent: str, accepted: bool) -> None:
@@ -120,7 +147,11 @@ def agent_span(name: str, description: str | None = None) -> Iterator[Span]:
     recorded and propagates unchanged.
     """
     tracer = current_tracer()
-    attributes: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent", ATTR_AGENT_NAME: name}
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "invoke_agent",
+        ATTR_AGENT_NAME: name,
+        ATTR_KIND: "AGENT",
+    }
     if description:
         attributes[ATTR_AGENT_DESCRIPTION] = description
     with tracer.start_as_current_span(

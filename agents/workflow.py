@@ -430,7 +430,7 @@ class AgentWorkflow(Workflow):
                     ev.tool_kwargs,
                     lambda: call_tool(tools, ev.tool_name, ev.tool_kwargs, ctx),
                 )
-            record_tool_outcome(span, outcome, agent.name)
+            record_tool_outcome(span, outcome, agent.name, ev.tool_kwargs)
         result = ToolCallResult(
             tool_name=ev.tool_name,
             tool_kwargs=ev.tool_kwargs,

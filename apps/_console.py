@@ -13,8 +13,6 @@ from typing import IO, Any
 import typer
 from rich.console import Console
 
-from ._wire import jsonable
-
 #: Results and streamed events go to stdout; messages, progress and errors to stderr.
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -79,16 +77,38 @@ def cli_errors(debug: bool) -> Iterator[None]:
 
 def print_json(data: Any, file: IO[str] | None = None) -> None:
     """One line of JSON on ``file`` (stdout)."""
+    # _wire loads pydantic and batonflow.core (160 ms of a 400 ms `batonflow --help`, see
+    # bench/startup.py): only output that holds values needs it.
+    from ._wire import jsonable
+
     file = file or sys.stdout
     file.write(json.dumps(jsonable(data), ensure_ascii=False) + "\n")
     file.flush()
 
 
+def _agent_answer(result: Any) -> str | None:
+    """The answer text of an agent's result (``AgentOutput``, ``AgentResult``), else ``None``."""
+    # Read from the loaded modules: an agent's result exists only once batonflow.agents is
+    # imported, and other runs must not pay for importing it (llama-index).
+    events = sys.modules.get("batonflow.agents.events")
+    results = sys.modules.get("batonflow.agents.results")
+    if events is not None and isinstance(result, events.AgentOutput):
+        return str(result)
+    if results is not None and isinstance(result, results.AgentResult):
+        return str(result)
+    return None
+
+
 def print_result(result: Any) -> None:
-    """A run's result for humans: text as is, anything else as indented JSON."""
+    """A run's result for humans: an agent's answer text, text as is, else indented JSON."""
+    answer = _agent_answer(result)
+    if answer is not None:
+        result = answer
     if isinstance(result, str):
         out.print(result, markup=False)
     else:
+        from ._wire import jsonable  # pydantic and batonflow.core: see print_json
+
         out.print_json(json.dumps(jsonable(result), ensure_ascii=False))
 
 

@@ -8,7 +8,6 @@ runs show RUN`` names the checkpoints to fork at (their seq).
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import typer
@@ -69,6 +68,8 @@ def fork(
                     f"No run {run_id!r} in the run store; 'batonflow runs list' shows the runs."
                 )
             workflow = _workflow_for(flow or row.flow_ref, row.workflow, run_id)
+            import asyncio  # not at the top: it costs `batonflow --help` 28 ms
+
             new_id, result = asyncio.run(_fork(workflow, store.backend, run_id, at, state, answers))
         finally:
             store.close()

@@ -24,7 +24,7 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
-from ._wire import jsonable
+from ._wire import jsonable, rfc3339
 from .api_models import Run, responses
 
 
@@ -49,14 +49,17 @@ def with_times(stored: list[Any], kept: list[Any]) -> list[dict[str, Any]]:
     entries = []
     for checkpoint, seen in zip(stored, times, strict=True):
         started = seen.started_at if seen is not None else None
+        finished = seen.finished_at if seen is not None else checkpoint.created_at
         entries.append(
             {
                 "step": checkpoint.step_name,
                 "input_event": _short(checkpoint.input_event_type),
                 "output_events": [_short(t) for t in checkpoint.output_event_types],
-                "started_at": started,
-                "finished_at": seen.finished_at if seen is not None else checkpoint.created_at,
-                "duration": None if seen is None else seen.finished_at - seen.started_at,
+                "started_at": None if started is None else rfc3339(started),
+                "finished_at": rfc3339(finished),
+                "started": started,
+                "finished": finished,
+                "duration": None if started is None else finished - started,
                 "checkpoint": checkpoint.seq,
             }
         )
@@ -95,13 +98,8 @@ def _event(workflow: Any, body: Any) -> Any:
         raise ValueError(f"'event' {body['type']} does not take that data: {exc}") from None
 
 
-def install_forks(app: FastAPI, manager: Any) -> Callable[[str], list[Any]] | None:
-    """Add the fork, checkpoint-state and lineage routes to ``app`` for ``manager``'s runs.
-
-    Returns:
-        How a run's checkpoints are read (the durable store's ``list``), for the console's
-        steps route; ``None`` when the server keeps no checkpoints.
-    """
+def install_forks(app: FastAPI, manager: Any) -> None:
+    """Add the fork, checkpoint-state, lineage and journal routes to ``app`` for ``manager``."""
     from ._journal_routes import install_journal
 
     install_journal(app, manager)  # GET /runs/{id}/journal: a durable run's calls too
@@ -210,8 +208,6 @@ def install_forks(app: FastAPI, manager: Any) -> Callable[[str], list[Any]] | No
                 {"run_id": r.run_id, "seq": r.parent_seq, "status": r.status} for r in forks
             ],
         }
-
-    return store.list if manager.durable else None
 
 
 __all__ = ["checkpoint_steps", "install_forks", "with_times"]

@@ -13,7 +13,6 @@ import typer
 
 from . import _remote
 from ._console import cli_errors, out, print_json
-from ._journal_view import entry_json
 from ._runs_cli import _DB, _DEBUG, _SERVER, _TOKEN, _open, runs_app
 from .registry import BadParameterError
 
@@ -48,6 +47,8 @@ def journal(
 
 def _local(db: str | None, run_id: str) -> list[dict[str, Any]]:
     from batonflow.core.serialization import JsonSerializer
+
+    from ._journal_view import entry_json  # loads the engine, as the run store does
 
     store = _open(db)
     try:

@@ -10,21 +10,23 @@ and ``cancel`` ask that server instead (through :mod:`batonflow.client`).
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import re
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
 
 from . import _remote
 from ._console import cli_errors, err, out, print_json, print_result
+from ._statuses import FINISHED
+from ._statuses import STATUSES as RUN_STATUSES
+from ._stream_printer import event_lines
 from .config import Settings
 from .registry import PREBUILT, BadParameterError, FlowNotFoundError, load_workflow
-from .run_store import FINISHED, RunStore
-from .run_store import STATUSES as RUN_STATUSES
+
+if TYPE_CHECKING:
+    from .run_store import RunStore
 
 runs_app = typer.Typer(
     help="List, inspect and resume runs kept in the run store.",
@@ -54,6 +56,10 @@ ENDED = frozenset(FINISHED)
 
 
 def _open(db: str | None) -> RunStore:
+    # The run store loads batonflow.core (160 ms of a 400 ms `batonflow --help`): only the
+    # commands that read runs need it.
+    from .run_store import RunStore
+
     settings = Settings.load(db=db)
     if settings.database_url is not None:
         return RunStore(backend=settings.open_store())
@@ -120,7 +126,7 @@ def list_runs(
         for name in ("run id", "workflow", "status", "started"):
             table.add_column(name, no_wrap=True)
         for r in rows:
-            started = dt.datetime.fromtimestamp(r["created_at"]).strftime("%m-%d %H:%M:%S")
+            started = dt.datetime.fromtimestamp(r["created"]).strftime("%m-%d %H:%M:%S")
             table.add_row(r["run_id"], r["workflow"], r["status"], started)
         out.print(table)
 
@@ -157,7 +163,7 @@ def show(
                 markup=False,
             )
         out.print(
-            f"started: {_when(data['created_at'])}  updated: {_when(data['updated_at'])}",
+            f"started: {_when(data['created'])}  updated: {_when(data['updated'])}",
             markup=False,
         )
         steps = [f"{c['step']} (seq {c['seq']})" for c in data["checkpoints"] if c["step"]]
@@ -166,17 +172,23 @@ def show(
         if data.get("result") is not None:
             out.print("result:", markup=False)
             print_result(data["result"])
-        for entry in data.get("events", []):
-            label = entry.get("type") or f"end ({entry.get('status')})"
-            out.print(f"  #{entry['seq']} {label} {entry.get('value', '')}", markup=False)
+        for line in event_lines(data.get("events", [])):
+            out.print(line, markup=False)
 
 
 def _show_local(db: str | None, run_id: str, events: bool) -> dict[str, Any]:
+    from ._wire import rfc3339  # loads the engine, as the run store does (see _open)
+
     store = _open(db)
     try:
         data = _state(store, run_id)
         data["checkpoints"] = [
-            {"seq": c.seq, "step": c.step_name, "created_at": c.created_at}
+            {
+                "seq": c.seq,
+                "step": c.step_name,
+                "created_at": rfc3339(c.created_at),
+                "created": c.created_at,
+            }
             for c in store.backend.list(run_id)
         ]
         if events:
@@ -222,7 +234,10 @@ def resume(
             pending = list(answers)
             first = None
             if row.status == "waiting":
-                first = pending.pop(0) if pending else _ask(_last_prefix(store, run_id))
+                text = pending.pop(0) if pending else _ask(_last_prefix(store, run_id))
+                first = _stored_answer(workflow, store, row, text)
+            import asyncio  # not at the top: it costs `batonflow --help` 28 ms
+
             result = asyncio.run(_resume(workflow, store.backend, run_id, first, pending))
         finally:
             store.close()
@@ -258,26 +273,35 @@ def _ask(prompt: str) -> str:
     return ask(prompt)
 
 
+def _stored_answer(workflow: Any, store: RunStore, row: Any, text: str) -> Any:
+    """The event answering, with ``text``, the question a stored waiting run asked."""
+    from ._answers import answer_from_text, expected, question
+
+    try:
+        return answer_from_text(expected(workflow, question(store, row) or {}), text)
+    except ValueError as exc:
+        raise BadParameterError(str(exc)) from None
+
+
 async def _answering(handler: Any, answers: list[str], cptr: Any) -> Any:
-    from batonflow.core import HumanResponseEvent, InputRequiredEvent
+    from ._answers import is_question
+    from .cli import local_answer
 
     async for event in handler.stream_events():
-        if isinstance(event, InputRequiredEvent):
+        if is_question(handler, event):
             answer = answers.pop(0) if answers else _ask(str(event.get("prefix", "") or "> "))
-            cptr.send_event(handler.run_id, HumanResponseEvent(response=answer), answer=True)
+            reply = local_answer(cptr.workflow, handler, answer)
+            cptr.send_event(handler.run_id, reply, answer=True)
     return await handler
 
 
-async def _resume(
-    workflow: Any, backend: Any, run_id: str, first: str | None, answers: list[str]
-) -> Any:
-    from batonflow.core import HumanResponseEvent
+async def _resume(workflow: Any, backend: Any, run_id: str, first: Any, answers: list[str]) -> Any:
     from batonflow.core.checkpoints import WorkflowCheckpointer
 
     cptr = WorkflowCheckpointer(workflow, store=backend)
     if first is not None:
         # Committed to the run's inbox first: the resumed run takes it in.
-        cptr.send_event(run_id, HumanResponseEvent(response=first), answer=True)
+        cptr.send_event(run_id, first, answer=True)
     handler = cptr.resume(run_id)
     return await _answering(handler, answers, cptr)
 
@@ -368,22 +392,18 @@ def delete(
             store.close()
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
 def parse_duration(text: str) -> float:
     """Seconds in ``"90s"``, ``"30m"``, ``"12h"``, ``"7d"`` or ``"2w"``.
 
     Raises:
         BadParameterError: Anything else.
     """
-    match = _DURATION.match(text.lower())
-    if match is None:
-        raise BadParameterError(
-            f"--older-than expects a duration such as 30m, 12h, 7d or 2w; got {text!r}."
-        )
-    return float(match[1]) * _UNIT[match[2]]
+    from batonflow.core.retention import parse_duration as seconds
+
+    try:
+        return seconds(text, "--older-than")
+    except ValueError as exc:
+        raise BadParameterError(str(exc)) from None
 
 
 @runs_app.command()
@@ -403,7 +423,7 @@ def prune(
             old = [
                 r
                 for r in _local_rows(store, None, None)
-                if r["status"] in ENDED and r["updated_at"] < cutoff
+                if r["status"] in ENDED and r["updated"] < cutoff
             ]
             if not dry_run:
                 for row in old:

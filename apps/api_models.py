@@ -12,6 +12,7 @@ schema per workflow by :mod:`batonflow.apps._openapi`.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -60,6 +61,16 @@ class Health(_Body):
     workflows: int = Field(description="How many workflows are served.")
 
 
+class ChatFields(_Body):
+    """The start fields that carry an agent's conversation (the console's chat uses them)."""
+
+    message: str = Field(description="The field of the user's message.", examples=["user_msg"])
+    history: str = Field(
+        description="The field of the messages before it ({role, content} objects).",
+        examples=["chat_history"],
+    )
+
+
 class WorkflowInfo(_Body):
     """One served workflow."""
 
@@ -71,6 +82,9 @@ class WorkflowInfo(_Body):
     )
     accepts: list[str] = Field(
         description="Event types a run of it takes from outside (POST /runs/{id}/events)."
+    )
+    chat: ChatFields | None = Field(
+        None, description="For an agent: the start fields of a chat message; else null."
     )
 
 
@@ -88,11 +102,32 @@ class Graph(_Body):
     mermaid: str = Field(description="Mermaid flowchart text.")
 
 
-class RunAccepted(_Body):
-    """A run that was started (or answered) and goes on in the background: poll or stream it."""
+class Question(_Body):
+    """The question a waiting run asked: its event in the run's event stream."""
 
-    run_id: str
-    status: str = Field(description="The run's status now, usually running.")
+    seq: int | None = Field(None, description="Its sequence number in the event stream.")
+    type: str | None = Field(None, description="Its class name, e.g. InputRequiredEvent.")
+    value: dict[str, Any] | None = Field(None, description="Its fields (prefix...).")
+
+
+class Awaited(_Body):
+    """One event a waiting run takes: send it as ``{"type", "data"}`` (see ``example``)."""
+
+    type: str = Field(description="The event's class name.", examples=["HumanResponseEvent"])
+    qualified_name: str = Field(description="module.Class of the event.")
+    steps: list[str] = Field(description="The steps that wait for it (or take it).")
+    waiter_id: str | None = Field(None, description="The ctx.wait_for_event's id.")
+    requirements: dict[str, Any] = Field(
+        description="Field values the answer must have (ctx.wait_for_event requirements=).",
+        examples=[{"tool": "transfer"}],
+    )
+    schema_: dict[str, Any] = Field(
+        alias="schema", description="JSON schema of the event's fields, requirements included."
+    )
+    example: dict[str, Any] = Field(
+        description="A request body that answers it.",
+        examples=[{"type": "HumanResponseEvent", "data": {"response": "...", "tool": "x"}}],
+    )
 
 
 class Run(_Body):
@@ -108,12 +143,32 @@ class Run(_Body):
     result: Any = Field(None, description="The StopEvent's result, once completed.")
     error: str | None = Field(None, description="What went wrong, once failed or cancelled.")
     waiting_for_input: bool = Field(description="Whether it waits for an answer now.")
-    created_at: float = Field(description="When it started (Unix time, seconds).")
-    updated_at: float = Field(description="When its status last changed (Unix time, seconds).")
+    created_at: datetime = Field(
+        description="When it started: RFC 3339, UTC.", examples=["2026-12-02T01:45:02.123456Z"]
+    )
+    updated_at: datetime = Field(
+        description="When its status last changed: RFC 3339, UTC.",
+        examples=["2026-12-02T01:45:03.5Z"],
+    )
+    created: float = Field(description="created_at as Unix time (seconds since the epoch).")
+    updated: float = Field(description="updated_at as Unix time (seconds since the epoch).")
     parent_run_id: str | None = Field(None, description="The run it was forked from, if any.")
     parent_seq: int | None = Field(
         None, description="The parent's checkpoint it continues from (a fork's)."
     )
+    question: Question | None = Field(
+        None, description="While waiting (GET /runs/{id}): the question the run asked."
+    )
+    waiting_for: list[Awaited] | None = Field(
+        None,
+        description="While waiting (GET /runs/{id}): the events that answer it; an answer "
+        "that fits none is refused with 422 before it is taken.",
+    )
+
+
+class RunAccepted(Run):
+    """A run that was started and goes on in the background (poll or stream it): the whole
+    run, as ``GET /runs/{id}`` shows it, with the status it has now (usually running)."""
 
 
 class RunList(_Body):
@@ -136,11 +191,10 @@ class SendEvent(BaseModel):
     )
 
 
-class EventSent(_Body):
-    """The event was taken; the run goes on."""
+class EventSent(Run):
+    """The event was taken; the run goes on: the whole run, as ``GET /runs/{id}`` shows it,
+    and which event type was sent."""
 
-    run_id: str
-    status: str
     sent: str = Field(description="The event type that was sent.")
 
 
@@ -217,6 +271,7 @@ def responses(ok: int, model: type[BaseModel] | None, description: str, *errors:
 __all__ = [
     "STATUS_TEXT",
     "Cancelled",
+    "ChatFields",
     "EventSent",
     "FieldProblem",
     "Graph",

@@ -17,7 +17,6 @@ otherwise one ``error: …`` line on stderr (the traceback only with ``--debug``
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sys
 from collections.abc import Iterator
@@ -35,9 +34,16 @@ import typer
 from . import _fork_cli, _journal_cli  # noqa: F401  (add 'runs fork', 'runs journal')
 from ._console import cli_errors, err, one_line, print_json, print_result, setup_tracing
 from ._runs_cli import runs_app
+from ._stream_printer import StreamPrinter
 from .config import Settings
 from .rag_cli import rag_app
-from .registry import PREBUILT, BadParameterError, load_workflow, parse_sets
+from .registry import (
+    PREBUILT,
+    BadParameterError,
+    load_workflow,
+    parse_sets,
+    text_where_expected,
+)
 from .serve_cli import serve
 
 app = typer.Typer(
@@ -136,7 +142,16 @@ def run(
         url = server_url(server)
         if url is not None:
             _run_on_server(
-                url, token, flow, fields, stream, as_json, list(answers), durable, idempotency_key
+                url,
+                token,
+                flow,
+                fields,
+                stream,
+                as_json,
+                list(answers),
+                durable,
+                sets=sets,
+                idempotency_key=idempotency_key,
             )
             return
         if idempotency_key is not None and not durable:
@@ -153,6 +168,9 @@ def run(
         flow_ref = _flow_reference(flow) if durable else None
         setup_tracing()
         workflow = load_workflow(flow, settings)
+        from ._introspect import start_schema
+
+        fields = text_where_expected(fields, sets, start_schema(workflow))
         stdout = sys.stdout
         # With --json, stdout carries only JSON: whatever the steps print goes to stderr.
         redirect = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
@@ -162,6 +180,8 @@ def run(
 
         def on_run(run_id: str) -> None:
             started.append(run_id)
+
+        printer = StreamPrinter(err, echo=stream and not as_json)
 
         try:
             with redirect, _durability_explained(durable):
@@ -173,6 +193,7 @@ def run(
                         as_json=as_json,
                         answers=list(answers),
                         stdout=stdout,
+                        printer=printer,
                         checkpoints=checkpoints,
                         on_start=on_run,
                         flow_ref=flow_ref,
@@ -183,10 +204,30 @@ def run(
             _interrupted(exc.signal_name, checkpoints, started[0] if started else None)
         if checkpoints is not None:
             checkpoints.close()
-        if as_json:
-            print_json({"run_id": run_id, "flow": flow, "result": result}, stdout)
-        else:
-            print_result(result)
+        _print_outcome(result, run_id, flow, as_json, printer, stdout)
+
+
+def _print_outcome(
+    result: Any, run_id: str, flow: str, as_json: bool, printer: StreamPrinter, stdout: Any
+) -> None:
+    """The run's result on stdout: JSON with --json; an agent's answer text; else the result.
+
+    An agent's answer that was streamed to the same terminal is not printed a second time.
+    """
+    if as_json:
+        print_json({"run_id": run_id, "flow": flow, "result": result}, stdout)
+    elif printer.answer is None:
+        print_result(result)
+    elif not (printer.answer_streamed and _same_terminal(stdout)):
+        print_result(printer.answer)
+
+
+def _same_terminal(stdout: Any) -> bool:
+    """Whether stdout and stderr are both this terminal (streamed text is then already shown)."""
+    try:
+        return bool(stdout.isatty() and sys.stderr.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def _interrupted(signal_name: str, checkpoints: Any, run_id: str | None) -> None:
@@ -219,6 +260,7 @@ def _run_on_server(
     as_json: bool,
     answers: list[str],
     durable: bool,
+    sets: list[str],
     idempotency_key: str | None = None,
 ) -> None:
     from ._remote import run_remote
@@ -229,6 +271,7 @@ def _run_on_server(
             "(batonflow serve --durable, the default): drop --durable or --server."
         )
     stdout = sys.stdout
+    printer = StreamPrinter(err, echo=stream and not as_json)
     result, run_id = run_remote(
         url,
         token,
@@ -239,12 +282,11 @@ def _run_on_server(
         answers=answers,
         ask=_ask,
         stdout=stdout,
+        printer=printer,
+        sets=sets,
         idempotency_key=idempotency_key,
     )
-    if as_json:
-        print_json({"run_id": run_id, "flow": flow, "result": result}, stdout)
-    else:
-        print_result(result)
+    _print_outcome(result, run_id, flow, as_json, printer, stdout)
 
 
 @contextlib.contextmanager
@@ -280,6 +322,7 @@ async def run_flow(
     as_json: bool = False,
     answers: list[str] | None = None,
     stdout: Any = None,
+    printer: StreamPrinter | None = None,
     checkpoints: Any = None,
     on_start: Any = None,
     flow_ref: str | None = None,
@@ -289,19 +332,24 @@ async def run_flow(
 
     With ``checkpoints`` (a checkpoint store) the run is recorded before it starts and records
     a checkpoint after every step. ``on_start`` is the flow reference kept in the run's record
-    (for ``runs resume``), or a callable called with the run id once it has one. With
-    ``idempotency_key`` (and ``checkpoints``) a key that started a run already is refused
-    with the command that shows that run.
+    (for ``runs resume``), or a callable called with the run id once it has one. ``printer``
+    shows the stream to people (with ``stream`` and without ``as_json``) and keeps an agent's
+    answer. With ``idempotency_key`` (and ``checkpoints``) a key that started a run already
+    is refused with the command that shows that run.
 
     Raises:
         BadParameterError: A start field the workflow's typed start event rejects.
     """
-    from batonflow.core import HumanResponseEvent, InputRequiredEvent, StopEvent
+    import asyncio  # not at the top: it costs `batonflow --help` 28 ms (bench/startup.py)
 
+    from batonflow.core import StopEvent
+
+    from ._answers import is_question
     from ._introspect import StartFieldsError, build_start_event
     from ._wire import event_envelope
 
     pending = list(answers or [])
+    printer = printer or StreamPrinter(err, echo=stream and not as_json)
     try:
         start = build_start_event(workflow, fields)
     except StartFieldsError as exc:
@@ -340,15 +388,18 @@ async def run_flow(
         handler = workflow.run(start_event=start)
     try:
         async for event in handler.stream_events():
-            if stream and not isinstance(event, StopEvent):
-                if as_json:
-                    print_json({"event": event_envelope(event)}, stdout)
-                else:
-                    body = event_envelope(event)["value"]
-                    err.print(f"[cyan]{type(event).__name__}[/] {body}", markup=True)
-            if isinstance(event, InputRequiredEvent):
+            if isinstance(event, StopEvent):
+                continue
+            if stream and as_json:
+                print_json({"event": event_envelope(event)}, stdout)
+            elif printer.wants(type(event).__name__):
+                envelope = event_envelope(event)
+                printer.show(envelope["type"], envelope["qualified_name"], envelope["value"])
+            if is_question(handler, event):
+                printer.close()
                 answer = pending.pop(0) if pending else _ask(str(event.get("prefix", "") or "> "))
-                handler.ctx.send_event(HumanResponseEvent(response=answer))
+                handler.ctx.send_event(local_answer(workflow, handler, answer))
+        printer.close()
         result = await handler
     except asyncio.CancelledError:  # Ctrl-C or SIGTERM (see _signals): stop the run, then go
         from ._signals import stop_handler
@@ -360,6 +411,20 @@ async def run_flow(
         await stop_handler(handler)
         raise
     return result, str(handler.run_id)
+
+
+def local_answer(workflow: Any, handler: Any, text: str) -> Any:
+    """The event answering, with ``text``, what a run in this process waits for now.
+
+    Raises:
+        BadParameterError: The answer does not fit what the run waits for.
+    """
+    from ._answers import answer_from_text, asked_in, expected
+
+    try:
+        return answer_from_text(expected(workflow, asked_in(handler.ctx), handler), text)
+    except ValueError as exc:
+        raise BadParameterError(str(exc)) from None
 
 
 def _ask(prompt: str) -> str:
@@ -413,26 +478,30 @@ app.command()(serve)
 
 @app.command()
 def demo(
+    serve: bool = typer.Option(
+        False, "--serve", help="Keep the server and its run console open at the end (Ctrl-C)."
+    ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
-    """The offline tour: RAG over the sample docs, guess-number, human in the loop, traces."""
+    """The offline tour: an agent calling tools, RAG, a drawing, a trace, the run console."""
     with cli_errors(debug):
         from batonflow._extras import require_extra
 
         require_extra(
             "batonflow demo",
-            "all",
+            "demo",
             {
                 "llama_index.core": "llama-index-core",
                 "qdrant_client": "qdrant-client",
                 "fastapi": "fastapi",
                 "uvicorn": "uvicorn",
                 "httpx_sse": "httpx-sse",
+                "opentelemetry.sdk": "opentelemetry-sdk",
             },
         )
         from .demo import run_demo
 
-        run_demo(Settings.load())
+        run_demo(Settings.load(), serve=serve)
 
 
 def main() -> None:

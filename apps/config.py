@@ -63,6 +63,8 @@ class Settings:
     openai_api_key: str | None = None
     otel_endpoint: str | None = None
     otel_exporter: str | None = None
+    keep_finished: str | None = None
+    keep_finished_for: tuple[str, ...] = ()
 
     @classmethod
     def load(cls, env: Mapping[str, str] | None = None, **flags: Any) -> Settings:
@@ -133,6 +135,13 @@ class Settings:
             "otel_endpoint": pick("otel_endpoint", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
             or pick("otel_endpoint", "OTEL_EXPORTER_OTLP_ENDPOINT"),
             "otel_exporter": pick("otel_exporter", "OTEL_TRACES_EXPORTER"),
+            "keep_finished": pick("keep_finished", "BATONFLOW_KEEP_FINISHED"),
+            "keep_finished_for": tuple(flags.get("keep_finished_for") or ())
+            or tuple(
+                item.strip()
+                for item in env.get("BATONFLOW_KEEP_FINISHED_FOR", "").split(",")
+                if item.strip()
+            ),
         }
         if values["lease_seconds"] <= 0:
             raise ConfigError(
@@ -149,6 +158,35 @@ class Settings:
                 f"Port {values['port']} is out of range; pass --port between 0 and 65535."
             )
         return cls(**values)
+
+    def retention(self) -> Any:
+        """The retention policy of ``--keep-finished`` / ``--keep-finished-for``, or ``None``.
+
+        Raises:
+            ConfigError: a period is not a duration, or a per-workflow entry is not
+                ``NAME=DURATION``.
+        """
+        if self.keep_finished is None and not self.keep_finished_for:
+            return None
+        from batonflow.core.retention import Retention
+
+        per_workflow: dict[str, str] = {}
+        for item in self.keep_finished_for:
+            name, sep, period = item.partition("=")
+            if not sep or not name.strip() or not period.strip():
+                raise ConfigError(
+                    f"--keep-finished-for expects NAME=DURATION, such as reports=90d; got {item!r}."
+                )
+            per_workflow[name.strip()] = period.strip()
+        if self.keep_finished is None:
+            raise ConfigError(
+                "--keep-finished-for needs --keep-finished too (how long other workflows' runs "
+                "are kept), e.g. --keep-finished 7d."
+            )
+        try:
+            return Retention(self.keep_finished, per_workflow=per_workflow)
+        except ValueError as exc:
+            raise ConfigError(f"--keep-finished: {exc}") from exc
 
     @property
     def database(self) -> str:

@@ -4,7 +4,7 @@
 
 =======================================  ==================================================
 ``GET /``                                the run console (``apps/console/``: one page, its
-                                         script and stylesheet, nothing fetched elsewhere)
+                                         scripts and stylesheet, nothing fetched elsewhere)
 ``GET /docs``, ``GET /redoc``            Swagger UI and ReDoc on ``/openapi.json``
 ``GET /assets/{name}``                   the files of those pages
 ``GET /workflows/{name}/drawing``        all possible flows, as the engine draws them (HTML)
@@ -23,9 +23,11 @@ Swagger UI is Apache-2.0, ReDoc MIT): the docs work without a network, unlike Fa
 default pages, which load them from a CDN.
 
 What a run did is recorded by a step listener on every served workflow (one small record per
-completed step, for the most recent :data:`KEPT_RUNS` runs of this process). A run from before
-a restart has its status, events and result in the run store, but not its steps: its drawing
-and steps are a 404 that says so (a resumed run shows the steps since it resumed).
+completed step, for the most recent :data:`KEPT_RUNS` runs of this process). A run this process
+did not see (it ran before a restart, or is older than those) is read from its checkpoints in
+the run store: one per completed step, and the state as of the last one; their steps have no
+start time, so no duration. A run with neither (a server without checkpoints) has a drawing,
+steps and state that are a 404 saying so (a resumed run shows the steps since it resumed).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
 from ._forks import checkpoint_steps, with_times
-from ._wire import jsonable
+from ._wire import jsonable, rfc3339
 from .api_models import responses
 
 logger = logging.getLogger("batonflow.apps.server")
@@ -53,8 +55,19 @@ KEPT_RUNS = 500
 KEPT_STEPS = 10_000
 
 _MEDIA = {".js": "text/javascript", ".css": "text/css", ".png": "image/png", ".html": "text/html"}
-#: The files the pages may load, by the name they are served under.
-_OWN_ASSETS = ("console.js", "console.css", "api-docs.js")
+#: The files the pages may load, by the name they are served under (the console's script is
+#: split by concept: index.html loads them in this order).
+_OWN_ASSETS = (
+    "dom.js",
+    "api.js",
+    "forms.js",
+    "answer.js",
+    "fork.js",
+    "chat.js",
+    "console.js",
+    "console.css",
+    "api-docs.js",
+)
 _OFFLINE_ASSETS = ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js", "favicon.png")
 
 
@@ -65,18 +78,21 @@ class StepRecord:
     step: str
     input_event: str
     output_events: tuple[str, ...]
-    started_at: float
+    started_at: float | None  # None when read from a checkpoint, which records only the end
     finished_at: float
 
     def public(self) -> dict[str, Any]:
         """The record as ``GET /runs/{id}/steps`` shows it."""
+        started = self.started_at
         return {
             "step": self.step,
             "input_event": self.input_event,
             "output_events": list(self.output_events),
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "duration": self.finished_at - self.started_at,
+            "started_at": None if started is None else rfc3339(started),
+            "finished_at": rfc3339(self.finished_at),
+            "started": started,
+            "finished": self.finished_at,
+            "duration": None if started is None else self.finished_at - started,
         }
 
 
@@ -86,6 +102,31 @@ class _RunRecord:
     ctx: Any = None
     steps: list[StepRecord] = field(default_factory=list)
     dropped: int = 0
+    #: The checkpoint the state is read from, for a run read back from the run store.
+    checkpoint: Any = None
+
+
+def _class_name(qualified: str | None) -> str:
+    """``Class`` of a checkpoint's ``module:Class`` (as a live record names events)."""
+    return (qualified or "").rpartition(":")[2].rpartition(".")[2]
+
+
+def stored_record(workflow: Any, checkpoints: list[Any]) -> _RunRecord | None:
+    """The record of a run read from its checkpoints, or ``None`` when it has none of a step."""
+    done = [c for c in checkpoints if c.step_name]
+    if not done:
+        return None
+    steps = [
+        StepRecord(
+            c.step_name,
+            _class_name(c.input_event_type),
+            tuple(_class_name(t) for t in c.output_event_types),
+            None,
+            c.created_at,
+        )
+        for c in done
+    ]
+    return _RunRecord(workflow, steps=steps, checkpoint=checkpoints[-1])
 
 
 class RunSteps:
@@ -131,6 +172,19 @@ class RunSteps:
     def get(self, run_id: str) -> _RunRecord | None:
         """The record of ``run_id``, or ``None`` when this process has not seen it run."""
         return self._runs.get(run_id)
+
+
+def _restored(workflow: Any, checkpoint: Any) -> Any:
+    """The context of ``checkpoint`` (for its state), or a 404 when it cannot be read back."""
+    from batonflow.core import Context, ContextSerdeError, JsonSerializer
+
+    serializer = workflow.serializer or JsonSerializer()
+    try:
+        return Context.from_dict(workflow, checkpoint.ctx_data, serializer=serializer)
+    except ContextSerdeError as exc:
+        raise HTTPException(
+            404, f"The state of run {checkpoint.run_id!r} cannot be read back: {exc}"
+        ) from None
 
 
 #: URLs inside the packaged files that would still reach the internet, and what replaces them.
@@ -185,7 +239,7 @@ def install_console(
     workflows: dict[str, Any],
     get_run: Callable[[str], Any],
     token: str | None,
-    checkpoints: Callable[[str], list[Any]] | None = None,
+    checkpoints: Any = None,
 ) -> RunSteps:
     """Add the console, the API docs and the drawing/steps/state routes to ``app``.
 
@@ -194,8 +248,9 @@ def install_console(
         workflows: The served workflows by name; their steps are recorded from now on.
         get_run: Looks a run up in the run store by id (``None`` when unknown).
         token: The server's bearer token, if any: the pages then ask for it.
-        checkpoints: A durable store's ``list`` (a run's checkpoints): each step then names
-            the checkpoint it wrote, and the steps of runs from before a restart are known.
+        checkpoints: The run store's checkpoint store: the steps and state of a run this
+            process did not see are read from its checkpoints, and each step names the
+            checkpoint it wrote (the seq to fork at).
 
     Returns:
         The :class:`RunSteps` recording the served workflows' runs.
@@ -214,14 +269,19 @@ def install_console(
         return row
 
     def recorded(run_id: str) -> _RunRecord:
-        known_run(run_id)
+        row = known_run(run_id)
         record = steps.get(run_id)
+        workflow = workflows.get(row.workflow)
+        if record is None and checkpoints is not None and workflow is not None:
+            record = stored_record(workflow, checkpoints.list(run_id))
         if record is None:
             raise HTTPException(
                 404,
                 f"This server has no record of the steps of run {run_id!r}: it ran before the "
                 "server started, or is older than the last "
-                f"{steps.kept_runs} runs. Its events are in GET /runs/{run_id}/events.",
+                f"{steps.kept_runs} runs, and the run store holds no checkpoint of its steps "
+                f"(the server runs without them, or the run took none). Its events are in "
+                f"GET /runs/{run_id}/events.",
             )
         return record
 
@@ -303,7 +363,7 @@ def install_console(
     )
     async def run_steps(run_id: str) -> dict[str, Any]:
         known_run(run_id)  # first: an id no store can hold is a 404, not a store error
-        stored = checkpoint_steps(checkpoints, run_id) if checkpoints is not None else []
+        stored = checkpoint_steps(checkpoints.list, run_id) if checkpoints is not None else []
         if not stored:
             record = recorded(run_id)
             entries = [{**s.public(), "checkpoint": None} for s in record.steps]
@@ -322,9 +382,12 @@ def install_console(
     )
     async def run_state(run_id: str) -> dict[str, Any]:
         record = recorded(run_id)
-        if record.ctx is None:  # pragma: no cover - a record starts with a step's context
+        ctx = record.ctx
+        if ctx is None and record.checkpoint is not None:
+            ctx = _restored(record.workflow, record.checkpoint)
+        if ctx is None:  # pragma: no cover - a record starts with a step's context
             raise HTTPException(404, f"Run {run_id!r} has no state yet.")
-        state = await record.ctx.store.get_state()
+        state = await ctx.store.get_state()
         return {"run_id": run_id, "state": jsonable(state)}
 
     return steps

@@ -26,10 +26,10 @@ from batonflow.core.checkpoints import (
 )
 from batonflow.core.durable._text import text_problem
 
-#: Statuses of a run that has ended; nothing changes it any more.
-FINISHED = frozenset({"completed", "failed", "cancelled"})
-#: Every status, in the one vocabulary of the store.
-STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
+from ._statuses import FINISHED as FINISHED
+from ._statuses import STATUSES as STATUSES
+from ._wire import rfc3339
+
 #: How many finished runs an in-memory store keeps (the oldest go first).
 MEMORY_RETENTION = 1000
 
@@ -52,6 +52,8 @@ class RunRow:
     flow_ref: str | None = None
     parent_run_id: str | None = None
     parent_seq: int | None = None
+    #: The event-log ``seq`` of the question a waiting run asked.
+    waiting_seq: int | None = None
 
     def public(self) -> dict[str, Any]:
         """The run as the HTTP API and ``batonflow runs show`` present it."""
@@ -63,8 +65,12 @@ class RunRow:
             "result": self.result,
             "error": self.error,
             "waiting_for_input": self.status == "waiting",
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
+            # RFC 3339 for people and most clients; the same instants as Unix seconds for
+            # arithmetic (see docs/server.md, "Times").
+            "created_at": rfc3339(self.created_at),
+            "updated_at": rfc3339(self.updated_at),
+            "created": self.created_at,
+            "updated": self.updated_at,
             "parent_run_id": self.parent_run_id,
             "parent_seq": self.parent_seq,
         }
@@ -219,6 +225,7 @@ def _row(record: RunRecord) -> RunRow:
         flow_ref=record.flow_ref,
         parent_run_id=record.parent_run_id,
         parent_seq=record.parent_seq,
+        waiting_seq=record.waiting_seq if status == "waiting" else None,
     )
 
 

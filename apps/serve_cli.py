@@ -69,6 +69,20 @@ def serve(
         help="Without a token, also serve requests addressed to NAME (repeatable; '*' = any) "
         "\\[env BATONFLOW_ALLOWED_HOSTS, comma-separated].",
     ),
+    keep_finished: str | None = typer.Option(
+        None,
+        "--keep-finished",
+        metavar="DURATION",
+        help="Delete runs that ended longer ago than DURATION (7d, 12h), in the background "
+        "\\[env BATONFLOW_KEEP_FINISHED; keep all].",
+    ),
+    keep_finished_for: list[str] = typer.Option(
+        [],
+        "--keep-finished-for",
+        metavar="NAME=DURATION",
+        help="A different period for one workflow's runs (repeatable) "
+        "\\[env BATONFLOW_KEEP_FINISHED_FOR, comma-separated].",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No access log line per request."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
@@ -89,7 +103,10 @@ def serve(
             replica_id=replica_id,
             lease_seconds=lease_seconds,
             outage_seconds=outage_seconds,
+            keep_finished=keep_finished,
+            keep_finished_for=tuple(keep_finished_for) or None,
         )
+        retention = settings.retention()  # a bad period fails before anything starts
         from ._uvicorn import bind_socket
 
         sock = bind_socket(settings.host, settings.port)  # a port in use fails before set-up
@@ -118,6 +135,7 @@ def serve(
             max_body_bytes=settings.max_body_bytes,
             checkpoints=checkpoints,
             allowed_hosts=hosts,
+            retention=retention,
         )
         if settings.host not in ("127.0.0.1", "localhost", "::1") and not settings.api_token:
             err.print(

@@ -52,11 +52,13 @@ from batonflow.core.errors import (
     StoreUnreachableError,
 )
 
+from ._answers import Refused, check_event, waiting_info
 from ._forks import install_forks
 from ._idempotent import key_refused, started_already
 from ._introspect import (
     StartFieldsError,
     build_start_event,
+    chat_fields,
     external_events,
     mermaid_graph,
     start_schema,
@@ -105,17 +107,6 @@ def _not_found_run(run_id: str) -> HTTPException:
     return HTTPException(404, f"Run {run_id!r} does not exist; GET /runs lists the known runs.")
 
 
-def _validation_detail(exc: Any, prefix: tuple[str, ...]) -> dict[str, Any]:
-    """A 422 body naming every bad field, from a pydantic ``ValidationError``."""
-    errors = []
-    for err in exc.errors(include_url=False, include_context=False, include_input=False):
-        loc = [*prefix, *(str(part) for part in err["loc"])]
-        errors.append({"loc": loc, "msg": err["msg"], "type": err["type"]})
-    first = errors[0] if errors else {"loc": list(prefix), "msg": "invalid"}
-    field = ".".join(first["loc"][len(prefix) :]) or "body"
-    return {"detail": f"Invalid field {field!r}: {first['msg']}.", "errors": errors}
-
-
 async def _json_object(request: Request, what: str) -> dict[str, Any]:
     raw = await request.body()
     if not raw.strip():
@@ -158,6 +149,7 @@ def create_app(
     checkpoints: Any = None,
     title: str = "batonflow",
     allowed_hosts: tuple[str, ...] | list[str] = (),
+    retention: Any = None,
 ) -> FastAPI:
     """Build the FastAPI application that serves ``workflows``.
 
@@ -175,6 +167,8 @@ def create_app(
         title: The OpenAPI title.
         allowed_hosts: Without a token, only requests whose ``Host`` is the bound address are
             served (against DNS rebinding); these names are served too (``"*"``: any).
+        retention: A :class:`~batonflow.core.Retention`: ended runs older than it says are
+            deleted in the background (every ``retention.every`` seconds).
 
     Returns:
         The FastAPI application; ``app.state.manager`` holds its runs.
@@ -199,9 +193,18 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await manager.restore()
+        sweeper = (
+            asyncio.create_task(retention.run_forever(manager.records))
+            if retention is not None
+            else None
+        )
         try:
             yield
         finally:
+            if sweeper is not None:
+                sweeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sweeper
             await manager.close()
 
     app = FastAPI(title=title, lifespan=lifespan, docs_url=None, redoc_url=None)
@@ -244,6 +247,7 @@ def create_app(
                     "class": type(w).__name__,
                     "start_event": start_schema(w),
                     "accepts": sorted(external_events(w)),
+                    "chat": chat_fields(w),
                 }
                 for name, w in sorted(workflows.items())
             ]
@@ -261,6 +265,14 @@ def create_app(
         if format == "text":
             return PlainTextResponse(text, media_type="text/vnd.mermaid")
         return {"name": name, "format": "mermaid", "mermaid": text}
+
+    def _accepted(live: Any) -> dict[str, Any]:
+        # The whole run, as GET /runs/{id} shows it, so that a client's Run knows its workflow
+        # and start fields; with the live status (the record can lag behind it).
+        row = run_store.get(live.run_id)
+        body = {"run_id": live.run_id} if row is None else row.public()
+        body.update(status=live.status, waiting_for_input=live.status == "waiting")
+        return body
 
     @app.post(
         "/workflows/{name}/runs",
@@ -317,11 +329,11 @@ def create_app(
         except (SerializationError, CheckpointError) as exc:
             return _not_recorded(exc)
         if not wait:
-            return JSONResponse({"run_id": live.run_id, "status": live.status}, status_code=202)
+            return JSONResponse(_accepted(live), status_code=202)
         try:
             await asyncio.wait_for(asyncio.shield(live.done.wait()), timeout)
         except TimeoutError:
-            return JSONResponse({"run_id": live.run_id, "status": live.status}, status_code=202)
+            return JSONResponse(_accepted(live), status_code=202)
         row = run_store.get(live.run_id)
         assert row is not None
         return JSONResponse(row.public(), status_code=200)
@@ -350,7 +362,13 @@ def create_app(
         row = run_store.get(run_id)
         if row is None:
             raise _not_found_run(run_id)
-        return row.public()
+        if row.status != "waiting":
+            return row.public()
+        live = manager.live.get(run_id)
+        waits = waiting_info(
+            run_store, row, workflows.get(row.workflow), live.handler if live else None
+        )
+        return {**row.public(), **waits}
 
     @app.get(
         "/runs/{run_id}/events",
@@ -406,80 +424,26 @@ def create_app(
             raise HTTPException(
                 409, f"Run {run_id!r} belongs to workflow {row.workflow!r}, not served now."
             )
-        accepted = external_events(workflow)
-        if row.status == "waiting":
-            # A run that asked for input takes the answer even when the asking step waits
-            # with ctx.wait_for_event, which no annotation declares.
-            from batonflow.core import HumanResponseEvent
-
-            accepted.setdefault(HumanResponseEvent.__name__, HumanResponseEvent)
-        type_name = body.get("type")
-        if not isinstance(type_name, str) or not type_name:
-            return JSONResponse(
-                {
-                    "detail": "Field 'type' is missing: name the event type, one of "
-                    f"{', '.join(sorted(accepted)) or 'none'}.",
-                    "errors": [
-                        {"loc": ["body", "type"], "msg": "Field required", "type": "missing"}
-                    ],
-                },
-                status_code=422,
-            )
-        cls = accepted.get(type_name)
-        if cls is None:
-            return JSONResponse(
-                {
-                    "detail": f"Workflow {row.workflow!r} accepts no event named {type_name!r} "
-                    f"from outside; send one of: {', '.join(sorted(accepted)) or 'none'}.",
-                    "errors": [
-                        {
-                            "loc": ["body", "type"],
-                            "msg": "Unknown event type",
-                            "type": "value_error",
-                        }
-                    ],
-                },
-                status_code=422,
-            )
-        data = body.get("data", {})
-        if not isinstance(data, dict):
-            return JSONResponse(
-                {
-                    "detail": "Field 'data' must be a JSON object of the event's fields.",
-                    "errors": [
-                        {
-                            "loc": ["body", "data"],
-                            "msg": "Input should be an object",
-                            "type": "dict_type",
-                        }
-                    ],
-                },
-                status_code=422,
-            )
-        problem = _event_fields_problem(cls, data)
-        if problem is not None:
-            return JSONResponse(problem, status_code=422)
-        from pydantic import ValidationError
-
+        live = manager.live.get(run_id)
         try:
-            event = cls.model_validate(data)
-        except ValidationError as exc:
-            return JSONResponse(_validation_detail(exc, ("body", "data")), status_code=422)
-        from batonflow.core import HumanResponseEvent
-
+            event, answer = check_event(
+                run_id, row, workflow, body, run_store, live.handler if live else None
+            )
+        except Refused as exc:
+            return JSONResponse(exc.body, status_code=exc.status)
+        type_name = type(event).__name__
         try:
             # A human's answer is accepted once per question the run asked, atomically in
             # the store; any event is committed to the run's inbox before the 202.
-            status = manager.send(
-                run_id, row.workflow, event, answer=isinstance(event, HumanResponseEvent)
-            )
+            status = manager.send(run_id, row.workflow, event, answer=answer)
         except RunConflictError as exc:
             raise HTTPException(409, str(exc)) from None
         except (SerializationError, CheckpointError) as exc:
             return _not_recorded(exc)
-        return JSONResponse(
-            {"run_id": run_id, "status": status, "sent": type_name}, status_code=202
-        )
+        sent = run_store.get(run_id)
+        body = {"run_id": run_id} if sent is None else sent.public()
+        body.update(status=status, waiting_for_input=status == "waiting", sent=type_name)
+        return JSONResponse(body, status_code=202)
 
     @app.post(
         "/runs/{run_id}/cancel",
@@ -510,7 +474,8 @@ def create_app(
         row = run_store.get(live.run_id)
         return row.public() if row is not None else {"run_id": live.run_id, "status": "running"}
 
-    install_console(app, workflows, run_store.get, token, install_forks(app, manager))
+    install_forks(app, manager)
+    install_console(app, workflows, run_store.get, token, checkpoints=run_store.backend)
     install_openapi(app, workflows, token)
     # Without a token, bodies must be declared JSON and requests addressed to this server:
     # a web page can neither post text/plain to it nor reach it under a rebound DNS name.
@@ -545,42 +510,6 @@ def _not_recorded(exc: Exception) -> JSONResponse:
         code = 503
         detail = f"The run store refused the write, so nothing was recorded or run: {exc}"
     return JSONResponse({"detail": detail, "cause": type(exc).__name__}, status_code=code)
-
-
-def _event_fields_problem(cls: Any, data: dict[str, Any]) -> dict[str, Any] | None:
-    """A 422 body when ``data`` does not fit the declared fields of the event class ``cls``.
-
-    Events take extra fields in Python, but over HTTP a field the event does not declare is
-    a typo, and a ``HumanResponseEvent`` without its ``response`` would answer with "".
-    """
-    from batonflow.core import HumanResponseEvent
-
-    known = list(cls.model_fields)
-    example = ", ".join(f'"{name}": ...' for name in known) or "..."
-    unknown = [key for key in data if key not in cls.model_fields]
-    if known and unknown:
-        return {
-            "detail": f"{cls.__name__} has no field {unknown[0]!r}; its fields are "
-            f'{", ".join(known)}: send {{"type": "{cls.__name__}", "data": '
-            f"{{{example}}}}}.",
-            "errors": [
-                {
-                    "loc": ["body", "data", key],
-                    "msg": "Extra inputs are not permitted",
-                    "type": "extra_forbidden",
-                }
-                for key in unknown
-            ],
-        }
-    if cls is HumanResponseEvent and "response" not in data:
-        return {
-            "detail": "HumanResponseEvent needs 'response', the human's answer: send "
-            '{"type": "HumanResponseEvent", "data": {"response": "..."}}.',
-            "errors": [
-                {"loc": ["body", "data", "response"], "msg": "Field required", "type": "missing"}
-            ],
-        }
-    return None
 
 
 @contextlib.contextmanager

@@ -45,6 +45,9 @@ def package_of(rev: str, into: Path) -> Path:
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
     package = into / "pkg" / "batonflow"
+    if (src / "src" / "batonflow").is_dir():  # the src/ layout: its links are copied as files
+        shutil.copytree(src / "src" / "batonflow", package)
+        return into / "pkg"
     shutil.copytree(src / "batonflow", package)
     for name in SUBPACKAGES:
         shutil.copytree(src / name, package / name)

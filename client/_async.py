@@ -13,6 +13,7 @@ from httpx_sse import aconnect_sse
 
 from . import _base
 from ._stream import EventStream
+from .errors import InvalidRequestError
 from .models import Run, RunEvent
 from .retry import (
     IDEMPOTENCY_HEADER,
@@ -274,22 +275,44 @@ class AsyncClient:
         run_id: str,
         response: Any,
         *,
-        event_type: str = "HumanResponseEvent",
+        event_type: str | None = None,
         fields: dict[str, Any] | None = None,
+        waiter_id: str | None = None,
     ) -> Run:
         """Answer a run that asked for input (an ``InputRequiredEvent``).
 
+        When the server refuses a plain ``HumanResponseEvent`` (422, before anything reaches
+        the run), the answer is built from what it says the run waits for (as
+        :attr:`Run.waiting_for` lists it): the awaited event type and the values its waiting
+        step requires (``requirements=`` of ``ctx.wait_for_event``), and sent once more; so
+        ``answer(run_id, "yes")`` answers a step waiting for ``HumanResponseEvent`` with
+        ``requirements={"tool": "transfer"}``.
+
         Args:
             run_id: The waiting run.
-            response: The answer (the ``HumanResponseEvent``'s ``response``).
-            event_type: The answering event's class, when the workflow uses its own.
-            fields: More fields of that event.
+            response: The answer (the event's ``response``; ``None``: only ``fields``).
+            event_type: The answering event's class name; default: the awaited one.
+            fields: More fields of that event (they win over the required values).
+            waiter_id: Answer this ``wait_for_event`` when several steps wait.
 
         Raises:
-            ConflictError: The run has ended, or was already answered.
+            ConflictError: The run has ended, waits for no answer, or was already answered.
+            InvalidRequestError: The run would not take this answer (``detail`` says what
+                it waits for); nothing was sent into it.
         """
-        body = _base.answer_body(response, event_type, fields)
-        return _base.run_from(await self._request("POST", f"/runs/{run_id}/events", json=body))
+        path = f"/runs/{run_id}/events"
+        body = _base.answer_body(response, event_type, fields, None, waiter_id)
+        try:
+            return _base.run_from(await self._request("POST", path, json=body))
+        except InvalidRequestError as refusal:
+            # Refused before anything was sent into the run; the refusal says what it waits
+            # for: answer that (its type, its required values).
+            built = _base.answer_body(
+                response, event_type, fields, _base.awaited_in(refusal), waiter_id
+            )
+            if built == body:
+                raise
+        return _base.run_from(await self._request("POST", path, json=built))
 
     async def events(
         self,

@@ -148,15 +148,59 @@ def list_params(workflow: str | None, status: str | None, limit: int) -> dict[st
     return params
 
 
-def answer_body(response: Any, event_type: str, fields: dict[str, Any] | None) -> dict[str, Any]:
-    """The body of ``POST /runs/{id}/events`` answering a run that asked for input."""
-    return {"type": event_type, "data": {"response": response, **(fields or {})}}
+def answer_body(
+    response: Any,
+    event_type: str | None,
+    fields: dict[str, Any] | None,
+    waiting_for: list[Any] | None = None,
+    waiter_id: str | None = None,
+) -> dict[str, Any]:
+    """The body of ``POST /runs/{id}/events`` answering a run's question.
+
+    With ``waiting_for`` (what the run waits for, as the server lists it) the answer is built
+    from it: the awaited event type (unless ``event_type`` names one) and the values its
+    waiting step requires; ``fields`` are added last. Without, it is a ``HumanResponseEvent``.
+    """
+    awaited = [
+        w
+        for w in waiting_for or []
+        if isinstance(w, dict)
+        and (event_type is None or w.get("type") == event_type)
+        and (waiter_id is None or w.get("waiter_id") == waiter_id)
+    ]
+    chosen = awaited[0] if awaited else {}
+    requirements = chosen.get("requirements")
+    data = dict(requirements) if isinstance(requirements, dict) else {}
+    if response is not None:
+        data[_response_field(chosen.get("schema"), data)] = response
+    data.update(fields or {})
+    return {"type": event_type or chosen.get("type") or "HumanResponseEvent", "data": data}
+
+
+def awaited_in(refusal: Any) -> list[Any]:
+    """What the run waits for, as a server's refusal (422) of an answer lists it."""
+    body = getattr(refusal, "body", None)
+    waits = body.get("waiting_for") if isinstance(body, dict) else None
+    return list(waits) if isinstance(waits, list) else []
+
+
+def _response_field(schema: Any, required_values: dict[str, Any]) -> str:
+    """The field an answer's text goes in: ``response``, or else the awaited event's one
+    required field that the waiting step does not fix."""
+    if not isinstance(schema, dict):
+        return "response"
+    props = schema.get("properties") or {}
+    if "response" in props or not isinstance(props, dict):
+        return "response"
+    free = [n for n in schema.get("required") or [] if n in props and n not in required_values]
+    return str(free[0]) if len(free) == 1 else "response"
 
 
 __all__ = [
     "DEFAULT_RETRY",
     "Options",
     "answer_body",
+    "awaited_in",
     "decode",
     "list_params",
     "options",

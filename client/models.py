@@ -7,6 +7,7 @@ reachable through ``raw``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 #: Statuses after which a run never changes again.
@@ -26,8 +27,13 @@ class Run:
         result: The run's result once ``completed``.
         error: Why it failed, was cancelled or was interrupted.
         waiting_for_input: Whether it waits for an answer.
-        created_at: When it started (seconds since the epoch), when known.
+        created_at: When it started (an aware datetime in UTC), when known.
         updated_at: When it last changed, when known.
+        question: While it waits (``get``): the question's event (``seq``, ``type``,
+            ``value`` with its ``prefix``).
+        waiting_for: While it waits (``get``): what answers it, one dict per awaited event:
+            ``type``, ``requirements`` (values the answer must have), ``schema`` (its
+            fields), ``example`` (a body for :meth:`~batonflow.client.Client.send_event`).
         raw: The whole JSON object the server sent.
     """
 
@@ -38,8 +44,10 @@ class Run:
     result: Any = None
     error: str | None = None
     waiting_for_input: bool = False
-    created_at: float | None = None
-    updated_at: float | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    question: dict[str, Any] | None = None
+    waiting_for: list[dict[str, Any]] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -58,10 +66,21 @@ class Run:
             result=data.get("result"),
             error=data.get("error"),
             waiting_for_input=bool(data.get("waiting_for_input", data.get("status") == "waiting")),
-            created_at=data.get("created_at"),
-            updated_at=data.get("updated_at"),
+            created_at=_instant(data.get("created_at")),
+            updated_at=_instant(data.get("updated_at")),
+            question=data.get("question") if isinstance(data.get("question"), dict) else None,
+            waiting_for=[w for w in data.get("waiting_for") or [] if isinstance(w, dict)],
             raw=data,
         )
+
+
+def _instant(value: Any) -> datetime | None:
+    """A server's time: RFC 3339 text, or Unix seconds (what servers sent before)."""
+    if isinstance(value, str):
+        return datetime.fromisoformat(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value, UTC)
+    return None
 
 
 @dataclass(frozen=True, slots=True)

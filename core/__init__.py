@@ -4,25 +4,22 @@ This module is the one public door: every public name of the engine is re-export
 listed in ``__all__``.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Registers how workflows and handlers show in notebooks (the engine asks, the drawing answers;
+# the drawing loads when something is first shown).
+from . import notebook as notebook
+
 # The alias module is imported before the retry_policy function is bound below, so that
 # `import batonflow.core.retry_policy` later never replaces the function (see retry_policy.py).
 from . import retry_policy as _retry_policy_module  # noqa: F401
-from .checkpoints import Checkpoint as Checkpoint
-from .checkpoints import CheckpointStore as CheckpointStore
-from .checkpoints import InMemoryCheckpointStore as InMemoryCheckpointStore
-from .checkpoints import RunRecord as RunRecord
-from .checkpoints import SqliteCheckpointStore as SqliteCheckpointStore
-from .checkpoints import WorkflowCheckpointer as WorkflowCheckpointer
 from .collect import All as All
 from .collect import Collect as Collect
 from .collect import Take as Take
 from .context import Context as Context
-from .drawing import draw_all_possible_flows as draw_all_possible_flows
-from .drawing import draw_all_possible_flows_mermaid as draw_all_possible_flows_mermaid
-from .drawing import draw_most_recent_execution as draw_most_recent_execution
-from .drawing import (
-    draw_most_recent_execution_mermaid as draw_most_recent_execution_mermaid,
-)
+from .engine._durability import make_durable as _make_durable
+from .engine._durability import plug_durability as _plug_durability
 from .errors import BatonflowError as BatonflowError
 from .errors import CheckpointError as CheckpointError
 from .errors import ContextSerdeError as ContextSerdeError
@@ -81,16 +78,6 @@ from .handler import WorkflowHandler as WorkflowHandler
 from .hooks import StepBoundary as StepBoundary
 from .instrument import Instrument as Instrument
 from .instrument import PrintingInstrument as PrintingInstrument
-from .representation import WorkflowEventNode as WorkflowEventNode
-from .representation import WorkflowExternalNode as WorkflowExternalNode
-from .representation import WorkflowGenericNode as WorkflowGenericNode
-from .representation import WorkflowGraph as WorkflowGraph
-from .representation import WorkflowGraphEdge as WorkflowGraphEdge
-from .representation import WorkflowGraphNode as WorkflowGraphNode
-from .representation import WorkflowResourceConfigNode as WorkflowResourceConfigNode
-from .representation import WorkflowResourceNode as WorkflowResourceNode
-from .representation import WorkflowStepNode as WorkflowStepNode
-from .representation import get_workflow_representation as get_workflow_representation
 from .resource import Resource as Resource
 from .resource import ResourceConfig as ResourceConfig
 from .resource import ResourceManager as ResourceManager
@@ -140,10 +127,87 @@ from .state import InMemoryStateStore as InMemoryStateStore
 from .state import StateStore as StateStore
 from .step import catch_error as catch_error
 from .step import step as step
-from .stores import open_store as open_store
 from .testing import WorkflowTestResult as WorkflowTestResult
 from .testing import WorkflowTestRunner as WorkflowTestRunner
 from .workflow import Workflow as Workflow
+
+# Durable runs (the run stores, SQLite) and drawings load when one of their names is first used:
+# a workflow that is only run needs neither, and they cost 36 ms beside 299 ms for the rest of
+# `import batonflow.core` (medians of 6 in-process timings, `pip install .` in a fresh
+# virtualenv; bench/startup.py). mypy reads the imports below; Python reads _LAZY.
+if TYPE_CHECKING:
+    from .checkpoints import Checkpoint as Checkpoint
+    from .checkpoints import CheckpointStore as CheckpointStore
+    from .checkpoints import InMemoryCheckpointStore as InMemoryCheckpointStore
+    from .checkpoints import RunRecord as RunRecord
+    from .checkpoints import SqliteCheckpointStore as SqliteCheckpointStore
+    from .checkpoints import WorkflowCheckpointer as WorkflowCheckpointer
+    from .drawing import draw_all_possible_flows as draw_all_possible_flows
+    from .drawing import draw_all_possible_flows_mermaid as draw_all_possible_flows_mermaid
+    from .drawing import draw_most_recent_execution as draw_most_recent_execution
+    from .drawing import draw_most_recent_execution_mermaid as draw_most_recent_execution_mermaid
+    from .representation import WorkflowEventNode as WorkflowEventNode
+    from .representation import WorkflowExternalNode as WorkflowExternalNode
+    from .representation import WorkflowGenericNode as WorkflowGenericNode
+    from .representation import WorkflowGraph as WorkflowGraph
+    from .representation import WorkflowGraphEdge as WorkflowGraphEdge
+    from .representation import WorkflowGraphNode as WorkflowGraphNode
+    from .representation import WorkflowResourceConfigNode as WorkflowResourceConfigNode
+    from .representation import WorkflowResourceNode as WorkflowResourceNode
+    from .representation import WorkflowStepNode as WorkflowStepNode
+    from .representation import get_workflow_representation as get_workflow_representation
+    from .retention import Retention as Retention
+    from .stores import open_store as open_store
+
+_LAZY = {
+    "Checkpoint": "checkpoints",
+    "CheckpointStore": "checkpoints",
+    "InMemoryCheckpointStore": "checkpoints",
+    "RunRecord": "checkpoints",
+    "SqliteCheckpointStore": "checkpoints",
+    "WorkflowCheckpointer": "checkpoints",
+    "draw_all_possible_flows": "drawing",
+    "draw_all_possible_flows_mermaid": "drawing",
+    "draw_most_recent_execution": "drawing",
+    "draw_most_recent_execution_mermaid": "drawing",
+    "WorkflowEventNode": "representation",
+    "WorkflowExternalNode": "representation",
+    "WorkflowGenericNode": "representation",
+    "WorkflowGraph": "representation",
+    "WorkflowGraphEdge": "representation",
+    "WorkflowGraphNode": "representation",
+    "WorkflowResourceConfigNode": "representation",
+    "WorkflowResourceNode": "representation",
+    "WorkflowStepNode": "representation",
+    "get_workflow_representation": "representation",
+    "open_store": "stores",
+    "Retention": "retention",
+}
+
+
+def _durable_on_first_use(workflow: Any, checkpoint_store: Any) -> Any:
+    """``Workflow(checkpoint_store=...)`` before the durable room is loaded: load it (it plugs
+    its own function into the engine's socket, replacing this one), then make it durable."""
+    importlib.import_module(".durable.stores", __name__)
+    return _make_durable(workflow, checkpoint_store)
+
+
+# The durable room loads lazily (above), so the engine's socket gets a loader of it.
+_plug_durability(_durable_on_first_use)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'batonflow.core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "All",
@@ -183,6 +247,7 @@ __all__ = [
     "ResourceConfig",
     "ResourceError",
     "ResourceManager",
+    "Retention",
     "RetryCondition",
     "RetryInfo",
     "RetryPolicy",

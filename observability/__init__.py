@@ -1,7 +1,8 @@
 """batonflow.observability: OpenTelemetry set-up, workflow spans, and GenAI spans for LLM calls.
 
-``configure_tracing()`` sets up the OpenTelemetry SDK (exporting over OTLP/HTTP to Jaeger or any
-collector, or to the console) and traces every workflow run. LLM, embedding and retrieval spans
+``configure_tracing()`` sets up the OpenTelemetry SDK (exporting over OTLP/HTTP to Jaeger, Arize
+Phoenix, Langfuse or any collector, or to the console) and traces every workflow run, with the
+GenAI and the OpenInference attributes (:mod:`batonflow.observability.openinference`). LLM, embedding and retrieval spans
 come from :mod:`batonflow.observability.genai`, imported only when asked for (it imports
 llama-index-core). Tool calls are traced with :func:`tool_span` where agents call tools.
 """
@@ -16,6 +17,7 @@ require_extra(
     {
         "opentelemetry.sdk": "opentelemetry-sdk",
         "opentelemetry.exporter.otlp.proto.http": "opentelemetry-exporter-otlp-proto-http",
+        "openinference.semconv": "openinference-semantic-conventions",
     },
 )
 
@@ -26,8 +28,10 @@ from .configure import TracingHandle as TracingHandle
 from .configure import configure_tracing as configure_tracing
 from .configure import current_tracing as current_tracing
 from .endpoint import TracingConfigurationError as TracingConfigurationError
+from .openinference import OpenInferenceInstrument as OpenInferenceInstrument
 
 __all__ = [
+    "OpenInferenceInstrument",
     "OpenTelemetryInstrument",
     "TracingConfigurationError",
     "TracingHandle",

@@ -32,6 +32,7 @@ from .endpoint import (
     resolve_exporters,
     resolve_protocol,
 )
+from .openinference import OpenInferenceInstrument, project_attributes
 
 logger = logging.getLogger("batonflow.observability")
 
@@ -262,8 +263,10 @@ def configure_tracing(
 ) -> TracingHandle:
     """Set up OpenTelemetry tracing for every batonflow run (and LLM calls inside steps).
 
-    Builds an SDK ``TracerProvider`` (resource ``service.name``), an exporter and its span
-    processor, installs the :class:`~batonflow.core.tracing.OpenTelemetryInstrument` as a
+    Builds an SDK ``TracerProvider`` (resource ``service.name``, and Phoenix's
+    ``openinference.project.name`` unless given), an exporter and its span processor, installs
+    an :class:`~batonflow.observability.OpenInferenceInstrument` (GenAI and OpenInference
+    attributes) as a
     default instrument of every workflow, and (when llama-index-core is installed) the LLM,
     embedding and retrieval span handlers. Spans are flushed at interpreter exit. Calling it
     again replaces the previous configuration.
@@ -329,9 +332,11 @@ def configure_tracing(
             console = ConsoleSpanExporter(out=_Stdout())  # type: ignore[arg-type]
             processors.append(_processor(console, span_processor or "simple"))
 
-    resource = Resource.create(
-        {"service.name": _service_name(service_name), **dict(resource_attributes or {})}
-    )
+    name = _service_name(service_name)
+    extra = dict(resource_attributes or {})
+    # Phoenix files traces by project, not service: the project follows the service name.
+    project = project_attributes(name, extra, os.environ)
+    resource = Resource.create({"service.name": name, **project, **extra})
     provider = TracerProvider(resource=resource, shutdown_on_exit=False)  # the handle does it
     for processor in processors:
         provider.add_span_processor(processor)
@@ -340,7 +345,7 @@ def configure_tracing(
 
         trace.set_tracer_provider(provider)
 
-    instrument = OpenTelemetryInstrument(tracer_provider=provider)
+    instrument = OpenInferenceInstrument(tracer_provider=provider)
     handle = TracingHandle(provider, instrument, names or ["custom"], url)
     handle._guards = guards
     _engine.install(instrument)

@@ -15,6 +15,10 @@ the dispatcher's span tree, the object a method ran on, and failures) and one ev
   ``.metadata`` only with content capture). A span opened inside another (the query's
   embedding inside a retrieval) is that span's child.
 
+OpenInference's attributes ride along (:mod:`batonflow.observability.openinference`): the
+span kinds ``LLM`` / ``EMBEDDING`` / ``RETRIEVER``, ``llm.model_name``, ``llm.token_count.*``,
+and with content capture ``input.value`` / ``output.value``.
+
 Each span is a child of the span current where the LLM was called, which inside a traced step
 is the step span. An LLM call nested in another of the same kind (``CustomLLM.chat`` calling
 its own ``complete``, ``predict`` calling ``chat``) gives one span, not two. Message content is
@@ -28,7 +32,6 @@ when LLM instrumentation is asked for.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -59,7 +62,13 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from pydantic import PrivateAttr
 
-CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+from ._capture import CAPTURE_ENV as CAPTURE_ENV
+from ._capture import capture_content_from_env
+from .openinference import EMBEDDING, KIND, LLM, RETRIEVER, json_attributes, value_attributes
+
+# OpenInference's token counts (Phoenix reads these, not gen_ai.usage.*)
+TOKENS_IN, TOKENS_OUT = "llm.token_count.prompt", "llm.token_count.completion"
+TOKENS_TOTAL = "llm.token_count.total"
 
 # llama-index class_name() values whose GenAI provider name is not simply the prefix
 _PROVIDERS = {
@@ -70,11 +79,6 @@ _PROVIDERS = {
     "vertex_llm": "gcp.vertex_ai",
     "mistralai_llm": "mistral_ai",
 }
-
-
-def capture_content_from_env(environ: Mapping[str, str] = os.environ) -> bool:
-    """Whether ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` asks for content."""
-    return environ.get(CAPTURE_ENV, "").strip().lower() in ("true", "1", "yes")
 
 
 def _provider(model_dict: Mapping[str, Any]) -> str:
@@ -390,6 +394,8 @@ class _EventHandler(BaseEventHandler):
                 "gen_ai.operation.name": op,
                 "gen_ai.provider.name": _provider(event.model_dict),
                 "gen_ai.request.model": model,
+                KIND: LLM,
+                "llm.model_name": model,
             }
             # llama-index's payload holds the LLM's metadata only: the settings are read from
             # the LLM object the call ran on (the span handler saw it), then from the payload.
@@ -410,6 +416,7 @@ class _EventHandler(BaseEventHandler):
                     attrs["gen_ai.input.messages"] = json.dumps(
                         [{"role": "user", "parts": [{"type": "text", "content": event.prompt}]}]
                     )
+                attrs.update(json_attributes("input", attrs["gen_ai.input.messages"]))
             t.start(event.span_id, "llm", f"{op} {model}", attrs)
         elif isinstance(event, LLMChatInProgressEvent):
             # A stream that reports usage (stream_options.include_usage) ends with a chunk
@@ -435,6 +442,8 @@ class _EventHandler(BaseEventHandler):
                     "gen_ai.operation.name": "embeddings",
                     "gen_ai.provider.name": _provider(event.model_dict),
                     "gen_ai.request.model": model,
+                    KIND: EMBEDDING,
+                    "embedding.model_name": model,
                 },
             )
         elif isinstance(event, EmbeddingEndEvent):
@@ -448,9 +457,14 @@ class _EventHandler(BaseEventHandler):
                 span.end()
         elif isinstance(event, RetrievalStartEvent):
             collection = _collection(t.instance_of(event.span_id))
-            attrs = {"gen_ai.operation.name": "retrieval", "gen_ai.data_source.id": collection}
+            attrs = {
+                "gen_ai.operation.name": "retrieval",
+                "gen_ai.data_source.id": collection,
+                KIND: RETRIEVER,
+            }
             if t.capture:
                 attrs["batonflow.retrieval.query"] = str(event.str_or_query_bundle)
+                attrs.update(value_attributes("input", attrs["batonflow.retrieval.query"]))
             t.start(event.span_id, "retrieval", f"retrieval {collection}", attrs)
         elif isinstance(event, RetrievalEndEvent):
             span = t.finish(event.span_id, "retrieval")
@@ -493,9 +507,11 @@ def _documents(span: Span, nodes: Any, capture: bool) -> None:
 def _llm_response(span: Span, response: Any, capture: bool) -> None:
     tokens_in, tokens_out = _usage(response)
     if tokens_in is not None:
-        span.set_attribute("gen_ai.usage.input_tokens", tokens_in)
+        span.set_attributes({"gen_ai.usage.input_tokens": tokens_in, TOKENS_IN: tokens_in})
     if tokens_out is not None:
-        span.set_attribute("gen_ai.usage.output_tokens", tokens_out)
+        span.set_attributes({"gen_ai.usage.output_tokens": tokens_out, TOKENS_OUT: tokens_out})
+    if tokens_in is not None and tokens_out is not None:
+        span.set_attribute(TOKENS_TOTAL, tokens_in + tokens_out)
     reasons = _finish_reasons(response)
     if reasons:
         span.set_attribute("gen_ai.response.finish_reasons", reasons)
@@ -507,21 +523,13 @@ def _llm_response(span: Span, response: Any, capture: bool) -> None:
     if capture:
         message = _get(response, "message")
         if message is not None:
-            span.set_attribute("gen_ai.output.messages", _messages_json([message]))
+            output = _messages_json([message])
         else:
-            span.set_attribute(
-                "gen_ai.output.messages",
-                json.dumps(
-                    [
-                        {
-                            "role": "assistant",
-                            "parts": [
-                                {"type": "text", "content": str(_get(response, "text") or "")}
-                            ],
-                        }
-                    ]
-                ),
+            text = str(_get(response, "text") or "")
+            output = json.dumps(
+                [{"role": "assistant", "parts": [{"type": "text", "content": text}]}]
             )
+        span.set_attributes({"gen_ai.output.messages": output, **json_attributes("output", output)})
 
 
 def is_instrumented() -> bool:

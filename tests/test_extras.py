@@ -7,7 +7,6 @@ import sys
 import textwrap
 
 import pytest
-
 from batonflow._extras import MissingDependencyError, require_extra
 
 BLOCK = """

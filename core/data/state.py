@@ -22,9 +22,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping, MutableMapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
+from typing_extensions import TypeVar
 
 from .._public import publish
 from ..errors import (
@@ -53,11 +54,14 @@ from ._state_types import (
 )
 from .serialization import BaseSerializer, JsonSerializer, register_type, serialize_at
 
-S = TypeVar("S", bound=BaseModel)
+#: The state's type: a pydantic model (typed state) or, by default, :class:`DictState`. With the
+#: default, ``Context`` (no argument) means ``Context[DictState]``, as in LlamaIndex.
+S = TypeVar("S", bound=BaseModel | DictState, default=DictState)
+S_co = TypeVar("S_co", bound=BaseModel | DictState, default=DictState, covariant=True)
 
 
 @runtime_checkable
-class StateStore(Protocol):
+class StateStore(Protocol[S_co]):
     """What ``ctx.store`` offers; :class:`InMemoryStateStore` is the implementation."""
 
     async def get(self, path: str, default: Any = UNSET) -> Any:
@@ -68,7 +72,7 @@ class StateStore(Protocol):
         """Set the value at a dotted path."""
         ...
 
-    async def get_state(self) -> Any:
+    async def get_state(self) -> S_co:
         """A copy of the whole state."""
         ...
 
@@ -80,7 +84,7 @@ class StateStore(Protocol):
         """Reset the state to its defaults."""
         ...
 
-    def edit_state(self) -> AbstractAsyncContextManager[Any]:
+    def edit_state(self) -> AbstractAsyncContextManager[S_co]:
         """Lock the state for an atomic read-modify-write."""
         ...
 
@@ -244,7 +248,7 @@ class InMemoryStateStore(Generic[S]):
                 raise StateKeyError(missing_message(path, miss.segment, miss.parent)) from None
             return default
 
-    async def get_state(self) -> Any:
+    async def get_state(self) -> S:
         """A copy of the whole state: the model (typed) or a :class:`DictState` (untyped).
 
         Changing the copy does not change the store; write it back with :meth:`set_state`.
@@ -252,7 +256,8 @@ class InMemoryStateStore(Generic[S]):
         state = self._state
         if self._owner is not None and self._owner is not self._running_task():
             state = self._committed
-        return copy_state(state)
+        copied: S = copy_state(state)
+        return copied
 
     # -- writes -------------------------------------------------------------------------------
 
@@ -358,7 +363,7 @@ class InMemoryStateStore(Generic[S]):
             return
         self._state = self._initial(None)
 
-    def edit_state(self) -> AbstractAsyncContextManager[Any]:
+    def edit_state(self) -> AbstractAsyncContextManager[S]:
         """Lock the state for an atomic read-modify-write; yields the model or DictState.
 
         ::

@@ -21,7 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from .._public import publish
+from ..engine.handler import WorkflowHandler
+from ..engine.workflow import Workflow
 from ._html import StepRun, kind_of, render_page, truncate
+from ._inline import Drawing, MermaidText, iframe
 from .representation import (
     EXTERNAL_ID,
     WorkflowGraph,
@@ -149,7 +152,7 @@ def draw_all_possible_flows_mermaid(
     graph = _graph_of(workflow_or_class)
     if not include_child_workflows:
         graph = without_child_workflows(graph)
-    text = to_mermaid(graph, max_label_length=max_label_length)
+    text = MermaidText(to_mermaid(graph, max_label_length=max_label_length))
     _write(filename, text)
     return text
 
@@ -175,7 +178,7 @@ def draw_most_recent_execution_mermaid(
     _check_max_label_length(max_label_length)
     _check_suffix(filename, MERMAID_SUFFIXES)
     graph, runs = recent_execution(workflow_or_handler)
-    text = to_mermaid(graph, runs, max_label_length=max_label_length)
+    text = MermaidText(to_mermaid(graph, runs, max_label_length=max_label_length))
     _write(filename, text)
     return text
 
@@ -329,9 +332,6 @@ def recent_execution(workflow_or_handler: Any) -> tuple[WorkflowGraph, list[Step
         TypeError: Neither a workflow instance nor a handler.
         ValueError: The workflow has not run yet.
     """
-    from ..engine.handler import WorkflowHandler
-    from ..engine.workflow import Workflow
-
     if isinstance(workflow_or_handler, Workflow):
         workflow: Workflow = workflow_or_handler
         trace = workflow.execution_trace()
@@ -425,23 +425,24 @@ def _draw(
 ) -> str:
     _check_max_label_length(max_label_length)
     suffix = _check_suffix(filename, HTML_SUFFIXES + MERMAID_SUFFIXES)
+    text: str
     if suffix in MERMAID_SUFFIXES:
-        text = to_mermaid(graph, runs, max_label_length=max_label_length)
+        text = MermaidText(to_mermaid(graph, runs, max_label_length=max_label_length))
     else:
-        text = render_page(graph, title=title, max_label_length=max_label_length, runs=runs)
-        if notebook:
-            _show_in_notebook(text)
+        page = render_page(graph, title=title, max_label_length=max_label_length, runs=runs)
+        text = Drawing(page, shown=notebook and _show_in_notebook(page))
     _write(filename, text)
     return text
 
 
-def _show_in_notebook(page: str) -> None:
-    """Display the page inline in Jupyter; outside IPython there is nothing to do."""
+def _show_in_notebook(page: str) -> bool:
+    """Display the page inline in Jupyter (whether it was); outside IPython, nothing to do."""
     try:
         display = importlib.import_module("IPython.display")
     except ImportError:
-        return
-    display.display(display.HTML(page))
+        return False
+    display.display(display.HTML(iframe(page)))
+    return True
 
 
 __all__ = [

@@ -50,10 +50,20 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
     def record(event: Any) -> None:
         if isinstance(event, InternalDispatchEvent):
             return
-        asks = isinstance(event, InputRequiredEvent)
+        # A question: an InputRequiredEvent, or what a wait_for_event asked with.
+        asks = isinstance(event, InputRequiredEvent) or any(
+            w.question is event for w in run.waiters.values()
+        )
         backlog = self._backlog.get(run_id)
         if backlog is not None:
-            backlog.append((event_body(event), asks))  # after those waiting for the store
+            backlog.append((event if asks else event_body(event), asks))  # in order
+            return
+        if asks:
+            # A question is written once its step has settled (a step may write it before
+            # it waits), with what the run then waits for: an answer is checked against that
+            # by whoever takes it, also a replica that does not run it. Later events queue.
+            self._backlog[run_id] = [(event, True)]
+            run.loop.call_soon(self._flush_later, run_id)
             return
         try:
             store.append_event(run_id, "event", event_body(event), waiting=asks)
@@ -67,7 +77,7 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
                 return
             # The store's server is away (a restart): the event waits, in order, and is
             # written before the step's checkpoint (on_step) or by a timer, whichever first.
-            self._backlog[run_id] = [(event_body(event), asks)]
+            self._backlog[run_id] = [(event_body(event), False)]
             run.loop.call_later(exc.retry_after, self._flush_later, run_id)
             return
         except CheckpointError as exc:
@@ -80,10 +90,6 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
                 "Run %s: its %s could not be recorded: %s", run_id, type(event).__name__, exc
             )
             return
-        if asks:
-            # Once the asking step has settled (its waiter is registered), snapshot the
-            # run so an answer given later finds the question after a restart.
-            run.loop.call_soon(self._waiting_snapshot, run_id)
 
     run.stream.recorder = record
 
@@ -96,14 +102,62 @@ def flush_events(self: WorkflowCheckpointer, run_id: str) -> None:
     """
     backlog = self._backlog.get(run_id)
     while backlog:
-        body, asks = backlog[0]
+        item, asks = backlog[0]
+        handler = self._live.get(run_id)
+        body = question_body(item, handler) if asks else item
         self.store.append_event(run_id, "event", body, waiting=asks)
+        if asks and handler is not None:
+            # The waits it asked for (those that asked nothing themselves: a question written
+            # before the wait), to ask it again while they still wait (ask_again).
+            asked = self._asked.setdefault(run_id, {})
+            for w in handler._run.waiters.values():
+                if w.question is None:
+                    asked.setdefault(w.waiter_id, item)
         backlog.pop(0)
-        if asks:
-            handler = self._live.get(run_id)
-            if handler is not None:
-                handler._run.loop.call_soon(self._waiting_snapshot, run_id)
+        if asks and handler is not None:
+            # Snapshot the run so an answer given later finds the question after a restart.
+            handler._run.loop.call_soon(self._waiting_snapshot, run_id)
     self._backlog.pop(run_id, None)
+
+
+def ask_again(self: WorkflowCheckpointer, run_id: str) -> None:
+    """After an answer was taken: a run whose steps still wait for a question they asked
+    (several tools asked at once) asks it again, so the run is ``waiting`` for it, not
+    ``running`` with its question gone."""
+    handler = self._live.get(run_id)
+    if handler is None or handler.is_done() or run_id in self._backlog:
+        return  # ended, or a question is about to be written anyway
+    asked = self._asked.get(run_id, {})
+    open_questions = [
+        w.question if w.question is not None else asked.get(w.waiter_id)
+        for w in handler._run.waiters.values()
+        if w.future is not None and not w.future.done()
+    ]
+    questions = [q for q in open_questions if q is not None]
+    record = self.store.run(run_id)
+    if not questions or record is None or record.status != "running":
+        return
+    self._backlog[run_id] = [(questions[-1], True)]
+    self._flush_later(run_id)
+
+
+def question_body(event: Any, handler: WorkflowHandler | None) -> str:
+    """The log entry of a question: the event, and the steps that wait in
+    ``ctx.wait_for_event`` now (``waiting_for``: step, event type, waiter id, requirements)."""
+    waits = handler.ctx.waiting_for() if handler is not None else []
+    return event_body(
+        event,
+        waiting_for=[
+            {
+                "step": w.step,
+                "type": w.type_name.rpartition(".")[2],
+                "qualified_name": w.type_name,
+                "waiter_id": w.waiter_id,
+                "requirements": w.requirements,
+            }
+            for w in waits
+        ],
+    )
 
 
 def flush_later(self: WorkflowCheckpointer, run_id: str) -> None:
@@ -234,6 +288,7 @@ def watch(self: WorkflowCheckpointer, handler: WorkflowHandler) -> None:
             return  # released (a shutdown): the record stays as it was
         self._seq.pop(run_id, None)
         self._inbox.pop(run_id, None)
+        self._asked.pop(run_id, None)
         if self._live.get(run_id) is handler:
             del self._live[run_id]
         status, result, error = outcome(fut, self.serializer)

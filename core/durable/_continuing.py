@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..data.events import Event, StartEvent
+from ..engine.context import Context
 from ..errors import CheckpointError, ContextSerdeError
 from ._records import Checkpoint, RunRecord
 
 if TYPE_CHECKING:
-    from ..engine.context import Context
     from ..engine.handler import WorkflowHandler
     from .checkpoints import WorkflowCheckpointer
 
@@ -121,8 +121,6 @@ def _restored(
     self: WorkflowCheckpointer, checkpoint: Checkpoint, run_id: str, plan: Fork | None
 ) -> tuple[Context[Any], Any]:
     """The checkpoint's context under ``run_id`` (changed as ``plan`` says), its StopEvent."""
-    from ..engine.context import Context
-
     data = dict(checkpoint.ctx_data)
     data["run_id"] = run_id
     final_text = checkpoint.final_event

@@ -12,6 +12,7 @@ import dataclasses
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Collection
 
 from ._records import (
     ENDED,
@@ -203,6 +204,30 @@ class InMemoryCheckpointStore:
         """Forget a run with its checkpoints, event log and inbox (its key is free again)."""
         with self._lock:
             self._forget(run_id)
+
+    def ended_runs(
+        self,
+        before: float,
+        *,
+        workflow_name: str | None = None,
+        exclude: Collection[str] = (),
+        limit: int = 100,
+    ) -> builtins.list[str]:
+        """Ids of ended runs last changed before ``before``, oldest first (see the protocol)."""
+        with self._lock:
+            records = [run.record for run in self._runs.values() if run.record is not None]
+        found = sorted(
+            (
+                r
+                for r in records
+                if r.status in ENDED
+                and r.updated_at < before
+                and (workflow_name is None or r.workflow_name == workflow_name)
+                and r.workflow_name not in exclude
+            ),
+            key=lambda r: (r.updated_at, r.run_id),
+        )
+        return [r.run_id for r in found[:limit]]
 
     # -- checkpoints --------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import builtins
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, ClassVar, Self, TypeVar
 
 from ..errors import CheckpointError, RunBusyError, StoreCorruptError
@@ -63,7 +63,7 @@ from ._records import (
     state_values,
     with_state_values,
 )
-from ._sql_schema import RUN_COLUMNS, Statements, checkpoint_row, run_row
+from ._sql_schema import ENDED_SQL, RUN_COLUMNS, Statements, checkpoint_row, run_row
 
 T = TypeVar("T")
 
@@ -350,6 +350,28 @@ class SqlRunStore:
 
         self._write("delete a run", delete, idempotent=True)
         self._recorded.discard(run_id)
+
+    def ended_runs(
+        self,
+        before: float,
+        *,
+        workflow_name: str | None = None,
+        exclude: Collection[str] = (),
+        limit: int = 100,
+    ) -> builtins.list[str]:
+        """Ids of ended runs last changed before ``before``, oldest first (see the protocol)."""
+        param = self.sql.param
+        sql = f"SELECT run_id FROM checkpoint_runs WHERE {ENDED_SQL} AND updated_at < {param}"
+        args: builtins.list[Any] = [before]
+        if workflow_name is not None:
+            sql += f" AND workflow_name = {param}"
+            args.append(workflow_name)
+        if exclude:
+            sql += f" AND workflow_name NOT IN ({', '.join([param] * len(exclude))})"
+            args.extend(exclude)
+        sql += f" ORDER BY updated_at, run_id LIMIT {param}"
+        args.append(limit)
+        return [str(row[0]) for row in self._query(sql, tuple(args))]
 
     # -- checkpoints --------------------------------------------------------------------------
 

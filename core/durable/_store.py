@@ -15,7 +15,10 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
+from collections.abc import Collection
 from typing import Any, Protocol, runtime_checkable
+
+from pydantic_core import to_jsonable_python
 
 from ..data.serialization import BaseSerializer
 from ..errors import CheckpointError, SerializationError, WorkflowCancelledByUser
@@ -74,6 +77,19 @@ class CheckpointStore(Protocol):
         """Forget a run with its checkpoints, event log and inbox."""
         ...
 
+    def ended_runs(
+        self,
+        before: float,
+        *,
+        workflow_name: str | None = None,
+        exclude: Collection[str] = (),
+        limit: int = 100,
+    ) -> builtins.list[str]:
+        """Ids of runs that ended (completed, failed, cancelled) and last changed before
+        ``before`` (epoch seconds), oldest first: of ``workflow_name`` only when given, never
+        of the workflows in ``exclude``; at most ``limit`` (what retention deletes)."""
+        ...
+
     def put(self, checkpoint: Checkpoint) -> None:
         """Store a checkpoint (a run not recorded yet is recorded as ``running``)."""
         ...
@@ -116,24 +132,29 @@ class CheckpointStore(Protocol):
         ...
 
 
-def event_body(event: Any) -> str:
+def event_body(event: Any, *, waiting_for: builtins.list[Any] | None = None) -> str:
     """One stream event as the event log keeps it: ``{"type", "qualified_name", "value"}``.
 
     ``value`` holds the event's declared and extra fields as JSON (what JSON cannot hold is
-    written as its ``repr``); private attributes stay private.
+    written as its ``repr``); private attributes stay private. A question (an
+    ``InputRequiredEvent``) also holds ``waiting_for``: what the run's waiting steps wait for.
     """
-    from pydantic_core import to_jsonable_python
-
     cls = type(event)
     fields: Any = {name: getattr(event, name) for name in cls.model_fields}
     fields.update(event.__pydantic_extra__ or {})
     try:
         value = to_jsonable_python(fields, fallback=repr, serialize_unknown=False)
+        extra = {}
+        if waiting_for is not None:
+            extra["waiting_for"] = to_jsonable_python(
+                waiting_for, fallback=repr, serialize_unknown=False
+            )
         return json.dumps(
             {
                 "type": cls.__name__,
                 "qualified_name": f"{cls.__module__}.{cls.__qualname__}",
                 "value": value,
+                **extra,
             },
             separators=(",", ":"),
             ensure_ascii=False,

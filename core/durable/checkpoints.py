@@ -36,11 +36,13 @@ from .._public import publish
 from ..data.events import Event, StartEvent
 from ..data.serialization import BaseSerializer, JsonSerializer
 from ..engine._snapshot import register_workflow
+from ..engine.context import Context
 from ..errors import (
     CheckpointError,
     ContextSerdeError,
     RunConflictError,
     SerializationError,
+    WorkflowRuntimeError,
 )
 from . import _checkpoint_query, _checkpoint_recording, _continuing, _idempotency
 from ._memory_store import InMemoryCheckpointStore
@@ -61,7 +63,6 @@ CANCEL_REQUEST = '{"batonflow_request": "cancel"}'
 logger = logging.getLogger("batonflow.core")
 
 if TYPE_CHECKING:
-    from ..engine.context import Context
     from ..engine.handler import WorkflowHandler
     from ..engine.workflow import Workflow
 
@@ -143,8 +144,12 @@ class WorkflowCheckpointer:
         self._live: dict[str, WorkflowHandler] = {}
         self._inbox: dict[str, int] = {}
         self._released: set[str] = set()
-        #: Stream events that waited for an unreachable store, per run: (body, asks).
-        self._backlog: dict[str, list[tuple[str, bool]]] = {}
+        #: Stream events not written yet, per run, in order: (body, False) when they waited
+        #: for an unreachable store, (event, True) for a question (written as its step has
+        #: settled, with what the run waits for then).
+        self._backlog: dict[str, list[tuple[Any, bool]]] = {}
+        #: Per run: the question each wait that asked nothing itself was asked with.
+        self._asked: dict[str, dict[str, Event]] = {}
         self._empty_state: tuple[BaseSerializer, dict[str, Any]] | None = None
         self._cancelling: set[asyncio.Future[None]] = set()  # kept referenced until done
         # One bound-method object, so detach() can remove exactly what was added.
@@ -428,6 +433,7 @@ class WorkflowCheckpointer:
         self._seq.pop(run_id, None)
         self._inbox.pop(run_id, None)
         self._backlog.pop(run_id, None)
+        self._asked.pop(run_id, None)
         let_go = getattr(self.store, "let_go", None)
         if let_go is not None:
             try:
@@ -483,7 +489,15 @@ class WorkflowCheckpointer:
                 logger.warning("Run %s: inbox event %d cannot be read: %s", run_id, item.seq, exc)
                 event = None
             if isinstance(event, Event):
-                handler.ctx.send_event(event)
+                try:
+                    handler.ctx.send_event(event)
+                except WorkflowRuntimeError as exc:  # its wait ended meanwhile (a timeout)
+                    logger.warning(
+                        "Run %s: inbox event %d is taken by no step: %s", run_id, item.seq, exc
+                    )
+                    continue
+                if item.key is not None:  # an answer: is another question still open?
+                    handler._run.loop.call_soon(self._ask_again, run_id)
 
     # Continuing a run from a checkpoint (its own, or a fork's): _continuing.py.
     _restart = _continuing.restart
@@ -494,6 +508,7 @@ class WorkflowCheckpointer:
     _track = _checkpoint_recording.track
     _attach = _checkpoint_recording.attach
     _waiting_snapshot = _checkpoint_recording.waiting_snapshot
+    _ask_again = _checkpoint_recording.ask_again
     _flush_events = _checkpoint_recording.flush_events
     _flush_later = _checkpoint_recording.flush_later
     _on_step = _checkpoint_recording.on_step

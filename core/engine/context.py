@@ -17,9 +17,13 @@ import inspect
 import threading
 import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
+
+from pydantic import BaseModel
+from typing_extensions import TypeVar as DefaultedTypeVar  # Python 3.13's typing has default=
 
 from .._public import publish
+from ..data._state_types import DictState
 from ..data.events import Event, StopEvent, loaded_class
 from ..data.serialization import BaseSerializer as BaseSerializer
 from ..data.serialization import JsonPickleSerializer as JsonPickleSerializer
@@ -36,13 +40,16 @@ from ._snapshot import SnapshotDict as SnapshotDict
 from ._stream import StreamQueue as StreamQueue
 from ._waiters import type_name
 from .graph import CALLER_EVENTS
+from .step import ParamKind
 
 if TYPE_CHECKING:
     from ._runtime import Execution, Run
     from ._snapshot import RunSnapshot
     from .workflow import Workflow
 
-StateT = TypeVar("StateT")
+EventT = TypeVar("EventT", bound=Event)
+#: The run's state type (``Context[MyState]``); ``Context`` alone is ``Context[DictState]``.
+StateT = DefaultedTypeVar("StateT", bound=BaseModel | DictState, default=DictState)
 
 _MISSING: Any = object()
 
@@ -76,6 +83,9 @@ class Context(Generic[StateT]):
             (falls back to the workflow's serializer, then ``JsonSerializer``).
     """
 
+    #: A parameter annotated ``Context`` (or ``Context[Model]``) receives the run's context.
+    _step_parameter: ClassVar[ParamKind] = ParamKind.CONTEXT
+
     def __init__(
         self,
         workflow: Workflow,
@@ -102,7 +112,7 @@ class Context(Generic[StateT]):
     # ------------------------------------------------------------------ state
 
     @property
-    def store(self) -> InMemoryStateStore[Any]:
+    def store(self) -> InMemoryStateStore[StateT]:
         """The run's state store (``await ctx.store.get("key", default=0)``, ``set``, ...)."""
         store = self._store
         if store is None:
@@ -265,7 +275,7 @@ class Context(Generic[StateT]):
         Raises:
             ContextStateError: No run was started with this context.
         """
-        return self._live_run("running_steps").running_steps()
+        return self._live_run("running_steps").executions.running_steps()
 
     # ------------------------------------------------------------------ events
 
@@ -343,6 +353,8 @@ class Context(Generic[StateT]):
             if isinstance(message, CALLER_EVENTS) or graph.targets(type(message)):
                 return None
             if awaited_by(None):
+                if external:
+                    _check_requirements(message, [w for _, w in waiting])
                 return None
             workflow = self._workflow
             if not external and (
@@ -454,17 +466,18 @@ class Context(Generic[StateT]):
             wanted = expected
         run = ex.run
         if threading.get_ident() != run.thread_id:
-            return _in_loop(run, run.collect, ex, ev, wanted, buffer_id)  # type: ignore[no-any-return]
-        return run.collect(ex, ev, wanted, buffer_id)
+            collect = run.collecting.collect
+            return _in_loop(run, collect, ex, ev, wanted, buffer_id)  # type: ignore[no-any-return]
+        return run.collecting.collect(ex, ev, wanted, buffer_id)
 
     async def wait_for_event(
         self,
-        event_type: type[Event],
+        event_type: type[EventT],
         waiter_event: Event | None = None,
         waiter_id: str | None = None,
         requirements: dict[str, Any] | None = None,
         timeout: float | None = 2000,
-    ) -> Event:
+    ) -> EventT:
         """Wait inside a step for an event of ``event_type`` sent into the run.
 
         Args:
@@ -480,7 +493,10 @@ class Context(Generic[StateT]):
             The first matching event sent after the wait began.
         """
         ex = self._execution("wait_for_event")
-        return await ex.run.wait_for(ex, event_type, waiter_event, waiter_id, requirements, timeout)
+        answer = await ex.run.waits.wait_for(
+            ex, event_type, waiter_event, waiter_id, requirements, timeout
+        )
+        return answer  # type: ignore[return-value]  # the waiter matches only event_type
 
     def retry_info(self) -> RetryInfo:
         """Where the current step stands in its retries (attempt 0 on the first run)."""
@@ -559,6 +575,28 @@ class Context(Generic[StateT]):
 
     else:
         from_dict = FromDict()
+
+
+def _check_requirements(message: Event, waiters: list[Any]) -> None:
+    """Refuse an event sent from outside that waiting steps want by type only: none of them
+    would take it (their ``requirements`` differ), so it would be dropped unseen."""
+    if any(isinstance(w, str) for w in waiters):
+        return  # a restored context's waits: checked when their steps wait again
+    wanting = [w for w in waiters if w.wants_type(message)]
+    if not wanting or any(w.matches(message) for w in wanting):
+        return
+    kind = type(message).__name__
+    waits = "; ".join(
+        f"step {w.step} waits for {w.type_name.rpartition('.')[2]} with "
+        + ", ".join(f"{k}={v!r}" for k, v in w.requirements.items())
+        for w in wanting
+    )
+    example = wanting[0]
+    fields = ", ".join(f"{k}={v!r}" for k, v in example.requirements.items())
+    raise WorkflowRuntimeError(
+        f"No waiting step takes this {kind}: {waits}, and the event has other values, so it "
+        f"would be dropped. Send it with those values, e.g. {kind}(..., {fields})."
+    )
 
 
 def _event_class(name: str) -> type[Event] | None:

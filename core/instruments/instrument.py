@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from .._public import publish
+from ..errors import WorkflowConfigurationError
 
 logger = logging.getLogger("batonflow.instrument")
 
@@ -281,8 +282,6 @@ class PrintingInstrument(Instrument):
 
     def __init__(self, stream: IO[str] | None = None, style: str = "seed") -> None:
         if style not in PRINT_STYLES:
-            from ..errors import WorkflowConfigurationError
-
             raise WorkflowConfigurationError(
                 f"PrintingInstrument style {style!r} is not one of {', '.join(PRINT_STYLES)}; "
                 "pass style='seed' or style='llama'."
@@ -376,6 +375,8 @@ _SDK_MODULE = "opentelemetry.sdk.trace"
 def global_instruments() -> tuple[tuple[Instrument, ...], int]:
     """The globally installed instruments and a version number that changes with them."""
     if not _GLOBAL_TRACING and _SDK_MODULE in sys.modules:
+        # Here, not at the top: tracing imports the OpenTelemetry API (~40 ms), which an
+        # application that never traces does not load.
         from .tracing import GlobalProviderInstrument
 
         _GLOBAL_TRACING.append(GlobalProviderInstrument())

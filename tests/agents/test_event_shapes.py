@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from batonflow import agents as ours
 from llama_index.core.agent import workflow as llama
 from llama_index.core.llms import ChatMessage
 from llama_index.core.tools import ToolOutput
-
-from batonflow import agents as ours
 
 NAMES = [
     "AgentInput",

@@ -11,6 +11,7 @@ from batonflow.apps.run_store import RunStore
 from batonflow.apps.server import BackgroundServer, create_app
 
 from . import flows
+from .served import Served
 
 
 def served_flows() -> dict[str, Any]:
@@ -46,7 +47,35 @@ def start_server(tmp_path) -> Iterator[Callable[..., tuple[str, httpx.Client]]]:
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium through Playwright, for a module of browser tests (see browser.py)."""
+    from playwright.sync_api import sync_playwright
+
+    from .browser import launch
+
+    with sync_playwright() as playwright:
+        chromium = launch(playwright)
+        yield chromium
+        chromium.close()
+
+
 @pytest.fixture
 def client(start_server) -> httpx.Client:
     """A client of a server without a token."""
     return start_server()[1]
+
+
+@pytest.fixture
+def serve(tmp_path) -> Iterator[Callable[..., Served]]:
+    """Start `batonflow serve` subprocesses on a database in tmp_path; stopped after."""
+    started: list[Served] = []
+
+    def start(*args: str) -> Served:
+        served = Served(tmp_path, *args)
+        started.append(served)
+        return served
+
+    yield start
+    for served in started:
+        served.stop()

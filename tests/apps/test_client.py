@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 import socket
 
+import httpx
 import pytest
 from batonflow.client import (
     AuthenticationError,
@@ -217,3 +220,33 @@ def test_events_give_up_after_the_attempts_budget(server_url, api):
     ):
         list(flaky.events(run.run_id))
     assert proxy.connections == 3
+
+
+def test_every_run_returned_is_whole_start_answer_and_send(api):
+    """start(), answer() and send_event() return the whole run: its workflow and start fields."""
+    started = api.start("approval", {"topic": "x"})
+    assert (started.workflow, started.start) == ("approval", {"topic": "x"})
+    for event in api.events(started.run_id):
+        if event.type == "InputRequiredEvent":
+            break
+    answered = api.answer(started.run_id, "yes")
+    assert (answered.run_id, answered.workflow, answered.start) == (
+        started.run_id,
+        "approval",
+        {"topic": "x"},
+    )
+    assert answered.raw["sent"] == "HumanResponseEvent"
+    assert api.wait(answered.run_id, timeout=30).result == "x: yes"
+
+
+def test_times_are_aware_datetimes_and_the_wire_has_rfc3339_and_seconds(api, server_url):
+    """A run's created_at/updated_at are RFC 3339 on the wire (Unix seconds beside them) and
+    aware datetimes in the client."""
+    run = api.start("echo", {"a": 1}, wait=True)
+    body = httpx.get(f"{server_url}/runs/{run.run_id}").json()
+    rfc3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+    assert rfc3339.match(body["created_at"]) and rfc3339.match(body["updated_at"])
+    assert isinstance(body["created"], float) and body["updated"] >= body["created"]
+    assert run.created_at is not None and run.created_at.tzinfo is not None
+    assert abs(run.created_at.timestamp() - body["created"]) < 1e-6
+    assert run.created_at <= run.updated_at <= dt.datetime.now(dt.UTC)

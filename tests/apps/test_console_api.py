@@ -55,9 +55,13 @@ def test_every_workflow_has_a_start_path_typed_by_its_start_event(client):
     echo = spec["paths"]["/workflows/echo/runs"]["post"]
     open_body = resolve(spec, echo["requestBody"]["content"]["application/json"]["schema"])
     assert open_body["additionalProperties"] is True
-    # The responses are typed: 202 a run id, 200 (wait=true) the run.
+    # The responses are typed: 202 the run just started, 200 (wait=true) the run as it ended.
     accepted = resolve(spec, typed["responses"]["202"]["content"]["application/json"]["schema"])
-    assert set(accepted["required"]) == {"run_id", "status"}
+    assert {"run_id", "status", "workflow", "start", "created_at", "created"} <= set(
+        accepted["required"]
+    )
+    assert accepted["properties"]["created_at"]["format"] == "date-time"
+    assert accepted["properties"]["created"]["type"] == "number"
     finished = resolve(spec, typed["responses"]["200"]["content"]["application/json"]["schema"])
     assert {"result", "error", "waiting_for_input"} <= set(finished["properties"])
 

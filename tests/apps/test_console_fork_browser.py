@@ -15,12 +15,14 @@ from batonflow.apps.server import BackgroundServer, create_app
 from batonflow.core.checkpoints import SqliteCheckpointStore
 from playwright.sync_api import expect
 
+from .browser import NEEDS_CHROMIUM, Console
 from .fork_flows import Essay
 from .sse import wait_status
-from .test_console_browser import Console, browser, pytestmark  # noqa: F401  (the fixture, marks)
+
+pytestmark = NEEDS_CHROMIUM
 
 
-def test_fork_a_step_with_its_state_edited_and_follow_the_lineage(browser, tmp_path):  # noqa: F811
+def test_fork_a_step_with_its_state_edited_and_follow_the_lineage(browser, tmp_path):
     """fork from here -> edit the state -> the fork completes with it; parent and fork link."""
     db = tmp_path / "runs.db"
     flow = Essay(timeout=30)

@@ -204,3 +204,43 @@ def test_ctrl_c_stops_cleanly_and_runs_resume(tmp_path):
         assert log.read_text() == "first\n"
     finally:
         second.kill()
+
+
+@pytest.mark.slow
+def test_console_reads_steps_and_state_of_runs_from_before_a_restart(tmp_path):
+    """After a restart, what the console reads of an earlier run (its steps, state and
+    drawing) comes from the run's checkpoints in the store, as the first server showed it."""
+    db = tmp_path / "runs.db"
+    first = ServerProcess(db)
+    try:
+        c = first.client
+        run = c.post(
+            "/workflows/orders/runs", params={"wait": True}, json={"item": "tea", "qty": 3}
+        )
+        run_id = run.json()["run_id"]
+        assert run.json()["status"] == "completed", run.json()
+        state_before = c.get(f"/runs/{run_id}/state").json()
+        steps_before = c.get(f"/runs/{run_id}/steps").json()["steps"]
+    finally:
+        first.kill()
+
+    second = ServerProcess(db)
+    try:
+        c = second.client
+        steps = c.get(f"/runs/{run_id}/steps")
+        assert steps.status_code == 200, steps.text
+        shown = [(s["step"], s["input_event"], s["output_events"]) for s in steps.json()["steps"]]
+        assert shown == [(s["step"], s["input_event"], s["output_events"]) for s in steps_before]
+        assert shown == [("first", "StartEvent", ["Halfway"]), ("second", "Halfway", ["StopEvent"])]
+        assert [s["finished"] for s in steps.json()["steps"]] == sorted(
+            s["finished"] for s in steps.json()["steps"]
+        )
+        assert steps.json()["steps"][0]["duration"] is None  # a checkpoint has no start time
+        state = c.get(f"/runs/{run_id}/state")
+        assert state.status_code == 200, state.text
+        assert state.json() == state_before
+        assert state.json()["state"]["order"] == {"item": "tea", "qty": 3}
+        drawing = c.get(f"/runs/{run_id}/drawing")
+        assert drawing.status_code == 200 and "second" in drawing.text
+    finally:
+        second.kill()

@@ -20,6 +20,7 @@ from batonflow.core import (
     Workflow,
     step,
 )
+from batonflow.core.errors import WorkflowRuntimeError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,11 +81,20 @@ class WaitFlow(Workflow):
 
 
 async def test_wait_for_event_with_requirements() -> None:
-    """``wait_for_event`` writes its waiter event and ignores events not meeting requirements."""
+    """``wait_for_event`` writes its waiter event; an answer without the required values is
+    refused by ``send_event`` (it would be dropped unseen) and the step keeps waiting."""
     handler = WaitFlow().run()
     async for event in handler.stream_events():
         if isinstance(event, InputRequiredEvent):
-            handler.ctx.send_event(HumanResponseEvent(response="wrong", kind="other"))
+            with pytest.raises(
+                WorkflowRuntimeError,
+                match=r"^No waiting step takes this HumanResponseEvent: step ask waits for "
+                r"HumanResponseEvent with kind='name', and the event has other values, so it "
+                r"would be dropped\. Send it with those values, e\.g\. "
+                r"HumanResponseEvent\(\.\.\., kind='name'\)\.$",
+            ):
+                handler.ctx.send_event(HumanResponseEvent(response="wrong", kind="other"))
+            assert [w.requirements for w in handler.ctx.waiting_for()] == [{"kind": "name"}]
             handler.ctx.send_event(HumanResponseEvent(response="Ada", kind="name"))
     assert await handler == "hello Ada"
 

@@ -6,7 +6,16 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from batonflow.core import Context, Event, InputRequiredEvent, StartEvent, StopEvent, Workflow, step
+from batonflow.core import (
+    Context,
+    Event,
+    HumanResponseEvent,
+    InputRequiredEvent,
+    StartEvent,
+    StopEvent,
+    Workflow,
+    step,
+)
 from batonflow.core.checkpoints import SqliteCheckpointStore, WorkflowCheckpointer
 
 
@@ -47,3 +56,32 @@ async def test_an_entry_delivered_many_times_is_taken_in_once(tmp_path: Path) ->
             assert runner.taken_in("r") == n
         assert await handler == 3
         assert runner.taken_in("r") is None  # it ended: it runs here no more
+
+
+class Approves(Workflow):
+    """Waits for an answer about ticket 7 (its question asked with requirements)."""
+
+    @step
+    async def ask(self, ctx: Context, ev: StartEvent) -> StopEvent:
+        answer = await ctx.wait_for_event(
+            HumanResponseEvent,
+            waiter_event=InputRequiredEvent(prefix="ok?"),
+            requirements={"ticket": 7},
+            timeout=None,
+        )
+        return StopEvent(result=answer.response)
+
+
+async def test_an_entry_no_waiting_step_takes_is_logged_not_raised(tmp_path: Path, caplog) -> None:
+    """An inbox entry that no step takes when it arrives (its wait wants other values) is
+    committed, skipped with a warning, and the run keeps waiting for the right one."""
+    with SqliteCheckpointStore(tmp_path / "runs.db") as store:
+        cptr = WorkflowCheckpointer(Approves(timeout=None), store=store)
+        handler = cptr.run(run_id="r")
+        while store.run("r").status != "waiting":
+            await asyncio.sleep(0.005)
+        cptr.send_event("r", HumanResponseEvent(response="no", ticket=8))
+        assert "inbox event 1 is taken by no step" in caplog.text
+        assert [w.requirements for w in handler.ctx.waiting_for()] == [{"ticket": 7}]
+        cptr.send_event("r", HumanResponseEvent(response="yes", ticket=7), answer=True)
+        assert await handler == "yes"

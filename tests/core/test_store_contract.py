@@ -14,26 +14,12 @@ from dataclasses import replace
 import pytest
 from batonflow.core.checkpoints import (
     CheckpointStore,
-    InMemoryCheckpointStore,
     SqliteCheckpointStore,
 )
 from batonflow.core.durable._records import Checkpoint, RunRecord, checkpoint_id
 from batonflow.core.durable._sql_schema import TABLES
 from batonflow.core.errors import CheckpointError, RunConflictError
 from batonflow.core.stores import open_store
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def store(request, tmp_path):
-    """A fresh, empty store of each backend."""
-    if request.param == "memory":
-        s = InMemoryCheckpointStore()
-    elif request.param == "sqlite":
-        s = open_store(tmp_path / "runs.db")
-    else:
-        s = open_store(request.getfixturevalue("postgres_url"))
-    yield s
-    s.close()
 
 
 def _record(run_id: str | None = None, status: str = "running", **kw) -> RunRecord:

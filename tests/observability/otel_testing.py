@@ -131,6 +131,13 @@ def _any_value(value: AnyValue) -> tuple[str, Any]:
     return "string", ""
 
 
+def any_value(value: AnyValue) -> Any:
+    """An OTLP attribute value as Python data (arrays as lists)."""
+    if value.WhichOneof("value") == "array_value":
+        return [any_value(v) for v in value.array_value.values]
+    return _any_value(value)[1]
+
+
 _KINDS = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 
 

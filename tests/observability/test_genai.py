@@ -58,6 +58,12 @@ def test_chat_gives_one_span_under_the_current_span(traced: Spans) -> None:
         "gen_ai.response.finish_reasons": ("stop",),
         "gen_ai.response.id": "resp-42",
         "gen_ai.response.model": "scripted-1-0611",
+        # OpenInference's, for Arize Phoenix and Langfuse (test_openinference.py)
+        "openinference.span.kind": "LLM",
+        "llm.model_name": "scripted-1",
+        "llm.token_count.prompt": 7,
+        "llm.token_count.completion": 2,
+        "llm.token_count.total": 9,
     }
 
 
