@@ -33,8 +33,8 @@ def checkpoint_steps(checkpoints: Callable[[str], list[Any]], run_id: str) -> li
     return [c for c in checkpoints(run_id) if c.step_name is not None]
 
 
-def _short(type_name: str | None) -> str:
-    """``Drafted`` of ``"module:Drafted"``."""
+def class_name(type_name: str | None) -> str:
+    """``Drafted`` of a checkpoint's ``"module:Drafted"`` (as a live record names events)."""
     return (type_name or "").rpartition(":")[2].rpartition(".")[2]
 
 
@@ -53,8 +53,8 @@ def with_times(stored: list[Any], kept: list[Any]) -> list[dict[str, Any]]:
         entries.append(
             {
                 "step": checkpoint.step_name,
-                "input_event": _short(checkpoint.input_event_type),
-                "output_events": [_short(t) for t in checkpoint.output_event_types],
+                "input_event": class_name(checkpoint.input_event_type),
+                "output_events": [class_name(t) for t in checkpoint.output_event_types],
                 "started_at": None if started is None else rfc3339(started),
                 "finished_at": rfc3339(finished),
                 "started": started,
@@ -210,4 +210,4 @@ def install_forks(app: FastAPI, manager: Any) -> None:
         }
 
 
-__all__ = ["checkpoint_steps", "install_forks", "with_times"]
+__all__ = ["checkpoint_steps", "class_name", "install_forks", "with_times"]

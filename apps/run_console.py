@@ -43,7 +43,7 @@ from typing import Any, Literal
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
-from ._forks import checkpoint_steps, with_times
+from ._forks import checkpoint_steps, class_name, with_times
 from ._wire import jsonable, rfc3339
 from .api_models import responses
 
@@ -106,11 +106,6 @@ class _RunRecord:
     checkpoint: Any = None
 
 
-def _class_name(qualified: str | None) -> str:
-    """``Class`` of a checkpoint's ``module:Class`` (as a live record names events)."""
-    return (qualified or "").rpartition(":")[2].rpartition(".")[2]
-
-
 def stored_record(workflow: Any, checkpoints: list[Any]) -> _RunRecord | None:
     """The record of a run read from its checkpoints, or ``None`` when it has none of a step."""
     done = [c for c in checkpoints if c.step_name]
@@ -119,8 +114,8 @@ def stored_record(workflow: Any, checkpoints: list[Any]) -> _RunRecord | None:
     steps = [
         StepRecord(
             c.step_name,
-            _class_name(c.input_event_type),
-            tuple(_class_name(t) for t in c.output_event_types),
+            class_name(c.input_event_type),
+            tuple(class_name(t) for t in c.output_event_types),
             None,
             c.created_at,
         )
