@@ -26,6 +26,7 @@ from ..errors import (
     WorkflowConfigurationError,
     WorkflowRuntimeError,
     WorkflowValidationError,
+    llama_named,
 )
 from ..instruments.instrument import (
     Instrument,
@@ -122,7 +123,8 @@ class Workflow:
                 f"timeout must be a positive number of seconds or None, got {timeout!r}."
             )
         if num_concurrent_runs is not None and num_concurrent_runs < 1:
-            raise WorkflowConfigurationError(
+            # Named WorkflowValidationError, LlamaIndex's class for it.
+            raise llama_named(WorkflowConfigurationError, "WorkflowValidationError")(
                 f"num_concurrent_runs must be at least 1 or None, got {num_concurrent_runs!r}."
             )
         if runtime is not None:
@@ -474,7 +476,8 @@ class Workflow:
             ContextStateError: ``ctx`` is running another run right now.
         """
         if start_event is not None and not isinstance(start_event, StartEvent):
-            raise StartEventError(
+            # LlamaIndex raises ValueError here: the error carries that name.
+            raise llama_named(StartEventError, "ValueError")(
                 "The 'start_event' argument must be an instance of 'StartEvent'; got "
                 f"{type(start_event).__name__}. Pass an instance of "
                 f"{self.start_event_class.__name__}, or its fields as keyword arguments."
