@@ -26,7 +26,6 @@ COMPAT = Path(__file__).resolve().parents[2] / "docs" / "compat.md"
 #: headings that say why.
 DIVERGENT = {
     "concurrent_execution": ["Steps started together run in another order"],
-    "drawing": ["Drawings are Mermaid and self-contained HTML"],
     "durable_workflows": ["`ctx.to_dict()` inside a step"],
     "human_in_the_loop": ["`wait_for_event` suspends in place"],
     "observability": ["Tracing is OpenTelemetry, not llama-index instrumentation"],
