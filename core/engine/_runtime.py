@@ -399,6 +399,7 @@ class Run:
                     event,
                     None if emitter is None else emitter.lane.spec.name,
                     None if emitter is None else emitter.id,
+                    None if target is None else self.graph.order[target].name,
                 ),
             )
         targets, kind = self._kinds.get(type(event)) or self.graph.kind_of(type(event))

@@ -68,9 +68,10 @@ class Workflow:
         timeout: Seconds a run may take before it fails with ``WorkflowTimeoutError``;
             ``None`` for no limit.
         disable_validation: Skip the graph checks made before the first run.
-        verbose: Print each step's start, finish and emitted events: ``True`` in the seeds'
-            format ("Running step NAME"), ``"llama"`` in current LlamaIndex's
-            ("[NAME:0] started from StartEvent"); see :class:`PrintingInstrument`.
+        verbose: Print each event put into the run and each step's start and finish:
+            ``True`` (or ``"llama"``) as LlamaIndex 2.26 prints them ("[tick] add: ...",
+            "[NAME:0] started from StartEvent"), ``"seed"`` in the older format of the seed
+            examples ("Running step NAME"); see :class:`PrintingInstrument`.
         resource_manager: Where ``Resource`` factories' results are cached (one per workflow
             instance by default).
         num_concurrent_runs: Most runs of this instance executing at once; more wait their turn.
@@ -145,8 +146,9 @@ class Workflow:
         self._strict_state = strict_state
         own = list(instruments)
         if verbose:
-            # verbose="llama" prints current LlamaIndex's format; True the seeds' one.
-            own.append(PrintingInstrument(style=verbose if isinstance(verbose, str) else "seed"))
+            # True (or "llama") prints what LlamaIndex 2.26 prints; "seed" the older lines.
+            style = verbose if isinstance(verbose, str) else "llama"
+            own.append(PrintingInstrument(style=style, timeout=timeout))
         self._own_instruments = tuple(own)
         self._instrument_cache: tuple[int, InstrumentSet] | None = None
         self._clock: Callable[[], float] = clock or time.monotonic

@@ -8,7 +8,8 @@ entered inside the step's own task (and so in the thread of a sync step), so tha
 the step (LLM calls, tool calls) nests under whatever the instrument opened (a span).
 
 A hook that raises is logged and that hook is disabled for the rest of the process; it never
-fails the run. ``Workflow(verbose=True)`` is simply the :class:`PrintingInstrument`.
+fails the run. ``Workflow(verbose=True)`` is simply the :class:`PrintingInstrument`
+(``_printing``).
 
 Lineage: every step execution has an ``execution_id`` unique within its run; each record of a
 step carries ``origins``, the execution ids of the steps that emitted its triggering event(s)
@@ -25,7 +26,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 from .._public import publish
 
@@ -102,13 +103,17 @@ class StepFinished:
 
 @dataclass(frozen=True, slots=True)
 class EventEmitted:
-    """A step (or the outside, when ``step_name`` is None) put an event into the run."""
+    """A step (or the outside, when ``step_name`` is None) put an event into the run.
+
+    ``target`` names the one step it was sent to (``send_event(ev, step=...)``), if any.
+    """
 
     run_id: str
     workflow_name: str
     event: Any
     step_name: str | None
     execution_id: int | None
+    target: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,76 +262,6 @@ class InstrumentSet:
         return found
 
 
-class PrintingInstrument(Instrument):
-    """Prints each step's start and finish and the events it emits (``verbose=True``).
-
-    Two formats: ``style="seed"`` (the default, older LlamaIndex's, as the seeds show)::
-
-        Running step generate_joke
-        Step generate_joke produced event JokeEvent
-
-    and ``style="llama"``, the step lines of current LlamaIndex's ``verbose=True``
-    (``Workflow(verbose="llama")`` picks it)::
-
-        [generate_joke:0] started from StartEvent
-        [generate_joke:0] complete with JokeEvent
-
-    Args:
-        stream: Where to print (default: ``sys.stdout`` at the time of printing).
-        style: ``"seed"`` or ``"llama"``.
-
-    Raises:
-        WorkflowConfigurationError: ``style`` is neither.
-    """
-
-    def __init__(self, stream: IO[str] | None = None, style: str = "seed") -> None:
-        if style not in PRINT_STYLES:
-            from ..errors import WorkflowConfigurationError
-
-            raise WorkflowConfigurationError(
-                f"PrintingInstrument style {style!r} is not one of {', '.join(PRINT_STYLES)}; "
-                "pass style='seed' or style='llama'."
-            )
-        self._stream = stream
-        self._llama = style == "llama"
-
-    def _print(self, text: str) -> None:
-        print(text, file=self._stream or sys.stdout, flush=True)
-
-    def step_started(self, record: StepStarted) -> None:
-        """Print ``Running step NAME`` (or ``[NAME:ID] started from EVENT``)."""
-        if self._llama:
-            name = type(record.input_event).__name__
-            self._print(f"[{record.step_name}:{record.worker}] started from {name}")
-            return
-        suffix = f" (attempt {record.attempt})" if record.attempt > 1 else ""
-        self._print(f"Running step {record.step_name}{suffix}")
-
-    def step_finished(self, record: StepFinished) -> None:
-        """Print what the step produced, or its error."""
-        if self._llama:
-            # LlamaIndex reports a failed attempt as finished with no result, too.
-            outcome = (
-                f"complete with {type(record.output_events[0]).__name__}"
-                if record.output_events and record.error is None
-                else "complete with no result"
-            )
-            self._print(f"[{record.step_name}:{record.worker}] {outcome}")
-        elif record.error is not None:
-            self._print(
-                f"Step {record.step_name} failed: {type(record.error).__name__}: {record.error}"
-            )
-        elif not record.output_events:
-            self._print(f"Step {record.step_name} produced no event")
-        else:
-            names = ", ".join(type(ev).__name__ for ev in record.output_events)
-            self._print(f"Step {record.step_name} produced event {names}")
-
-
-#: The formats of :class:`PrintingInstrument` (``verbose=``).
-PRINT_STYLES = ("seed", "llama")
-
-
 __all__ = [
     "PRINT_STYLES",
     "EventEmitted",
@@ -385,3 +320,6 @@ def global_instruments() -> tuple[tuple[Instrument, ...], int]:
 
 # Stored runs and pickles name these classes by their public path.
 publish(__name__, globals())
+
+# The printing instrument (verbose=True) lives in its own module; it builds on the above.
+from ._printing import PRINT_STYLES, PrintingInstrument  # noqa: E402

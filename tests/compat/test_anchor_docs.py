@@ -29,7 +29,7 @@ DIVERGENT = {
     "durable_workflows": ["`ctx.to_dict()` inside a step"],
     "human_in_the_loop": ["`wait_for_event` suspends in place"],
     "observability": ["Tracing is OpenTelemetry, not llama-index instrumentation"],
-    "streaming": ["`verbose=True` prints the seeds' lines"],
+    "streaming": ["`verbose=True` lines interleave differently with what the caller prints"],
 }
 
 
