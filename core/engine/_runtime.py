@@ -197,6 +197,8 @@ class Run:
                     start_event,
                     snapshot is not None,
                     self.meta,
+                    self.workflow,
+                    self.ctx,
                 ),
             )
         if snapshot is not None:

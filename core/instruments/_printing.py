@@ -133,7 +133,7 @@ class PrintingInstrument(Instrument):
             self._output(f"{prefix} complete with no result")
             return
         first = record.output_events[0]
-        if _is_stop(first):
+        if is_stop_event(first):
             # LlamaIndex shows the run's result as the step's outcome arrives, before the
             # step's own line; the StopEvent is not shown again when it is routed.
             self._results[record.run_id] = id(first)
@@ -153,7 +153,7 @@ def summarize_event(event: Any, max_length: int = 200) -> str:
         given = event.model_fields_set
         values = event.__dict__
         loose = {_GIVEN_ONLY[c.__name__] for c in cls.__mro__ if c.__name__ in _GIVEN_ONLY}
-        stop = _is_stop(event)
+        stop = is_stop_event(event)
         parts: list[str] = []
         later: list[str] = []
         for name in cls.model_fields:
@@ -187,7 +187,8 @@ def _summarize_value(value: Any) -> str:
     return repr(value)
 
 
-def _is_stop(event: Any) -> bool:
+def is_stop_event(event: Any) -> bool:
+    """Whether ``event`` is a StopEvent (of batonflow.core.events)."""
     # This room cannot import the events (data/ is its sibling): StopEvent is found by name.
     return any(
         c.__name__ == "StopEvent" and c.__module__ == "batonflow.core.events"

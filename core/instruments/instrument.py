@@ -42,6 +42,9 @@ class RunStarted:
     start_event: Any
     resumed: bool
     meta: dict[str, str] = field(default_factory=dict)
+    #: The Workflow instance that runs, and the run's Context.
+    workflow: Any = None
+    context: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,6 +311,13 @@ _GLOBAL_TRACING: list[Instrument] = []
 _SDK_MODULE = "opentelemetry.sdk.trace"
 
 
+# The instrument that emits runs and steps to llama-index's instrumentation dispatcher (see
+# _llama_dispatch). Created only once llama_index_instrumentation is imported (anyone who
+# attached a handler to it has imported it), so core never loads llama-index itself.
+_GLOBAL_DISPATCH: list[Instrument] = []
+_DISPATCH_MODULE = "llama_index_instrumentation"
+
+
 def global_instruments() -> tuple[tuple[Instrument, ...], int]:
     """The globally installed instruments and a version number that changes with them."""
     if not _GLOBAL_TRACING and _SDK_MODULE in sys.modules:
@@ -315,7 +325,12 @@ def global_instruments() -> tuple[tuple[Instrument, ...], int]:
 
         _GLOBAL_TRACING.append(GlobalProviderInstrument())
         _GLOBAL_VERSION[0] += 1
-    return (*_GLOBAL_INSTRUMENTS, *_GLOBAL_TRACING), _GLOBAL_VERSION[0]
+    if not _GLOBAL_DISPATCH and _DISPATCH_MODULE in sys.modules:
+        from ._llama_dispatch import LlamaDispatchInstrument
+
+        _GLOBAL_DISPATCH.append(LlamaDispatchInstrument())
+        _GLOBAL_VERSION[0] += 1
+    return (*_GLOBAL_INSTRUMENTS, *_GLOBAL_DISPATCH, *_GLOBAL_TRACING), _GLOBAL_VERSION[0]
 
 
 # Stored runs and pickles name these classes by their public path.

@@ -28,7 +28,6 @@ DIVERGENT = {
     "concurrent_execution": ["Steps started together run in another order"],
     "durable_workflows": ["`ctx.to_dict()` inside a step"],
     "human_in_the_loop": ["`wait_for_event` suspends in place"],
-    "observability": ["Tracing is OpenTelemetry, not llama-index instrumentation"],
     "streaming": ["`verbose=True` lines interleave differently with what the caller prints"],
 }
 
