@@ -17,6 +17,10 @@ from .collect import All as All
 from .collect import Collect as Collect
 from .collect import Take as Take
 from .context import Context as Context
+from .drawing import draw_agent_with_tools as draw_agent_with_tools
+from .drawing import draw_agent_with_tools_mermaid as draw_agent_with_tools_mermaid
+from .drawing import draw_agent_workflow as draw_agent_workflow
+from .drawing import draw_agent_workflow_mermaid as draw_agent_workflow_mermaid
 from .drawing import draw_all_possible_flows as draw_all_possible_flows
 from .drawing import draw_all_possible_flows_mermaid as draw_all_possible_flows_mermaid
 from .drawing import draw_most_recent_execution as draw_most_recent_execution
@@ -240,6 +244,10 @@ __all__ = [
     "WorkflowTimeoutError",
     "WorkflowValidationError",
     "catch_error",
+    "draw_agent_with_tools",
+    "draw_agent_with_tools_mermaid",
+    "draw_agent_workflow",
+    "draw_agent_workflow_mermaid",
     "draw_all_possible_flows",
     "draw_all_possible_flows_mermaid",
     "draw_most_recent_execution",

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .._public import publish
+from ._agent_graph import agent_graph, agent_workflow_graph
 from ._html import StepRun, kind_of, render_page, truncate
 from .representation import (
     EXTERNAL_ID,
@@ -172,6 +173,74 @@ def draw_most_recent_execution_mermaid(
     _check_max_label_length(max_label_length)
     graph, runs = recent_execution(handler)
     text = to_mermaid(graph, runs, max_label_length=max_label_length)
+    _write(filename, text)
+    return text
+
+
+def draw_agent_with_tools(
+    agent: Any, filename: str | Path = "agent_with_tools.html", notebook: bool = False
+) -> str:
+    """Draw an agent and its tools as an HTML page (the name is printed), as LlamaIndex does.
+
+    Args:
+        agent: A ``FunctionAgent``, ``ReActAgent`` or ``CodeActAgent``.
+        filename: Where to write (a ``.mmd``/``.mermaid``/``.md`` name gets Mermaid text).
+        notebook: Also display the page inline when running in a Jupyter notebook.
+
+    Returns:
+        ``filename`` (LlamaIndex's return value).
+
+    Raises:
+        TypeError: ``agent`` is not an agent.
+    """
+    _draw(agent_graph(agent), None, filename, notebook, None, "Agent with tools")
+    return str(filename)
+
+
+def draw_agent_workflow(
+    agent_workflow: Any, filename: str | Path = "agent_workflow.html", notebook: bool = False
+) -> str:
+    """Draw an ``AgentWorkflow``'s agents, tools and handoffs as an HTML page (name printed).
+
+    Args:
+        agent_workflow: The ``AgentWorkflow``.
+        filename: Where to write (a ``.mmd``/``.mermaid``/``.md`` name gets Mermaid text).
+        notebook: Also display the page inline when running in a Jupyter notebook.
+
+    Returns:
+        ``filename`` (LlamaIndex's return value).
+
+    Raises:
+        TypeError: ``agent_workflow`` is not an ``AgentWorkflow``.
+    """
+    graph = agent_workflow_graph(agent_workflow)
+    _draw(graph, None, filename, notebook, None, "Agent workflow")
+    return str(filename)
+
+
+def draw_agent_with_tools_mermaid(
+    agent: Any, filename: str | Path | None = "agent_with_tools.mermaid"
+) -> str:
+    """An agent and its tools as Mermaid text, also written to ``filename`` (any name).
+
+    Raises:
+        TypeError: ``agent`` is not an agent.
+    """
+    text = to_mermaid(agent_graph(agent))
+    _write(filename, text)
+    return text
+
+
+def draw_agent_workflow_mermaid(
+    agent_workflow: Any, filename: str | Path | None = "agent_workflow.mermaid"
+) -> str:
+    """An ``AgentWorkflow``'s agents, tools and handoffs as Mermaid text, also written to
+    ``filename`` (any name).
+
+    Raises:
+        TypeError: ``agent_workflow`` is not an ``AgentWorkflow``.
+    """
+    text = to_mermaid(agent_workflow_graph(agent_workflow))
     _write(filename, text)
     return text
 
@@ -433,6 +502,10 @@ def _show_in_notebook(page: str) -> None:
 __all__ = [
     "StepRun",
     "as_step_runs",
+    "draw_agent_with_tools",
+    "draw_agent_with_tools_mermaid",
+    "draw_agent_workflow",
+    "draw_agent_workflow_mermaid",
     "draw_all_possible_flows",
     "draw_all_possible_flows_mermaid",
     "draw_most_recent_execution",
