@@ -118,10 +118,14 @@ class LlamaDispatchInstrument(Instrument):
         """Watch a run only while some handler is attached to the dispatcher or its parents."""
         current: Dispatcher | None = self.dispatcher
         while current is not None:
-            if any(not isinstance(h, NullSpanHandler) for h in current.span_handlers) or any(
-                not isinstance(h, NullEventHandler) for h in current.event_handlers
-            ):
-                return True
+            # type() rather than isinstance: pydantic's metaclass makes isinstance slow, and
+            # this is asked at every run's start.
+            for handler in current.span_handlers:
+                if type(handler) is not NullSpanHandler:
+                    return True
+            for handler in current.event_handlers:
+                if type(handler) is not NullEventHandler:
+                    return True
             if not current.propagate or current.manager is None:
                 return False
             current = current.manager.dispatchers.get(current.parent_name)
