@@ -120,11 +120,11 @@ class LlamaDispatchInstrument(Instrument):
         while current is not None:
             # type() rather than isinstance: pydantic's metaclass makes isinstance slow, and
             # this is asked at every run's start.
-            for handler in current.span_handlers:
-                if type(handler) is not NullSpanHandler:
+            for span_handler in current.span_handlers:
+                if type(span_handler) is not NullSpanHandler:
                     return True
-            for handler in current.event_handlers:
-                if type(handler) is not NullEventHandler:
+            for event_handler in current.event_handlers:
+                if type(event_handler) is not NullEventHandler:
                     return True
             if not current.propagate or current.manager is None:
                 return False
