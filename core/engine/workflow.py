@@ -68,10 +68,9 @@ class Workflow:
         timeout: Seconds a run may take before it fails with ``WorkflowTimeoutError``;
             ``None`` for no limit.
         disable_validation: Skip the graph checks made before the first run.
-        verbose: Print each event put into the run and each step's start and finish:
-            ``True`` (or ``"llama"``) as LlamaIndex 2.26 prints them ("[tick] add: ...",
-            "[NAME:0] started from StartEvent"), ``"seed"`` in the older format of the seed
-            examples ("Running step NAME"); see :class:`PrintingInstrument`.
+        verbose: Print what the run does: ``True`` (or ``"llama"``) as LlamaIndex 2.26 does
+            ("[tick] add: ...", "[NAME:0] started from StartEvent"), ``"seed"`` in the seed
+            examples' older lines ("Running step NAME"); see :class:`PrintingInstrument`.
         resource_manager: Where ``Resource`` factories' results are cached (one per workflow
             instance by default).
         num_concurrent_runs: Most runs of this instance executing at once; more wait their turn.
@@ -124,7 +123,6 @@ class Workflow:
                 f"timeout must be a positive number of seconds or None, got {timeout!r}."
             )
         if num_concurrent_runs is not None and num_concurrent_runs < 1:
-            # Named WorkflowValidationError, LlamaIndex's class for it.
             raise llama_named(WorkflowConfigurationError, "WorkflowValidationError")(
                 f"num_concurrent_runs must be at least 1 or None, got {num_concurrent_runs!r}."
             )
@@ -146,8 +144,7 @@ class Workflow:
         self._strict_state = strict_state
         own = list(instruments)
         if verbose:
-            # True (or "llama") prints what LlamaIndex 2.26 prints; "seed" the older lines.
-            style = verbose if isinstance(verbose, str) else "llama"
+            style = verbose if isinstance(verbose, str) else "llama"  # True: LlamaIndex 2.26's
             own.append(PrintingInstrument(style=style, timeout=timeout))
         self._own_instruments = tuple(own)
         self._instrument_cache: tuple[int, InstrumentSet] | None = None
@@ -478,8 +475,7 @@ class Workflow:
             ContextStateError: ``ctx`` is running another run right now.
         """
         if start_event is not None and not isinstance(start_event, StartEvent):
-            # LlamaIndex raises ValueError here: the error carries that name.
-            raise llama_named(StartEventError, "ValueError")(
+            raise llama_named(StartEventError, "ValueError")(  # LlamaIndex's class name
                 "The 'start_event' argument must be an instance of 'StartEvent'; got "
                 f"{type(start_event).__name__}. Pass an instance of "
                 f"{self.start_event_class.__name__}, or its fields as keyword arguments."
