@@ -22,7 +22,7 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
     │       └── ResourceFileNotFoundError (FileNotFoundError)   a ResourceConfig file is missing
     ├── WorkflowDone                        internal: the run already finished
     ├── StateError
-    │   ├── StateKeyError (KeyError)         a state path that is not there
+    │   ├── StateKeyError (KeyError, ValueError)   a state path that is not there
     │   └── StateValidationError (ValueError) a value that does not fit the typed state
     ├── SerializationError (TypeError, ValueError)  a value the serializer cannot encode
     ├── ContextSerdeError (ValueError)       a serialized context that cannot be restored
@@ -137,8 +137,9 @@ class StateError(BatonflowError):
     """Base class of state-store errors."""
 
 
-class StateKeyError(StateError, KeyError):
-    """A path that is not in the state store (also a ``KeyError``)."""
+class StateKeyError(StateError, KeyError, ValueError):
+    """A path that is not in the state store (also a ``KeyError``, and a ``ValueError``:
+    LlamaIndex's class for it)."""
 
     def __str__(self) -> str:
         # KeyError.__str__ quotes its argument; we want the plain sentence.

@@ -93,3 +93,13 @@ async def test_renamed_errors_pickle_and_copy() -> None:
     for again in (pickle.loads(pickle.dumps(info.value)), copy.copy(info.value)):
         assert type(again) is type(info.value)
         assert str(again) == str(info.value)
+
+
+async def test_a_missing_state_key_is_also_a_value_error() -> None:
+    """``except ValueError`` written for LlamaIndex's ``ctx.store.get`` still catches it."""
+    from batonflow.core import StateKeyError
+
+    ctx = Context(Plain())
+    with pytest.raises(ValueError, match="Key 'nope' is not in the state store") as info:
+        await ctx.store.get("nope")
+    assert isinstance(info.value, KeyError | StateKeyError)
