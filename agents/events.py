@@ -149,10 +149,11 @@ class AgentWorkflowStartEvent(StartEvent):
 
     user_msg: str | ChatMessage | None = None
     chat_history: list[Any] | None = None
-    memory: Any = Field(default=None, exclude=True)
+    # Python objects, for runs started in code (not part of the JSON schema, not serialized).
+    memory: SkipJsonSchema[Any] = Field(default=None, exclude=True)
     max_iterations: int | None = None
     early_stopping_method: str | None = None
-    output_cls: Any = Field(default=None, exclude=True)
+    output_cls: SkipJsonSchema[Any] = Field(default=None, exclude=True)
     tool_choice: str | None = None
 
     @field_validator("chat_history", mode="before")

@@ -84,8 +84,24 @@ def print_json(data: Any, file: IO[str] | None = None) -> None:
     file.flush()
 
 
+def _agent_answer(result: Any) -> str | None:
+    """The answer text of an agent's result (``AgentOutput``, ``AgentResult``), else ``None``."""
+    # Read from the loaded modules: an agent's result exists only once batonflow.agents is
+    # imported, and other runs must not pay for importing it (llama-index).
+    events = sys.modules.get("batonflow.agents.events")
+    results = sys.modules.get("batonflow.agents.results")
+    if events is not None and isinstance(result, events.AgentOutput):
+        return str(result)
+    if results is not None and isinstance(result, results.AgentResult):
+        return str(result)
+    return None
+
+
 def print_result(result: Any) -> None:
-    """A run's result for humans: text as is, anything else as indented JSON."""
+    """A run's result for humans: an agent's answer text, text as is, else indented JSON."""
+    answer = _agent_answer(result)
+    if answer is not None:
+        result = answer
     if isinstance(result, str):
         out.print(result, markup=False)
     else:

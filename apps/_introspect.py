@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 
@@ -104,6 +105,24 @@ def start_schema(workflow: Any) -> dict[str, Any]:
     # A class with declared fields takes only those (see build_start_event).
     schema["additionalProperties"] = not _own_fields(cls)
     return schema
+
+
+def chat_fields(workflow: Any) -> dict[str, str] | None:
+    """Where an agent takes the user's message and history, ``None`` for other workflows.
+
+    A workflow whose start event is an agent's (``AgentWorkflowStartEvent`` of
+    ``FunctionAgent``, ``AgentWorkflow``...; ``AgentStart`` of ``ReActAgent``...) gets a chat
+    in the console: ``{"message": "user_msg", "history": "chat_history"}``.
+    """
+    # An agent's start event exists only once batonflow.agents is imported: other workflows
+    # must not pay for importing it (llama-index).
+    events = sys.modules.get("batonflow.agents.events")
+    if events is None:
+        return None
+    cls = start_event_class(workflow)
+    if not issubclass(cls, (events.AgentWorkflowStartEvent, events.AgentStart)):
+        return None
+    return {"message": "user_msg", "history": "chat_history"}
 
 
 def external_events(workflow: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from ._console import err, print_json
+from ._stream_printer import StreamPrinter
 
 #: The server URL when ``--server`` is not given (empty: the local run store).
 SERVER_ENV = "BATONFLOW_SERVER"
@@ -42,8 +43,14 @@ def run_remote(
     answers: list[str],
     ask: Any,
     stdout: Any,
+    printer: StreamPrinter,
+    sets: list[str] | None = None,
 ) -> tuple[Any, str]:
     """Start ``flow`` on the server, follow it, answer its questions; return (result, run id).
+
+    ``printer`` shows the stream to people (with ``stream`` and without ``as_json``) and keeps
+    an agent's answer. ``sets`` are the ``--set`` items ``fields`` were parsed from: a value
+    whose field takes text but not its JSON value is sent as the text it was written as.
 
     Raises:
         BadParameterError: The run did not complete (its error is the message).
@@ -52,22 +59,29 @@ def run_remote(
 
     pending = list(answers)
     with connect(url, token) as client:
+        if sets:
+            from .registry import text_where_expected
+
+            served = {w["name"]: w for w in client.workflows()}
+            if flow in served:
+                fields = text_where_expected(fields, sets, served[flow]["start_event"])
         run = client.start(flow, fields)
         err.print(f"run {run.run_id} on {client.base_url}", markup=False)
         for event in client.events(run.run_id):
             if event.is_end:
                 break
-            if stream and event.type != "StopEvent":
-                if as_json:
-                    print_json(
-                        {"event": {k: v for k, v in event.data.items() if k != "seq"}}, stdout
-                    )
-                else:
-                    err.print(f"[cyan]{event.type}[/] {event.value}", markup=True)
+            if event.type == "StopEvent":
+                continue
+            if stream and as_json:
+                print_json({"event": {k: v for k, v in event.data.items() if k != "seq"}}, stdout)
+            elif printer.wants(event.type):
+                printer.show(event.type, str(event.data.get("qualified_name", "")), event.value)
             if event.type == "InputRequiredEvent":
+                printer.close()
                 prefix = str(event.value.get("prefix") or "> ")
                 answer = pending.pop(0) if pending else ask(prefix)
                 client.answer(run.run_id, answer)
+        printer.close()
         done = client.get(run.run_id)
     if done.status != "completed":
         raise BadParameterError(

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from . import _remote
 from ._console import cli_errors, err, out, print_json, print_result
+from ._stream_printer import event_lines
 from .config import Settings
 from .registry import PREBUILT, BadParameterError, FlowNotFoundError, load_workflow
 from .run_store import FINISHED, RunStore
@@ -165,9 +166,8 @@ def show(
         if data.get("result") is not None:
             out.print("result:", markup=False)
             print_result(data["result"])
-        for entry in data.get("events", []):
-            label = entry.get("type") or f"end ({entry.get('status')})"
-            out.print(f"  #{entry['seq']} {label} {entry.get('value', '')}", markup=False)
+        for line in event_lines(data.get("events", [])):
+            out.print(line, markup=False)
 
 
 def _show_local(db: str | None, run_id: str, events: bool) -> dict[str, Any]:

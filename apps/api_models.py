@@ -60,6 +60,16 @@ class Health(_Body):
     workflows: int = Field(description="How many workflows are served.")
 
 
+class ChatFields(_Body):
+    """The start fields that carry an agent's conversation (the console's chat uses them)."""
+
+    message: str = Field(description="The field of the user's message.", examples=["user_msg"])
+    history: str = Field(
+        description="The field of the messages before it ({role, content} objects).",
+        examples=["chat_history"],
+    )
+
+
 class WorkflowInfo(_Body):
     """One served workflow."""
 
@@ -71,6 +81,9 @@ class WorkflowInfo(_Body):
     )
     accepts: list[str] = Field(
         description="Event types a run of it takes from outside (POST /runs/{id}/events)."
+    )
+    chat: ChatFields | None = Field(
+        None, description="For an agent: the start fields of a chat message; else null."
     )
 
 
@@ -213,6 +226,7 @@ def responses(ok: int, model: type[BaseModel] | None, description: str, *errors:
 __all__ = [
     "STATUS_TEXT",
     "Cancelled",
+    "ChatFields",
     "EventSent",
     "FieldProblem",
     "Graph",

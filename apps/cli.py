@@ -35,9 +35,16 @@ import typer
 
 from ._console import cli_errors, err, one_line, print_json, print_result, setup_tracing
 from ._runs_cli import runs_app
+from ._stream_printer import StreamPrinter
 from .config import Settings
 from .rag_cli import rag_app
-from .registry import PREBUILT, BadParameterError, load_workflow, parse_sets
+from .registry import (
+    PREBUILT,
+    BadParameterError,
+    load_workflow,
+    parse_sets,
+    text_where_expected,
+)
 from .serve_cli import serve
 
 app = typer.Typer(
@@ -128,7 +135,9 @@ def run(
 
         url = server_url(server)
         if url is not None:
-            _run_on_server(url, token, flow, fields, stream, as_json, list(answers), durable)
+            _run_on_server(
+                url, token, flow, fields, stream, as_json, list(answers), durable, sets=sets
+            )
             return
         settings = Settings.load(db=db)
         # Cheap checks first: the flow's store, the run store (a flow may load for seconds).
@@ -139,6 +148,9 @@ def run(
         flow_ref = _flow_reference(flow) if durable else None
         setup_tracing()
         workflow = load_workflow(flow, settings)
+        from ._introspect import start_schema
+
+        fields = text_where_expected(fields, sets, start_schema(workflow))
         stdout = sys.stdout
         # With --json, stdout carries only JSON: whatever the steps print goes to stderr.
         redirect = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
@@ -148,6 +160,8 @@ def run(
 
         def on_run(run_id: str) -> None:
             started.append(run_id)
+
+        printer = StreamPrinter(err, echo=stream and not as_json)
 
         try:
             with redirect, _durability_explained(durable):
@@ -159,6 +173,7 @@ def run(
                         as_json=as_json,
                         answers=list(answers),
                         stdout=stdout,
+                        printer=printer,
                         checkpoints=checkpoints,
                         on_start=on_run,
                         flow_ref=flow_ref,
@@ -168,10 +183,30 @@ def run(
             _interrupted(exc.signal_name, checkpoints, started[0] if started else None)
         if checkpoints is not None:
             checkpoints.close()
-        if as_json:
-            print_json({"run_id": run_id, "flow": flow, "result": result}, stdout)
-        else:
-            print_result(result)
+        _print_outcome(result, run_id, flow, as_json, printer, stdout)
+
+
+def _print_outcome(
+    result: Any, run_id: str, flow: str, as_json: bool, printer: StreamPrinter, stdout: Any
+) -> None:
+    """The run's result on stdout: JSON with --json; an agent's answer text; else the result.
+
+    An agent's answer that was streamed to the same terminal is not printed a second time.
+    """
+    if as_json:
+        print_json({"run_id": run_id, "flow": flow, "result": result}, stdout)
+    elif printer.answer is None:
+        print_result(result)
+    elif not (printer.answer_streamed and _same_terminal(stdout)):
+        print_result(printer.answer)
+
+
+def _same_terminal(stdout: Any) -> bool:
+    """Whether stdout and stderr are both this terminal (streamed text is then already shown)."""
+    try:
+        return bool(stdout.isatty() and sys.stderr.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def _interrupted(signal_name: str, checkpoints: Any, run_id: str | None) -> None:
@@ -204,6 +239,7 @@ def _run_on_server(
     as_json: bool,
     answers: list[str],
     durable: bool,
+    sets: list[str],
 ) -> None:
     from ._remote import run_remote
 
@@ -213,6 +249,7 @@ def _run_on_server(
             "(batonflow serve --durable, the default): drop --durable or --server."
         )
     stdout = sys.stdout
+    printer = StreamPrinter(err, echo=stream and not as_json)
     result, run_id = run_remote(
         url,
         token,
@@ -223,11 +260,10 @@ def _run_on_server(
         answers=answers,
         ask=_ask,
         stdout=stdout,
+        printer=printer,
+        sets=sets,
     )
-    if as_json:
-        print_json({"run_id": run_id, "flow": flow, "result": result}, stdout)
-    else:
-        print_result(result)
+    _print_outcome(result, run_id, flow, as_json, printer, stdout)
 
 
 @contextlib.contextmanager
@@ -263,6 +299,7 @@ async def run_flow(
     as_json: bool = False,
     answers: list[str] | None = None,
     stdout: Any = None,
+    printer: StreamPrinter | None = None,
     checkpoints: Any = None,
     on_start: Any = None,
     flow_ref: str | None = None,
@@ -271,7 +308,9 @@ async def run_flow(
 
     With ``checkpoints`` (a checkpoint store) the run is recorded before it starts and records
     a checkpoint after every step. ``on_start`` is the flow reference kept in the run's record
-    (for ``runs resume``), or a callable called with the run id once it has one.
+    (for ``runs resume``), or a callable called with the run id once it has one. ``printer``
+    shows the stream to people (with ``stream`` and without ``as_json``) and keeps an agent's
+    answer.
 
     Raises:
         BadParameterError: A start field the workflow's typed start event rejects.
@@ -282,6 +321,7 @@ async def run_flow(
     from ._wire import event_envelope
 
     pending = list(answers or [])
+    printer = printer or StreamPrinter(err, echo=stream and not as_json)
     try:
         start = build_start_event(workflow, fields)
     except StartFieldsError as exc:
@@ -309,15 +349,18 @@ async def run_flow(
         handler = workflow.run(start_event=start)
     try:
         async for event in handler.stream_events():
-            if stream and not isinstance(event, StopEvent):
-                if as_json:
-                    print_json({"event": event_envelope(event)}, stdout)
-                else:
-                    body = event_envelope(event)["value"]
-                    err.print(f"[cyan]{type(event).__name__}[/] {body}", markup=True)
+            if isinstance(event, StopEvent):
+                continue
+            if stream and as_json:
+                print_json({"event": event_envelope(event)}, stdout)
+            elif printer.wants(type(event).__name__):
+                envelope = event_envelope(event)
+                printer.show(envelope["type"], envelope["qualified_name"], envelope["value"])
             if isinstance(event, InputRequiredEvent):
+                printer.close()
                 answer = pending.pop(0) if pending else _ask(str(event.get("prefix", "") or "> "))
                 handler.ctx.send_event(HumanResponseEvent(response=answer))
+        printer.close()
         result = await handler
     except asyncio.CancelledError:  # Ctrl-C or SIGTERM (see _signals): stop the run, then go
         from ._signals import stop_handler

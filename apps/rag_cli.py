@@ -39,10 +39,23 @@ def ingest(
     collection: str | None = _COLLECTION,
     qdrant_url: str | None = _QDRANT_URL,
     qdrant_path: Path | None = _QDRANT_PATH,
+    ext: list[str] = typer.Option(
+        [],
+        "--ext",
+        help="Read only files with this suffix (repeat it: --ext .md --ext .html; '' for files "
+        "without one) [default: text, Markdown, reST, PDF, untyped text files, and .gz of them].",
+    ),
+    hidden: bool = typer.Option(False, "--hidden", help="Read hidden files and folders too."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="List every file not ingested, with its reason."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
     debug: bool = _DEBUG,
 ) -> None:
-    """Read, split, index and store documents (re-ingesting a file replaces its chunks)."""
+    """Read, split, index and store documents (re-ingesting a file replaces its chunks).
+
+    Every file under a folder that is not ingested is counted by reason (--verbose lists them).
+    """
     with cli_errors(debug):
         missing = [str(p) for p in paths if not p.exists()]
         if missing:
@@ -58,7 +71,13 @@ def ingest(
 
         try:
             report = run_interruptibly(
-                ingest_paths(settings, [str(p) for p in paths], progress=not as_json)
+                ingest_paths(
+                    settings,
+                    [str(p) for p in paths],
+                    progress=not as_json,
+                    required_exts=_exts(ext),
+                    exclude_hidden=not hidden,
+                )
             )
         except Interrupted as exc:
             err.print(
@@ -70,30 +89,55 @@ def ingest(
         if as_json:
             print_json(report)
         else:
-            print_report(report, settings)
+            print_report(report, settings, verbose=verbose, named=[str(p) for p in paths])
 
 
-async def ingest_paths(settings: Settings, paths: list[str], progress: bool = True) -> Any:
+def _exts(raw: list[str]) -> list[str] | None:
+    # "--ext md" means ".md": the dot is what llama-index's required_exts wants, not what
+    # people type.
+    if not raw:
+        return None
+    return [e if not e or e.startswith(".") else "." + e for e in (x.strip() for x in raw)]
+
+
+async def ingest_paths(
+    settings: Settings,
+    paths: list[str],
+    progress: bool = True,
+    *,
+    required_exts: list[str] | None = None,
+    exclude_hidden: bool = True,
+) -> Any:
     """Run the ingestion workflow over ``paths`` with a progress bar; return its report."""
     store = open_qdrant_store(settings)  # a locked folder is reported before llama-index loads
     try:
         from batonflow.rag import IngestionWorkflow, IngestProgress
+        from batonflow.rag.progress import PHASES
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-        handler = IngestionWorkflow(store=store).run(paths=paths)
+        workflow = IngestionWorkflow(
+            store=store, required_exts=required_exts, exclude_hidden=exclude_hidden
+        )
+        handler = workflow.run(paths=paths)
         with Progress(
-            TextColumn("ingesting"),
+            TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             console=err,
             disable=not progress,
             transient=True,
         ) as bar:
-            task = bar.add_task("ingest", total=None)
+            # Finding the files comes first and has no count yet.
+            task = bar.add_task("finding files", total=None)
             try:
                 async for event in handler.stream_events():
                     if isinstance(event, IngestProgress):
-                        bar.update(task, completed=event.done, total=event.total)
+                        bar.update(
+                            task,
+                            description=PHASES[event.phase],
+                            completed=event.done,
+                            total=event.total,
+                        )
                 return await handler
             except asyncio.CancelledError:  # Ctrl-C or SIGTERM: stop the run, then go
                 from ._signals import stop_handler
@@ -104,17 +148,35 @@ async def ingest_paths(settings: Settings, paths: list[str], progress: bool = Tr
         _close(store)
 
 
-def print_report(report: Any, settings: Settings) -> None:
-    """Summarise an ingestion report for humans."""
+def print_report(
+    report: Any, settings: Settings, *, verbose: bool = False, named: list[str] | None = None
+) -> None:
+    """Summarise an ingestion report for humans: every file not ingested is counted by reason.
+
+    Each file is listed too when there are a few (up to five), when it was named on the command
+    line, or with ``verbose`` (a folder such as /usr/share/doc leaves thousands).
+    """
+    from batonflow.rag.files import SKIP_KINDS, SkippedFile, count_skipped
+
     where = settings.qdrant_url or settings.qdrant_path
     out.print(
         f"ingested {getattr(report, 'files', '?')} file(s), {getattr(report, 'chunks', '?')} "
         f"chunk(s) into collection {settings.collection!r} at {where}",
         markup=False,
     )
-    for item in getattr(report, "skipped", None) or []:
-        path, reason = (item.path, item.reason) if hasattr(item, "reason") else (item, "")
-        out.print(f"  skipped {path}: {reason}", markup=False)
+    skipped = [SkippedFile(*s) for s in getattr(report, "skipped", None) or []]
+    counts = count_skipped(skipped)
+    if counts:
+        total = sum(counts.values())
+        out.print(f"not ingested: {total} file(s)", markup=False)
+        for kind, n in counts.items():
+            out.print(f"  {n:>6}  {SKIP_KINDS.get(kind, kind)}", markup=False)
+    named_paths = {str(Path(p).expanduser()) for p in named or []}
+    listed = [s for s in skipped if verbose or len(skipped) <= 5 or s.path in named_paths]
+    for item in listed:
+        out.print(f"  skipped {item.path}: {item.reason}", markup=False)
+    if skipped and not verbose and len(listed) < len(skipped):
+        out.print("  (--verbose lists each file and why)", markup=False)
     for path in getattr(report, "repaired", None) or []:
         out.print(
             f"  repaired {path}: an interrupted ingestion had stored only part of it; "

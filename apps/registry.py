@@ -349,6 +349,68 @@ def _describe(target: Any) -> str:
     return f"a {type(target).__name__}"
 
 
+#: The JSON schema type of each value ``json.loads`` gives.
+_JSON_TYPES: tuple[tuple[type, tuple[str, ...]], ...] = (
+    (bool, ("boolean",)),
+    (int, ("integer", "number")),
+    (float, ("number",)),
+    (str, ("string",)),
+    (list, ("array",)),
+    (dict, ("object",)),
+    (type(None), ("null",)),
+)
+
+
+def _schema_types(prop: dict[str, Any]) -> set[str]:
+    """The JSON types a property of a start event's schema takes (``$ref`` ones are objects)."""
+    options = prop.get("anyOf") or prop.get("oneOf") or [prop]
+    types: set[str] = set()
+    for option in options:
+        kind = option.get("type")
+        if isinstance(kind, list):
+            types.update(kind)
+        elif isinstance(kind, str):
+            types.add(kind)
+        elif "$ref" in option or "properties" in option:
+            types.add("object")
+        elif "enum" in option:
+            types.update(_json_types(value)[0] for value in option["enum"])
+    return types
+
+
+def _json_types(value: Any) -> tuple[str, ...]:
+    """The JSON schema types that take ``value`` (``3`` is an integer and a number)."""
+    return next((ts for cls, ts in _JSON_TYPES if isinstance(value, cls)), ())
+
+
+def text_where_expected(
+    fields: dict[str, Any], items: Iterable[str], schema: dict[str, Any]
+) -> dict[str, Any]:
+    """``fields`` (from :func:`parse_sets`) with a value kept as the text it was written as
+    where its field takes text but not the JSON value it parsed as.
+
+    ``--set user_msg=42`` gives the text ``"42"`` to a ``str`` field (and to ``str |
+    ChatMessage``), as ``--set user_msg=hello`` gives ``"hello"``; a field that takes a number
+    still gets ``42``.
+
+    Args:
+        fields: The parsed ``--set`` values.
+        items: The ``key=value`` strings they came from.
+        schema: The JSON schema of the workflow's start event (``GET /workflows`` shows it).
+    """
+    texts = {key.strip(): raw for key, _, raw in (item.partition("=") for item in items)}
+    props = schema.get("properties") or {}
+    out = dict(fields)
+    for key, value in fields.items():
+        prop = props.get(key)
+        if isinstance(value, str) or not isinstance(prop, dict) or key not in texts:
+            continue
+        types = _schema_types(prop)
+        if "string" in types and not types.intersection(_json_types(value)):
+            out[key] = texts[key]
+    return out
+
+
 def parse_sets(items: Iterable[str]) -> dict[str, Any]:
     """Parse ``key=value`` strings: JSON values when they parse, else plain strings.
 
@@ -389,4 +451,5 @@ __all__ = [
     "load_workflow_class",
     "open_qdrant_store",
     "parse_sets",
+    "text_where_expected",
 ]

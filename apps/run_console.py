@@ -4,7 +4,7 @@
 
 =======================================  ==================================================
 ``GET /``                                the run console (``apps/console/``: one page, its
-                                         script and stylesheet, nothing fetched elsewhere)
+                                         scripts and stylesheet, nothing fetched elsewhere)
 ``GET /docs``, ``GET /redoc``            Swagger UI and ReDoc on ``/openapi.json``
 ``GET /assets/{name}``                   the files of those pages
 ``GET /workflows/{name}/drawing``        all possible flows, as the engine draws them (HTML)
@@ -51,8 +51,18 @@ KEPT_RUNS = 500
 KEPT_STEPS = 10_000
 
 _MEDIA = {".js": "text/javascript", ".css": "text/css", ".png": "image/png", ".html": "text/html"}
-#: The files the pages may load, by the name they are served under.
-_OWN_ASSETS = ("console.js", "console.css", "api-docs.js")
+#: The files the pages may load, by the name they are served under (the console's script is
+#: split by concept: index.html loads them in this order).
+_OWN_ASSETS = (
+    "dom.js",
+    "api.js",
+    "forms.js",
+    "answer.js",
+    "chat.js",
+    "console.js",
+    "console.css",
+    "api-docs.js",
+)
 _OFFLINE_ASSETS = ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js", "favicon.png")
 
 

@@ -51,6 +51,7 @@ from batonflow.core.errors import (
 from ._introspect import (
     StartFieldsError,
     build_start_event,
+    chat_fields,
     external_events,
     mermaid_graph,
     start_schema,
@@ -238,6 +239,7 @@ def create_app(
                     "class": type(w).__name__,
                     "start_event": start_schema(w),
                     "accepts": sorted(external_events(w)),
+                    "chat": chat_fields(w),
                 }
                 for name, w in sorted(workflows.items())
             ]

@@ -2,17 +2,19 @@
 
 The tracing target compares batonflow with tracing off (nothing configured, the default) to the
 same engine with no instrument hook call sites at all. That second engine does not exist, so
-this module makes it: it parses the methods of ``batonflow.core.engine._runtime.Run``, removes every ``if`` whose test
-reads an instrument flag (``self._want_*``, ``instruments.wants(...)``), replaces such
-conditional expressions by their ``else`` value, sets the ``_want_*`` flags to the constant
-``False`` (no ``wants()`` lookups), and compiles the methods of ``Run`` again, in the module's own globals. Swapping them in
-and out of ``Run`` lets one process time both engines alternately.
+this module makes it: it parses the methods of ``batonflow.core.engine._runtime.Run`` and of
+its collaborators (the classes of ``RUN_CLASSES``), removes every ``if`` whose test reads an
+instrument flag (``self._want_*``, ``instruments.wants(...)``), replaces such conditional
+expressions by their ``else`` value, sets the ``_want_*`` flags to the constant ``False`` (no
+``wants()`` lookups), and compiles those methods again, in their module's own globals. Swapping
+them in and out of their classes lets one process time both engines alternately.
 """
 
 from __future__ import annotations
 import __future__
 
 import ast
+import importlib
 import inspect
 import textwrap
 from typing import Any
@@ -54,56 +56,76 @@ class _Strip(ast.NodeTransformer):
         return node
 
 
-def hookless_run_methods() -> tuple[dict[str, Any], dict[str, Any], int]:
-    """``(stripped, original, sites)``: the ``Run`` methods without and with hook call sites.
+#: The run and its collaborators: (module of batonflow.core.engine, class name).
+RUN_CLASSES = (
+    ("_runtime", "Run"),
+    ("_lanes", "Executions"),
+    ("_executing", "StepRunner"),
+    ("_boundary", "Boundaries"),
+    ("_branches", "Branches"),
+    ("_waiters", "Waits"),
+    ("_collect", "Collecting"),
+)
 
-    ``Run`` binds most of its methods from one module per concept (``_executing.py`` and
-    others), so each method is parsed from its own source and compiled in its own module's
-    globals.
-    """
+
+def _run_classes() -> list[type]:
     try:
-        from batonflow.core.engine import _runtime
+        from batonflow.core import engine
     except ImportError as exc:
-        raise Unsupported(f"batonflow.core.engine._runtime is not importable ({exc})") from exc
-    run_cls = getattr(_runtime, "Run", None)
-    if run_cls is None:
-        raise Unsupported("batonflow.core.engine._runtime has no Run class to strip")
+        raise Unsupported(f"batonflow.core.engine is not importable ({exc})") from exc
+    classes = []
+    for module_name, class_name in RUN_CLASSES:
+        try:
+            module = importlib.import_module(f"{engine.__name__}.{module_name}")
+        except ImportError as exc:
+            raise Unsupported(f"batonflow.core.engine.{module_name} is missing ({exc})") from exc
+        cls = getattr(module, class_name, None)
+        if cls is None:
+            raise Unsupported(f"batonflow.core.engine.{module_name} has no {class_name}")
+        classes.append(cls)
+    return classes
+
+
+def hookless_run_methods() -> tuple[dict[Any, Any], dict[Any, Any], int]:
+    """``(stripped, original, sites)``: the run's methods without and with hook call sites,
+    keyed by ``(class, name)``.
+
+    ``Run`` and its collaborators live in one module per concept, so each method is parsed
+    from its own source and compiled in its own module's globals.
+    """
     strip = _Strip()
-    stripped: dict[str, Any] = {}
-    original: dict[str, Any] = {}
-    for attr, fn in vars(run_cls).items():
-        if not inspect.isfunction(fn):
-            continue
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-        node = tree.body[0]
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            continue
-        before = strip.removed
-        new_fn = strip.visit(node)
-        if strip.removed == before:
-            continue  # no hook site in this method: keep the original
-        module = ast.fix_missing_locations(ast.Module(body=[new_fn], type_ignores=[]))
-        namespace: dict[str, Any] = {}
-        code = compile(
-            module,
-            f"<hookless {fn.__module__}.{fn.__qualname__}>",
-            "exec",
-            flags=__future__.annotations.compiler_flag,  # annotations stay unevaluated
-            dont_inherit=True,
-        )
-        exec(code, fn.__globals__, namespace)
-        stripped[attr] = namespace[node.name]
-        original[attr] = fn
+    stripped: dict[Any, Any] = {}
+    original: dict[Any, Any] = {}
+    for run_cls in _run_classes():
+        for attr, fn in vars(run_cls).items():
+            if not inspect.isfunction(fn):
+                continue
+            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+            node = tree.body[0]
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            before = strip.removed
+            new_fn = strip.visit(node)
+            if strip.removed == before:
+                continue  # no hook site in this method: keep the original
+            module = ast.fix_missing_locations(ast.Module(body=[new_fn], type_ignores=[]))
+            namespace: dict[str, Any] = {}
+            code = compile(
+                module,
+                f"<hookless {fn.__module__}.{fn.__qualname__}>",
+                "exec",
+                flags=__future__.annotations.compiler_flag,  # annotations stay unevaluated
+                dont_inherit=True,
+            )
+            exec(code, fn.__globals__, namespace)
+            stripped[(run_cls, attr)] = namespace[node.name]
+            original[(run_cls, attr)] = fn
     if not strip.removed:
-        raise Unsupported(
-            "found no instrument hook call sites in batonflow.core.engine._runtime.Run"
-        )
+        raise Unsupported("found no instrument hook call sites in the run's classes")
     return stripped, original, strip.removed
 
 
-def install(methods: dict[str, Any]) -> None:
-    """Put ``methods`` on ``batonflow.core.engine._runtime.Run``."""
-    from batonflow.core.engine import _runtime
-
-    for name, fn in methods.items():
-        setattr(_runtime.Run, name, fn)
+def install(methods: dict[Any, Any]) -> None:
+    """Put ``methods`` (keyed by ``(class, name)``) on their classes."""
+    for (cls, name), fn in methods.items():
+        setattr(cls, name, fn)

@@ -6,6 +6,8 @@ listed in ``__all__``.
 
 # The alias module is imported before the retry_policy function is bound below, so that
 # `import batonflow.core.retry_policy` later never replaces the function (see retry_policy.py).
+# Registers how workflows and handlers show in notebooks (the engine asks, the drawing answers).
+from . import notebook as notebook
 from . import retry_policy as _retry_policy_module  # noqa: F401
 from .checkpoints import Checkpoint as Checkpoint
 from .checkpoints import CheckpointStore as CheckpointStore

@@ -29,13 +29,7 @@ from .data.events import (
     JoinedEvents as JoinedEvents,
 )
 from .data.events import (
-    SerializableEvent as SerializableEvent,
-)
-from .data.events import (
     SerializableException as SerializableException,
-)
-from .data.events import (
-    SerializableOptionalEvent as SerializableOptionalEvent,
 )
 from .data.events import (
     SerializableOptionalException as SerializableOptionalException,
@@ -73,7 +67,7 @@ from .data.events import (
 from .data.events import (
     WorkflowTimedOutEvent as WorkflowTimedOutEvent,
 )
-from .data.events import __all__ as __all__
+from .data.events import __all__ as _events_all
 from .data.events import (
     exception_from_data as exception_from_data,
 )
@@ -83,3 +77,12 @@ from .data.events import (
 from .data.events import (
     loaded_class as loaded_class,
 )
+from .data.serialization import (
+    SerializableEvent as SerializableEvent,
+)
+from .data.serialization import (
+    SerializableOptionalEvent as SerializableOptionalEvent,
+)
+
+# Events inside events are written by the serializer: those field types live beside it.
+__all__ = sorted([*_events_all, "SerializableEvent", "SerializableOptionalEvent"])

@@ -48,7 +48,9 @@ _EXPORTS = {
     "to_qdrant_filter": ".filters",
     "IngestionReport": ".ingestion",
     "IngestionWorkflow": ".ingestion",
-    "SkippedFile": ".loading",
+    "FileSelection": ".files",
+    "SkippedFile": ".files",
+    "count_skipped": ".files",
     "QdrantQuery": ".retriever",
     "QdrantRetriever": ".retriever",
     "sample_docs_dir": ".samples",
@@ -77,10 +79,12 @@ if TYPE_CHECKING:
     from .events import RetrievedEvent as RetrievedEvent
     from .events import RetrieveEvent as RetrieveEvent
     from .events import SourcesEvent as SourcesEvent
+    from .files import FileSelection as FileSelection
+    from .files import SkippedFile as SkippedFile
+    from .files import count_skipped as count_skipped
     from .filters import to_qdrant_filter as to_qdrant_filter
     from .ingestion import IngestionReport as IngestionReport
     from .ingestion import IngestionWorkflow as IngestionWorkflow
-    from .loading import SkippedFile as SkippedFile
     from .retriever import QdrantQuery as QdrantQuery
     from .retriever import QdrantRetriever as QdrantRetriever
     from .samples import sample_docs_dir as sample_docs_dir
@@ -112,6 +116,7 @@ __all__ = [
     "BM25SparseEncoder",
     "Chunk",
     "CollectionNotFoundError",
+    "FileSelection",
     "Hit",
     "IngestProgress",
     "IngestionReport",
@@ -135,6 +140,7 @@ __all__ = [
     "StoreConfigError",
     "StoreLockedError",
     "StoreUnavailableError",
+    "count_skipped",
     "sample_docs_dir",
     "to_qdrant_filter",
 ]

@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 import portalocker
 import qdrant_edge as qe
 
+from ._payload_cache import DEFAULT_BUDGET, PayloadCache
 from .errors import StoreConfigError, StoreLockedError
-from .layout import Layout, detect
+from .layout import READ_FIELDS, Layout, detect
 from .sparse import SparseVector
 
 if TYPE_CHECKING:
@@ -48,8 +50,11 @@ class EdgeEngine:
 
     is_local = True
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, where: str, payload_cache: int = DEFAULT_BUDGET) -> None:
         self.memory = where == ":memory:"
+        # Hits' payloads read recently, per collection (see _payload_cache: why, and why safe).
+        self._cache_budget = payload_cache
+        self._caches: dict[str, PayloadCache] = {}
         self.root = (
             Path(tempfile.mkdtemp(prefix="batonflow-qdrant-")) if self.memory else Path(where)
         )
@@ -112,6 +117,7 @@ class EdgeEngine:
 
     def drop(self, collection: str) -> None:
         """Delete the collection's shard and its folder."""
+        self._caches.pop(collection, None)
         shard = self._shards.pop(collection, None)
         if shard is not None:
             shard.close()
@@ -135,11 +141,13 @@ class EdgeEngine:
             if dense is not None and layout.dense is not None:
                 vector[layout.dense] = dense
             batch.append(qe.Point(pid, vector, payload))
+        self._caches.pop(collection, None)
         shard.update(qe.UpdateOperation.upsert_points(batch))
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
         """Delete points by id."""
         if ids:
+            self._caches.pop(collection, None)
             self._need(collection).update(qe.UpdateOperation.delete_points(list(ids)))
 
     def scroll(
@@ -191,13 +199,44 @@ class EdgeEngine:
             query = qe.Query.Nearest(dense, using=layout.dense)
         else:
             return []
+        cached = fields == READ_FIELDS and self._cache_budget > 0
         request = qe.QueryRequest(
-            limit=limit, query=query, filter=to_edge_filter(flt), with_payload=fields
+            limit=limit,
+            query=query,
+            filter=to_edge_filter(flt),
+            with_payload=False if cached else fields,
         )
         found = shard.query(request)
         if fields is False:  # ids for fusion: left as the engine's objects (str() costs ~2 us)
             return [(p.id, p.score, {}) for p in found]
+        if cached:
+            # Each p.id builds a uuid.UUID (~2 us): read it once; the hit makes it a str only
+            # when its id is asked for.
+            ids = [p.id for p in found]
+            payloads = self._read_cached(collection, shard, ids)
+            return [
+                (pid, p.score, payload)
+                for pid, p in zip(ids, found, strict=True)
+                if (payload := payloads.get(_key(pid))) is not None
+            ]
         return [(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
+
+    def _read_cached(
+        self, collection: str, shard: qe.EdgeShard, ids: Sequence[Any]
+    ) -> dict[Any, dict[str, Any]]:
+        """The :data:`READ_FIELDS` payloads of ``ids`` by :func:`_key`, cached or read (kept)."""
+        cache = self._caches.get(collection)
+        if cache is None:
+            cache = self._caches[collection] = PayloadCache(self._cache_budget)
+        found, missing = cache.get_many([_key(pid) for pid in ids])
+        if missing:
+            wanted = {_key(pid): pid for pid in ids}
+            for record in shard.retrieve([wanted[k] for k in missing], READ_FIELDS, False):
+                key = _key(record.id)
+                payload = dict(record.payload or {})
+                found[key] = payload
+                cache.put(key, payload)
+        return found
 
     def retrieve(
         self, collection: str, ids: Sequence[str], fields: list[str] | bool
@@ -205,7 +244,11 @@ class EdgeEngine:
         """The payloads (``fields`` of them) of the points ``ids`` that exist."""
         if not ids:
             return {}
-        records = self._need(collection).retrieve(list(ids), fields, False)
+        shard = self._need(collection)
+        if fields == READ_FIELDS and self._cache_budget > 0:
+            payloads = self._read_cached(collection, shard, ids)
+            return {str(pid): payloads[_key(pid)] for pid in ids if _key(pid) in payloads}
+        records = shard.retrieve(list(ids), fields, False)
         return {str(r.id): dict(r.payload or {}) for r in records}
 
     def set_sparse(
@@ -219,6 +262,7 @@ class EdgeEngine:
         if not vectors or layout.sparse is None:
             return
         shard = self._need(collection)
+        self._caches.pop(collection, None)
         shard.update(
             qe.UpdateOperation.update_vectors(
                 [
@@ -248,11 +292,25 @@ class EdgeEngine:
             with contextlib.suppress(Exception):  # closing is best effort; the WAL is durable
                 shard.close()
         self._shards.clear()
+        self._caches.clear()
         with contextlib.suppress(OSError):
             portalocker.unlock(self._lock_file)
         self._lock_file.close()
         if self.memory:
             shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _key(pid: Any) -> Any:
+    """A point id as a cache key: a UUID's integer (hashed in C; a UUID hashes in Python), the
+    same for the engine's UUID objects and their strings."""
+    if isinstance(pid, uuid.UUID):
+        return pid.int
+    if isinstance(pid, str):
+        try:
+            return uuid.UUID(pid).int
+        except ValueError:
+            return pid
+    return pid
 
 
 def _config(layout: Layout) -> qe.EdgeConfig:

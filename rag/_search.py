@@ -67,7 +67,7 @@ def search(
     flat = [pid for pid, _, p in results if "_node_content" not in p and "metadata" not in p]
     if flat:  # a flat layout's metadata is every top-level field: read them whole
         whole = engine.retrieve(collection, flat, True)
-        results = [(pid, sc, whole.get(pid, p)) for pid, sc, p in results]
+        results = [(pid, sc, whole.get(str(pid), p)) for pid, sc, p in results]
     return [hit_of(pid, score, payload) for pid, score, payload in results]
 
 

@@ -60,11 +60,11 @@ class Hit:
     read, so a caller that needs ids, scores and sources pays for no JSON parsing.
     """
 
-    __slots__ = ("_metadata", "_node_json", "_text", "id", "score", "source")
+    __slots__ = ("_id", "_metadata", "_node_json", "_text", "score", "source")
 
     def __init__(
         self,
-        id: str,
+        id: Any,
         text: str | None,
         score: float,
         source: str,
@@ -72,7 +72,7 @@ class Hit:
         *,
         node_json: str | None = None,
     ) -> None:
-        self.id = id
+        self._id = id  # a str, or the engine's UUID until the id is asked for
         self.score = score
         self.source = source
         self._text = text
@@ -89,6 +89,17 @@ class Hit:
         if self._metadata is None:
             self._metadata = dict(node.get("metadata") or {})
         self._node_json = None
+
+    @property
+    def id(self) -> str:
+        """The chunk's point id."""
+        if not isinstance(self._id, str):
+            self._id = str(self._id)
+        return self._id
+
+    @id.setter
+    def id(self, value: str) -> None:
+        self._id = value
 
     @property
     def text(self) -> str:

@@ -7,7 +7,7 @@ between steps; subclasses of the workflows may emit or accept them too.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from batonflow.core import Event
 from llama_index.core.schema import NodeWithScore
@@ -17,32 +17,38 @@ from .synthesis import Source
 
 
 class IngestProgress(Event):
-    """Ingestion progress: ``done`` of ``total`` chunks are stored (streamed)."""
+    """Ingestion progress (streamed): ``done`` of ``total`` in one ``phase``.
+
+    Phases, in order: ``read`` counts files read, ``split`` documents split into chunks,
+    ``store`` chunks embedded and stored. A phase with nothing to do sends no event.
+    """
 
     done: int
     total: int
+    phase: Literal["read", "split", "store"] = "store"
 
 
 class EmbedBatchEvent(Event):
     """A batch of chunks to embed (when a model is set) and store."""
 
     chunks: list[PendingChunk]
-    total_batches: int
+    total_batches: int = 0  # unused: kept so checkpoints of earlier versions load
 
 
 class BatchStoredEvent(Event):
-    """A batch was stored: which sources got which point ids."""
+    """A batch of ``count`` chunks was stored."""
 
-    ids: dict[str, list[str]]
     count: int
-    total_batches: int
+    # unused: kept so checkpoints of earlier versions load
+    ids: dict[str, list[str]] = {}
+    total_batches: int = 0
 
 
 class IngestPlanEvent(Event):
     """What ingestion read and decided, and the number of batches to wait for."""
 
     files: int
-    skipped: list[tuple[str, str]]
+    skipped: list[tuple[str, str] | tuple[str, str, str]]  # (path, reason[, kind])
     added: list[str]
     updated: list[str]
     unchanged: list[str]
@@ -52,6 +58,8 @@ class IngestPlanEvent(Event):
     total_chunks: int
     total_batches: int
     repaired: list[str] = []
+    #: the changed sources' new content hashes: their chunks with another hash are deleted
+    changed_hashes: dict[str, str] = {}
 
 
 class QueryEvent(Event):

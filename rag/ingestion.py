@@ -14,11 +14,18 @@ versions' chunks) is written again whole and reported as ``repaired``. Files tha
 from a folder and are gone from it are removed from the collection. ``run(force=True)``
 re-ingests everything.
 
-Steps: ``load`` reads, compares and splits (bad files are skipped and reported), then sends the
-chunks in batches; ``embed_and_store`` (up to four batches at once) embeds a batch when an
-embedding model is set and upserts it; ``finish`` counts progress, waits for every batch with
-``ctx.collect_events`` and deletes each changed source's chunks left over from its earlier
-version. Progress is streamed as :class:`IngestProgress` events.
+Which files are read under a folder is :class:`~batonflow.rag.files.FileSelection`
+(``required_exts=``, ``file_extractor=``, ``exclude_hidden=``, as llama-index's
+``SimpleDirectoryReader``); every file not read is in the report's ``skipped`` with its reason.
+
+Steps: ``load`` reads a few files at a time, compares and splits them (bad files are skipped
+and reported) and sends their chunks on in batches as it goes, waiting while eight batches are
+not stored yet (so memory holds a few batches, not the folder; :mod:`._ingest_run`);
+``embed_and_store`` (up to four batches at once) embeds a batch when an embedding model is set
+and upserts it; ``finish`` counts stored batches and, once the plan and all of them are in,
+deletes each changed source's chunks left over from its earlier version (those with another
+content hash). Progress is streamed as :class:`IngestProgress` events for every phase (files read,
+documents split, chunks stored), and drawn as bars with ``run(..., show_progress=True)``.
 """
 
 from __future__ import annotations
@@ -34,17 +41,18 @@ from llama_index.core import Document
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import BaseModel, Field
 
+from . import progress
+from ._ingest_run import Plan as _Plan
+from ._ingest_run import Sender as _Sender
 from .errors import StoreConfigError
-from .events import BatchStoredEvent, EmbedBatchEvent, IngestPlanEvent, IngestProgress
-from .loading import (
-    SkippedFile,
-    check_transformations,
-    content_hashes,
-    load_files,
-    source_of,
-    split_documents,
-)
+from .events import BatchStoredEvent, EmbedBatchEvent, IngestPlanEvent
+from .files import FileSelection, SkippedFile, discover, read_files
+from .loading import check_transformations, content_hashes, source_of, split_documents
 from .store import QdrantStore
+
+#: Files read, and documents split, per worker-thread call (and per progress event).
+_READ_BATCH = 16
+_SPLIT_BATCH = 32
 
 
 class IngestionReport(BaseModel):
@@ -89,11 +97,20 @@ class IngestionWorkflow(Workflow):
             ``SentenceSplitter()`` by default.
         embed_batch_size: chunks per embedding (and store) batch. A source whose chunks span
             several batches is only taken as stored once all of them are (see the module docs).
+        required_exts: read only files with these suffixes under the given paths (``""`` for
+            files without one); see :mod:`batonflow.rag.files` for the default.
+        file_extractor: a llama-index reader per suffix (``{".html": reader}``).
+        exclude_hidden: leave out files and folders whose name starts with a dot (reported).
         timeout: the run's time limit in seconds (``None``: no limit).
         **kwargs: passed to :class:`~batonflow.core.Workflow`.
 
+    ``run()`` takes ``paths=``, ``documents=``, ``force=True`` (re-ingest everything) and
+    ``show_progress=True`` (draw a progress bar per phase on stderr, as llama-index's ingestion
+    does).
+
     Raises:
-        RAGConfigError: ``splitter=`` holds something that is not a llama-index transformation.
+        RAGConfigError: ``splitter=`` holds something that is not a llama-index transformation,
+            or ``required_exts`` / ``file_extractor`` are malformed.
         StoreConfigError: ``embed_batch_size < 1``.
     """
 
@@ -105,11 +122,19 @@ class IngestionWorkflow(Workflow):
         splitter: Any = None,
         embed_batch_size: int = 64,
         timeout: float | None = None,
+        required_exts: list[str] | None = None,
+        file_extractor: dict[str, Any] | None = None,
+        exclude_hidden: bool = True,
         **kwargs: Any,
     ) -> None:
         if embed_batch_size < 1:
             raise StoreConfigError(f"embed_batch_size must be at least 1, got {embed_batch_size}.")
         self.transformations = check_transformations(splitter)
+        self.files = FileSelection(
+            required_exts=None if required_exts is None else tuple(required_exts),
+            file_extractor=file_extractor or {},
+            exclude_hidden=exclude_hidden,
+        )
         super().__init__(timeout=timeout, **kwargs)
         self.store = store if store is not None else QdrantStore()
         self.embed_model = embed_model
@@ -120,58 +145,84 @@ class IngestionWorkflow(Workflow):
     async def load(
         self, ctx: Context, ev: StartEvent
     ) -> IngestPlanEvent | EmbedBatchEvent | StopEvent:
-        """Read the inputs, skip unchanged sources, split the rest and send them on in batches."""
+        """Read the inputs a few files at a time, skip unchanged sources, split the rest and
+        send their chunks on in batches as they come (at most :data:`MAX_IN_FLIGHT` batches
+        wait to be stored, so memory holds a few batches, not the whole folder)."""
         paths, documents = _inputs(ev)
-        docs, files, skipped = await asyncio.to_thread(load_files, paths)
-        docs.extend(documents)
-        hashes = content_hashes(docs, self.transformations, self.embed_model)
-        stored = await self.store.astored_sources()
+        show = bool(ev.get("show_progress", False))
         force = bool(ev.get("force", False))
-        unchanged = [
-            s
-            for s, h in hashes.items()
-            if not force and s in stored and stored[s].complete and stored[s].content_hash == h
-        ]
-        added = [s for s in hashes if s not in stored]
-        repaired = [s for s in hashes if s in stored and not stored[s].complete]
-        updated = [s for s in hashes if s in stored and s not in unchanged and s not in repaired]
-        gone = _gone_sources(paths, stored, hashes, skipped)
+        await ctx.store.set("ingest_done", 0)
+        await ctx.store.set("ingest_total", 0)
+        await ctx.store.set("ingest_stored_batches", 0)
+        await ctx.store.set("ingest_show_progress", show)
+        found, skipped = await asyncio.to_thread(discover, paths, self.files)
+        stored = await self.store.astored_sources()
+        plan = _Plan(stored, force)
+        sender = _Sender(ctx, self.embed_batch_size, show)
+        if found:
+            progress.report(ctx, "read", 0, len(found), show=show)
+        for start in range(0, len(found), _READ_BATCH):
+            batch = found[start : start + _READ_BATCH]
+            docs, read, more_skipped = await asyncio.to_thread(read_files, batch, self.files)
+            plan.files += len(read)
+            skipped += more_skipped
+            progress.report(ctx, "read", start + len(batch), len(found), show=show)
+            await self._ingest(ctx, docs, plan, sender)
+        by_source: dict[str, list[Document]] = {}
+        for doc in documents:
+            by_source.setdefault(source_of(doc), []).append(doc)
+        group: list[Document] = []
+        for docs in by_source.values():
+            group += docs
+            if len(group) >= _SPLIT_BATCH:
+                await self._ingest(ctx, group, plan, sender)
+                group = []
+        await self._ingest(ctx, group, plan, sender)
+        await sender.flush()
+        gone = _gone_sources(paths, stored, plan.seen, skipped)
         chunks_removed = await self.store.adelete_sources(gone) if gone else 0
-        skip = set(unchanged)
-        changed_docs = [d for d in docs if source_of(d) not in skip]
-        pending = await asyncio.to_thread(
-            split_documents, changed_docs, self.transformations, hashes
-        )
         report = {
-            "files": len(files),
+            "files": plan.files,
             "skipped": [tuple(s) for s in skipped],
-            "added": added,
-            "updated": updated,
-            "unchanged": unchanged,
+            "added": plan.added,
+            "updated": plan.updated,
+            "unchanged": plan.unchanged,
             "removed": gone,
             "chunks_removed": chunks_removed,
-            "repaired": repaired,
+            "repaired": plan.repaired,
         }
-        if not pending:
+        if not sender.batches:
             # Sources that changed into nothing (all blank chunks) lose their old chunks too.
-            if updated or repaired:
-                report["chunks_removed"] += await self.store.adelete_sources(updated + repaired)
+            report["chunks_removed"] += await self.store.aprune_stale(plan.changed)
+            progress.close(ctx)
             return StopEvent(
                 result=IngestionReport(**{**report, "skipped": [SkippedFile(*s) for s in skipped]})
             )
-        size = self.embed_batch_size
-        batches = [pending[i : i + size] for i in range(0, len(pending), size)]
-        await ctx.store.set("ingest_done", 0)
-        await ctx.store.set("ingest_total", len(pending))
-        ctx.write_event_to_stream(IngestProgress(done=0, total=len(pending)))
-        for batch in batches:
-            ctx.send_event(EmbedBatchEvent(chunks=batch, total_batches=len(batches)))
         return IngestPlanEvent(
             **report,
-            changed=added + updated + repaired,
-            total_chunks=len(pending),
-            total_batches=len(batches),
+            changed=list(plan.changed),
+            changed_hashes=plan.changed,
+            total_chunks=sender.chunks,
+            total_batches=sender.batches,
         )
+
+    async def _ingest(
+        self, ctx: Context, docs: list[Document], plan: _Plan, sender: _Sender
+    ) -> None:
+        """Compare, split and send on one batch of documents (a source's all in it)."""
+        if not docs:
+            return
+        hashes = content_hashes(docs, self.transformations, self.embed_model)
+        changed = plan.decide(hashes)
+        todo = [d for d in docs if source_of(d) in changed]
+        if not todo:
+            return
+        plan.split_total += len(todo)
+        progress.report(ctx, "split", plan.split_done, plan.split_total, show=sender.show)
+        pending = await asyncio.to_thread(split_documents, todo, self.transformations, hashes)
+        plan.split_done += len(todo)
+        progress.report(ctx, "split", plan.split_done, plan.split_total, show=sender.show)
+        await sender.add(pending)
 
     @step(num_workers=4)
     async def embed_and_store(self, ev: EmbedBatchEvent) -> BatchStoredEvent:
@@ -184,45 +235,42 @@ class IngestionWorkflow(Workflow):
         else:
             chunks = [p.to_chunk() for p in ev.chunks]
         await self.store.aupsert(chunks)
-        ids: dict[str, list[str]] = {}
-        for c in chunks:
-            ids.setdefault(c.source, []).append(c.id)
-        return BatchStoredEvent(ids=ids, count=len(chunks), total_batches=ev.total_batches)
+        return BatchStoredEvent(count=len(chunks))
 
     @step(num_workers=1)
     async def finish(
         self, ctx: Context, ev: IngestPlanEvent | BatchStoredEvent
     ) -> StopEvent | None:
-        """Stream progress; once every batch is stored, prune stale chunks and report."""
-        total_batches = ev.total_batches
+        """Count stored batches; once the plan is in and every batch stored, drop the changed
+        sources' old chunks and report. (One worker: its read-modify-writes do not race.)"""
         if isinstance(ev, BatchStoredEvent):
-            # One finish worker at a time, so this read-modify-write is not racing itself.
+            _Sender.stored(ctx)
             done = await ctx.store.get("ingest_done", default=0) + ev.count
             await ctx.store.set("ingest_done", done)
-            total = await ctx.store.get("ingest_total")
-            ctx.write_event_to_stream(IngestProgress(done=done, total=total))
-        collected = ctx.collect_events(ev, [IngestPlanEvent] + [BatchStoredEvent] * total_batches)
-        if collected is None:
+            batches = await ctx.store.get("ingest_stored_batches", default=0) + 1
+            await ctx.store.set("ingest_stored_batches", batches)
+            total = await ctx.store.get("ingest_total", default=done)
+            show = await ctx.store.get("ingest_show_progress", default=False)
+            progress.report(ctx, "store", done, max(total, done), show=show)
+        else:
+            await ctx.store.set("ingest_plan", ev.model_dump(mode="json"))
+            batches = await ctx.store.get("ingest_stored_batches", default=0)
+        plan = await ctx.store.get("ingest_plan", default=None)
+        if plan is None or batches < plan["total_batches"]:
             return None
-        plan = collected[0]
-        if not isinstance(plan, IngestPlanEvent):  # collect_events keeps the requested order
-            raise TypeError(f"expected IngestPlanEvent first, got {type(plan).__name__}")
-        keep: dict[str, set[str]] = {source: set() for source in plan.changed}
-        for stored in collected[1:]:
-            for source, ids in stored.ids.items():
-                keep.setdefault(source, set()).update(ids)
-        removed = await self.store.aprune_many(keep)
+        removed = await self.store.aprune_stale(plan["changed_hashes"])
+        progress.close(ctx)
         return StopEvent(
             result=IngestionReport(
-                files=plan.files,
-                chunks=plan.total_chunks,
-                skipped=[SkippedFile(*s) for s in plan.skipped],
-                added=plan.added,
-                updated=plan.updated,
-                unchanged=plan.unchanged,
-                removed=plan.removed,
-                chunks_removed=plan.chunks_removed + removed,
-                repaired=plan.repaired,
+                files=plan["files"],
+                chunks=plan["total_chunks"],
+                skipped=[SkippedFile(*s) for s in plan["skipped"]],
+                added=plan["added"],
+                updated=plan["updated"],
+                unchanged=plan["unchanged"],
+                removed=plan["removed"],
+                chunks_removed=plan["chunks_removed"] + removed,
+                repaired=plan["repaired"],
             )
         )
 

@@ -102,6 +102,11 @@ def hit_of(point_id: Any, score: float, payload: dict[str, Any] | None) -> Hit:
     ``_node_content`` is kept undecoded in the hit until its text or metadata is read.
     """
     payload = payload or {}
+    content = payload.get("_node_content")
+    source = payload.get("source")
+    if isinstance(content, str) and source and "text" not in payload:
+        # batonflow's own layout, the common case: everything else is decoded when read.
+        return Hit(point_id, None, float(score), str(source), None, node_json=content)
     text = payload.get("text")
     metadata = payload.get("metadata")
     content = payload.get("_node_content")
@@ -121,7 +126,7 @@ def hit_of(point_id: Any, score: float, payload: dict[str, Any] | None) -> Hit:
         )
         source = meta.get("file_path") or meta.get("source") or ""
     return Hit(
-        id=str(point_id),
+        id=point_id,
         text=None if text is None else str(text),
         score=float(score),
         source=str(source),

@@ -1,23 +1,17 @@
-"""Reading files and splitting documents into chunks, for ingestion.
+"""Splitting documents into chunks and hashing them, for ingestion.
 
-Files are read with llama-index-core's ``SimpleDirectoryReader`` (Markdown and text; PDF when
-``batonflow[pdf]`` is installed) one at a time, so a bad file (binary, not UTF-8, empty,
-unreadable) is skipped with a reason instead of failing the whole ingestion. Documents are split
-with any llama-index node parser (``SentenceSplitter`` by default).
+Documents are split with any llama-index node parser (``SentenceSplitter`` by default). Which
+files are read, and how, is :mod:`batonflow.rag.files` (re-exported here, where it used to live).
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import logging
-import os
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from llama_index.core import Document, SimpleDirectoryReader
+from llama_index.core import Document
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.ingestion import run_transformations
 from llama_index.core.node_parser import SentenceSplitter
@@ -25,33 +19,13 @@ from llama_index.core.schema import MetadataMode, TransformComponent
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import RAGConfigError
+from .files import PDF_SUFFIX as PDF_SUFFIX
+from .files import TEXT_SUFFIXES as TEXT_SUFFIXES
+from .files import SkippedFile as SkippedFile
+from .files import discover as discover
+from .files import load_files as load_files
+from .files import read_file as read_file
 from .store import Chunk
-
-#: File types ingestion reads (lowercase suffixes).
-TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
-PDF_SUFFIX = ".pdf"
-_SNIFF_BYTES = 8192
-
-
-class _NoReadersFileWarning(logging.Filter):
-    # SimpleDirectoryReader logs "llama-index-readers-file package not found" for every file it
-    # reads when that optional package is missing; ingestion reports PDFs itself, so drop it.
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "`llama-index-readers-file` package not found" not in record.getMessage()
-
-
-logging.getLogger("llama_index.core.readers.file.base").addFilter(_NoReadersFileWarning())
-
-
-class SkippedFile(NamedTuple):
-    """A file ingestion did not read, and why."""
-
-    path: str
-    reason: str
-
-
-class _Skip(Exception):
-    """Internal: this file cannot be ingested, for the reason given."""
 
 
 class PendingChunk(BaseModel):
@@ -82,102 +56,6 @@ class PendingChunk(BaseModel):
             content_hash=self.content_hash,
             source_chunks=self.source_chunks,
         )
-
-
-def discover(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[Path], list[SkippedFile]]:
-    """The files to read under ``paths`` (files and folders, recursively), and those refused.
-
-    Files named directly must have a supported suffix (else they are reported); inside folders,
-    other file types and hidden files are ignored quietly.
-    """
-    files: dict[Path, None] = {}
-    skipped: list[SkippedFile] = []
-    for raw in paths:
-        path = Path(raw).expanduser()
-        if path.is_dir():
-            for found in sorted(path.rglob("*")):
-                rel = found.relative_to(path)
-                if any(part.startswith(".") for part in rel.parts):
-                    continue
-                if found.is_file() and _supported(found):
-                    files.setdefault(found.resolve(), None)
-        elif path.is_file():
-            if _supported(path):
-                files.setdefault(path.resolve(), None)
-            else:
-                skipped.append(
-                    SkippedFile(
-                        str(path),
-                        f"unsupported file type {path.suffix or '(none)'!r}; batonflow reads "
-                        f"{', '.join((*TEXT_SUFFIXES, PDF_SUFFIX))}",
-                    )
-                )
-        else:
-            skipped.append(SkippedFile(str(path), "no such file or directory"))
-    return list(files), skipped
-
-
-def _supported(path: Path) -> bool:
-    return path.suffix.lower() in (*TEXT_SUFFIXES, PDF_SUFFIX)
-
-
-def read_file(path: Path) -> list[Document]:
-    """Read one file into documents.
-
-    Raises:
-        _Skip: the file is binary, not UTF-8, empty, unreadable, or a PDF without PDF support.
-    """
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
-    except OSError as exc:
-        raise _Skip(f"unreadable: {exc.strerror or exc}") from exc
-    is_pdf = path.suffix.lower() == PDF_SUFFIX
-    if is_pdf:
-        if not _pdf_support():
-            raise _Skip("PDF support is not installed; run pip install 'batonflow[pdf]'")
-    elif b"\x00" in head:
-        raise _Skip("binary file, not text")
-    try:
-        reader = SimpleDirectoryReader(input_files=[path], errors="strict", raise_on_error=True)
-        docs = reader.load_data()
-    except UnicodeDecodeError as exc:
-        raise _Skip(f"not UTF-8 text (byte {exc.start}: {exc.reason})") from exc
-    except Exception as exc:  # a reader's failure on one file must not stop the others
-        raise _Skip(f"unreadable: {type(exc).__name__}: {exc}") from exc
-    docs = [d for d in docs if d.text.strip()]
-    if not docs:
-        raise _Skip("empty: no text")
-    source = str(path)
-    for doc in docs:
-        doc.metadata["file_path"] = source
-    return docs
-
-
-def _pdf_support() -> bool:
-    # SimpleDirectoryReader reads PDFs with llama-index-readers-file; without it, it would
-    # return the raw PDF bytes as "text".
-    try:
-        return importlib.util.find_spec("llama_index.readers.file") is not None
-    except ModuleNotFoundError:  # the parent package llama_index.readers is missing too
-        return False
-
-
-def load_files(
-    paths: Iterable[str | os.PathLike[str]],
-) -> tuple[list[Document], list[str], list[SkippedFile]]:
-    """Read every supported file under ``paths``: (documents, files read, files skipped)."""
-    files, skipped = discover(paths)
-    documents: list[Document] = []
-    read: list[str] = []
-    for path in files:
-        try:
-            documents.extend(read_file(path))
-        except _Skip as skip:
-            skipped.append(SkippedFile(str(path), str(skip)))
-        else:
-            read.append(str(path))
-    return documents, read, skipped
 
 
 def source_of(doc: Document) -> str:

@@ -3,61 +3,28 @@
 // Views (the URL's hash): "#/" workflows and runs, "#/start/NAME" the start form built from the
 // workflow's start-event JSON schema, "#/runs/ID" one run: its live event timeline (Server-Sent
 // Events read with fetch, so the bearer token can be sent, resumed with Last-Event-ID after a
-// drop), its drawing, steps, state, result or error, an answer box while it waits, cancel.
+// drop), its drawing, steps, state, result or error, an answer box while it waits, cancel; an
+// agent's run shows its conversation too. "#/chat/NAME/RUN,RUN..." is an agent's chat (chat.js).
 // Everything shown from the server goes through textContent: no data is parsed as HTML, and
 // drawings are shown in sandboxed iframes.
+//
+// The script is split by concept, each file loaded by index.html in this order and sharing
+// window.batonflow: dom.js (building the page), api.js (the token, requests, a run's event
+// stream), forms.js (forms from JSON schemas), answer.js (the answer form of a waiting run),
+// chat.js (an agent's run as a conversation, and the chat page), then this file: the token
+// prompt, the views and the routing.
 (function () {
   "use strict";
 
-  var TOKEN_KEY = "batonflow.token";
-  var STATUSES = ["running", "waiting", "completed", "failed", "cancelled", "timed_out", "interrupted"];
-  var FINISHED = ["completed", "failed", "cancelled", "timed_out", "interrupted"];
+  var bf = window.batonflow;
+  var el = bf.el, api = bf.api, problem = bf.problem, statusBadge = bf.statusBadge;
+  var clock = bf.clock, duration = bf.duration, runDuration = bf.runDuration, compact = bf.compact;
+  var every = bf.every, showDrawing = bf.showDrawing, drawingFrame = bf.drawingFrame;
+  var workflows = bf.workflows, openapi = bf.openapi, schemaFields = bf.schemaFields;
+  var followEvents = bf.followEvents, answerForm = bf.answerForm, token = bf.token;
+  var STATUSES = bf.STATUSES, FINISHED = bf.FINISHED, TOKEN_KEY = bf.TOKEN_KEY;
+  var cleanups = bf.cleanups;
   var app = document.getElementById("app");
-  var cache = { workflows: null, openapi: null };
-  var cleanups = [];
-
-  // -- talking to the API --------------------------------------------------------------------
-
-  function token() {
-    return sessionStorage.getItem(TOKEN_KEY) || "";
-  }
-
-  function authHeaders(extra) {
-    var headers = Object.assign({}, extra || {});
-    if (token()) headers.Authorization = "Bearer " + token();
-    return headers;
-  }
-
-  function ApiError(status, detail) {
-    this.status = status;
-    this.message = detail;
-  }
-  ApiError.prototype = Object.create(Error.prototype);
-
-  function detailOf(data, status) {
-    if (data && typeof data === "object" && data.detail !== undefined) {
-      return typeof data.detail === "string" ? data.detail : JSON.stringify(data.detail);
-    }
-    return "The server answered " + status + (data ? ": " + String(data).slice(0, 300) : ".");
-  }
-
-  async function api(path, options) {
-    options = options || {};
-    var init = { method: options.method || "GET", headers: authHeaders() };
-    if (options.json !== undefined) {
-      init.body = JSON.stringify(options.json);
-      init.headers["Content-Type"] = "application/json";
-    }
-    var response = await fetch(path, init);
-    if (response.status === 401) {
-      askForToken(token() ? "The server refused this token; enter the right one." : "");
-      throw new ApiError(401, "This server needs its token.");
-    }
-    var type = response.headers.get("content-type") || "";
-    var data = type.indexOf("json") >= 0 ? await response.json() : await response.text();
-    if (!response.ok) throw new ApiError(response.status, detailOf(data, response.status));
-    return data;
-  }
 
   // -- the token -----------------------------------------------------------------------------
 
@@ -99,190 +66,7 @@
     showTokenState();
     route();
   });
-
-  // -- building the page ---------------------------------------------------------------------
-
-  function el(tag, attrs) {
-    var node = document.createElement(tag);
-    Object.keys(attrs || {}).forEach(function (key) {
-      var value = attrs[key];
-      if (value === undefined || value === null || value === false) return;
-      if (key.slice(0, 2) === "on") node.addEventListener(key.slice(2), value);
-      else if (key === "dataset") Object.assign(node.dataset, value);
-      else if (key in node && key !== "list") node[key] = value;
-      else node.setAttribute(key, value === true ? "" : value);
-    });
-    for (var i = 2; i < arguments.length; i++) append(node, arguments[i]);
-    return node;
-  }
-
-  function append(node, child) {
-    if (child === undefined || child === null || child === false) return;
-    if (Array.isArray(child)) child.forEach(function (c) { append(node, c); });
-    else node.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
-
-  function statusBadge(status) {
-    return el("span", { className: "status " + status, dataset: { status: status } }, status);
-  }
-
-  function problem(error) {
-    return el("p", { className: "error", role: "alert" }, error.message || String(error));
-  }
-
-  function clock(seconds) {
-    return new Date(seconds * 1000).toLocaleTimeString([], { hour12: false });
-  }
-
-  function duration(seconds) {
-    if (seconds < 1) return Math.round(seconds * 1000) + " ms";
-    if (seconds < 60) return seconds.toFixed(1) + " s";
-    var minutes = Math.floor(seconds / 60);
-    if (minutes < 60) return minutes + " min " + Math.round(seconds % 60) + " s";
-    return Math.floor(minutes / 60) + " h " + (minutes % 60) + " min";
-  }
-
-  function runDuration(run) {
-    var end = FINISHED.indexOf(run.status) >= 0 ? run.updated_at : Date.now() / 1000;
-    return duration(Math.max(0, end - run.created_at));
-  }
-
-  function compact(value, limit) {
-    var text = typeof value === "string" ? value : JSON.stringify(value);
-    limit = limit || 400;
-    return text.length > limit ? text.slice(0, limit) + "…" : text;
-  }
-
-  function every(ms, fn) {
-    var id = setInterval(fn, ms);
-    cleanups.push(function () { clearInterval(id); });
-  }
-
-  async function workflows() {
-    if (!cache.workflows) cache.workflows = (await api("workflows")).workflows;
-    return cache.workflows;
-  }
-
-  async function openapi() {
-    if (!cache.openapi) cache.openapi = await api("openapi.json");
-    return cache.openapi;
-  }
-
-  function showDrawing(frame, html) {
-    if (frame.dataset.html !== html) {
-      frame.dataset.html = html;
-      frame.srcdoc = html;
-    }
-  }
-
-  function drawingFrame(title) {
-    // No scripts, no same-origin access: the drawing is a static SVG page.
-    return el("iframe", { className: "drawing", sandbox: "", title: title });
-  }
-
-  // -- forms from JSON schemas ---------------------------------------------------------------
-
-  function resolve(schema, root) {
-    var seen = 0;
-    while (schema && schema.$ref && seen++ < 20) {
-      var parts = schema.$ref.replace(/^#\//, "").split("/");
-      var node = root;
-      parts.forEach(function (part) { node = node ? node[part] : undefined; });
-      schema = node;
-    }
-    if (schema && Array.isArray(schema.anyOf)) {
-      var real = schema.anyOf.filter(function (s) { return s.type !== "null"; });
-      if (real.length === 1) {
-        var merged = Object.assign({}, resolve(real[0], root), { nullable: true });
-        ["title", "default", "description"].forEach(function (k) {
-          if (schema[k] !== undefined) merged[k] = schema[k];
-        });
-        return merged;
-      }
-    }
-    return schema || {};
-  }
-
-  // One input per property; returns the form's fields and a function reading their values.
-  function schemaFields(schema, root, prefix) {
-    schema = resolve(schema, root);
-    var props = schema.properties || {};
-    var required = schema.required || [];
-    var readers = [];
-    var nodes = [];
-    Object.keys(props).forEach(function (name) {
-      var prop = resolve(props[name], root);
-      var id = prefix + "-" + name;
-      var isRequired = required.indexOf(name) >= 0;
-      var kind = prop.type || (typeof prop.default === "string" ? "text" : "json");
-      var hint = kind + (isRequired ? ", required" : "");
-      var input;
-      var read;
-      if (Array.isArray(prop.enum)) {
-        input = el("select", { id: id, name: name },
-          prop.enum.map(function (v) { return el("option", { value: JSON.stringify(v) }, String(v)); }));
-        if (prop.default !== undefined) input.value = JSON.stringify(prop.default);
-        read = function () { return JSON.parse(input.value); };
-      } else if (prop.type === "boolean") {
-        input = el("input", { id: id, name: name, type: "checkbox", checked: prop.default === true });
-        read = function () { return input.checked; };
-      } else if (prop.type === "integer" || prop.type === "number") {
-        input = el("input", { id: id, name: name, type: "number",
-          step: prop.type === "integer" ? "1" : "any", required: isRequired });
-        if (prop.default !== undefined && prop.default !== null) input.value = prop.default;
-        read = function () { return input.value === "" ? undefined : Number(input.value); };
-      } else if (prop.type === "string" || (!prop.type && typeof prop.default === "string")) {
-        input = el("input", { id: id, name: name, type: "text", required: isRequired });
-        if (prop.default !== undefined && prop.default !== null) input.value = prop.default;
-        read = function () { return input.value === "" && !isRequired ? undefined : input.value; };
-      } else {
-        input = el("textarea", { id: id, name: name, placeholder: "JSON" });
-        if (prop.default !== undefined) input.value = JSON.stringify(prop.default);
-        read = function () {
-          if (input.value.trim() === "") return undefined;
-          try {
-            return JSON.parse(input.value);
-          } catch (e) {
-            throw new Error("Field '" + name + "' is not valid JSON: " + e.message);
-          }
-        };
-      }
-      nodes.push(el("div", { className: "field" },
-        el("label", { htmlFor: id }, prop.title || name, el("span", { className: "hint" }, hint)),
-        input,
-        prop.description ? el("div", { className: "muted" }, prop.description) : null));
-      readers.push([name, read]);
-    });
-    var free = null;
-    if (!Object.keys(props).length) {
-      free = el("textarea", { id: prefix + "-json", name: "json", placeholder: '{"field": "value"}' });
-      free.value = "{}";
-      nodes.push(el("div", { className: "field" },
-        el("label", { htmlFor: free.id }, "Fields", el("span", { className: "hint" }, "a JSON object")),
-        free));
-    }
-    function values() {
-      if (free) {
-        var parsed;
-        try {
-          parsed = JSON.parse(free.value || "{}");
-        } catch (e) {
-          throw new Error("The fields are not valid JSON: " + e.message);
-        }
-        if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
-          throw new Error("The fields must be a JSON object, like {\"topic\": \"x\"}.");
-        }
-        return parsed;
-      }
-      var out = {};
-      readers.forEach(function (pair) {
-        var v = pair[1]();
-        if (v !== undefined) out[pair[0]] = v;
-      });
-      return out;
-    }
-    return { nodes: nodes, values: values };
-  }
+  bf.askForToken = askForToken;
 
   // -- view: workflows and runs --------------------------------------------------------------
 
@@ -311,6 +95,7 @@
         el("h3", {}, w.name),
         el("div", { className: "meta" }, w.class + (w.accepts.length ? " · accepts " + w.accepts.join(", ") : "")),
         el("div", { className: "row" },
+          w.chat ? el("a", { className: "button", href: "#/chat/" + encodeURIComponent(w.name) }, "Chat") : null,
           el("a", { className: "button", href: "#/start/" + encodeURIComponent(w.name) }, "Start a run"),
           toggle),
         holder);
@@ -401,127 +186,6 @@
 
   // -- view: one run -------------------------------------------------------------------------
 
-  // Reads GET runs/ID/events with fetch (EventSource cannot send a bearer header); after a drop
-  // it reconnects with Last-Event-ID = the last id seen, so no event is lost or repeated.
-  function followEvents(runId, onMessage, onState) {
-    var stopped = false;
-    var lastId = 0;
-    var connection = null;
-    var connections = 0;
-
-    async function connectOnce() {
-      connection = new AbortController();
-      var headers = authHeaders({ Accept: "text/event-stream" });
-      if (lastId) headers["Last-Event-ID"] = String(lastId);
-      connections += 1;
-      onState(connections > 1 ? "reconnected after event " + lastId : "live", connections);
-      var response = await fetch("runs/" + encodeURIComponent(runId) + "/events", { headers: headers, signal: connection.signal });
-      if (!response.ok) {
-        var data = await response.json().catch(function () { return null; });
-        throw new ApiError(response.status, detailOf(data, response.status));
-      }
-      var reader = response.body.getReader();
-      var decoder = new TextDecoder();
-      var buffer = "";
-      for (;;) {
-        var chunk = await reader.read();
-        if (chunk.done) return false;
-        buffer += decoder.decode(chunk.value, { stream: true }).replace(/\r\n/g, "\n");
-        var cut;
-        while ((cut = buffer.indexOf("\n\n")) >= 0) {
-          var block = buffer.slice(0, cut);
-          buffer = buffer.slice(cut + 2);
-          var message = { id: null, event: "message", data: "" };
-          block.split("\n").forEach(function (line) {
-            if (!line || line[0] === ":") return;
-            var colon = line.indexOf(":");
-            var field = colon < 0 ? line : line.slice(0, colon);
-            var value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
-            if (field === "data") message.data += (message.data ? "\n" : "") + value;
-            else if (field === "id" || field === "event") message[field] = value;
-          });
-          if (!message.data) continue;
-          if (message.id !== null) lastId = Number(message.id);
-          message.data = JSON.parse(message.data);
-          onMessage(message);
-          if (message.event === "end") return true;
-        }
-      }
-    }
-
-    (async function loop() {
-      while (!stopped) {
-        try {
-          if (await connectOnce()) {
-            onState("ended", connections);
-            return;
-          }
-        } catch (e) {
-          if (stopped) return;
-          if (e instanceof ApiError && e.status !== 503) {
-            onState(e.message, connections);
-            return;
-          }
-        }
-        if (stopped) return;
-        onState("reconnecting…", connections);
-        await new Promise(function (r) { setTimeout(r, 500); });
-      }
-    })();
-
-    return {
-      stop: function () {
-        stopped = true;
-        if (connection) connection.abort();
-      },
-      // Cut the connection as a network drop would (the loop reconnects); the tests use it.
-      drop: function () {
-        if (connection) connection.abort();
-      },
-    };
-  }
-
-  async function answerForm(run, prompt, onSent) {
-    var list = await workflows();
-    var workflow = list.find(function (w) { return w.name === run.workflow; });
-    var types = (workflow ? workflow.accepts.slice() : []);
-    if (types.indexOf("HumanResponseEvent") < 0) types.push("HumanResponseEvent");
-    var schemas = (await openapi()).components.schemas;
-    var fieldsBox = el("div");
-    var form = null;
-    var picker = el("select", { id: "answer-type", name: "type", "aria-label": "event type" },
-      types.map(function (t) { return el("option", { value: t }, t); }));
-    function showFields() {
-      var envelope = schemas["Send" + picker.value];
-      var dataSchema = envelope ? envelope.properties.data : { type: "object" };
-      form = schemaFields(dataSchema, { components: { schemas: schemas } }, "answer");
-      fieldsBox.replaceChildren.apply(fieldsBox, form.nodes);
-    }
-    picker.addEventListener("change", showFields);
-    picker.value = types[0];
-    showFields();
-    var error = el("p", { className: "error", role: "alert", hidden: true });
-    var send = el("button", { className: "primary", type: "submit", name: "answer" }, "Send the answer");
-    return el("form", { id: "answer-form", className: "card answer", onsubmit: async function (event) {
-      event.preventDefault();
-      error.hidden = true;
-      send.disabled = true;
-      try {
-        await api("runs/" + encodeURIComponent(run.run_id) + "/events", { method: "POST", json: { type: picker.value, data: form.values() } });
-        onSent();
-      } catch (e) {
-        error.textContent = e.message;
-        error.hidden = false;
-        send.disabled = false;
-      }
-    } },
-      el("div", { className: "prompt", id: "answer-prompt" }, prompt || "The run waits for an answer."),
-      el("div", { className: "row" }, el("span", { className: "muted" }, "as"), picker),
-      fieldsBox,
-      el("div", { className: "row", style: "margin-top:10px" }, send),
-      error);
-  }
-
   async function runView(runId) {
     var run = await api("runs/" + encodeURIComponent(runId));
     var resumable = false;
@@ -537,6 +201,11 @@
     var stateBox = el("pre", { className: "json", id: "state" }, "…");
     var steps = el("tbody", { id: "steps" });
     var answering = false;
+    // An agent's run reads as a conversation, its questions answered inline (chat.js).
+    var workflow = (await workflows()).find(function (w) { return w.name === run.workflow; });
+    var chat = workflow && workflow.chat ? bf.transcript(run, workflow.chat, function (slot, asked, r, stillOpen) {
+      bf.inlineAnswer(slot, asked, r, stillOpen, refresh);
+    }) : null;
 
     function renderFacts() {
       facts.replaceChildren(
@@ -574,7 +243,7 @@
     }
 
     async function renderAnswer() {
-      if (run.status !== "waiting") {
+      if (run.status !== "waiting" || chat) {
         answerBox.textContent = "";
         return;
       }
@@ -624,9 +293,28 @@
       }, 250);
     }
 
+    // Consecutive AgentStream events of one agent make one row that grows (not a row a token).
+    function grewStreamRow(body) {
+      var last = timeline.lastElementChild;
+      var value = body.value || {};
+      if (body.type !== "AgentStream" || !last || last.dataset.type !== "AgentStream" ||
+          last.dataset.agent !== String(value.current_agent_name)) return false;
+      var count = Number(last.dataset.count) + 1;
+      last.dataset.count = count;
+      last.dataset.lastSeq = body.seq;
+      last.querySelector(".type").textContent = "AgentStream × " + count + " (to " + body.seq + ")";
+      last.querySelector(".value").textContent = compact(value.response || "");
+      return true;
+    }
+
     var stream = followEvents(runId, function (message) {
       var body = message.data;
       var item;
+      if (chat) chat.add(message);
+      if (grewStreamRow(body)) {
+        timeline.scrollTop = timeline.scrollHeight;
+        return;
+      }
       if (message.event === "end") {
         item = el("li", { className: "end", dataset: { seq: body.seq } },
           el("span", { className: "seq" }, body.seq),
@@ -640,12 +328,15 @@
           var shown = document.getElementById("answer-prompt");
           if (shown) shown.textContent = prompt;
         }
-        item = el("li", { className: asks ? "ask" : "", dataset: { seq: body.seq, type: body.type } },
+        var streamed = body.type === "AgentStream";
+        var data = { seq: body.seq, type: body.type };
+        if (streamed) Object.assign(data, { agent: String(value.current_agent_name), count: 1 });
+        item = el("li", { className: asks ? "ask" : "", dataset: data },
           el("span", { className: "seq" }, body.seq),
           el("span", {},
             el("span", { className: "type" }, body.type),
             el("span", { className: "muted" }, " · " + new Date().toLocaleTimeString([], { hour12: false })),
-            el("div", { className: "value mono" }, compact(value))));
+            el("div", { className: "value mono" }, compact(streamed ? value.response || "" : value))));
       }
       timeline.appendChild(item);
       timeline.scrollTop = timeline.scrollHeight;
@@ -665,6 +356,10 @@
       el("div", { className: "columns" },
         el("div", {},
           el("section", { className: "card" }, facts, el("div", { style: "margin-top:10px" }, actions)),
+          chat ? el("section", { className: "card chat", id: "conversation" },
+            el("h2", {}, "Conversation ",
+              el("a", { className: "stream-state", href: "#/chat/" + encodeURIComponent(run.workflow) + "/" + encodeURIComponent(runId) }, "continue in the chat")),
+            chat.node) : null,
           answerBox,
           el("section", { className: "card" }, outcome),
           el("section", { className: "card" },
@@ -696,6 +391,7 @@
     var parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
     try {
       if (parts[0] === "start" && parts[1]) await startView(parts[1]);
+      else if (parts[0] === "chat" && parts[1]) await bf.chatView(parts[1], parts[2] ? parts[2].split(",") : []);
       else if (parts[0] === "runs" && parts[1]) await runView(parts[1]);
       else await homeView();
     } catch (e) {

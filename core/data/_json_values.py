@@ -14,6 +14,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterable
 from decimal import Decimal
+from json import encoder
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -38,8 +39,6 @@ def _compact_encoder() -> Callable[[Any], str]:
     instead of ``ValueError``: what is encoded here is a serializer's tree (``encode`` finds
     cycles itself) or a snapshot, whose callers catch both.
     """
-    from json import encoder
-
     make = getattr(encoder, "c_make_encoder", None)  # not in typeshed: CPython's _json
     if make is None:  # pragma: no cover - a Python built without the _json accelerator
         return json.JSONEncoder(separators=(",", ":")).encode

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import sys
-from collections.abc import ItemsView, Iterator, KeysView, ValuesView
+from collections.abc import Callable, ItemsView, Iterator, KeysView, ValuesView
 from datetime import datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
@@ -430,37 +430,13 @@ def loaded_class(name: str) -> Any:
     return None
 
 
-def _optional_exception_to_data(exc: BaseException | None) -> dict[str, str] | None:
-    return None if exc is None else exception_to_data(exc)
+def or_none(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``convert``, passing ``None`` through: the codec of an optional field."""
 
+    def converted(value: Any) -> Any:
+        return None if value is None else convert(value)
 
-def _optional_exception_from_data(data: Any) -> BaseException | None:
-    return None if data is None else exception_from_data(data)
-
-
-def _event_to_data(event: Event) -> Any:
-    from .serialization import JsonSerializer  # serialization imports this module
-
-    return JsonSerializer().encode(event)
-
-
-def _event_from_data(data: Any) -> Event:
-    if isinstance(data, Event):
-        return data
-    from .serialization import JsonSerializer
-
-    event = JsonSerializer().decode(data)
-    if not isinstance(event, Event):
-        raise ValueError(f"expected a serialized event, got {type(event).__qualname__}")
-    return event
-
-
-def _optional_event_to_data(event: Event | None) -> Any:
-    return None if event is None else _event_to_data(event)
-
-
-def _optional_event_from_data(data: Any) -> Event | None:
-    return None if data is None else _event_from_data(data)
+    return converted
 
 
 #: A pydantic field type for an exception that dumps to JSON as its type name and message and
@@ -473,20 +449,8 @@ SerializableException = Annotated[
 #: :data:`SerializableException` or ``None``.
 SerializableOptionalException = Annotated[
     Exception | None,
-    PlainValidator(_optional_exception_from_data),
-    PlainSerializer(_optional_exception_to_data, when_used="json"),
-]
-#: A pydantic field type for an event that dumps to JSON with its class and loads back as it.
-SerializableEvent = Annotated[
-    Event,
-    PlainValidator(_event_from_data),
-    PlainSerializer(_event_to_data, when_used="json"),
-]
-#: :data:`SerializableEvent` or ``None``.
-SerializableOptionalEvent = Annotated[
-    Event | None,
-    PlainValidator(_optional_event_from_data),
-    PlainSerializer(_optional_event_to_data, when_used="json"),
+    PlainValidator(or_none(exception_from_data)),
+    PlainSerializer(or_none(exception_to_data), when_used="json"),
 ]
 
 
@@ -549,9 +513,7 @@ __all__ = [
     "InputRequiredEvent",
     "InternalDispatchEvent",
     "JoinedEvents",
-    "SerializableEvent",
     "SerializableException",
-    "SerializableOptionalEvent",
     "SerializableOptionalException",
     "StartEvent",
     "StepFailedEvent",

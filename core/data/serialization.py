@@ -38,9 +38,9 @@ import pickle
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, PlainSerializer, PlainValidator, ValidationError
 
 from .._public import publish
 from ..errors import ContextSerdeError, SerializationError
@@ -63,7 +63,13 @@ from ._type_registry import (
     register_type,
     resolve,
 )
-from .events import Event, UnreconstructedException, exception_from_data, exception_to_data
+from .events import (
+    Event,
+    UnreconstructedException,
+    exception_from_data,
+    exception_to_data,
+    or_none,
+)
 
 #: Values ``_encode`` writes as they are (exact types: subclasses take the long way).
 _PLAIN = frozenset({str, int, float, bool, type(None)})
@@ -467,6 +473,37 @@ class PickleSerializer(JsonSerializer):
 
 #: LlamaIndex's name for the pickle-fallback serializer.
 JsonPickleSerializer = PickleSerializer
+
+
+# Events inside events (LlamaIndex's SerializableEvent fields): here, not in events.py,
+# because they are written by this module's serializer, which builds on events.py.
+
+
+def _event_to_data(event: Event) -> Any:
+    return JsonSerializer().encode(event)
+
+
+def _event_from_data(data: Any) -> Event:
+    if isinstance(data, Event):
+        return data
+    event = JsonSerializer().decode(data)
+    if not isinstance(event, Event):
+        raise ValueError(f"expected a serialized event, got {type(event).__qualname__}")
+    return event
+
+
+#: A pydantic field type for an event that dumps to JSON with its class and loads back as it.
+SerializableEvent = Annotated[
+    Event,
+    PlainValidator(_event_from_data),
+    PlainSerializer(_event_to_data, when_used="json"),
+]
+#: :data:`SerializableEvent` or ``None``.
+SerializableOptionalEvent = Annotated[
+    Event | None,
+    PlainValidator(or_none(_event_from_data)),
+    PlainSerializer(or_none(_event_to_data), when_used="json"),
+]
 
 
 def serialize_event(event: Event, serializer: BaseSerializer) -> str:

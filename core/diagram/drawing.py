@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from .._public import publish
+from ..engine.handler import WorkflowHandler
+from ..engine.workflow import Workflow
 from ._agent_graph import agent_graph, agent_workflow_graph
 from ._html import StepRun, kind_of, render_page, truncate
+from ._inline import Drawing, MermaidText, iframe
 from .representation import (
     EXTERNAL_ID,
     WorkflowGraph,
@@ -146,7 +149,7 @@ def draw_all_possible_flows_mermaid(
     graph = _graph_of(workflow)
     if not include_child_workflows:
         graph = without_child_workflows(graph)
-    text = to_mermaid(graph, max_label_length=max_label_length)
+    text = MermaidText(to_mermaid(graph, max_label_length=max_label_length))
     _write(filename, text)
     return text
 
@@ -172,7 +175,7 @@ def draw_most_recent_execution_mermaid(
     """
     _check_max_label_length(max_label_length)
     graph, runs = recent_execution(handler)
-    text = to_mermaid(graph, runs, max_label_length=max_label_length)
+    text = MermaidText(to_mermaid(graph, runs, max_label_length=max_label_length))
     _write(filename, text)
     return text
 
@@ -226,7 +229,7 @@ def draw_agent_with_tools_mermaid(
     Raises:
         TypeError: ``agent`` is not an agent.
     """
-    text = to_mermaid(agent_graph(agent))
+    text = MermaidText(to_mermaid(agent_graph(agent)))
     _write(filename, text)
     return text
 
@@ -240,7 +243,7 @@ def draw_agent_workflow_mermaid(
     Raises:
         TypeError: ``agent_workflow`` is not an ``AgentWorkflow``.
     """
-    text = to_mermaid(agent_workflow_graph(agent_workflow))
+    text = MermaidText(to_mermaid(agent_workflow_graph(agent_workflow)))
     _write(filename, text)
     return text
 
@@ -394,9 +397,6 @@ def recent_execution(workflow_or_handler: Any) -> tuple[WorkflowGraph, list[Step
         TypeError: Neither a workflow instance nor a handler.
         ValueError: The workflow has not run yet.
     """
-    from ..engine.handler import WorkflowHandler
-    from ..engine.workflow import Workflow
-
     if isinstance(workflow_or_handler, Workflow):
         workflow: Workflow = workflow_or_handler
         trace = workflow.execution_trace()
@@ -477,12 +477,12 @@ def _draw(
     title: str,
 ) -> str:
     _check_max_label_length(max_label_length)
+    text: str
     if filename is not None and Path(filename).suffix.lower() in MERMAID_SUFFIXES:
-        text = to_mermaid(graph, runs, max_label_length=max_label_length)
+        text = MermaidText(to_mermaid(graph, runs, max_label_length=max_label_length))
     else:
-        text = render_page(graph, title=title, max_label_length=max_label_length, runs=runs)
-        if notebook:
-            _show_in_notebook(text)
+        page = render_page(graph, title=title, max_label_length=max_label_length, runs=runs)
+        text = Drawing(page, shown=notebook and _show_in_notebook(page))
     _write(filename, text)
     if filename is not None:
         # As llama-index-utils-workflow (pyvis) does: the name of the file written.
@@ -490,13 +490,14 @@ def _draw(
     return text
 
 
-def _show_in_notebook(page: str) -> None:
-    """Display the page inline in Jupyter; outside IPython there is nothing to do."""
+def _show_in_notebook(page: str) -> bool:
+    """Display the page inline in Jupyter (whether it was); outside IPython, nothing to do."""
     try:
         display = importlib.import_module("IPython.display")
     except ImportError:
-        return
-    display.display(display.HTML(page))
+        return False
+    display.display(display.HTML(iframe(page)))
+    return True
 
 
 __all__ = [

@@ -26,7 +26,9 @@ from typing import Any, Literal, TypeAlias
 
 from .._public import publish
 from ..data.events import Event, HumanResponseEvent, InputRequiredEvent, StartEvent, StopEvent
+from ..engine.graph import workflow_graph
 from ..engine.resource import Resource, ResourceConfig
+from ..engine.workflow import Workflow
 
 EventRole = Literal["start", "stop", "input_required", "human_response", "event"]
 EXTERNAL_ID = "external"
@@ -330,9 +332,6 @@ def read_steps(workflow_or_class: Any) -> tuple[str, str | None, tuple[StepView,
     Raises:
         TypeError: ``workflow_or_class`` is not a workflow.
     """
-    from ..engine.graph import workflow_graph
-    from ..engine.workflow import Workflow
-
     is_class = isinstance(workflow_or_class, type) and issubclass(workflow_or_class, Workflow)
     if not (is_class or isinstance(workflow_or_class, Workflow)):
         raise TypeError(

@@ -160,7 +160,7 @@ def _size_limit_reached(path: Path) -> int | None:
     A write past that limit fails as on a full disk (``EFBIG``), though the disk has space.
     """
     try:
-        import resource  # Unix only
+        import resource  # Unix only: an optional module, absent on Windows
     except ImportError:  # pragma: no cover - Windows
         return None
     soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]

@@ -17,6 +17,8 @@ import builtins
 import json
 from typing import Any, Protocol, runtime_checkable
 
+from pydantic_core import to_jsonable_python
+
 from ..data.serialization import BaseSerializer
 from ..errors import CheckpointError, SerializationError, WorkflowCancelledByUser
 from ._records import Checkpoint, InboxItem, RunRecord, StoredEvent
@@ -122,8 +124,6 @@ def event_body(event: Any) -> str:
     ``value`` holds the event's declared and extra fields as JSON (what JSON cannot hold is
     written as its ``repr``); private attributes stay private.
     """
-    from pydantic_core import to_jsonable_python
-
     cls = type(event)
     fields: Any = {name: getattr(event, name) for name in cls.model_fields}
     fields.update(event.__pydantic_extra__ or {})

@@ -36,6 +36,7 @@ from .._public import publish
 from ..data.events import Event, StartEvent
 from ..data.serialization import BaseSerializer, JsonSerializer
 from ..engine._snapshot import register_workflow
+from ..engine.context import Context
 from ..errors import (
     CheckpointError,
     ContextSerdeError,
@@ -60,7 +61,6 @@ CANCEL_REQUEST = '{"batonflow_request": "cancel"}'
 logger = logging.getLogger("batonflow.core")
 
 if TYPE_CHECKING:
-    from ..engine.context import Context
     from ..engine.handler import WorkflowHandler
     from ..engine.workflow import Workflow
 
@@ -506,8 +506,6 @@ class WorkflowCheckpointer:
     def _continue(
         self, checkpoint: Checkpoint, run_id: str, kwargs: dict[str, Any]
     ) -> WorkflowHandler:
-        from ..engine.context import Context
-
         name = self.workflow.workflow_name
         if checkpoint.workflow_name != name:
             raise CheckpointError(

@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._public import publish
-from ..errors import CheckpointError
+from ..engine._durability import plug_durability
+from ..errors import CheckpointError, WorkflowConfigurationError
 from ._sqlite_store import SqliteCheckpointStore
-from .checkpoints import CheckpointStore
+from .checkpoints import CheckpointStore, WorkflowCheckpointer
+
+if TYPE_CHECKING:
+    from ..engine.workflow import Workflow
 
 #: The environment variable naming the run store of the command line and the server.
 DATABASE_URL_ENV = "BATONFLOW_DATABASE_URL"
@@ -60,7 +64,8 @@ def open_store(target: str | os.PathLike[str] | CheckpointStore, **options: Any)
     if scheme == "sqlite":
         # sqlite:///relative.db and sqlite:////absolute.db, as SQLAlchemy spells them.
         return SqliteCheckpointStore(Path(rest[1:] if rest.startswith("/") else rest), **options)
-    from importlib.metadata import entry_points  # only for URLs: keeps the import cheap
+    # Only for URLs: importlib.metadata is heavy, and SQLite paths (the common case) skip it.
+    from importlib.metadata import entry_points
 
     base = scheme.split("+", 1)[0]  # postgresql+psycopg://... as SQLAlchemy spells drivers
     found = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == base]
@@ -92,6 +97,29 @@ def database_url(
         return os.fspath(value)
     return os.environ.get(DATABASE_URL_ENV) or os.fspath(default)
 
+
+def _durable(workflow: Workflow, checkpoint_store: Any) -> WorkflowCheckpointer:
+    """``Workflow(checkpoint_store=...)``: the checkpointer of ``workflow`` on that store.
+
+    Plugged into the engine (``engine/_durability.py``), which does not import this room.
+
+    Raises:
+        WorkflowConfigurationError: ``checkpoint_store`` is not a store, path or URL.
+    """
+    if isinstance(checkpoint_store, str | os.PathLike):
+        checkpoint_store = open_store(checkpoint_store)
+    if not isinstance(checkpoint_store, CheckpointStore):
+        raise WorkflowConfigurationError(
+            f"checkpoint_store={checkpoint_store!r} is not a checkpoint store; pass "
+            "a path or URL (runs.db, postgresql://...), SqliteCheckpointStore(path), "
+            "InMemoryCheckpointStore(), or an object with "
+            "the CheckpointStore methods (put, list, latest, get, runs, run, "
+            "finish_run, delete)."
+        )
+    return WorkflowCheckpointer(workflow, store=checkpoint_store)
+
+
+plug_durability(_durable)
 
 __all__ = ["DATABASE_URL_ENV", "ENTRY_POINT_GROUP", "database_url", "open_store"]
 

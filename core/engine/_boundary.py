@@ -1,75 +1,88 @@
 """A step boundary that waits for the run store: a checkpoint its database could not take yet.
 
-These functions are methods of :class:`~batonflow.core.engine._runtime.Run` (bound in its class body).
 A step listener (the checkpointer) that finds the store's server away raises
-``StoreUnreachableError`` with ``retry_after``; :func:`~batonflow.core.engine._executing.succeeded`
-then parks the boundary, the step's worker awaits :func:`wait_at_boundary`, and the run stays
-held (its outputs queued, nothing new started) until the listener has been called again with
-success. The run's other boundaries nest in the same hold: the last one done dispatches.
+``StoreUnreachableError`` with ``retry_after``; :meth:`~._executing.StepRunner.succeeded` then
+parks the boundary here (:attr:`Boundaries.parked`), the step's worker awaits
+:meth:`Boundaries.wait_at`, and the run stays held (its outputs queued, nothing new started)
+until the listener has been called again with success. The run's other boundaries nest in the
+same hold (``Run.hold``): the last one done dispatches (:meth:`Boundaries.release_hold`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..errors import StoreUnreachableError
 from ._lanes import RUNNING, Execution
 
-if TYPE_CHECKING:
-    from ._runtime import Run
+
+class Boundaries:
+    """The step boundaries of one run that hold it: released, or parked for the store."""
+
+    __slots__ = ("parked",)
+
+    def __init__(self) -> None:
+        # No reference to the run (it would make a cycle): an execution has one (``ex.run``).
+        #: Step boundaries waiting for the store, by execution id: (boundary, the listeners
+        #: left to call, seconds to wait).
+        self.parked: dict[int, tuple[Any, tuple[Any, ...], float]] = {}
+
+    def release_hold(self, ex: Execution) -> None:
+        """The step boundary of ``ex`` is done: when no other holds the run, dispatch what it
+        queued."""
+        run = ex.run
+        run.hold -= 1
+        if run.hold:
+            return  # another step's boundary waits for the store: it dispatches when done
+        stop, run.held_stop = run.held_stop, None
+        if run.status is not RUNNING:
+            return  # ended meanwhile: nothing to dispatch
+        if stop is not None:
+            run.complete(stop)
+        else:
+            run.executions.kick_all()
+
+    async def wait_at(self, ex: Execution) -> None:
+        """Call again, after a pause, the step listeners that found the store unreachable.
+
+        A listener is synchronous (it writes the checkpoint on the event loop), so it cannot
+        wait for a database that restarts; it raises ``StoreUnreachableError`` with
+        ``retry_after`` and the step's worker waits here instead, asynchronously: the loop,
+        other runs and the server stay responsive. The run stays held meanwhile (nothing new
+        starts, the step's outputs wait), so the checkpoint, once written, is the run as the
+        step left it. Until then the step counts as finished; a run that ends meanwhile ends
+        without it.
+        """
+        run = ex.run
+        boundary, left, delay = self.parked.pop(ex.id)
+        run.executions.deferring = False  # other workers start what starts while this waits
+        while True:
+            try:
+                await run.sleep(delay)
+            except BaseException:
+                run.hold -= 1
+                raise
+            if run.status is not RUNNING:
+                run.hold -= 1
+                return
+            try:
+                while left:
+                    left[0](boundary)
+                    left = left[1:]
+            except StoreUnreachableError as error:
+                if error.retry_after is not None:
+                    delay = error.retry_after
+                    continue
+                run.hold -= 1
+                run.fail(error, ex=ex)
+                return
+            except Exception as error:
+                run.hold -= 1
+                run.fail(error, ex=ex)
+                return
+            break
+        run.executions.deferring = True  # what the release starts, this worker takes
+        self.release_hold(ex)
 
 
-def release_hold(self: Run) -> None:
-    """One step boundary is done: when no other holds the run, dispatch what it queued."""
-    self._hold -= 1
-    if self._hold:
-        return  # another step's boundary waits for the store: it dispatches when done
-    stop, self._held_stop = self._held_stop, None
-    if stop is not None:
-        self.complete(stop)
-    else:
-        self._kick_all()
-
-
-async def wait_at_boundary(self: Run, ex: Execution) -> None:
-    """Call again, after a pause, the step listeners that found the store unreachable.
-
-    A listener is synchronous (it writes the checkpoint on the event loop), so it cannot wait
-    for a database that restarts; it raises ``StoreUnreachableError`` with ``retry_after``
-    and the step's worker waits here instead, asynchronously: the loop, other runs and the
-    server stay responsive. The run stays held meanwhile (nothing new starts, the step's
-    outputs wait), so the checkpoint, once written, is the run as the step left it. Until
-    then the step counts as finished; a run that ends meanwhile ends without it.
-    """
-    boundary, left, delay = self._parked.pop(ex.id)
-    self._deferring = False  # other workers start what is started while this one waits
-    while True:
-        try:
-            await self._sleep(delay)
-        except BaseException:
-            self._hold -= 1
-            raise
-        if self.status is not RUNNING:
-            self._hold -= 1
-            return
-        try:
-            while left:
-                left[0](boundary)
-                left = left[1:]
-        except StoreUnreachableError as error:
-            if error.retry_after is not None:
-                delay = error.retry_after
-                continue
-            self._hold -= 1
-            self.fail(error, ex=ex)
-            return
-        except Exception as error:
-            self._hold -= 1
-            self.fail(error, ex=ex)
-            return
-        break
-    self._deferring = True  # what the release starts, this worker takes
-    self._release_hold()
-
-
-__all__ = ["release_hold", "wait_at_boundary"]
+__all__ = ["Boundaries"]

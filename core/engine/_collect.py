@@ -1,13 +1,23 @@
-"""Join buffers for ``ctx.collect_events``: O(1) work per event, whatever the fan-in size."""
+"""Join buffers for ``ctx.collect_events``: O(1) work per event, whatever the fan-in size.
+
+:class:`Collecting` keeps a run's buffers (one per step and buffer id); :class:`CollectBuffer`
+is one of them. :class:`CollectionStream` is one fan-out of a list-returning step (see
+``_branches``).
+"""
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator, Sequence
 from itertools import repeat
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from ..data.events import Event
+from ..instruments.instrument import EventsJoined, InstrumentSet
+
+if TYPE_CHECKING:
+    from ._lanes import Execution
+    from ._snapshot import RunSnapshot
 
 _MISSING: Any = object()
 
@@ -187,3 +197,58 @@ class CollectionStream:
     def closed(self) -> bool:
         """Whether every branch has finished."""
         return not any(self.live)
+
+
+class Collecting:
+    """The ``collect_events`` buffers of one run, by (step name, buffer id)."""
+
+    __slots__ = ("_want_joined", "buffers", "instruments", "run_id", "workflow_name")
+
+    def __init__(self, run_id: str, workflow_name: str, instruments: InstrumentSet) -> None:
+        self.run_id = run_id
+        self.workflow_name = workflow_name
+        self.instruments = instruments
+        self._want_joined = instruments.wants("events_joined")
+        self.buffers: dict[tuple[str, str | None], CollectBuffer] = {}
+
+    def collect(
+        self, ex: Execution, event: Event, expected: Sequence[type[Event]], buffer_id: str | None
+    ) -> list[Event] | None:
+        """``ctx.collect_events`` for the execution ``ex``."""
+        key = (ex.lane.spec.name, buffer_id)
+        buf = self.buffers.get(key)
+        if buf is None:
+            buf = self.buffers[key] = CollectBuffer()
+        if type(expected) is RepeatedType:  # collect_events(ev, cls, count=n): nothing to compare
+            if expected.n != buf.size or (expected.n and expected.cls is not buf.first):
+                buf.configure(expected)
+        elif len(expected) != buf.size or (
+            expected and (expected[0] is not buf.first or expected[-1] is not buf.last)
+        ):
+            buf.configure(expected)
+        if not buf.add(event, ex.origins) or buf.satisfied < len(buf.need):
+            return None
+        released = buf.release()
+        if released is None:
+            return None
+        events, origins = released
+        if self._want_joined:
+            self.instruments.call(
+                "events_joined",
+                EventsJoined(
+                    self.run_id,
+                    self.workflow_name,
+                    ex.lane.spec.name,
+                    ex.id,
+                    tuple(events),
+                    origins,
+                ),
+            )
+        return events
+
+    def restore(self, snap: RunSnapshot) -> None:
+        """The buffers a snapshot saved (configured again by the next ``collect_events``)."""
+        for (step_name, buffer_id), events in snap.buffers.items():
+            buf = CollectBuffer()
+            buf.raw = [(e, ()) for e in events]
+            self.buffers[(step_name, buffer_id)] = buf

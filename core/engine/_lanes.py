@@ -1,24 +1,37 @@
-"""The records a run is made of: its status, one lane per step (queue and bound), executions.
+"""A run's lanes and executions: the records (status, one lane per step, one execution per
+step run) and :class:`Executions`, which starts them, hands them to worker tasks and frees them.
 
-``begin`` and ``release`` (methods of :class:`~batonflow.core.engine._runtime.Run`, bound in its class
-body) start an execution and free its slot.
+There is no central loop task: when the run routes an event to a lane below its bound,
+:meth:`Executions.begin` starts an execution, which joins the queue of ready executions
+(``ready``, in start order), and a worker task (:meth:`Executions.work`) takes it. The worker
+runs it (the run's :class:`~._executing.StepRunner` runs its attempts and routes what it
+returned), releases it (:meth:`Executions.release` frees its slot and starts what may start),
+and rather than ending takes the first ready execution: a fan-out of 10,000 events costs a few
+tasks, not 20,000. Every worker takes the oldest ready execution, so executions begin in the
+order they started (as with a task each, and as a run resumed from a snapshot begins them). A
+worker that takes one while more are ready makes sure another worker is on its way, in case its
+step suspends; it yields to the event loop between executions whenever something else is ready
+there (and at least every ``STREAK`` executions), so other runs, timers and stream readers keep
+their turn. Workers never raise into the loop, so the user gets the step's original exception.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 from contextvars import ContextVar
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from ..data.events import Event, JoinedEvents, StepState
+from ..errors import WorkflowRuntimeError
 from ..retrying.retry import RetryInfo
 from .step import StepSpec
 
 if TYPE_CHECKING:
     from ._runtime import Run
+    from ._snapshot import RunSnapshot
 
 
 class RunStatus(Enum):
@@ -140,7 +153,7 @@ class Lane:
 class Execution:
     """One execution of one step on one event (all its attempts).
 
-    Made by :func:`begin` only, which sets its fields itself: a class call running an
+    Made by :meth:`Executions.begin` only, which sets its fields itself: a class call running an
     ``__init__`` costs ~0.13 µs more, and a fan-out event makes two executions.
     """
 
@@ -185,7 +198,7 @@ class Execution:
     first_started_wall: float
     #: The wait_for_event calls made so far.
     wait_count: int
-    #: With internal events: the first output's class, "" for none (set by _succeeded).
+    #: With internal events: the first output's class, "" for none (set by StepRunner.succeeded).
     output_name: str
 
     @property
@@ -197,65 +210,326 @@ class Execution:
 _new_execution = object.__new__
 
 
-def begin(self: Run, lane: Lane, event: Event, origin: Origin, eid: int | None, tag: Tag) -> None:
-    """Start an execution of ``lane`` on ``event``: queue it for the run's workers.
+#: Executions a worker runs back to back before it yields to the loop anyway (so timers
+#: and I/O are polled during a long run of steps that never suspend).
+STREAK = 32
 
-    A worker finishing an execution (``_deferring``) takes it itself; otherwise, when no
-    worker is on its way back to the queue, a new one is created for it.
+
+class Executions:
+    """The lanes of one run and their executions: started, queued for workers, released.
+
+    Owns the lanes (made on first use), the executions in progress (``running``, by id), the
+    queue of started executions no worker has taken yet (``ready``) and the workers that will
+    come back to it without being woken (``idle``).
     """
-    if eid is None:
-        eid = self.next_id
-        self.next_id = eid + 1
-    ex: Execution = _new_execution(Execution)
-    ex.run = self
-    ex.id = eid
-    ex.lane = lane
-    ex.event = event
-    if type(origin) is int:
-        ex.origins = (origin,)
-    elif origin is None:
-        ex.origins = ()
-    else:
-        ex.origins = tuple(origin)  # type: ignore[arg-type]
-    ex.attempt = 0
-    ex.first_started = 0.0
-    busy = lane.busy
-    slot = ~busy & (busy + 1)
-    lane.busy = busy | slot
-    ex.slot = slot
-    ex.tag = tag
-    if self.recoveries or self.recovering:
-        self._inherit_recoveries(ex)
-    lane.active += 1
-    self.running[eid] = ex
-    self._ready.append(ex)
-    if not self._deferring and not self._idle:
-        self._add_worker()
+
+    __slots__ = (
+        "_calls",
+        "_loop_ready",
+        "_order",
+        "_scoped",
+        "deferring",
+        "idle",
+        "lanes",
+        "next_id",
+        "ready",
+        "recoveries",
+        "recovering",
+        "run",
+        "running",
+    )
+
+    def __init__(self, run: Run, calls: list[Callable[..., Any]], scoped: bool) -> None:
+        #: The run (its lifecycle and routing); the reference is dropped when the run ends.
+        self.run = run
+        self._order = run.graph.order
+        self._calls = calls
+        self._scoped = scoped
+        #: The loop's queue of ready callbacks (asyncio's own loop; ``None`` for others): a
+        #: worker yields before its next execution while anything but the run's own idle
+        #: workers is in it.
+        self._loop_ready: Sized | None = getattr(run.loop, "_ready", None)
+        self.lanes: list[Lane | None] = [None] * len(self._order)
+        self.running: dict[int, Execution] = {}
+        self.next_id = 1
+        #: The executions started and not yet taken by a worker, in start order: workers
+        #: always take the first, so executions begin in the order they started, however
+        #: many workers there are (see :meth:`work`).
+        self.ready: deque[Execution] = deque()
+        #: The workers that will come back for ``ready`` without anyone waking them: new
+        #: ones not yet begun and those yielding to the loop between two executions.
+        self.idle: set[asyncio.Task[None]] = set()
+        #: Set while a worker finishes an execution (routes its outputs, frees its slot): it
+        #: takes the executions that start meanwhile itself, so they need no new worker.
+        self.deferring = False
+        # The step runner's @catch_error bookkeeping, read here at every start.
+        self.recoveries = run.runner.recoveries
+        self.recovering = run.runner.recovering
+
+    def lane(self, index: int) -> Lane:
+        """The lane of step ``index`` (made on first use)."""
+        lane = self.lanes[index]
+        if lane is None:
+            lane = self.lanes[index] = Lane(
+                index, self._order[index], self._calls[index], self._scoped
+            )
+        return lane
+
+    def begin(self, lane: Lane, event: Event, origin: Origin, eid: int | None, tag: Tag) -> None:
+        """Start an execution of ``lane`` on ``event``: queue it for the run's workers.
+
+        A worker finishing an execution (``deferring``) takes it itself; otherwise, when no
+        worker is on its way back to the queue, a new one is created for it.
+        """
+        if eid is None:
+            eid = self.next_id
+            self.next_id = eid + 1
+        ex: Execution = _new_execution(Execution)
+        ex.run = self.run
+        ex.id = eid
+        ex.lane = lane
+        ex.event = event
+        if type(origin) is int:
+            ex.origins = (origin,)
+        elif origin is None:
+            ex.origins = ()
+        else:
+            ex.origins = tuple(origin)  # type: ignore[arg-type]
+        ex.attempt = 0
+        ex.first_started = 0.0
+        busy = lane.busy
+        slot = ~busy & (busy + 1)
+        lane.busy = busy | slot
+        ex.slot = slot
+        ex.tag = tag
+        if self.recoveries or self.recovering:
+            self.run.runner.inherit_recoveries(ex)
+        lane.active += 1
+        self.running[eid] = ex
+        self.ready.append(ex)
+        if not self.deferring and not self.idle:
+            self.add_worker()
+
+    def start(self, lane: Lane) -> None:
+        """Start an execution of ``lane``'s next queued event (see :meth:`begin`)."""
+        origin, eid, tag = lane.meta.popleft()
+        self.begin(lane, lane.pending.popleft(), origin, eid, tag)
+
+    def kick_all(self) -> None:
+        """Start what every lane's bound lets start (after the run was held)."""
+        run = self.run
+        if run.stepwise or run.status is not RUNNING:
+            return
+        for lane in self.lanes:
+            if lane is not None:
+                while lane.pending and lane.active < lane.limit:
+                    self.start(lane)
+
+    def add_worker(self) -> None:
+        """Create one more worker task (the only tasks a run creates)."""
+        task = self.run.loop.create_task(self.work())
+        self.idle.add(task)
+
+    def release(self, ex: Execution) -> None:
+        """The execution ``ex`` is over: free its slot, start what may start."""
+        self.running.pop(ex.id, None)
+        # The task is done with ex: break Execution -> Task -> its contextvars -> Execution,
+        # so finished executions are freed by refcount rather than by full GC passes.
+        ex.task = None
+        lane = ex.lane
+        lane.active -= 1
+        lane.busy &= ~ex.slot
+        # Not self.run: the run may have ended (and dropped it) before its last release.
+        run = ex.run
+        if ex.tag is not None and run.status is RUNNING:
+            run.branches.done(ex.tag)
+        if run.status is RUNNING:
+            if run.internal:
+                if not hasattr(ex, "output_name"):  # not reported by succeeded (it failed)
+                    run.state_changed(lane.spec.name, StepState.NOT_RUNNING, ex.worker, ex.event)
+                run.maybe_idle()
+            if run.stepwise:
+                wave = run.wave
+                if not self.running and wave is not None and not wave.done():
+                    wave.set_result(None)
+            elif not run.hold:
+                pending = lane.pending
+                while pending and lane.active < lane.limit:
+                    origin, eid, tag = lane.meta.popleft()  # start, inline
+                    self.begin(lane, pending.popleft(), origin, eid, tag)
+        if run.status is not RUNNING and not self.running:
+            run.resolve()
+
+    async def work(self) -> None:
+        """A worker task: run the ready executions, oldest first, while there are any.
+
+        Every worker takes the first execution of ``ready``, so executions begin in the
+        order they started, as with a task each, and a run resumed from a snapshot (which
+        queues them in that order) begins them in the same order. A worker that takes one
+        while more are ready makes sure another worker is on its way (it may suspend in its
+        step); it runs the next one without a loop turn while nothing but the run's own idle
+        workers is ready in the loop, and yields at least every ``STREAK`` executions.
+
+        The common execution (a direct lane, see Lane.direct, with no step listener,
+        instrument record or internal events wanted) runs its first attempt here rather than
+        in :meth:`StepRunner.execute`: one coroutine less per execution. Its failures go to
+        :meth:`StepRunner.failed`, as ``execute``'s do.
+        """
+        task = asyncio.current_task()
+        assert task is not None
+        idle = self.idle
+        idle.discard(task)
+        ready = self.ready
+        if not ready:
+            return  # the run ended before this worker began (it may be gone)
+        ex: Execution | None = None
+        run = self.run
+        try:
+            runner = run.runner
+            loop_ready = self._loop_ready
+            clock = run.clock
+            workflow = run.workflow
+            want_record = runner._want_record  # fixed for the run, as its instruments
+            streak = 0
+            while ready:
+                ex = ready.popleft()
+                if ready and not idle:
+                    self.add_worker()
+                ex.task = task
+                lane = ex.lane
+                try:
+                    if lane.direct and not (want_record or run.internal or workflow._listeners):
+                        cell: list[Execution | None] = [ex]
+                        CURRENT_EXECUTION.set(cell)
+                        try:
+                            ex.first_started = clock()
+                            ex.attempt = 1
+                            try:
+                                result = await lane.call(run.ctx, ex.event, None)
+                            except asyncio.CancelledError as cancelled:
+                                run.cancelled_outside(ex, cancelled)
+                                raise
+                            except (KeyboardInterrupt, SystemExit) as error:
+                                run.fail(error, ex=ex)
+                                raise
+                            except Exception as error:
+                                if await runner.failed(ex, error, 0.0):
+                                    await runner.execute(ex, True)  # the attempts left
+                            else:
+                                if run.status is RUNNING:
+                                    self.deferring = True
+                                    runner.succeeded(ex, result, 0.0)
+                        finally:
+                            cell[0] = None
+                    else:
+                        await runner.execute(ex)
+                except BaseException:
+                    self.deferring = False
+                    self.release(ex)
+                    raise
+                self.deferring = True  # what release starts, this worker takes
+                self.release(ex)
+                self.deferring = False
+                if not ready:
+                    return
+                streak += 1
+                if (
+                    loop_ready is not None
+                    and streak < STREAK
+                    and (not loop_ready or len(loop_ready) <= len(idle))
+                ):
+                    # Nothing else is ready in the loop (the run's idle workers only take what
+                    # this one would): a yield would come straight back here.
+                    continue
+                streak = 0
+                # Let the loop run what is ready (other runs, timers, stream readers) first. If
+                # the run ends meanwhile, the queue is empty when this worker comes back.
+                idle.add(task)
+                try:
+                    await asyncio.sleep(0)
+                except asyncio.CancelledError:
+                    if run.status is RUNNING and ready:  # cancelled from outside the run
+                        run.cancelled_outside(ready[0], None)
+                    raise
+                finally:
+                    idle.discard(task)
+        except Exception as error:
+            # Not a step's error (those are handled above) but the engine's own: end the run
+            # with it, rather than leave the run waiting for a worker that is gone.
+            self.engine_fault(run, ex, error)
+
+    def engine_fault(self, run: Run, culprit: Execution | None, error: Exception) -> None:
+        """A worker died of an error in batonflow itself, ``culprit`` being the execution it
+        took last: fail the run with the error, and resolve the run once nothing else runs."""
+        where = f" while running step {culprit.lane.spec.name!r}" if culprit is not None else ""
+        failure = WorkflowRuntimeError(
+            f"batonflow failed inside its engine{where} ({type(error).__name__}: {error}), so "
+            "the run was ended. This is a bug in batonflow, not in your workflow: please "
+            "report it with this traceback."
+        )
+        failure.__cause__ = error
+        run.fail(failure, ex=culprit)
+        if culprit is not None and self.running.get(culprit.id) is culprit:
+            # Not released (the fault was in releasing it): as far as the run's end needs.
+            del self.running[culprit.id]
+            culprit.task = None
+        if run.status is not RUNNING and not self.running:
+            run.resolve()
+
+    # ------------------------------------------------------------------ snapshot parts
+    # Read after the run ended too (ctx.to_dict() of a finished run): no use of self.run.
+
+    def snapshot_parts(
+        self,
+    ) -> tuple[
+        list[tuple[str, Event, Origin, int | None, Tag]],
+        list[tuple[str, Event, Origin, int, Tag]],
+    ]:
+        """``(queued, in_progress)`` as ``(step, event, origin, execution id, tag)`` tuples."""
+        queued: list[tuple[str, Event, Origin, int | None, Tag]] = []
+        for lane in self.lanes:
+            if lane is not None:
+                for event, (origin, eid, tag) in zip(lane.pending, lane.meta, strict=True):
+                    queued.append((lane.spec.name, event, origin, eid, tag))
+        in_progress: list[tuple[str, Event, Origin, int, Tag]] = [
+            (ex.lane.spec.name, ex.event, _origin_of(ex.origins), ex.id, ex.tag)
+            for ex in sorted(self.running.values(), key=lambda e: e.id)
+        ]
+        return queued, in_progress
+
+    def join_parts(self) -> list[tuple[str, str, list[Event]]]:
+        """Events waiting for their set in steps with several event parameters."""
+        return [
+            (lane.spec.name, name, [event for event, _ in queue])
+            for lane in self.lanes
+            if lane is not None and lane.joins is not None
+            for name, queue in lane.joins.items()
+            if queue
+        ]
+
+    def running_steps(self) -> list[str]:
+        """Names of the steps with an execution in progress."""
+        return sorted({ex.lane.spec.name for ex in self.running.values()})
+
+    def restore(self, snap: RunSnapshot) -> None:
+        """Queue a snapshot's joins, in-progress executions (first, with their ids, so default
+        waiter ids match) and queued events (in their original order); start none."""
+        graph = self.run.graph
+        for step_name, param, events in snap.joins:
+            lane = self.lane(graph.order.index(graph.steps[step_name]))
+            if lane.joins is not None and param in lane.joins:
+                lane.joins[param].extend((e, None) for e in events)
+        streams = self.run.branches.streams
+        for item in (*snap.in_progress, *snap.queued):
+            lane = self.lane(graph.order.index(graph.steps[item.step]))
+            tag = item.tag
+            lane.pending.append(item.event)
+            lane.meta.append((item.origin, item.execution_id, tag))
+            if tag is not None and tag[0] in streams:
+                streams[tag[0]].live[tag[1]] += 1
 
 
-def release(self: Run, ex: Execution) -> None:
-    """The execution ``ex`` is over: free its slot, start what may start."""
-    self.running.pop(ex.id, None)
-    # The task is done with ex: break Execution -> Task -> its contextvars -> Execution,
-    # so finished executions are freed by refcount rather than by full GC passes.
-    ex.task = None
-    lane = ex.lane
-    lane.active -= 1
-    lane.busy &= ~ex.slot
-    if ex.tag is not None and self.status is RUNNING:
-        self._branch_done(ex.tag)
-    if self.status is RUNNING:
-        if self.internal:
-            if not hasattr(ex, "output_name"):  # not reported by _succeeded (it failed)
-                self._state_changed(lane.spec.name, StepState.NOT_RUNNING, ex.worker, ex.event)
-            self._maybe_idle()
-        if self.stepwise:
-            if not self.running and self._wave is not None and not self._wave.done():
-                self._wave.set_result(None)
-        elif not self._hold:
-            pending = lane.pending
-            while pending and lane.active < lane.limit:
-                origin, eid, tag = lane.meta.popleft()  # _start, inline
-                self._begin(lane, pending.popleft(), origin, eid, tag)
-    if self.status is not RUNNING and not self.running:
-        self._resolve()
+def _origin_of(origins: tuple[int, ...]) -> Origin:
+    if not origins:
+        return None
+    return origins[0] if len(origins) == 1 else origins

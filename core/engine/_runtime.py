@@ -1,31 +1,28 @@
-"""The run loop: the only place that creates tasks.
+"""The run loop: one :class:`Run` per workflow run; its workers are the only tasks it makes.
 
-One :class:`Run` per workflow run. It owns, for each step, a lane (a deque of pending events and
-a count of active executions bounded by ``num_workers``), the set of running executions, the
-``collect_events`` buffers, the waiters of ``wait_for_event``, and the event stream.
+A run is its lifecycle (started, then completed, failed, timed out or cancelled, then
+resolved), its routing (an event goes to its waiter, or to the lanes of the steps that accept
+it), and these collaborators, each an object of its own module with a reference to the run:
 
-There is no central loop task: dispatching is synchronous. When an event is routed, each
-target lane gets it and, if below its bound, starts an execution: the execution joins the
-run's queue of ready executions (``_ready``, in start order), and a worker task takes it. A
-worker runs the step (retrying per its policy), then reports back to the run in the same task:
-its outputs are routed, or its error fails the run. Then, rather than ending, the worker takes
-the first ready execution, so a fan-out of 10,000 events costs a few tasks, not 20,000. Every
-worker takes the oldest ready execution, so executions begin in the order they started (as
-with a task each, and as a run resumed from a snapshot begins them). A worker that takes one
-while more are ready makes sure another worker is on its way, in case its step suspends; it
-yields to the event loop between executions whenever something else is ready there (and at
-least every 32 executions), so other runs, timers and stream readers keep their turn.
-Workers never raise into the loop, so the user gets the step's original exception from
-``await handler``. When the run ends (stop, failure, timeout, cancel) the task of every other
-execution in progress is cancelled (idle workers find nothing left and end at their next
-turn), and the handler is resolved only once those executions are gone.
+* ``executions`` (:class:`~._lanes.Executions`): the lanes (one per step: queued events and a
+  bound of ``num_workers``), the executions started from them, and the worker tasks that take
+  them in start order;
+* ``runner`` (:class:`~._executing.StepRunner`): one execution's attempts, retries and
+  ``@catch_error`` recovery, and what the step returned (checked, traced, routed);
+* ``boundaries`` (:class:`~._boundary.Boundaries`): step boundaries that hold the run while
+  step listeners (the checkpointer) look at it, or wait for a store that is away;
+* ``branches`` (:class:`~._branches.Branches`): collection streams, a list fan-out's branches
+  and the ``list[E]`` steps they feed;
+* ``waits`` (:class:`~._waiters.Waits`) and ``collecting`` (:class:`~._collect.Collecting`):
+  what a Context asks of its run, ``wait_for_event`` and ``collect_events``;
+* ``stream`` (:class:`~._stream.EventStream`): the events a caller reads.
 
-This module holds the run's lifecycle and routing. The rest of :class:`Run` lives in one module
-per concept, as functions bound in its class body (plain methods, no extra lookup):
-``_lanes`` (the run's status, lanes and executions: starting and releasing one),
-``_executing`` (one execution's attempts),
-``_branches`` (collection streams), ``_services`` (what a Context asks of its run) and
-``_run_parts`` (snapshot and restore).
+Each collaborator takes its own part apart for a snapshot and puts it back (``restore``);
+:meth:`Run.restore` puts a whole run back in order. When the run ends (stop, failure, timeout,
+cancel) the task of every other execution in progress is cancelled (idle workers find nothing
+left and end at their next turn), and the handler is resolved only once those executions are
+gone; the collaborators' references back to the run are dropped then, so a finished run is
+freed by reference counting.
 """
 
 from __future__ import annotations
@@ -34,8 +31,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Coroutine, Sized
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, cast
 
 from ..data.events import (
@@ -51,15 +47,17 @@ from ..data.events import (
 )
 from ..errors import WorkflowCancelledByUser, WorkflowRuntimeError, WorkflowTimeoutError
 from ..instruments.instrument import EventEmitted, InstrumentSet, RunFinished, RunStarted
-from . import _boundary, _branches, _executing, _lanes, _run_parts, _services
-from ._collect import CollectBuffer, CollectionStream
+from ._boundary import Boundaries
+from ._branches import Branches
+from ._collect import Collecting
+from ._executing import StepRunner
 from ._lanes import CURRENT_EXECUTION as CURRENT_EXECUTION
-from ._lanes import RUNNING, Lane, Origin, Tag
+from ._lanes import RUNNING, Executions, Lane, Origin, Tag
 from ._lanes import Execution as Execution
 from ._lanes import RunStatus as RunStatus
 from ._lanes import current_execution as current_execution
 from ._stream import EventStream
-from ._waiters import Waiter, type_name
+from ._waiters import Waits, type_name
 from .graph import INPUT_REQUIRED, STOP
 
 if TYPE_CHECKING:
@@ -70,8 +68,6 @@ if TYPE_CHECKING:
     from .workflow import Workflow
 
 logger = logging.getLogger("batonflow.runtime")
-
-_MISSING: Any = object()
 
 
 class Run:
@@ -89,10 +85,6 @@ class Run:
         calls: list[Callable[..., Any]],
     ) -> None:
         self.loop = asyncio.get_running_loop()
-        #: The loop's queue of ready callbacks (asyncio's own loop; ``None`` for others): a
-        #: worker yields before its next execution while anything but the run's own idle
-        #: workers is in it.
-        self._loop_ready: Sized | None = getattr(self.loop, "_ready", None)
         self.thread_id = threading.get_ident()
         self.workflow = workflow
         self.graph = graph
@@ -102,83 +94,52 @@ class Run:
         self.stepwise = stepwise
         instruments = instruments.for_run(run_id, workflow.workflow_name)
         self.instruments = instruments
-        self.calls = calls
-        self.lanes: list[Lane | None] = [None] * len(graph.order)
-        self.running: dict[int, Execution] = {}
-        self.next_id = 1
+        self.clock: Callable[[], float] = workflow._clock
+        self.sleep: Callable[[float], Coroutine[Any, Any, None]] = workflow._sleep
         self.status = RUNNING
         self.error: BaseException | None = None
         self.stop_event: StopEvent | None = None
         self.stream = EventStream(self.loop)
-        self.buffers: dict[tuple[str, str | None], CollectBuffer] = {}
-        self.waiters: dict[str, Waiter] = {}
-        self.waiter_results: dict[str, Event] = {}
-        self.emitted_waiters: set[str] = set()
         #: Whether internal events (StepStateChanged, WorkflowIdleEvent) are written.
         self.internal = False
-        self.waiting = 0
         self.paused_steps: tuple[str, ...] = ()
-        #: Open collection streams (fan-outs of list-returning steps) by id.
-        self.streams: dict[int, CollectionStream] = {}
-        self.next_stream = 1
-        #: @catch_error recoveries used on each execution's lineage (the events that led to
-        #: it), by handler name; only executions downstream of a recovery have an entry. Kept
-        #: for the run's life: executions started later look their emitters' entries up.
-        self.recoveries: dict[int, dict[str, int]] = {}
-        #: The counts a routed StepFailedEvent carries to its handler's execution, by id(event)
-        #: (the event is kept too, so its id cannot be reused while the entry exists).
-        self.recovering: dict[int, tuple[Event, dict[str, int]]] = {}
         self.handler: WorkflowHandler | None = None
         #: Set by cancel(): (queued and in-progress parts, waiters, unread stream events).
-        self.cancelled_view: tuple[Any, list[Waiter], list[Event]] | None = None
+        self.cancelled_view: tuple[Any, list[Any], list[Event]] | None = None
         self.started = time.perf_counter()
         self._timeout_handle: asyncio.TimerHandle | None = None
-        self._hold = 0
-        #: Step boundaries waiting for the store (see _executing.wait_at_boundary), by
-        #: execution id: (boundary, the listeners left to call, seconds to wait).
-        self._parked: dict[int, tuple[Any, tuple[Any, ...], float]] = {}
         self._resolved = False
         #: Whether the run took one of its workflow's ``num_concurrent_runs`` slots.
         self.counted = False
-        #: (step name, input event class, output event classes) per completed execution.
-        self.trace: list[tuple[str, type[Event], tuple[type[Event], ...]]] = []
-        self._trace_entries: dict[
-            tuple[str, type[Event], tuple[type[Event], ...]],
-            tuple[str, type[Event], tuple[type[Event], ...]],
-        ] = {}
-        self._held_stop: StopEvent | None = None
-        #: The executions started and not yet taken by a worker, in start order: workers
-        #: always take the first, so executions begin in the order they started, however
-        #: many workers there are (see _executing.work).
-        self._ready: deque[Execution] = deque()
-        #: The workers that will come back for ``_ready`` without anyone waking them: new
-        #: ones not yet begun and those yielding to the loop between two executions.
-        self._idle: set[asyncio.Task[None]] = set()
-        #: Set while a worker finishes an execution (routes its outputs, frees its slot): it
-        #: takes the executions that start meanwhile itself, so they need no new worker.
-        self._deferring = False
-        self._step_outputs: list[Event] = []
-        #: Stepwise outputs of collection branches held by the caller: id -> (event, branch).
-        self._handed: dict[int, tuple[Event, tuple[int, int]]] = {}
-        self._wave: asyncio.Future[None] | None = None
-        self._clock: Callable[[], float] = workflow._clock
-        self._sleep: Callable[[float], Coroutine[Any, Any, None]] = workflow._sleep
-        ins = instruments
-        self._want_started = ins.wants("step_started")
-        self._want_finished = ins.wants("step_finished")
-        self._want_scope = ins.wants("step_scope")
-        self._want_record = self._want_started or self._want_finished or self._want_scope
-        self._want_emitted = ins.wants("event_emitted")
-        self._want_joined = ins.wants("events_joined")
+        #: While above 0, routed events are queued and nothing starts: step boundaries
+        #: (``boundaries``) hold the run while its step listeners look at it.
+        self.hold = 0
+        #: The StopEvent a step returned, held while step listeners look at the run.
+        self.held_stop: StopEvent | None = None
+        #: Stepwise runs: the outputs of the current wave (see run_wave).
+        self.step_outputs: list[Event] = []
+        self.wave: asyncio.Future[None] | None = None
+        self._want_emitted = instruments.wants("event_emitted")
         #: (target lanes, kind) per event class, filled by graph.kind_of.
         self._kinds = graph.kinds
-        #: Whether a step's outputs go straight to routing (no step_finished record, not
-        #: stepwise): see _executing.succeeded.
-        self._plain_finish = not (self._want_finished or stepwise)
-        #: Whether a step returning an event nobody takes fails the run (unless opted out).
-        self._check_outputs = not (
-            workflow._disable_validation or "terminal_event" in workflow._skip_graph_checks
-        )
+
+        # The collaborators (see the module docstring), each made with what it reads of the
+        # others: the runner reads the waiters, the executions the runner's bookkeeping.
+        self.waits = Waits()
+        self.runner = StepRunner(self, instruments)
+        self.executions = Executions(self, calls, instruments.wants("step_scope"))
+        self.boundaries = Boundaries()
+        self.branches = Branches(self)
+        self.collecting = Collecting(run_id, workflow.workflow_name, instruments)
+        # What route() and the Context read at every event, from the collaborators that own
+        # them (the same objects, never replaced): one attribute lookup, not two.
+        self.lanes: list[Lane | None] = self.executions.lanes
+        self.running: dict[int, Execution] = self.executions.running
+        self.waiters = self.waits.waiters
+        self.streams = self.branches.streams
+        self._handed = self.branches.handed
+        #: (step name, input event class, output event classes) per completed execution.
+        self.trace = self.runner.trace
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -202,20 +163,15 @@ class Run:
                 ),
             )
         if snapshot is not None:
-            self._restore(snapshot)
+            self.restore(snapshot)
         elif start_event is not None:
             self.route(start_event, None, None, external=True)
-
-    @property
-    def held_stop(self) -> StopEvent | None:
-        """The StopEvent a step returned, held while step listeners look at the run."""
-        return self._held_stop
 
     def _on_timeout(self, timeout: float) -> None:
         self._timeout_handle = None
         if self.status is not RUNNING:
             return
-        active = self.running_steps()
+        active = self.executions.running_steps()
         self.stream.put(WorkflowTimedOutEvent(timeout=timeout, active_steps=active))
         self.fail(
             WorkflowTimeoutError(
@@ -254,7 +210,7 @@ class Run:
             return
         # What the run was doing, for ctx.to_dict() afterwards: a cancelled run can be resumed.
         self.cancelled_view = (
-            self.snapshot_parts(),
+            self.executions.snapshot_parts(),
             list(self.waiters.values()),
             self.stream.pending(),
         )
@@ -281,7 +237,7 @@ class Run:
                     step_name=ex.lane.spec.name if ex is not None else "",
                     exception=error,
                     attempts=ex.attempt if ex is not None else None,
-                    elapsed_seconds=self._clock() - ex.first_started if ex is not None else None,
+                    elapsed_seconds=self.clock() - ex.first_started if ex is not None else None,
                 )
             )
         self.status = status
@@ -312,18 +268,20 @@ class Run:
                 task.cancel()
         # Idle workers (yet to begin, or yielding) find nothing left and end at their next
         # turn; not cancelled: a cancelled task's traceback would keep its frame in a cycle.
-        self._ready.clear()
+        self.executions.ready.clear()
         # Steps waiting for an event when the run ends: cancelled then, the run is paused.
         self.paused_steps = tuple(dict.fromkeys(w.step for w in self.waiters.values()))
         for waiter in self.waiters.values():
             if waiter.future is not None and not waiter.future.done():
                 waiter.future.cancel()
-        if self._wave is not None and not self._wave.done():
-            self._wave.set_result(None)
+        if self.wave is not None and not self.wave.done():
+            self.wave.set_result(None)
         if not self.running:
-            self._resolve()
+            self.resolve()
 
-    def _resolve(self) -> None:
+    def resolve(self) -> None:
+        """The run is over and nothing of it runs: tell the instruments, the workflow and the
+        handler, and drop the references that make cycles."""
         if self._resolved:
             return
         self._resolved = True
@@ -353,6 +311,8 @@ class Run:
         # whose cost grows with every live run.
         self.handler = None
         del self.ctx
+        # Nor do the collaborators that keep one (what they hold stays readable: snapshots).
+        del self.executions.run, self.branches.run
         if handler is None or handler.done():
             return
         if self.status is RunStatus.COMPLETED:
@@ -362,15 +322,64 @@ class Run:
         else:
             handler.set_exception(self.error or WorkflowRuntimeError("The run ended."))
 
-    # ------------------------------------------------------------------ routing
+    def restore(self, snap: RunSnapshot) -> None:
+        """Put the run back as ``snap`` saw it: each collaborator restores its part, then the
+        queued executions start (in-progress ones first, with their ids)."""
+        self.executions.next_id = snap.next_execution_id
+        self.waits.restore(snap)
+        self.collecting.restore(snap)
+        for ev in snap.stream_pending:
+            self.stream.put(ev)
+        self.stream.position = snap.stream_position
+        if isinstance(snap.stop_event, StopEvent):
+            self.complete(snap.stop_event)
+            return
+        self.branches.restore(snap)
+        self.hold += 1
+        self.executions.restore(snap)
+        self.hold -= 1
+        for sid in list(self.streams):
+            self.branches.check(sid)
+        self.executions.kick_all()
 
-    def _lane(self, index: int) -> Lane:
-        lane = self.lanes[index]
-        if lane is None:
-            lane = self.lanes[index] = Lane(
-                index, self.graph.order[index], self.calls[index], self._want_scope
+    def cancelled_outside(self, ex: Execution, cancelled: BaseException | None) -> None:
+        """The task of ``ex`` was cancelled: by someone else than the run, fail the run."""
+        if self.status is RUNNING:
+            # Not cancelled by the run (it only cancels steps once it has ended): the loop is
+            # shutting down or someone cancelled the task directly.
+            error = WorkflowRuntimeError(
+                f"Step {ex.lane.spec.name} was cancelled from outside the run; use "
+                "handler.cancel_run() to stop a run."
             )
-        return lane
+            if cancelled is not None:
+                error = error.with_traceback(cancelled.__traceback__)
+            self.fail(error, ex=ex)
+
+    async def run_wave(self) -> list[Event] | None:
+        """Stepwise runs: run every pending execution once (bounded per step); return what
+        they produced."""
+        while True:
+            if self.status is not RunStatus.RUNNING:
+                outputs, self.step_outputs = self.step_outputs, []
+                return outputs or None
+            started = False
+            for lane in self.lanes:
+                if lane is not None:
+                    while lane.pending and lane.active < lane.limit:
+                        self.executions.start(lane)
+                        started = True
+            if not started and not self.running:
+                outputs, self.step_outputs = self.step_outputs, []
+                return outputs
+            if self.running:
+                self.wave = self.loop.create_future()
+                await self.wave
+                self.wave = None
+            if self.step_outputs:
+                outputs, self.step_outputs = self.step_outputs, []
+                return outputs
+
+    # ------------------------------------------------------------------ routing
 
     def route(
         self,
@@ -390,7 +399,7 @@ class Run:
             if handed is not None and handed[0] is event:
                 # A stepwise output sent back by the caller rejoins its collection branch.
                 self.route(event, origin, target, external=external, emitter=emitter, tag=handed[1])
-                self._branch_done(handed[1])
+                self.branches.done(handed[1])
                 return
         if self._want_emitted:
             self.instruments.call(
@@ -406,23 +415,23 @@ class Run:
             )
         targets, kind = self._kinds.get(type(event)) or self.graph.kind_of(type(event))
         if kind is STOP:
-            if self._hold:
-                self._held_stop = cast(StopEvent, event)
+            if self.hold:
+                self.held_stop = cast(StopEvent, event)
             else:
                 self.complete(cast(StopEvent, event))
             return
-        if self.waiters and self._offer_waiters(event):
+        if self.waiters and self.waits.offer(event):
             return
         if kind is INPUT_REQUIRED and not external:
             self.stream.put(event)
         if target is not None:
             targets = (target,)
         elif not targets and self.internal:
-            self._unhandled(event)
-        hold = self._hold or self.stepwise
+            self.unhandled(event)
+        hold = self.hold or self.stepwise
         lanes = self.lanes
         for index in targets:
-            lane = lanes[index] or self._lane(index)
+            lane = lanes[index] or self.executions.lane(index)
             if not lane.plain:
                 self._deliver_gathered(lane, event, origin, tag, hold)
                 continue
@@ -433,11 +442,11 @@ class Run:
                 lane.pending.append(event)
                 lane.meta.append((origin, None, tag))
                 if not hold and lane.active < lane.limit:
-                    self._start(lane)
+                    self.executions.start(lane)
                 elif self.internal:
-                    self._state_changed(lane.spec.name, StepState.PREPARING, None, event)
+                    self.state_changed(lane.spec.name, StepState.PREPARING, None, event)
             else:  # nothing queued before it: it starts now
-                self._begin(lane, event, origin, None, tag)
+                self.executions.begin(lane, event, origin, None, tag)
 
     def _deliver(self, lane: Lane, item: Event, origin: Origin, tag: Tag, hold: int | bool) -> None:
         """Start an execution of ``lane`` on ``item``, or queue it (held, or at its bound).
@@ -452,11 +461,11 @@ class Run:
             lane.pending.append(item)
             lane.meta.append((origin, None, tag))
             if not hold and lane.active < lane.limit:
-                self._start(lane)
+                self.executions.start(lane)
             elif self.internal:
-                self._state_changed(lane.spec.name, StepState.PREPARING, None, item)
+                self.state_changed(lane.spec.name, StepState.PREPARING, None, item)
         else:  # nothing queued before it: it starts now
-            self._begin(lane, item, origin, None, tag)
+            self.executions.begin(lane, item, origin, None, tag)
 
     def _deliver_gathered(
         self, lane: Lane, event: Event, origin: Origin, tag: Tag, hold: int | bool
@@ -465,35 +474,18 @@ class Run:
         parameters (which starts once it holds one event of each)."""
         if lane.collects:
             if tag is not None:
-                self._collect_member(lane, event, tag)
+                self.branches.collect_member(lane, event, tag)
             elif self.internal:
-                self._unhandled(event)
+                self.unhandled(event)
             return
         assert lane.joins is not None
         joined = lane.join(event, origin)
         if joined is not None:
             self._deliver(lane, joined[0], joined[1], None, hold)
 
-    def _kick_all(self) -> None:
-        if self.stepwise or self.status is not RUNNING:
-            return
-        for lane in self.lanes:
-            if lane is not None:
-                while lane.pending and lane.active < lane.limit:
-                    self._start(lane)
-
-    def _start(self, lane: Lane) -> None:
-        """Start an execution of ``lane``'s next event (see :meth:`_begin`)."""
-        origin, eid, tag = lane.meta.popleft()
-        self._begin(lane, lane.pending.popleft(), origin, eid, tag)
-
-    def _add_worker(self) -> None:
-        task = self.loop.create_task(self._work())
-        self._idle.add(task)
-
     # ------------------------------------------------------------------ internal events
 
-    def _state_changed(
+    def state_changed(
         self,
         name: str,
         state: StepState,
@@ -501,6 +493,7 @@ class Run:
         event: Event,
         output: str | None = None,
     ) -> None:
+        """Write a StepStateChanged for step ``name`` (internal events only)."""
         self.stream.has_internal = True
         # LlamaIndex's formats: a queued execution has no worker yet ("<enqueued>"); a finished
         # one names its input and output classes as str(type(ev)) ("<class 'mod.Name'>").
@@ -516,9 +509,11 @@ class Run:
             )
         )
 
-    def _unhandled(self, event: Event) -> None:
+    def unhandled(self, event: Event) -> None:
+        """Write an UnhandledEvent: ``event`` went to no step (internal events only)."""
         self.stream.has_internal = True
-        idle = bool(self.waiting) and len(self.running) == self.waiting
+        waiting = self.waits.waiting
+        idle = bool(waiting) and len(self.running) == waiting
         self.stream.put(
             UnhandledEvent(
                 event_type=type(event).__name__,
@@ -527,55 +522,13 @@ class Run:
             )
         )
 
-    def _maybe_idle(self) -> None:
-        # Idle: every execution left is parked in wait_for_event and nothing is queued.
-        if not self.waiting or len(self.running) != self.waiting:
+    def maybe_idle(self) -> None:
+        """Write a WorkflowIdleEvent when every execution left is parked in wait_for_event
+        and nothing is queued (internal events only)."""
+        waiting = self.waits.waiting
+        if not waiting or len(self.running) != waiting:
             return
         if any(lane is not None and lane.pending for lane in self.lanes):
             return
         self.stream.has_internal = True
         self.stream.put(WorkflowIdleEvent())
-
-    # ------------------------------------------------------------------ bound from modules
-    # The rest of the run's methods live in one module per concept; binding the functions here
-    # makes them plain methods (the same lookup as a ``def`` in this class body).
-
-    # starting and releasing an execution: _lanes.py
-    _begin = _lanes.begin
-    _release = _lanes.release
-    # executing a step: _executing.py
-    _work = _executing.work
-    _cancelled_outside = _executing.cancelled_outside
-    _execute = _executing.execute
-    _failed = _executing.failed
-    _recover = _executing.recover
-    _inherit_recoveries = _executing.inherit_recoveries
-    _retry_delay = _executing.retry_delay
-    _attempt = _executing.attempt
-    _attempt_with_timeout = _executing.attempt_with_timeout
-    _resources = _executing.resources
-    _step_finished = _executing.step_finished
-    _succeeded = _executing.succeeded
-    # a step boundary waiting for the run store: _boundary.py
-    _release_hold = _boundary.release_hold
-    _wait_at_boundary = _boundary.wait_at_boundary
-    _undeliverable = _executing.undeliverable
-    _undelivered_error = _executing.undelivered_error
-    # collection streams (a list fan-out and the list[E] steps collecting it): _branches.py
-    _hand_out = _branches.hand_out
-    _route_outputs = _branches.route_outputs
-    _branch_done = _branches.branch_done
-    _check_stream = _branches.check_stream
-    _collect_member = _branches.collect_member
-    _fire = _branches.fire
-    # what a Context asks of its run (collect_events, wait_for_event, stepwise): _services.py
-    collect = _services.collect
-    _offer_waiters = _services.offer_waiters
-    wait_for = _services.wait_for
-    run_wave = _services.run_wave
-    # a run taken apart for a snapshot, and put together from one: _run_parts.py
-    _restore = _run_parts.restore
-    stream_parts = _run_parts.stream_parts
-    snapshot_parts = _run_parts.snapshot_parts
-    join_parts = _run_parts.join_parts
-    running_steps = _run_parts.running_steps

@@ -163,7 +163,7 @@ def dump(
             (queued, in_progress), waiters, pending = cancelled
             data["is_running"] = True
         else:
-            queued, in_progress = run.snapshot_parts()
+            queued, in_progress = run.executions.snapshot_parts()
             waiters = list(run.waiters.values())
             data["is_running"] = run.status is RunStatus.RUNNING
             recorded = run.stream.recorder is not None
@@ -200,16 +200,16 @@ def dump(
                     for name, items in st["items"].items()
                 },
             }
-            for st in run.stream_parts()
+            for st in run.branches.parts()
         ]
-        data["next_stream"] = run.next_stream
+        data["next_stream"] = run.branches.next_stream
         data["buffers"] = [
             {
                 "step": k[0],
                 "buffer_id": k[1],
                 "events": [enc(e, f"buffer of {k[0]}") for e in buf.held()],
             }
-            for k, buf in run.buffers.items()
+            for k, buf in run.collecting.buffers.items()
             if buf.held()
         ]
         data["waiters"] = [
@@ -222,18 +222,16 @@ def dump(
             }
             for w in waiters
         ]
-        data["waiter_results"] = {
-            k: enc(v, f"answer to {k}") for k, v in run.waiter_results.items()
-        }
-        data["emitted_waiters"] = sorted(run.emitted_waiters)
+        data["waiter_results"] = {k: enc(v, f"answer to {k}") for k, v in run.waits.results.items()}
+        data["emitted_waiters"] = sorted(run.waits.emitted)
         data["stream"] = {
             "position": run.stream.position,
             "pending": [enc(e, "stream event") for e in pending],
         }
-        data["next_execution_id"] = run.next_id
+        data["next_execution_id"] = run.executions.next_id
         data["joins"] = [
             {"step": st, "param": pa, "events": [enc(e, f"join of {st}") for e in evs]}
-            for st, pa, evs in run.join_parts()
+            for st, pa, evs in run.executions.join_parts()
         ]
         held = run.held_stop
         data["stop_event"] = enc(held, "the final StopEvent") if held is not None else None

@@ -35,7 +35,13 @@ STEP_ATTR = "__batonflow_step__"
 
 
 class ParamKind(Enum):
-    """What the run loop passes to one parameter of a step."""
+    """What the run loop passes to one parameter of a step.
+
+    ``Context`` and ``Workflow`` name their kind in a class attribute, ``_step_parameter``
+    (Context's own, not inherited; Workflow's inherited by every workflow class): both build on
+    this module (a workflow reads its steps' specs, a Context runs them), so it cannot import
+    them to compare.
+    """
 
     CONTEXT = "context"  # the run's Context
     EVENT = "event"  # the triggering event
@@ -216,9 +222,6 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
         WorkflowValidationError: The signature does not describe a valid step, or an
             annotation names something that is not defined.
     """
-    from .context import Context  # a cycle at import time otherwise
-    from .workflow import Workflow
-
     options: StepOptions = getattr(fn, STEP_ATTR)
     check_annotations_present(fn)
     hints = _resolve_hints(fn, options.localns)
@@ -275,7 +278,9 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
                 )
             )
             continue
-        if ann is Context or get_origin(ann) is Context:
+        owner = get_origin(ann) or ann
+        if getattr(owner, "__dict__", {}).get("_step_parameter") is ParamKind.CONTEXT:
+            # Context or Context[Model] (a subclass of Context says nothing of its own)
             args = get_args(ann)
             if args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
                 state_type = args[0]
@@ -286,7 +291,7 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
                 )
             params.append(StepParam(param.name, ParamKind.CONTEXT, None, positional))
             continue
-        if isinstance(ann, type) and issubclass(ann, Workflow):
+        if isinstance(ann, type) and getattr(ann, "_step_parameter", None) is ParamKind.WORKFLOW:
             # A nested workflow (LlamaIndex's removed service injection): the instance added
             # with add_workflows(<parameter name>=...), else the parameter's default.
             default = None if param.default is inspect.Parameter.empty else param.default

@@ -16,7 +16,7 @@ import concurrent.futures
 import threading
 import warnings
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from .._public import publish
 from ..data.events import Event, StopEvent, loaded_class
@@ -40,6 +40,7 @@ from ._snapshot import SnapshotDict as SnapshotDict
 from ._stream import StreamQueue as StreamQueue
 from ._waiters import type_name
 from .graph import CALLER_EVENTS
+from .step import ParamKind
 
 if TYPE_CHECKING:
     from ._runtime import Execution, Run
@@ -79,6 +80,9 @@ class Context(Generic[StateT]):
         serializer: The serializer used by :meth:`to_dict` and :meth:`from_dict` by default
             (falls back to the workflow's serializer, then ``JsonSerializer``).
     """
+
+    #: A parameter annotated ``Context`` (or ``Context[Model]``) receives the run's context.
+    _step_parameter: ClassVar[ParamKind] = ParamKind.CONTEXT
 
     def __init__(
         self,
@@ -239,7 +243,7 @@ class Context(Generic[StateT]):
         Raises:
             ContextStateError: No run was started with this context.
         """
-        return self._live_run("running_steps").running_steps()
+        return self._live_run("running_steps").executions.running_steps()
 
     # ------------------------------------------------------------------ events
 
@@ -429,8 +433,9 @@ class Context(Generic[StateT]):
             wanted = expected
         run = ex.run
         if threading.get_ident() != run.thread_id:
-            return _in_loop(run, run.collect, ex, ev, wanted, buffer_id)  # type: ignore[no-any-return]
-        return run.collect(ex, ev, wanted, buffer_id)
+            collect = run.collecting.collect
+            return _in_loop(run, collect, ex, ev, wanted, buffer_id)  # type: ignore[no-any-return]
+        return run.collecting.collect(ex, ev, wanted, buffer_id)
 
     async def wait_for_event(
         self,
@@ -455,7 +460,8 @@ class Context(Generic[StateT]):
             The first matching event sent after the wait began.
         """
         ex = self._execution("wait_for_event")
-        return await ex.run.wait_for(ex, event_type, waiter_event, waiter_id, requirements, timeout)
+        waits = ex.run.waits
+        return await waits.wait_for(ex, event_type, waiter_event, waiter_id, requirements, timeout)
 
     def retry_info(self) -> RetryInfo:
         """Where the current step stands in its retries (attempt 0 on the first run)."""

@@ -473,9 +473,7 @@ def workflow_graph(workflow: Workflow | type[Workflow]) -> Mapping[str, StepShap
     Returns:
         Step shapes by step name, in definition order.
     """
-    from .workflow import Workflow
-
-    graph = workflow._graph() if isinstance(workflow, Workflow) else workflow._class_graph()
+    graph = workflow._class_graph() if isinstance(workflow, type) else workflow._graph()
     return {
         s.name: StepShape(
             s.name,

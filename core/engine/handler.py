@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .._public import publish
 from ..data.events import Event, StopEvent
 from ..errors import ContextStateError
+from . import _display
 from ._runtime import RunStatus
 
 if TYPE_CHECKING:
@@ -44,6 +45,10 @@ class WorkflowHandler(asyncio.Future[Any]):
 
     def __repr__(self) -> str:
         return f"<WorkflowHandler run_id={self.run_id!r} status={self._run.status.value}>"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        """In a notebook: the run's status and result, and what it ran (a drawing)."""
+        return _display.bundle("handler", self)
 
     def stream_events(self, expose_internal: bool = False) -> AsyncIterator[Event]:
         """Yield the events steps write with ``ctx.write_event_to_stream``, then the StopEvent.
@@ -125,7 +130,7 @@ class WorkflowHandler(asyncio.Future[Any]):
             raise ContextStateError(
                 "run_step() needs a stepwise run; start it with workflow.run(stepwise=True)."
             )
-        if self.done() and not self._run._step_outputs:
+        if self.done() and not self._run.step_outputs:
             return None
         produced = await self._run.run_wave()
         return produced

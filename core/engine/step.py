@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .._public import publish
+from ..data.events import StepFailedEvent
 from ..errors import WorkflowConfigurationError, WorkflowValidationError
 from ._step_spec import (
     STEP_ATTR,
@@ -251,8 +252,6 @@ def catch_error(
 
 def _check_handler(spec: StepSpec) -> None:
     """A ``@catch_error`` step takes exactly ``StepFailedEvent`` (nothing else reaches it)."""
-    from ..data.events import StepFailedEvent
-
     if spec.accepted != (StepFailedEvent,):
         raise WorkflowValidationError(
             f"@catch_error handler '{spec.name}' must accept StepFailedEvent as its event "

@@ -34,7 +34,9 @@ from ..instruments.instrument import (
     PrintingInstrument,
     global_instruments,
 )
+from . import _display
 from ._calls import make_call
+from ._durability import Durable, make_durable
 from ._runtime import Run, RunStatus, current_execution
 from ._start_event import build_start_event
 from ._validate_resources import resource_problems
@@ -55,7 +57,7 @@ from .step import (
 
 if TYPE_CHECKING:
     from ..data.serialization import BaseSerializer
-    from ..durable.checkpoints import CheckpointStore, WorkflowCheckpointer
+    from ..durable.checkpoints import CheckpointStore  # checkpoint_store's annotations only
     from ._snapshot import RunSnapshot
 
 _CLASS_GRAPHS: weakref.WeakKeyDictionary[type, Graph] = weakref.WeakKeyDictionary()
@@ -99,6 +101,8 @@ class Workflow:
     """
 
     _added_steps: ClassVar[dict[str, Callable[..., Any]]] = {}
+    #: A step parameter annotated with a workflow class receives a nested workflow.
+    _step_parameter: ClassVar[ParamKind] = ParamKind.WORKFLOW
 
     def __init__(
         self,
@@ -161,29 +165,20 @@ class Workflow:
         self._nested: dict[str, Workflow] = {}
         #: Set while a WorkflowCheckpointer starts a run (so it is not recorded twice).
         self._checkpointing = False
-        self._checkpointer: WorkflowCheckpointer | None = None
+        self._checkpointer: Durable | None = None
         if checkpoint_store is not None:
-            from ..durable.checkpoints import CheckpointStore, WorkflowCheckpointer
-
-            if isinstance(checkpoint_store, str | os.PathLike):
-                from ..durable.stores import open_store
-
-                checkpoint_store = open_store(checkpoint_store)
-            if not isinstance(checkpoint_store, CheckpointStore):
-                raise WorkflowConfigurationError(
-                    f"checkpoint_store={checkpoint_store!r} is not a checkpoint store; pass "
-                    "a path or URL (runs.db, postgresql://...), SqliteCheckpointStore(path), "
-                    "InMemoryCheckpointStore(), or an object with "
-                    "the CheckpointStore methods (put, list, latest, get, runs, run, "
-                    "finish_run, delete)."
-                )
-            self._checkpointer = WorkflowCheckpointer(self, store=checkpoint_store)
+            # The durable room plugs this in (the engine does not import it): _durability.py.
+            self._checkpointer = make_durable(self, checkpoint_store)
         graph = type(self)._class_graph()
         if graph.order and not disable_validation:
             # As LlamaIndex: a workflow without its entry or exit fails when it is created.
             # A bare Workflow() gets its steps afterwards, from @step(workflow=instance); a
             # class completed that way is created with disable_validation=True.
             check_entry_and_exit(graph)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> Any:
+        """In a notebook: the drawing of every flow the workflow allows."""
+        return _display.bundle("workflow", self)
 
     # ------------------------------------------------------------------ properties
 

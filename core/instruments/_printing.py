@@ -29,6 +29,7 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any
 
+from ..errors import WorkflowConfigurationError
 from .instrument import EventEmitted, Instrument, RunFinished, StepFinished, StepStarted
 
 #: The formats of :class:`PrintingInstrument` (``verbose=``): LlamaIndex 2.26's, the seeds'.
@@ -62,8 +63,6 @@ class PrintingInstrument(Instrument):
         self, stream: IO[str] | None = None, style: str = "llama", timeout: float | None = None
     ) -> None:
         if style not in PRINT_STYLES:
-            from ..errors import WorkflowConfigurationError
-
             raise WorkflowConfigurationError(
                 f"PrintingInstrument style {style!r} is not one of {', '.join(PRINT_STYLES)}; "
                 "pass style='llama' or style='seed'."

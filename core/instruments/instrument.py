@@ -321,6 +321,8 @@ _DISPATCH_MODULE = "llama_index_instrumentation"
 def global_instruments() -> tuple[tuple[Instrument, ...], int]:
     """The globally installed instruments and a version number that changes with them."""
     if not _GLOBAL_TRACING and _SDK_MODULE in sys.modules:
+        # Here, not at the top: tracing imports the OpenTelemetry API (~40 ms), which an
+        # application that never traces does not load.
         from .tracing import GlobalProviderInstrument
 
         _GLOBAL_TRACING.append(GlobalProviderInstrument())

@@ -46,6 +46,19 @@ def start_server(tmp_path) -> Iterator[Callable[..., tuple[str, httpx.Client]]]:
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium through Playwright, for a module of browser tests (see browser.py)."""
+    from playwright.sync_api import sync_playwright
+
+    from .browser import launch
+
+    with sync_playwright() as playwright:
+        chromium = launch(playwright)
+        yield chromium
+        chromium.close()
+
+
 @pytest.fixture
 def client(start_server) -> httpx.Client:
     """A client of a server without a token."""

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
+from batonflow.apps.run_store import RunStore
+from batonflow.apps.server import create_app
 from batonflow.core import (
     Context,
     Event,
@@ -14,6 +17,8 @@ from batonflow.core import (
     Workflow,
     step,
 )
+from batonflow.core.checkpoints import SqliteCheckpointStore
+from fastapi import FastAPI
 from pydantic import BaseModel
 
 
@@ -282,3 +287,14 @@ class FlakyFlow(Workflow):
             type(self).outages -= 1
             raise ConnectionError("the publisher is down")
         return StopEvent(result=ev.text.upper())
+
+
+def flaky_app(db: Path) -> FastAPI:
+    """A server app running :class:`FlakyFlow` as ``flaky`` (its next publish fails once),
+    durably: runs and checkpoints in the SQLite file ``db``."""
+    FlakyFlow.drafts, FlakyFlow.outages = 0, 1
+    return create_app(
+        {"flaky": FlakyFlow(timeout=None)},
+        store=RunStore(db),
+        checkpoints=SqliteCheckpointStore(db),
+    )

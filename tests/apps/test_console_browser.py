@@ -4,23 +4,19 @@ Every page is opened with the network cut off: any request that is not to the te
 aborted and recorded, and each test checks there was none.
 
 Set ``BATONFLOW_CONSOLE_SCREENSHOTS=docs/img`` to also write the screenshots used by
-docs/server.md.
+docs/server.md (the browser and the pages are ``browser.py``'s).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from batonflow.apps.run_store import RunStore
-from batonflow.apps.server import BackgroundServer, create_app
 from batonflow.core import (
     Context,
     Event,
@@ -35,27 +31,9 @@ from playwright.sync_api import expect
 from pydantic import Field
 
 from . import flows
+from .browser import NEEDS_CHROMIUM, serve_consoles
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-#: Chromium's flags that work here (no sandbox as root, nothing phoning home).
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-SHOTS = os.environ.get("BATONFLOW_CONSOLE_SCREENSHOTS")
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        CHROMIUM is None,
-        reason="chromium is not on PATH (apt-get install chromium; .ci/run installs it)",
-    ),
-]
+pytestmark = NEEDS_CHROMIUM
 
 
 class ReviewStart(StartEvent):
@@ -96,62 +74,9 @@ def console_flows() -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        yield chromium
-        chromium.close()
-
-
-class Console:
-    """A served app, and a browser page on it that may reach only that server."""
-
-    def __init__(self, browser: Any, server: BackgroundServer) -> None:
-        self.server = server
-        self.url = server.url
-        self.elsewhere: list[str] = []
-        self.requests: list[Any] = []
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
-        here = re.escape(self.url)
-        self.context.route(re.compile(rf"^(?!{here}/).*"), self._refuse)
-        self.page = self.context.new_page()
-        self.page.set_default_timeout(15_000)
-        self.page.on("request", lambda request: self.requests.append(request))
-        self.errors: list[str] = []
-        self.page.on("pageerror", lambda error: self.errors.append(str(error)))
-
-    def _refuse(self, route: Any) -> None:
-        self.elsewhere.append(route.request.url)
-        route.abort()
-
-    def shot(self, name: str, full_page: bool = True) -> None:
-        if SHOTS:
-            Path(SHOTS).mkdir(parents=True, exist_ok=True)
-            self.page.screenshot(path=str(Path(SHOTS) / name), full_page=full_page)
-
-    def check_offline(self) -> None:
-        assert self.elsewhere == [], f"the page tried to reach {self.elsewhere}"
-        assert self.errors == [], f"script errors: {self.errors}"
-
-
 @pytest.fixture
 def console(browser, tmp_path) -> Iterator[Any]:
-    opened: list[tuple[Console, BackgroundServer]] = []
-
-    def open_console(**options: Any) -> Console:
-        options.setdefault("store", RunStore(tmp_path / "runs.db"))
-        server = BackgroundServer(create_app(console_flows(), **options)).start()
-        page = Console(browser, server)
-        opened.append((page, server))
-        return page
-
-    yield open_console
-    for page, server in opened:
-        page.context.close()
-        server.stop()
+    yield from serve_consoles(browser, tmp_path, console_flows)
 
 
 def timeline_seqs(page: Any) -> list[int]:

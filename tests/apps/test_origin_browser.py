@@ -19,8 +19,8 @@ from batonflow.apps.run_store import RunStore
 from batonflow.apps.server import BackgroundServer, create_app
 
 from . import flows
+from .browser import CHROMIUM, FLAGS
 from .sse import wait_status
-from .test_console_browser import CHROMIUM, FLAGS
 
 pytestmark = [
     pytest.mark.slow,

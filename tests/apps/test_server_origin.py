@@ -11,10 +11,9 @@ from __future__ import annotations
 import httpx
 import pytest
 from batonflow.apps.run_store import RunStore
-from batonflow.apps.server import BackgroundServer, create_app
-from batonflow.core.checkpoints import SqliteCheckpointStore
+from batonflow.apps.server import BackgroundServer
 
-from .flows import FlakyFlow
+from .flows import flaky_app
 from .sse import wait_status
 
 #: Origins of pages that are not the server's own: ``{port}`` is the server's, ``{other}``
@@ -103,14 +102,10 @@ def test_answering_a_run_from_another_origin_is_refused(start_server):
 
 def test_resuming_a_run_from_another_origin_is_refused(tmp_path):
     """POST /runs/{id}/resume from another origin starts no new run."""
-    FlakyFlow.drafts, FlakyFlow.outages = 0, 1
-    db = tmp_path / "runs.db"
-    app = create_app(
-        {"flaky": FlakyFlow(timeout=None)},
-        store=RunStore(db),
-        checkpoints=SqliteCheckpointStore(db),
-    )
-    with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=20) as c:
+    with (
+        BackgroundServer(flaky_app(tmp_path / "runs.db")) as server,
+        httpx.Client(base_url=server.url, timeout=20) as c,
+    ):
         run_id = c.post("/workflows/flaky/runs", json={"topic": "x"}).json()["run_id"]
         wait_status(c, run_id, {"failed"})
         for headers in _foreign_headers(server.url):

@@ -5,9 +5,8 @@ from __future__ import annotations
 import httpx
 from batonflow.apps.run_store import RunStore
 from batonflow.apps.server import BackgroundServer, create_app
-from batonflow.core.checkpoints import SqliteCheckpointStore
 
-from .flows import FlakyFlow
+from .flows import FlakyFlow, flaky_app
 
 
 def _finished(c: httpx.Client, run_id: str) -> dict:
@@ -20,14 +19,10 @@ def _finished(c: httpx.Client, run_id: str) -> dict:
 
 def test_a_failed_run_resumes_as_a_new_run_without_redoing_its_steps(tmp_path):
     """After a transient failure, resume continues at the failed step: draft is not redone."""
-    FlakyFlow.drafts, FlakyFlow.outages = 0, 1
-    db = tmp_path / "runs.db"
-    app = create_app(
-        {"flaky": FlakyFlow(timeout=None)},
-        store=RunStore(db),
-        checkpoints=SqliteCheckpointStore(db),
-    )
-    with BackgroundServer(app) as server, httpx.Client(base_url=server.url, timeout=20) as c:
+    with (
+        BackgroundServer(flaky_app(tmp_path / "runs.db")) as server,
+        httpx.Client(base_url=server.url, timeout=20) as c,
+    ):
         run_id = c.post("/workflows/flaky/runs", json={"topic": "pirates"}).json()["run_id"]
         failed = _finished(c, run_id)
         assert failed["status"] == "failed" and "publisher is down" in failed["error"]

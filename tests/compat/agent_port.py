@@ -22,9 +22,9 @@ import tempfile
 from pathlib import Path
 
 try:
-    from .port import port_imports, transcript
+    from .port import port_imports, report
 except ImportError:  # run as a script
-    from port import port_imports, transcript  # type: ignore[no-redef]
+    from port import port_imports, report  # type: ignore[no-redef]
 
 EXAMPLES = Path(__file__).resolve().parent / "agents"
 _AGENT_FROM = re.compile(
@@ -75,13 +75,7 @@ def main() -> None:
         if args.names and program.stem not in args.names:
             continue
         proc = run_example(program, ported=args.ported)
-        text = transcript(proc)
-        if args.record:
-            suffix = ".batonflow.out" if args.ported else ".anchor.out"
-            program.with_suffix(suffix).write_text(text)
-        print(f"=== {program.stem}\n{text}", end="")
-        if proc.returncode and proc.stderr:
-            print(proc.stderr[-3000:], file=sys.stderr)
+        report(program, proc, record=args.record, ported=args.ported)
 
 
 if __name__ == "__main__":

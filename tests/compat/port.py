@@ -86,6 +86,20 @@ def transcript(proc: subprocess.CompletedProcess[str]) -> str:
     return f"{proc.stdout}[exit {proc.returncode}]\n"
 
 
+def report(
+    program: Path, proc: subprocess.CompletedProcess[str], *, record: bool, ported: bool
+) -> None:
+    """Print ``program``'s transcript (its stderr's tail too when it failed); with ``record``
+    write it beside the program (``.anchor.out``, or ``.batonflow.out`` when ``ported``)."""
+    text = transcript(proc)
+    if record:
+        suffix = ".batonflow.out" if ported else ".anchor.out"
+        program.with_suffix(suffix).write_text(text)
+    print(f"=== {program.stem}\n{text}", end="")
+    if proc.returncode and proc.stderr:
+        print(proc.stderr[-3000:], file=sys.stderr)
+
+
 def programs() -> list[Path]:
     """The ported documentation pages, one program each."""
     return sorted(p for p in PROGRAMS.glob("*.py") if not p.name.startswith("_"))
@@ -104,13 +118,7 @@ def main() -> None:
     chosen = [p for p in programs() if not args.pages or p.stem in args.pages]
     for program in chosen:
         proc = run_program(program, sys.executable, ported=args.ported)
-        text = transcript(proc)
-        if args.record:
-            suffix = ".batonflow.out" if args.ported else ".anchor.out"
-            program.with_suffix(suffix).write_text(text)
-        print(f"=== {program.stem}\n{text}", end="")
-        if proc.returncode and proc.stderr:
-            print(proc.stderr[-3000:], file=sys.stderr)
+        report(program, proc, record=args.record, ported=args.ported)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from .agent_port import EXAMPLES, examples, port_agent_imports, run_example, transcript
+from .agent_port import EXAMPLES, examples, port_agent_imports, run_example
+from .port import transcript
 
 COMPAT = Path(__file__).resolve().parents[2] / "docs" / "compat.md"
 

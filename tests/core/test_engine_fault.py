@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
-from batonflow.core.engine._runtime import Run
+from batonflow.core.engine._executing import StepRunner
+from batonflow.core.engine._lanes import Executions
 from batonflow.core.errors import WorkflowRuntimeError
 
 DEADLINE = 10.0
@@ -62,19 +63,19 @@ async def _run(flow: Workflow) -> Any:
 
 
 async def test_a_fault_after_a_step_returned_fails_the_run_naming_the_step(monkeypatch):
-    def broken(self: Run, ex: Any, result: Any, began: float) -> None:
+    def broken(self: StepRunner, ex: Any, result: Any, began: float) -> None:
         raise KeyError("lost-entry")
 
-    monkeypatch.setattr(Run, "_succeeded", broken)
+    monkeypatch.setattr(StepRunner, "succeeded", broken)
     with pytest.raises(WorkflowRuntimeError, match=r"inside its engine while running step 'only'"):
         await _run(OneStep(timeout=None))
 
 
 async def test_the_engine_error_says_it_is_a_bug_and_keeps_its_cause(monkeypatch):
-    def broken(self: Run, ex: Any, result: Any, began: float) -> None:
+    def broken(self: StepRunner, ex: Any, result: Any, began: float) -> None:
         raise KeyError("lost-entry")
 
-    monkeypatch.setattr(Run, "_succeeded", broken)
+    monkeypatch.setattr(StepRunner, "succeeded", broken)
     with pytest.raises(WorkflowRuntimeError) as info:
         await _run(OneStep(timeout=None))
     assert "KeyError: 'lost-entry'" in str(info.value)
@@ -83,41 +84,41 @@ async def test_the_engine_error_says_it_is_a_bug_and_keeps_its_cause(monkeypatch
 
 
 async def test_a_fault_while_releasing_an_execution_fails_the_run(monkeypatch):
-    original = Run._release
+    original = Executions.release
     calls = {"n": 0}
 
-    def broken(self: Run, ex: Any) -> None:
+    def broken(self: Executions, ex: Any) -> None:
         calls["n"] += 1
         if calls["n"] == 1:
             raise AttributeError("half-released")
         original(self, ex)
 
-    monkeypatch.setattr(Run, "_release", broken)
+    monkeypatch.setattr(Executions, "release", broken)
     with pytest.raises(WorkflowRuntimeError, match=r"step 'first' \(AttributeError: half-rel"):
         await _run(TwoSteps(timeout=None))
 
 
 async def test_a_fault_after_the_run_completed_keeps_its_result(monkeypatch):
     """The StopEvent had ended the run before the fault: the result stands, nothing hangs."""
-    original = Run._release
+    original = Executions.release
 
-    def broken(self: Run, ex: Any) -> None:
+    def broken(self: Executions, ex: Any) -> None:
         original(self, ex)
         raise AttributeError("after the end")
 
-    monkeypatch.setattr(Run, "_release", broken)
+    monkeypatch.setattr(Executions, "release", broken)
     assert await _run(OneStep(timeout=None)) == "done"
 
 
 async def test_a_fault_with_other_steps_in_flight_cancels_them_and_ends(monkeypatch):
-    original = Run._succeeded
+    original = StepRunner.succeeded
 
-    def broken(self: Run, ex: Any, result: Any, began: float) -> None:
+    def broken(self: StepRunner, ex: Any, result: Any, began: float) -> None:
         if isinstance(result, StopEvent):
             raise RuntimeError("routing table out of step")
         original(self, ex, result, began)
 
-    monkeypatch.setattr(Run, "_succeeded", broken)
+    monkeypatch.setattr(StepRunner, "succeeded", broken)
     flow = Fan(timeout=None)
     handler = flow.run()
     run = handler._run
@@ -131,12 +132,12 @@ async def test_a_fault_with_other_steps_in_flight_cancels_them_and_ends(monkeypa
 async def test_the_workflow_runs_again_once_the_fault_is_gone(monkeypatch):
     """Nothing of the failed run stays behind in the workflow."""
 
-    def broken(self: Run, ex: Any, result: Any, began: float) -> None:
+    def broken(self: StepRunner, ex: Any, result: Any, began: float) -> None:
         raise KeyError("lost-entry")
 
     flow = OneStep(timeout=None)
     with monkeypatch.context() as patch:
-        patch.setattr(Run, "_succeeded", broken)
+        patch.setattr(StepRunner, "succeeded", broken)
         with pytest.raises(WorkflowRuntimeError):
             await _run(flow)
     assert await _run(flow) == "done"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import subprocess
 import sys
 from pathlib import Path
@@ -82,8 +83,9 @@ async def test_hot_path_modules_import_at_module_level() -> None:
     """No import inside a function of the run loop's modules: each such import is an
     ``__import__`` call (about 2 µs) every time the function runs."""
     offenders = []
-    hot = ("_runtime.py", "_lanes.py", "_executing.py", "_branches.py", "_services.py")
-    for name in (*hot, "_run_parts.py", "context.py", "handler.py", "_snapshot.py", "_stream.py"):
+    hot = ("_runtime.py", "_lanes.py", "_executing.py", "_branches.py", "_waiters.py")
+    rest = ("_collect.py", "_boundary.py", "_stream.py", "context.py", "handler.py", "_snapshot.py")
+    for name in (*hot, *rest):
         tree = ast.parse((CORE / "engine" / name).read_text())
         for func in ast.walk(tree):
             if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -92,3 +94,21 @@ async def test_hot_path_modules_import_at_module_level() -> None:
                 if isinstance(node, ast.Import | ast.ImportFrom):
                     offenders.append(f"{name}:{node.lineno} in {func.name}()")
     assert offenders == []
+
+
+def test_what_a_run_is_reads_in_its_class_and_its_collaborators() -> None:
+    """Run's methods are its own (no function of another module bound into its body), and
+    its collaborators are objects whose methods live in their classes."""
+    from batonflow.core.engine import _runtime
+
+    def borrowed(cls: type) -> list[str]:
+        return [
+            name
+            for name, fn in vars(cls).items()
+            if inspect.isfunction(fn) and not fn.__qualname__.startswith(f"{cls.__name__}.")
+        ]
+
+    assert borrowed(_runtime.Run) == []
+    collaborators = ("Executions", "StepRunner", "Boundaries", "Branches", "Waits", "Collecting")
+    for name in collaborators:
+        assert borrowed(getattr(_runtime, name)) == [], name

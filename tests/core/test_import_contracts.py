@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -49,6 +50,12 @@ def test_the_tree_keeps_every_contract() -> None:
             id="data-imports-engine",
         ),
         pytest.param(
+            "engine/workflow.py",
+            "from ..durable import checkpoints as _checkpoints",
+            "rooms of core import one way",
+            id="engine-imports-durable",
+        ),
+        pytest.param(
             "engine/_lanes.py",
             "from ..events import Event as _E",
             "never the public re-export modules",
@@ -69,3 +76,36 @@ def test_a_forbidden_import_breaks_a_contract(
     broken = [text for text in result.stdout.splitlines() if "BROKEN" in text]
     assert broken, result.stdout
     assert contract in " ".join(result.stdout.split())
+
+
+#: The imports core makes inside functions, each for an optional or heavy dependency:
+#: (module file, imported module) -> why.
+LATE_IMPORTS = {
+    ("instruments/instrument.py", "tracing"): "the OpenTelemetry API, ~40 ms, only when tracing",
+    ("instruments/instrument.py", "_llama_dispatch"): "llama-index's instrumentation, optional",
+    ("durable/_sqlite_schema.py", "resource"): "Unix only",
+    ("durable/stores.py", "importlib.metadata"): "heavy, only for store URLs",
+}
+
+
+def _late_imports(path: Path) -> list[str]:
+    """The modules ``path`` imports inside a function body."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Import):
+                    found.extend(alias.name for alias in inner.names)
+                elif isinstance(inner, ast.ImportFrom):
+                    found.append(inner.module or ".")
+    return found
+
+
+def test_core_imports_inside_functions_only_optional_or_heavy_modules() -> None:
+    """An import inside a function is for an optional or heavy dependency, not a cycle."""
+    late = {
+        (str(path.relative_to(ROOT / "core")), module)
+        for path in (ROOT / "core").rglob("*.py")
+        for module in _late_imports(path)
+    }
+    assert late == set(LATE_IMPORTS)

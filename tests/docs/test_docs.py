@@ -21,7 +21,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+#: Pages that are notebooks (top-level ``await``): tests/docs/test_notebooks.py runs them in a
+#: Jupyter kernel instead.
+NOTEBOOK_PAGES = {"notebooks.md"}
+PAGES = [p for p in sorted((ROOT / "docs").glob("*.md")) if p.name not in NOTEBOOK_PAGES] + [
+    ROOT / "README.md"
+]
 #: Pages whose examples get ``BATONFLOW_DATABASE_URL`` of a throw-away PostgreSQL server.
 NEEDS_POSTGRES = {"deploy.md"}
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
