@@ -126,11 +126,12 @@ class WorkflowCheckpointer:
         disabled_steps: Iterable[str] = (),
         on_end: Callable[[str, str, str | None, str | None], None] | None = None,
     ) -> None:
+        # One bound-method object, so detach() can remove exactly what was added.
+        self._listener = self._on_step
+        #: Every workflow instance this checkpointer recorded runs of (see the setter).
+        self._recorded: list[Workflow] = []
         self.workflow = workflow
         self._on_end = on_end
-        # Before anything is decoded (a recorded start event, an inbox event): the classes of
-        # the workflow are the ones its runs' data may name.
-        register_workflow(workflow)
         self.store: CheckpointStore = store if store is not None else InMemoryCheckpointStore()
         self.serializer: BaseSerializer = (
             serializer or checkpoint_serializer or workflow.serializer or JsonSerializer()
@@ -151,8 +152,21 @@ class WorkflowCheckpointer:
         self._asked: dict[str, dict[str, Event]] = {}
         self._empty_state: tuple[BaseSerializer, dict[str, Any]] | None = None
         self._cancelling: set[asyncio.Future[None]] = set()  # kept referenced until done
-        # One bound-method object, so detach() can remove exactly what was added.
-        self._listener = self._on_step
+
+    @property
+    def workflow(self) -> Workflow:
+        """The instance runs start on; replacing it (``cptr.workflow = JokeFlow()``, as
+        LlamaIndex's checkpointing notebook does) records the new one's runs too."""
+        return self._workflow
+
+    @workflow.setter
+    def workflow(self, workflow: Workflow) -> None:
+        self._workflow = workflow
+        # Before anything is decoded (a recorded start event, an inbox event): the classes of
+        # the workflow are the ones its runs' data may name.
+        register_workflow(workflow)
+        if all(w is not workflow for w in self._recorded):
+            self._recorded.append(workflow)
         workflow.add_step_listener(self._listener)
 
     def _launch(self, **kwargs: Any) -> WorkflowHandler:
@@ -191,7 +205,8 @@ class WorkflowCheckpointer:
 
         Runs already in progress write no further checkpoints; stored ones stay.
         """
-        self.workflow.remove_step_listener(self._listener)
+        for workflow in self._recorded:
+            workflow.remove_step_listener(self._listener)
 
     # -- enabling -----------------------------------------------------------------------------
 

@@ -29,7 +29,12 @@ from ..data.serialization import JsonPickleSerializer as JsonPickleSerializer
 from ..data.serialization import JsonSerializer as JsonSerializer
 from ..data.serialization import PickleSerializer as PickleSerializer
 from ..data.state import InMemoryStateStore
-from ..errors import ContextStateError, WorkflowRuntimeError, WorkflowStepDoesNotExistError
+from ..errors import (
+    ContextStateError,
+    WorkflowRuntimeError,
+    WorkflowStepDoesNotExistError,
+    llama_named,
+)
 from ..retrying.retry import RetryInfo
 from ._collect import repeat_type
 from ._lanes import RUNNING
@@ -342,7 +347,8 @@ class Context(Generic[StateT]):
         spec = graph.steps.get(step)
         if spec is None:
             known = ", ".join(graph.steps)
-            raise WorkflowStepDoesNotExistError(
+            # Named WorkflowRuntimeError, LlamaIndex's class for it.
+            raise llama_named(WorkflowStepDoesNotExistError, "WorkflowRuntimeError")(
                 f"Step {step} does not exist. {graph.name} has no step '{step}'; its steps are: "
                 f"{known}. Pass one of those names as step=."
             )
