@@ -527,7 +527,12 @@ def succeeded(self: Run, ex: Execution, result: Any, began: float) -> None:
             time.time(),
         )
         for listener in listeners:
-            listener(boundary)
+            pending = listener(boundary)
+            if pending is not None:
+                # Its write is made off the loop: the run stays held while the worker waits
+                # for it (execute awaits wait_at_boundary), the loop serves the other runs.
+                self._parked[ex.id] = (boundary, listeners[called:], pending)
+                return
             called += 1
     except StoreUnreachableError as error:
         if error.retry_after is None or boundary is None:

@@ -134,9 +134,10 @@ class Run:
         self.started = time.perf_counter()
         self._timeout_handle: asyncio.TimerHandle | None = None
         self._hold = 0
-        #: Step boundaries waiting for the store (see _executing.wait_at_boundary), by
-        #: execution id: (boundary, the listeners left to call, seconds to wait).
-        self._parked: dict[int, tuple[Any, tuple[Any, ...], float]] = {}
+        #: Step boundaries waiting for the store (see _boundary.wait_at_boundary), by
+        #: execution id: (boundary, the listeners left to call, seconds to wait before
+        #: calling the first, or the awaitable the first returned).
+        self._parked: dict[int, tuple[Any, tuple[Any, ...], Any]] = {}
         self._resolved = False
         #: Whether the run took one of its workflow's ``num_concurrent_runs`` slots.
         self.counted = False
