@@ -296,7 +296,7 @@ def create_app(
         traceparent = request.headers.get("traceparent")
         try:
             with _caller_trace(request):
-                live = manager.start(name, start_event, fields, traceparent)
+                live = await manager.start(name, start_event, fields, traceparent)
         except (SerializationError, CheckpointError) as exc:
             return _not_recorded(exc)
         if not wait:
@@ -305,7 +305,7 @@ def create_app(
             await asyncio.wait_for(asyncio.shield(live.done.wait()), timeout)
         except TimeoutError:
             return JSONResponse({"run_id": live.run_id, "status": live.status}, status_code=202)
-        row = run_store.get(live.run_id)
+        row = await run_store.aget(live.run_id)
         assert row is not None
         return JSONResponse(row.public(), status_code=200)
 
