@@ -17,8 +17,10 @@ committed first), and a synchronous write of the run made meanwhile waits for th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
@@ -29,6 +31,8 @@ from batonflow.core.durable._sql_store import SqlRunStore
 from batonflow.core.errors import StoreUnreachableError
 
 T = TypeVar("T")
+#: The most records of completed runs kept for :meth:`OffLoopStore.arun`.
+_COMPLETED_KEPT = 1024
 
 
 class Writers:
@@ -79,6 +83,11 @@ class Writers:
             if self._last.get(run_id) is done:
                 del self._last[run_id]
 
+    def busy(self, run_id: str) -> bool:
+        """Whether a write of the run started off the loop is not done yet."""
+        with self._lock:
+            return run_id in self._last
+
     def drain(self, run_id: str) -> None:
         """Wait until the run's writes started off the loop are done (a synchronous write of
         the run is made after them); nothing to wait for on a writer thread itself."""
@@ -100,6 +109,8 @@ class OffLoopStore(SqlRunStore):
     the run's writes started off the loop."""
 
     _writers: Writers
+    #: The records of the runs this store just completed (see :meth:`arun`).
+    _completed: OrderedDict[str, RunRecord]
 
     def aput(self, checkpoint: Checkpoint) -> Any:
         """:meth:`put` on a writer thread; returns an awaitable."""
@@ -141,8 +152,26 @@ class OffLoopStore(SqlRunStore):
                 time.sleep(exc.retry_after)
 
     def arun(self, run_id: str) -> Any:
-        """:meth:`run` on a writer thread, after the run's writes; returns an awaitable."""
+        """:meth:`run` on a writer thread, after the run's writes; returns an awaitable.
+
+        The record of a run this store just completed is the one its end wrote (a completed
+        run never changes again): it is answered without a round trip, once.
+        """
+        record = self._completed.pop(run_id, None)
+        if record is not None and not self._writers.busy(run_id):
+            done = asyncio.get_running_loop().create_future()
+            done.set_result(record)
+            return done
         return self._writers.start(run_id, self.run, run_id)
+
+    def _written_end(self, record: RunRecord) -> None:
+        """Keep the record a completed run's end wrote, for :meth:`arun` (at most
+        :data:`_COMPLETED_KEPT`: a run nobody reads after its end is forgotten)."""
+        completed = self._completed
+        if len(completed) >= _COMPLETED_KEPT:
+            with contextlib.suppress(KeyError):
+                completed.popitem(last=False)  # one call: safe beside the other threads
+        completed[record.run_id] = record
 
     def put(self, checkpoint: Checkpoint) -> None:
         """:meth:`SqlRunStore.put`, after the run's writes started off the loop."""
@@ -165,6 +194,7 @@ class OffLoopStore(SqlRunStore):
     def delete(self, run_id: str) -> None:
         """:meth:`SqlRunStore.delete`, after the run's writes started off the loop."""
         self._writers.drain(run_id)
+        self._completed.pop(run_id, None)
         super().delete(run_id)
 
 

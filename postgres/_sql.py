@@ -84,7 +84,8 @@ SET_STATUS = (
 #: round trip, as ``_fence`` + ``append_end`` + ``NOTIFY`` + :data:`SET_STATUS` in one
 #: transaction made it: the run's row is locked, and nothing is written unless this store may
 #: (it holds the run, or no replica id: the 1st parameter) and the run has not ended. Returns
-#: the row's (lease_owner, lease_token, status) as locked, and whether the status was written.
+#: the row's lease_owner and status as locked, the NOTIFY's NULL, and the run's record as
+#: written (its columns NULL when nothing was).
 FINISH = (
     "WITH run AS (SELECT lease_owner, lease_token, status FROM checkpoint_runs "
     "WHERE run_id = %(run_id)s FOR UPDATE), "
@@ -100,10 +101,10 @@ FINISH = (
     "lease_owner = CASE WHEN %(ended)s THEN NULL ELSE lease_owner END, "
     "lease_token = CASE WHEN %(ended)s THEN NULL ELSE lease_token END, "
     "lease_until = CASE WHEN %(ended)s THEN NULL ELSE lease_until END "
-    "WHERE run_id = %(run_id)s AND EXISTS (SELECT 1 FROM ok) RETURNING 1) "
-    "SELECT (SELECT lease_owner FROM run), (SELECT lease_token FROM run), "
-    "(SELECT status FROM run), (SELECT count(*) FROM upd), "
-    "(SELECT pg_notify(%(channel)s, %(run_id)s || ' ' || seq) FROM ins)"
+    f"WHERE run_id = %(run_id)s AND EXISTS (SELECT 1 FROM ok) RETURNING {RUN_COLUMNS}) "
+    "SELECT r.lease_owner, r.status, "
+    "(SELECT pg_notify(%(channel)s, %(run_id)s || ' ' || seq) FROM ins), u.* "
+    "FROM (SELECT 1) AS one LEFT JOIN run AS r ON TRUE LEFT JOIN upd AS u ON TRUE"
 )
 #: The checkpoint of a recorded run in one round trip: the run's row is locked for the
 #: statement (so a replica taking the run over waits for it) and the insert happens only while

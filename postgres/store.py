@@ -43,6 +43,7 @@ from __future__ import annotations
 import builtins
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
@@ -150,6 +151,7 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
         #: a lost answer, the entry right after it is this store's (see append_event).
         self._last_seq: dict[str, int] = {}
         self._writers = Writers(max_size)  # the a... methods' threads, one per connection
+        self._completed: OrderedDict[str, RunRecord] = OrderedDict()
         self._pool = ConnectionPool(
             url,
             min_size=min_size,
@@ -361,9 +363,12 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
         }
 
         def finish(conn: psycopg.Connection[Any]) -> None:
-            owner, _, current, written, _ = conn.execute(FINISH, params).fetchone()
-            if not written and self.replica_id is not None:
-                raise self._lost(run_id, owner, current)
+            owner, current, _, *record = conn.execute(FINISH, params).fetchone()
+            if record[0] is None:
+                if self.replica_id is not None:
+                    raise self._lost(run_id, owner, current)
+            elif status == "completed":
+                self._written_end(RunRecord(*record))  # never changes again: arun reads it
 
         self._write(
             "set a run's status" if end is None else "record how a run ended",

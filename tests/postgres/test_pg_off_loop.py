@@ -174,3 +174,27 @@ def test_a_run_is_recorded_and_ended_in_one_statement_each(postgres_url, monkeyp
     assert (record.status, record.result) == ("completed", "2")
     assert [(e.seq, e.kind) for e in store.events("r1")] == [(1, "end")]
     store.close()
+
+
+async def test_the_record_a_completed_run_just_wrote_is_read_without_a_statement(
+    postgres_url, monkeypatch
+):
+    """arun after afinish_run of a completed run answers from the end's own statement, once."""
+    store = PostgresCheckpointStore(postgres_url, replica_id="a")
+    now = time.time()
+    await store.acreate_run(RunRecord("r1", "Flow", "running", now, now, owner="server"))
+    await store.afinish_run("r1", "completed", result="2", end='{"status": "completed"}')
+    fresh = store.run("r1")
+    sent: list[str] = []
+    execute = psycopg.Connection.execute
+
+    def counted_execute(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        sent.append("statement")
+        return execute(self, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", counted_execute)
+    assert await store.arun("r1") == fresh
+    assert sent == []
+    assert await store.arun("r1") == fresh  # read from the database the second time
+    assert sent == ["statement"]
+    store.close()
