@@ -4,7 +4,7 @@ llama-agents-server (its memory and PostgreSQL stores), at 64 and 256 concurrent
 Usage::
 
     .venv/bin/python bench/http_compare.py                       # 3 rounds, ~5 minutes
-    .venv/bin/python bench/http_compare.py --rounds 1 --seconds 4  # a quick look
+    .venv/bin/python bench/http_compare.py --rounds 1 --clients 64  # a quick look
     # with llama-agents-server, installed in a venv of its own (never batonflow's):
     python3 -m venv /tmp/llama-venv && /tmp/llama-venv/bin/pip install llama-agents-server
     .venv/bin/python bench/http_compare.py --llama-python /tmp/llama-venv/bin/python
@@ -16,8 +16,9 @@ rounds interleaved), and the table shows each setup's median over the rounds, so
 compares figures measured side by side on the same (shared, noisy) machine.
 
 The flow is ``bench/_http_flows.py``'s: three durable steps, one stream event. Each client
-keeps one HTTP/1.1 connection and posts a run with ``wait=true`` after the other; after a
-warm-up, the runs that end within the measured window count. Every run's response is checked
+keeps one HTTP/1.1 connection and posts a run with ``wait=true`` after the other, until the
+figure's runs (``--runs-per-client`` times the clients) are made; the runs per second are those
+that ended after the first wave (one run per client: the servers warm up) over the time since. Every run's response is checked
 (completed, result ``n + 1``) and, for batonflow, every run's event log in the database (the
 stream event, the ``StopEvent``, the end). The load average and the CPU seconds the servers
 and PostgreSQL used per run are printed too.
@@ -182,14 +183,13 @@ def llama_target(python: str, store: str, tmp: Path) -> Target:
     )
 
 
-async def _client(
-    target: Target, k: int, stop_at: float, window: tuple[float, float], out: dict[str, Any]
-) -> None:
+async def _client(target: Target, k: int, out: dict[str, Any]) -> None:
     host, port = target.urls[k % len(target.urls)]
     reader, writer = await asyncio.open_connection(host, port)
     try:
-        i = k * 1_000_000
-        while time.monotonic() < stop_at:
+        while out["left"] > 0:
+            out["left"] -= 1
+            i = k * 1_000_000 + out["left"]
             body = target.body(i)
             head = (
                 f"POST {target.path} HTTP/1.1\r\nHost: {host}\r\n"
@@ -205,23 +205,21 @@ async def _client(
             data = json.loads(await reader.readexactly(length))
             if status not in (200, 202) or target.result(data) != i + 1:
                 raise RuntimeError(f"run {i}: HTTP {status}, {data}")
-            now = time.monotonic()
-            if window[0] <= now < window[1]:
-                out["counted"] += 1
+            out["ended"].append(time.monotonic())
             if "run_id" in data:
                 out["ids"].append(data["run_id"])
-            i += 1
     finally:
         writer.close()
 
 
-async def _load(target: Target, clients: int, warmup: float, seconds: float) -> tuple[int, float]:
-    began = time.monotonic()
-    window = (began + warmup, began + warmup + seconds)
-    out: dict[str, Any] = {"counted": 0, "ids": []}
-    await asyncio.gather(*(_client(target, k, window[1], window, out) for k in range(clients)))
+async def _load(target: Target, clients: int, runs: int) -> tuple[int, float]:
+    """``runs`` runs by ``clients`` clients; (runs counted, seconds): those that ended after
+    the first ``clients`` (the first wave, with the servers' warm-up), over the time since."""
+    out: dict[str, Any] = {"left": runs, "ended": [], "ids": []}
+    await asyncio.gather(*(_client(target, k, out) for k in range(clients)))
     target.ids = out["ids"]  # type: ignore[attr-defined]
-    return out["counted"], seconds
+    ended = sorted(out["ended"])
+    return len(ended) - clients, ended[-1] - ended[clients - 1]
 
 
 def _check_logs(db: str, ids: list[str]) -> None:
@@ -248,8 +246,7 @@ def measure(
     server: Any,
     tmp: Path,
     clients: int,
-    warmup: float,
-    seconds: float,
+    per_client: int,
     llama: str,
     before: str,
 ) -> Figure:
@@ -276,7 +273,7 @@ def measure(
             pg0 = _postgres_pids(server.datadir)
             own0 = _cpu_seconds(servers)
             before = {pid: _cpu_seconds([pid]) for pid in pg0}
-            counted, secs = asyncio.run(_load(target, clients, warmup, seconds))
+            counted, secs = asyncio.run(_load(target, clients, clients * per_client))
             # Everything (warm-up and tail included) over every run answered; a backend that
             # ended meanwhile is not counted (the servers' pools keep theirs).
             own = _cpu_seconds(servers) - own0
@@ -309,8 +306,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clients", default="64,256")
-    parser.add_argument("--warmup", type=float, default=2.0)
-    parser.add_argument("--seconds", type=float, default=6.0)
+    parser.add_argument(
+        "--runs-per-client", type=int, default=6, help="runs each client makes per figure"
+    )
     parser.add_argument("--llama-python", default="", help="python of a llama-agents-server venv")
     parser.add_argument("--only", default="", help="setup names to measure, separated by ;")
     parser.add_argument(
@@ -348,8 +346,7 @@ def main() -> None:
                         server,
                         tmp,
                         clients,
-                        args.warmup,
-                        args.seconds,
+                        args.runs_per_client,
                         args.llama_python,
                         args.before,
                     )

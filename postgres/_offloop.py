@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import queue
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import wait as wait_for
 from typing import Any, TypeVar
 
 from batonflow.core.durable._records import Checkpoint, RunRecord
@@ -35,58 +34,123 @@ T = TypeVar("T")
 _COMPLETED_KEPT = 1024
 
 
+#: One write: (run id, function, args, kwargs, the caller's future, the caller's loop).
+_Job = tuple[str, Callable[..., Any], tuple[Any, ...], dict[str, Any], Any, Any]
+
+
 class Writers:
-    """The store's writer threads, and the last write started for each run.
+    """The store's writer threads, a run's writes one after the other.
+
+    Light on purpose (a write is a round trip of a few hundred microseconds, and a replica
+    makes thousands a second): jobs go through one ``SimpleQueue``; a run with a write in
+    progress keeps its next ones in its own queue, taken by the thread that finishes the one
+    before; the outcomes go back to the event loop in batches (one wake-up of the loop for all
+    the writes that ended meanwhile).
 
     Args:
         threads: How many writes are made at once (the store's pool size).
     """
 
     def __init__(self, threads: int) -> None:
-        self._executor = ThreadPoolExecutor(
-            max_workers=max(1, threads), thread_name_prefix="batonflow-pg-writer"
-        )
+        self._size = max(1, threads)
+        self._threads: list[threading.Thread] = []
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
-        #: The last write started for each run with a write not done yet.
-        self._last: dict[str, Future[Any]] = {}
+        #: The runs with a write in progress, each with its writes waiting behind it.
+        self._runs: dict[str, deque[_Job]] = {}
+        #: Events set when a run's writes are all done, for the callers of drain().
+        self._idle: dict[str, threading.Event] = {}
+        #: Outcomes not yet handed to their loop: loop -> [(future, result, error)].
+        self._outcomes: dict[Any, list[tuple[Any, Any, BaseException | None]]] = {}
         self._local = threading.local()
+        self._closed = False
 
     def start(self, run_id: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Any:
         """Start ``fn(*args, **kwargs)`` on a writer thread after the run's previous write;
         return an asyncio future of its outcome (call it on the event loop)."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        job: _Job = (run_id, fn, args, kwargs, future, loop)
         with self._lock:
-            previous = self._last.get(run_id)
-            future = self._executor.submit(self._call, previous, fn, args, kwargs)
-            self._last[run_id] = future
-        future.add_done_callback(lambda done: self._forget(run_id, done))
-        return asyncio.wrap_future(future)
+            if self._closed:
+                job = None  # type: ignore[assignment]
+            elif run_id in self._runs:
+                self._runs[run_id].append(job)
+                return future
+            else:
+                self._runs[run_id] = deque()
+                if not self._threads:
+                    self._spawn()
+        if job is None:  # closed: the store's own call says so
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except Exception as exc:
+                future.set_exception(exc)
+            return future
+        self._queue.put(job)
+        return future
 
-    def _call(
-        self,
-        previous: Future[Any] | None,
-        fn: Callable[..., T],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-    ) -> T:
-        # The previous write was started first, so a thread runs it already: no deadlock. Its
-        # outcome is its own caller's; this write is made whatever it was.
-        if previous is not None:
-            wait_for([previous])
+    def _spawn(self) -> None:
+        for n in range(self._size):
+            thread = threading.Thread(
+                target=self._work, name=f"batonflow-pg-writer-{n}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+
+    def _work(self) -> None:
         self._local.writing = True
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            self._local.writing = False
+        while True:
+            job = self._queue.get()
+            if job is None:  # close(): the writes queued before it are done
+                return
+            while job is not None:
+                run_id, fn, args, kwargs, future, loop = job
+                try:
+                    outcome = (future, fn(*args, **kwargs), None)
+                except BaseException as exc:  # the caller's to handle, on its loop
+                    outcome = (future, None, exc)
+                self._hand_back(loop, outcome)
+                idle = None
+                with self._lock:
+                    waiting = self._runs[run_id]
+                    if waiting:
+                        job = waiting.popleft()  # the run's next write, on this thread
+                    else:
+                        job = None
+                        del self._runs[run_id]
+                        idle = self._idle.pop(run_id, None)
+                if idle is not None:
+                    idle.set()
 
-    def _forget(self, run_id: str, done: Future[Any]) -> None:
+    def _hand_back(self, loop: Any, outcome: tuple[Any, Any, BaseException | None]) -> None:
         with self._lock:
-            if self._last.get(run_id) is done:
-                del self._last[run_id]
+            pending = self._outcomes.get(loop)
+            if pending is not None:
+                pending.append(outcome)
+                return  # the loop was woken up for those already
+            self._outcomes[loop] = [outcome]
+        try:
+            loop.call_soon_threadsafe(self._settle, loop)
+        except RuntimeError:  # the loop is closed: nobody waits for it any more
+            with self._lock:
+                self._outcomes.pop(loop, None)
+
+    def _settle(self, loop: Any) -> None:
+        with self._lock:
+            outcomes = self._outcomes.pop(loop, [])
+        for future, result, error in outcomes:
+            if future.cancelled():
+                continue
+            if error is None:
+                future.set_result(result)
+            else:
+                future.set_exception(error)
 
     def busy(self, run_id: str) -> bool:
         """Whether a write of the run started off the loop is not done yet."""
         with self._lock:
-            return run_id in self._last
+            return run_id in self._runs
 
     def drain(self, run_id: str) -> None:
         """Wait until the run's writes started off the loop are done (a synchronous write of
@@ -94,13 +158,20 @@ class Writers:
         if getattr(self._local, "writing", False):
             return
         with self._lock:
-            last = self._last.get(run_id)
-        if last is not None:
-            wait_for([last])
+            if run_id not in self._runs:
+                return
+            idle = self._idle.setdefault(run_id, threading.Event())
+        idle.wait()
 
     def close(self) -> None:
         """Let the writes started finish, then stop the threads."""
-        self._executor.shutdown(wait=True)
+        with self._lock:
+            self._closed = True
+            threads, self._threads = self._threads, []
+        for _ in threads:
+            self._queue.put(None)
+        for thread in threads:
+            thread.join()
 
 
 class OffLoopStore(SqlRunStore):
