@@ -147,6 +147,11 @@ class Writers:
             else:
                 future.set_exception(error)
 
+    @property
+    def closing(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
     def busy(self, run_id: str) -> bool:
         """Whether a write of the run started off the loop is not done yet."""
         with self._lock:
@@ -218,8 +223,8 @@ class OffLoopStore(SqlRunStore):
             try:
                 return self.append_event(run_id, kind, body)
             except StoreUnreachableError as exc:
-                if exc.retry_after is None:
-                    raise
+                if exc.retry_after is None or self._writers.closing:
+                    raise  # the budget is spent, or the store closes: the run is interrupted
                 time.sleep(exc.retry_after)
 
     def arun(self, run_id: str) -> Any:
