@@ -6,7 +6,7 @@ Usage::
     .venv/bin/python bench/pg_step_ab.py --before /tmp/before/pkg --rounds 7
 
 Each round runs, for each version in turn (the current code, then ``--before``'s; the order
-alternates round by round), a fresh subprocess that runs a durable 200-step chain on a fresh
+alternates round by round), a fresh subprocess that runs a durable 1,000-step chain on a fresh
 database of a throw-away PostgreSQL server (``tests/pg_server.py``) and reports its CPU
 seconds; the server's CPU over the same time is read from ``/proc``. The table shows the
 medians per step (client, server, both) and the ratio of the current code to the old.
@@ -48,34 +48,40 @@ class Chain(Workflow):
         return StopEvent(result=ev.n) if ev.n + 1 >= STEPS else Tick(n=ev.n + 1)
 
 
+async def run():
+    return await flow.run()
+
+
 store = open_store(sys.argv[1])
 flow = Chain(timeout=None, checkpoint_store=store)
-asyncio.run(flow.run())  # warm-up: imports, prepared statements
+asyncio.run(run())  # warm-up: imports, prepared statements
 print("ready", flush=True)
 sys.stdin.readline()
 usage = resource.getrusage(resource.RUSAGE_SELF)
 cpu0 = usage.ru_utime + usage.ru_stime
 began = time.perf_counter()
-assert asyncio.run(flow.run()) == STEPS - 1
+assert asyncio.run(run()) == STEPS - 1
 usage = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"cpu": usage.ru_utime + usage.ru_stime - cpu0,
                   "wall": time.perf_counter() - began, "steps": STEPS + 1}), flush=True)
+sys.stdin.readline()  # the parent reads the server's CPU while the connections are open
 store.close()
 """
 
 
-def _cluster_cpu(datadir: Path) -> float:
+def _cluster_cpu(datadir: Path) -> dict[int, float]:
+    """CPU seconds of each process of the cluster (the postmaster and its children)."""
     first = int((datadir / "postmaster.pid").read_text().split("\n", 1)[0])
     out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(first)], capture_output=True)
     tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+    cpu = {}
     for pid in [first, *(int(p) for p in out.stdout.split())]:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += (int(fields[11]) + int(fields[12])) / tick
-    return total
+        cpu[pid] = (int(fields[11]) + int(fields[12])) / tick
+    return cpu
 
 
 def one(server, tree: str, steps: int) -> dict[str, float]:  # type: ignore[no-untyped-def]
@@ -103,7 +109,9 @@ def one(server, tree: str, steps: int) -> dict[str, float]:  # type: ignore[no-u
         child.stdin.write("go\n")
         child.stdin.flush()
         out = json.loads(child.stdout.readline())
-        pg = _cluster_cpu(server.datadir) - pg0
+        pg = sum(t - pg0.get(pid, 0.0) for pid, t in _cluster_cpu(server.datadir).items())
+        child.stdin.write("bye\n")
+        child.stdin.flush()
         child.wait(60)
     finally:
         with psycopg.connect(server.url(), autocommit=True) as conn:
@@ -116,7 +124,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", required=True, help="a tree made by bench/before_tree.sh")
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=1000)
     args = parser.parse_args()
     from pg_server import running_server
 
