@@ -64,6 +64,8 @@ class Writers:
         self._outcomes: dict[Any, list[tuple[Any, Any, BaseException | None]]] = {}
         self._local = threading.local()
         self._closed = False
+        #: Threads waiting for a job (a new one is started only when none is).
+        self._waiting = 0
 
     def start(self, run_id: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Any:
         """Start ``fn(*args, **kwargs)`` on a writer thread after the run's previous write;
@@ -79,8 +81,10 @@ class Writers:
                 return future
             else:
                 self._runs[run_id] = deque()
-                if not self._threads:
-                    self._spawn()
+                if self._waiting:
+                    self._waiting -= 1  # a waiting thread takes it
+                elif len(self._threads) < self._size:
+                    self._spawn()  # every thread is busy: one more, up to the pool's size
         if job is None:  # closed: the store's own call says so
             try:
                 future.set_result(fn(*args, **kwargs))
@@ -91,12 +95,11 @@ class Writers:
         return future
 
     def _spawn(self) -> None:
-        for n in range(self._size):
-            thread = threading.Thread(
-                target=self._work, name=f"batonflow-pg-writer-{n}", daemon=True
-            )
-            thread.start()
-            self._threads.append(thread)
+        thread = threading.Thread(
+            target=self._work, name=f"batonflow-pg-writer-{len(self._threads)}", daemon=True
+        )
+        thread.start()
+        self._threads.append(thread)
 
     def _work(self) -> None:
         self._local.writing = True
@@ -110,7 +113,6 @@ class Writers:
                     outcome = (future, fn(*args, **kwargs), None)
                 except BaseException as exc:  # the caller's to handle, on its loop
                     outcome = (future, None, exc)
-                self._hand_back(loop, outcome)
                 idle = None
                 with self._lock:
                     waiting = self._runs[run_id]
@@ -120,8 +122,10 @@ class Writers:
                         job = None
                         del self._runs[run_id]
                         idle = self._idle.pop(run_id, None)
+                        self._waiting += 1  # before the caller hears: its next write is ours
                 if idle is not None:
                     idle.set()
+                self._hand_back(loop, outcome)
 
     def _hand_back(self, loop: Any, outcome: tuple[Any, Any, BaseException | None]) -> None:
         with self._lock:

@@ -145,6 +145,20 @@ async def test_a_runs_writes_off_the_loop_are_made_in_order():
     writers.close()
 
 
+async def test_writer_threads_are_started_as_writes_need_them():
+    """Writes one at a time take one thread; writes at once take more, up to the size."""
+    writers = Writers(3)
+    for i in range(5):
+        await writers.start(f"r{i}", time.sleep, 0)
+    assert len(writers._threads) == 1
+    gate = threading.Event()
+    held = [writers.start(f"s{i}", gate.wait, 30) for i in range(5)]
+    gate.set()
+    await asyncio.gather(*held)
+    assert len(writers._threads) == 3
+    writers.close()
+
+
 @pytest.mark.parametrize("replica_id", [None, "a"], ids=["plain", "replica"])
 def test_a_run_is_recorded_and_ended_in_one_statement_each(postgres_url, monkeypatch, replica_id):
     """create_run and finish_run (with its end entry) each send one statement, no BEGIN."""
