@@ -4,7 +4,7 @@ Every write of :class:`~batonflow.postgres.store.PostgresCheckpointStore` is a n
 trip. Made on the event loop (as the synchronous store protocol has it), the loop waits for
 each one and serves nothing meanwhile: a server replica spent most of its time so. The
 store's ``a...`` methods (:class:`~batonflow.core.durable._store.OffLoopWrites`) make the same
-writes on threads of the store's own (:class:`Writers`, as many as its pool has connections),
+writes on threads of the store's own (:class:`Writers`, up to as many as its pool has connections),
 with the same code, so every guarantee of the synchronous write holds (fencing, rechecks after
 a lost answer, riding out an outage); the loop awaits the outcome.
 

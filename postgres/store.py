@@ -150,7 +150,7 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
         #: The seq of the last log entry this store appended to each run in progress: after
         #: a lost answer, the entry right after it is this store's (see append_event).
         self._last_seq: dict[str, int] = {}
-        self._writers = Writers(max_size)  # the a... methods' threads, one per connection
+        self._writers = Writers(max_size)  # the a... methods' threads, up to one per connection
         self._completed: OrderedDict[str, RunRecord] = OrderedDict()
         self._pool = ConnectionPool(
             url,
