@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 import os
 import time
@@ -40,7 +39,6 @@ from ..engine.context import Context
 from ..errors import (
     CheckpointError,
     ContextSerdeError,
-    SerializationError,
     WorkflowRuntimeError,
 )
 from . import _checkpoint_query, _checkpoint_recording
@@ -53,7 +51,7 @@ from ._records import (
     StoredEvent,
 )
 from ._sqlite_store import SqliteCheckpointStore
-from ._store import CheckpointStore, encode, event_body
+from ._store import CheckpointStore, OffLoopWrites, encode, event_body
 
 #: The inbox body of a cancel request (see ``request_cancel``). No serializer writes it for an
 #: event: they all encode an event's class with it.
@@ -84,6 +82,13 @@ class RunInfo:
     owner: str | None = None
     flow_ref: str | None = None
     name: str | None = None
+
+
+def _continues(ctx: Context[Any] | None) -> bool:
+    """Whether starting with ``ctx`` continues a run in progress (nothing to record)."""
+    return ctx is not None and (
+        ctx.is_running or (ctx._snapshot is not None and ctx._snapshot.is_running)
+    )
 
 
 class WorkflowCheckpointer:
@@ -151,6 +156,8 @@ class WorkflowCheckpointer:
         #: Per run: the question each wait that asked nothing itself was asked with.
         self._asked: dict[str, dict[str, Event]] = {}
         self._empty_state: tuple[BaseSerializer, dict[str, Any]] | None = None
+        #: The store, when it writes off the loop too (a step's checkpoint is then awaited).
+        self._off_loop = self.store if isinstance(self.store, OffLoopWrites) else None
         self._cancelling: set[asyncio.Future[None]] = set()  # kept referenced until done
 
     @property
@@ -278,48 +285,32 @@ class WorkflowCheckpointer:
             SerializationError: The start event cannot be encoded by the serializer.
             CheckpointError: The store refused the record; nothing ran.
         """
-        info = info or RunInfo()
-        if ctx is not None and (
-            ctx.is_running or (ctx._snapshot is not None and ctx._snapshot.is_running)
-        ):
+        if _continues(ctx):
             return self._run_durable(ctx, **kwargs)  # it continues a run: nothing to record
-        run_id = str(run_id or uuid.uuid4().hex)
-        stepwise = kwargs.pop("stepwise", False)
-        graph = self.workflow._graph()
-        event = self.workflow._start_event(graph, start_event, kwargs)
-        encoded = encode(self.serializer, event, "the start event")
-        shown = dict(info.input) if info.input is not None else event.model_dump(mode="json")
-        try:
-            shown_text = json.dumps(shown, separators=(",", ":"), default=repr)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise SerializationError(
-                f"Cannot record the start fields of run {run_id} ({type(exc).__name__}: "
-                f"{exc}); send plain JSON values nested less deeply."
-            ) from exc
-        now = time.time()
-        self.store.create_run(
-            RunRecord(
-                run_id,
-                info.name or self.workflow.workflow_name,
-                "running",
-                now,
-                now,
-                start_event=encoded,
-                input=shown_text,
-                traceparent=info.traceparent,
-                owner=info.owner,
-                pid=os.getpid(),
-                flow_ref=info.flow_ref,
-            )
-        )
-        self._track(run_id, start=0 if ctx is not None else 1)
-        handler = self._launch(run_id=run_id, start_event=event, ctx=ctx, stepwise=stepwise)
-        self._attach(handler)
-        if ctx is not None:
-            # A run that starts from an existing state: resuming it needs that state.
-            self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
-        self._watch(handler)
-        return handler
+        record, event, stepwise = self._new_run(start_event, run_id, info, kwargs)
+        self.store.create_run(record)
+        return self._begin(record.run_id, event, ctx, stepwise)
+
+    async def astart(
+        self,
+        start_event: StartEvent | None = None,
+        *,
+        run_id: str | None = None,
+        ctx: Context[Any] | None = None,
+        info: RunInfo | None = None,
+        **kwargs: Any,
+    ) -> WorkflowHandler:
+        """:meth:`start`, recording the run off the event loop where the store can
+        (:class:`~batonflow.core.durable._store.OffLoopWrites`): the loop serves the other
+        runs meanwhile. Same arguments, result and errors."""
+        if _continues(ctx):
+            return self._run_durable(ctx, **kwargs)
+        record, event, stepwise = self._new_run(start_event, run_id, info, kwargs)
+        if self._off_loop is None:
+            self.store.create_run(record)
+        else:
+            await self._off_loop.acreate_run(record)
+        return self._begin(record.run_id, event, ctx, stepwise)
 
     def run_from(self, checkpoint: Checkpoint, **kwargs: Any) -> WorkflowHandler:
         """Continue from ``checkpoint`` as a new run (a new ``run_id``), recording checkpoints.
@@ -578,6 +569,8 @@ class WorkflowCheckpointer:
         return handler
 
     # Recording the run as it goes: _checkpoint_recording.py.
+    _new_run = _checkpoint_recording.new_run
+    _begin = _checkpoint_recording.begin
     _track = _checkpoint_recording.track
     _attach = _checkpoint_recording.attach
     _waiting_snapshot = _checkpoint_recording.waiting_snapshot

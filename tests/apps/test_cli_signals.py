@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .sse import wait_checkpoint, wait_status
 from .served import Served
+from .sse import wait_checkpoint, wait_status
 
 FLOWS = str(Path(__file__).with_name("flows.py"))
 
