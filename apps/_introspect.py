@@ -167,7 +167,7 @@ def mermaid_graph(workflow: Any) -> str:
         draw = drawing().draw_all_possible_flows_mermaid
     except (ImportError, AttributeError):
         return _own_mermaid(workflow)
-    text: str = draw(workflow)
+    text: str = draw(workflow, filename=None)
     return text
 
 

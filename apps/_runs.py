@@ -148,7 +148,7 @@ class RunManager:
 
     # -- starting -------------------------------------------------------------------------
 
-    def start(
+    async def start(
         self,
         name: str,
         start_event: Any,
@@ -156,7 +156,8 @@ class RunManager:
         traceparent: str | None,
         idempotency_key: str | None = None,
     ) -> LiveRun:
-        """Record a run of workflow ``name``, start it and its pump; return the live run.
+        """Record a run of workflow ``name`` (off the loop where the store writes so), start
+        it and its pump; return the live run.
 
         Raises:
             SerializationError: The start event cannot be encoded (nothing ran).
@@ -175,7 +176,7 @@ class RunManager:
                 "a flatter body."
             ) from exc
         info = RunInfo(shown, traceparent, owner="server", name=name)
-        handler = self.checkpointers[name].start(
+        handler = await self.checkpointers[name].astart(
             start_event=start_event, info=info, idempotency_key=idempotency_key
         )
         return self._follow(LiveRun(str(handler.run_id), name, self.workflows[name], handler))
@@ -325,9 +326,11 @@ class RunManager:
                 # The status (in the server's wording) and the ``end`` entry in one write:
                 # a crash between two writes would leave an ended run whose readers wait
                 # forever.
-                self._record_end(
-                    live.run_id, status, encoded[1] if encoded else None, result, error
+                written = self._record_end(
+                    live.run_id, status, encoded[1] if encoded else None, result, error, True
                 )
+                if written is not None:
+                    await written
                 return
             except StoreUnreachableError as exc:
                 if exc.retry_after is None:
@@ -391,16 +394,14 @@ class RunManager:
         live.done.set()
 
     def _record_end(
-        self, run_id: str, status: str, encoded: str | None, result: Any, error: str | None
-    ) -> None:
-        body = {"status": status, "result": result, "error": error}
-        self.records.finish_run(
-            run_id,
-            status,
-            result=encoded,
-            error=error,
-            end=json.dumps(body, ensure_ascii=False),
-        )
+        self, run_id: str, status: str, encoded: str | None, result: Any, error: Any, off_loop=False
+    ) -> Any:
+        """Record the run's end (``off_loop``: off the loop if it can, returning an awaitable)."""
+        end = json.dumps({"status": status, "result": result, "error": error}, ensure_ascii=False)
+        write = self.records.finish_run
+        if off_loop:
+            write = getattr(self.records, "afinish_run", None) or write
+        return write(run_id, status, result=encoded, error=error, end=end)
 
     def _finish_stored(self, run_id: str, status: str, result: Any, error: str | None) -> None:
         self._record_end(run_id, status, None, result, error)

@@ -18,6 +18,7 @@ otherwise one ``error: …`` line on stderr (the traceback only with ``--debug``
 from __future__ import annotations
 
 import contextlib
+import io
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -466,9 +467,12 @@ def draw(
         target = load_workflow_class(flow)
         from ._introspect import drawing
 
-        drawing().draw_all_possible_flows(
-            target, filename=str(output), max_label_length=max_label_length
-        )
+        # The engine prints the file name (as LlamaIndex's drawing does); the CLI says it on
+        # stderr instead, keeping stdout for data.
+        with contextlib.redirect_stdout(io.StringIO()):
+            drawing().draw_all_possible_flows(
+                target, filename=str(output), max_label_length=max_label_length
+            )
         err.print(f"wrote {output}")
 
 

@@ -127,6 +127,14 @@ class RunStore:
         record = self.backend.run(run_id)
         return None if record is None else _row(record)
 
+    async def aget(self, run_id: str) -> RunRow | None:
+        """:meth:`get`, off the event loop where the store can read so (PostgreSQL)."""
+        if not _can_exist(run_id):
+            return None
+        arun = getattr(self.backend, "arun", None)
+        record = self.backend.run(run_id) if arun is None else await arun(run_id)
+        return None if record is None else _row(record)
+
     def list(
         self, workflow: str | None = None, status: str | None = None, limit: int = 100
     ) -> builtins.list[RunRow]:

@@ -266,10 +266,11 @@ def create_app(
             return PlainTextResponse(text, media_type="text/vnd.mermaid")
         return {"name": name, "format": "mermaid", "mermaid": text}
 
-    def _accepted(live: Any) -> dict[str, Any]:
+    async def _accepted(live: Any) -> dict[str, Any]:
         # The whole run, as GET /runs/{id} shows it, so that a client's Run knows its workflow
-        # and start fields; with the live status (the record can lag behind it).
-        row = run_store.get(live.run_id)
+        # and start fields; with the live status (the record can lag behind it). Read off the
+        # loop where the store can (PostgreSQL: a round trip).
+        row = await run_store.aget(live.run_id)
         body = {"run_id": live.run_id} if row is None else row.public()
         body.update(status=live.status, waiting_for_input=live.status == "waiting")
         return body
@@ -321,7 +322,7 @@ def create_app(
         traceparent = request.headers.get("traceparent")
         try:
             with _caller_trace(request):
-                live = manager.start(name, start_event, fields, traceparent, key)
+                live = await manager.start(name, start_event, fields, traceparent, key)
         except DuplicateStartError as exc:
             return await started_already(manager, exc.run_id, wait, timeout)
         except (ValueError, IdempotencyKeyError) as exc:  # a bad key, or one reused
@@ -329,12 +330,12 @@ def create_app(
         except (SerializationError, CheckpointError) as exc:
             return _not_recorded(exc)
         if not wait:
-            return JSONResponse(_accepted(live), status_code=202)
+            return JSONResponse(await _accepted(live), status_code=202)
         try:
             await asyncio.wait_for(asyncio.shield(live.done.wait()), timeout)
         except TimeoutError:
-            return JSONResponse(_accepted(live), status_code=202)
-        row = run_store.get(live.run_id)
+            return JSONResponse(await _accepted(live), status_code=202)
+        row = await run_store.aget(live.run_id)
         assert row is not None
         return JSONResponse(row.public(), status_code=200)
 

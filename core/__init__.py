@@ -142,6 +142,10 @@ if TYPE_CHECKING:
     from .checkpoints import RunRecord as RunRecord
     from .checkpoints import SqliteCheckpointStore as SqliteCheckpointStore
     from .checkpoints import WorkflowCheckpointer as WorkflowCheckpointer
+    from .drawing import draw_agent_with_tools as draw_agent_with_tools
+    from .drawing import draw_agent_with_tools_mermaid as draw_agent_with_tools_mermaid
+    from .drawing import draw_agent_workflow as draw_agent_workflow
+    from .drawing import draw_agent_workflow_mermaid as draw_agent_workflow_mermaid
     from .drawing import draw_all_possible_flows as draw_all_possible_flows
     from .drawing import draw_all_possible_flows_mermaid as draw_all_possible_flows_mermaid
     from .drawing import draw_most_recent_execution as draw_most_recent_execution
@@ -166,6 +170,10 @@ _LAZY = {
     "RunRecord": "checkpoints",
     "SqliteCheckpointStore": "checkpoints",
     "WorkflowCheckpointer": "checkpoints",
+    "draw_agent_with_tools": "drawing",
+    "draw_agent_with_tools_mermaid": "drawing",
+    "draw_agent_workflow": "drawing",
+    "draw_agent_workflow_mermaid": "drawing",
     "draw_all_possible_flows": "drawing",
     "draw_all_possible_flows_mermaid": "drawing",
     "draw_most_recent_execution": "drawing",
@@ -311,6 +319,10 @@ __all__ = [
     "WorkflowTimeoutError",
     "WorkflowValidationError",
     "catch_error",
+    "draw_agent_with_tools",
+    "draw_agent_with_tools_mermaid",
+    "draw_agent_workflow",
+    "draw_agent_workflow_mermaid",
     "draw_all_possible_flows",
     "draw_all_possible_flows_mermaid",
     "draw_most_recent_execution",

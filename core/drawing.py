@@ -27,6 +27,18 @@ from .diagram.drawing import (
     as_step_runs as as_step_runs,
 )
 from .diagram.drawing import (
+    draw_agent_with_tools as draw_agent_with_tools,
+)
+from .diagram.drawing import (
+    draw_agent_with_tools_mermaid as draw_agent_with_tools_mermaid,
+)
+from .diagram.drawing import (
+    draw_agent_workflow as draw_agent_workflow,
+)
+from .diagram.drawing import (
+    draw_agent_workflow_mermaid as draw_agent_workflow_mermaid,
+)
+from .diagram.drawing import (
     draw_all_possible_flows as draw_all_possible_flows,
 )
 from .diagram.drawing import (

@@ -16,6 +16,7 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
     │   ├── WorkflowStepDoesNotExistError         ``send_event(step=...)`` names no step
     │   ├── ContextStateError                     a Context method used in the wrong phase
     │   ├── StartEventError (ValueError)          run() fields that do not fit the StartEvent
+    │   │   (raised as its subclasses named ``WorkflowRuntimeError`` or ``ValueError``, see below)
     │   ├── JournalMismatchError                  a re-run made another journaled call than
     │   │                                         the one its run recorded at that position
     │   └── ResourceError                         a resource factory failed
@@ -23,7 +24,7 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
     │       └── ResourceFileNotFoundError (FileNotFoundError)   a ResourceConfig file is missing
     ├── WorkflowDone                        internal: the run already finished
     ├── StateError
-    │   ├── StateKeyError (KeyError)         a state path that is not there
+    │   ├── StateKeyError (KeyError, ValueError)   a state path that is not there
     │   └── StateValidationError (ValueError) a value that does not fit the typed state
     ├── SerializationError (TypeError, ValueError)  a value the serializer cannot encode
     ├── ContextSerdeError (ValueError)       a serialized context that cannot be restored
@@ -49,6 +50,10 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
 """
 
 from __future__ import annotations
+
+from typing import Any, TypeVar
+
+_E = TypeVar("_E", bound=BaseException)
 
 
 class BatonflowError(Exception):
@@ -144,8 +149,9 @@ class StateError(BatonflowError):
     """Base class of state-store errors."""
 
 
-class StateKeyError(StateError, KeyError):
-    """A path that is not in the state store (also a ``KeyError``)."""
+class StateKeyError(StateError, KeyError, ValueError):
+    """A path that is not in the state store (also a ``KeyError``, and a ``ValueError``:
+    LlamaIndex's class for it)."""
 
     def __str__(self) -> str:
         # KeyError.__str__ quotes its argument; we want the plain sentence.
@@ -253,6 +259,48 @@ class DuplicateStartError(RunConflictError):
 class IdempotencyKeyError(RunConflictError, ValueError):
     """An idempotency key that started a run was sent again with another start (another
     workflow or other start fields): a key names one request. Nothing was started."""
+
+
+# -- LlamaIndex's names -----------------------------------------------------------------------
+#
+# Where LlamaIndex raises a broader class for the same mistake (WorkflowRuntimeError for start
+# fields that do not validate, ValueError for a start_event that is no StartEvent), batonflow
+# raises a subclass of its own precise class that carries LlamaIndex's class name: users print
+# and match ``type(e).__name__`` (and tracebacks show it), while ``except StartEventError``,
+# ``except WorkflowRuntimeError`` and ``except ValueError`` all keep catching it.
+
+_NAMED: dict[tuple[type[BaseException], str], type[BaseException]] = {}
+
+
+def llama_named(base: type[_E], name: str) -> type[_E]:
+    """The subclass of ``base`` named ``name`` (made once, then reused).
+
+    Its instances pickle and copy (they are rebuilt through this function, since the class
+    name is not its attribute name here).
+    """
+    cls = _NAMED.get((base, name))
+    if cls is None:
+        cls = type(
+            name,
+            (base,),
+            {
+                "__module__": __name__,
+                "__qualname__": name,
+                "__doc__": f"{base.__name__} under LlamaIndex's name for the same error, {name}.",
+                "__reduce__": _reduce_named,
+            },
+        )
+        _NAMED[(base, name)] = cls
+    return cls  # type: ignore[return-value]
+
+
+def _reduce_named(self: BaseException) -> tuple[Any, ...]:
+    base = type(self).__mro__[1]
+    return (_rebuild_named, (base, type(self).__name__, self.args), self.__dict__ or None)
+
+
+def _rebuild_named(base: type[BaseException], name: str, args: tuple[Any, ...]) -> BaseException:
+    return llama_named(base, name)(*args)
 
 
 __all__ = [

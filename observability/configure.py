@@ -259,6 +259,7 @@ def configure_tracing(
     span_processor: Literal["batch", "simple"] | None = None,
     resource_attributes: Mapping[str, AttributeValue] | None = None,
     instrument_llama_index: bool | None = None,
+    trace_workflows: bool = True,
     set_global: bool = False,
 ) -> TracingHandle:
     """Set up OpenTelemetry tracing for every batonflow run (and LLM calls inside steps).
@@ -290,6 +291,12 @@ def configure_tracing(
         resource_attributes: More resource attributes (``deployment.environment`` …).
         instrument_llama_index: Trace llama-index LLM, embedding and retrieval calls. ``None``
             means yes when llama-index-core is installed.
+        trace_workflows: Trace every workflow run and step (the default). ``False`` leaves them
+            to another tracer: with OpenInference's llama-index instrumentor, which traces a
+            batonflow run, its steps and its LLM calls itself (batonflow emits llama-index's
+            instrumentation, as llama-index-workflows does), pass ``trace_workflows=False,
+            instrument_llama_index=False`` and give it ``handle.tracer_provider``: one tree, no
+            span twice.
         set_global: Also make the provider OpenTelemetry's global one, so other libraries'
             spans use it. Off by default: batonflow never takes the global slot unasked.
 
@@ -345,10 +352,11 @@ def configure_tracing(
 
         trace.set_tracer_provider(provider)
 
-    instrument = OpenInferenceInstrument(tracer_provider=provider)
+    instrument = OpenInferenceInstrument(tracer_provider=provider) if trace_workflows else None
     handle = TracingHandle(provider, instrument, names or ["custom"], url)
     handle._guards = guards
-    _engine.install(instrument)
+    if instrument is not None:
+        _engine.install(instrument)
     if instrument_llama_index is None:
         instrument_llama_index = importlib.util.find_spec("llama_index.core") is not None
     if instrument_llama_index:

@@ -94,6 +94,32 @@ SET_STATUS = (
     "lease_until = CASE WHEN %s THEN NULL ELSE lease_until END "
     f"WHERE run_id = %s AND NOT {ENDED_SQL} AND {HELD} RETURNING 1"
 )
+#: A run's status change (with its ``end`` log entry when the 2nd parameter is true) in one
+#: round trip, as ``_fence`` + ``append_end`` + ``NOTIFY`` + :data:`SET_STATUS` in one
+#: transaction made it: the run's row is locked, and nothing is written unless this store may
+#: (it holds the run, or no replica id: the 1st parameter) and the run has not ended. Returns
+#: the row's lease_owner and status as locked, the NOTIFY's NULL, and the run's record as
+#: written (its columns NULL when nothing was).
+FINISH = (
+    "WITH run AS (SELECT lease_owner, lease_token, status FROM checkpoint_runs "
+    "WHERE run_id = %(run_id)s FOR UPDATE), "
+    "ok AS (SELECT 1 WHERE CASE WHEN EXISTS (SELECT 1 FROM run) THEN EXISTS (SELECT 1 FROM run "
+    f"WHERE NOT {ENDED_SQL} AND (%(replica)s::text IS NULL "
+    "OR lease_token IS NOT DISTINCT FROM %(token)s)) ELSE %(replica)s::text IS NULL END), "
+    "ins AS (INSERT INTO run_events (run_id, seq, kind, body) SELECT %(run_id)s, "
+    "COALESCE((SELECT MAX(seq) FROM run_events WHERE run_id = %(run_id)s), 0) + 1, 'end', "
+    "%(end)s WHERE %(has_end)s AND EXISTS (SELECT 1 FROM ok) RETURNING seq), "
+    "upd AS (UPDATE checkpoint_runs SET status = %(status)s, result = %(result)s, "
+    "error = %(error)s, updated_at = %(stamp)s, "
+    "waiting_seq = CASE WHEN %(status)s = 'waiting' THEN waiting_seq END, "
+    "lease_owner = CASE WHEN %(ended)s THEN NULL ELSE lease_owner END, "
+    "lease_token = CASE WHEN %(ended)s THEN NULL ELSE lease_token END, "
+    "lease_until = CASE WHEN %(ended)s THEN NULL ELSE lease_until END "
+    f"WHERE run_id = %(run_id)s AND EXISTS (SELECT 1 FROM ok) RETURNING {RUN_COLUMNS}) "
+    "SELECT r.lease_owner, r.status, "
+    "(SELECT pg_notify(%(channel)s, %(run_id)s || ' ' || seq) FROM ins), u.* "
+    "FROM (SELECT 1) AS one LEFT JOIN run AS r ON TRUE LEFT JOIN upd AS u ON TRUE"
+)
 #: The checkpoint of a recorded run in one round trip: the run's row is locked for the
 #: statement (so a replica taking the run over waits for it) and the insert happens only while
 #: this store holds the run. Returns (rows of the run, rows inserted).
@@ -175,6 +201,7 @@ __all__ = [
     "COMPONENT",
     "EVENTS_CHANNEL",
     "FENCE",
+    "FINISH",
     "HELD",
     "INBOX_CHANNEL",
     "INBOX_HEADS",

@@ -1,7 +1,8 @@
 """The PostgreSQL run store: the SQLite store's records on a server that many processes share.
 
 The records, statements and checks are :class:`~batonflow.core.durable._sql_store.SqlRunStore`'s, as
-for SQLite; this module is the PostgreSQL dialect (the pool, transactions, psycopg's errors as
+for SQLite, and each write can also be made off the event loop (:mod:`batonflow.postgres._offloop`);
+this module is the PostgreSQL dialect (the pool, transactions, psycopg's errors as
 store errors: :mod:`batonflow.postgres._errors`) plus what only a shared server has: leases,
 fencing, ``NOTIFY``, schema migrations under an advisory lock (their SQL is in
 :mod:`batonflow.postgres._sql`), and riding out an outage (:mod:`batonflow.postgres._outage`).
@@ -42,7 +43,8 @@ from __future__ import annotations
 import builtins
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
@@ -52,42 +54,36 @@ from batonflow.core.durable._rechecks import (
     Recheck,
     checkpoint_stored,
     event_appended,
+    status_written,
 )
 from batonflow.core.durable._records import (
-    ACTIVE,
     ENDED,
     Checkpoint,
     RunRecord,
+    check_status,
     checkpoint_taken_error,
 )
-from batonflow.core.durable._sql_store import SqlRunStore
 from batonflow.core.durable._text import text_problem, unstorable_error
 from batonflow.core.errors import CheckpointError, LeaseLostError, StoreCorruptError
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ._errors import TextCursor, lease_lost, reason, redacted, store_error
+from ._leasing import LeaseMethods
+from ._offloop import OffLoopStore, Writers
 from ._outage import Calls, Outage, OutagePolicy, pool_options
 from ._sql import (
     APPEND_FENCED,
-    CLAIM_EXPIRED,
-    CLAIM_ONE,
-    CLAIMED,
     COMPONENT,
     EVENTS_CHANNEL,
     FENCE,
+    FINISH,
     INBOX_CHANNEL,
-    INBOX_HEADS,
-    LEASE_OF,
     MIGRATIONS,
     PUT_FENCED,
-    RELEASE,
     RELEASE_CHANNEL,
-    RELEASED,
-    RENEW,
     SCHEMA_TABLE,
     SCHEMA_VERSION,
-    SET_STATUS,
     SET_VERSION,
     SETUP_LOCK,
     SQL,
@@ -96,7 +92,7 @@ from ._sql import (
 T = TypeVar("T")
 
 
-class PostgresCheckpointStore(SqlRunStore):
+class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
     """Runs, checkpoints, event logs and inboxes in a PostgreSQL database.
 
     Text PostgreSQL cannot hold (a NUL character, a lone surrogate) in an id, a name, a
@@ -154,6 +150,8 @@ class PostgresCheckpointStore(SqlRunStore):
         #: The seq of the last log entry this store appended to each run in progress: after
         #: a lost answer, the entry right after it is this store's (see append_event).
         self._last_seq: dict[str, int] = {}
+        self._writers = Writers(max_size)  # the a... methods' threads, up to one per connection
+        self._completed: OrderedDict[str, RunRecord] = OrderedDict()
         self._pool = ConnectionPool(
             url,
             min_size=min_size,
@@ -331,21 +329,6 @@ class PostgresCheckpointStore(SqlRunStore):
             self.replica_id is not None,
         )
 
-    def _update_status(
-        self,
-        conn: psycopg.Connection[Any],
-        run_id: str,
-        status: str,
-        result: str | None,
-        error: str | None,
-        stamp: float,
-    ) -> None:
-        ended = status in ENDED
-        args = (status, result, error, stamp, status, ended, ended, ended, run_id)
-        found = conn.execute(SET_STATUS, (*args, self.replica_id, self.lease_token)).fetchone()
-        if found is None and self.replica_id is not None:
-            raise self._lost(run_id)  # the run ended (or was taken) since _fence looked
-
     def finish_run(
         self,
         run_id: str,
@@ -355,10 +338,45 @@ class PostgresCheckpointStore(SqlRunStore):
         error: str | None = None,
         end: str | None = None,
     ) -> None:
-        """As :meth:`SqlRunStore.finish_run`; a retry after a lost answer that finds the end
-        it committed returns (it is not refused as a write into an ended run)."""
-        super().finish_run(run_id, status, result=result, error=error, end=end)
-        if status in ENDED:
+        """As :meth:`SqlRunStore.finish_run`, in one statement (:data:`FINISH`: one round
+        trip where a transaction of four statements took six); a retry after a lost answer
+        that finds the end it committed returns (it is not refused as a write into an ended
+        run)."""
+        self._writers.drain(run_id)
+        check_status(status)
+        ended = status in ENDED
+        if ended:
+            self._recorded.discard(run_id)
+        stamp = time.time()
+        params = {
+            "run_id": run_id,
+            "replica": self.replica_id,
+            "token": self.lease_token,
+            "has_end": end is not None,
+            "end": end,
+            "status": status,
+            "result": result,
+            "error": error,
+            "stamp": stamp,
+            "ended": ended,
+            "channel": EVENTS_CHANNEL,
+        }
+
+        def finish(conn: psycopg.Connection[Any]) -> None:
+            owner, current, _, *record = conn.execute(FINISH, params).fetchone()
+            if record[0] is None:
+                if self.replica_id is not None:
+                    raise self._lost(run_id, owner, current)
+            elif status == "completed":
+                self._written_end(RunRecord(*record))  # never changes again: arun reads it
+
+        self._write(
+            "set a run's status" if end is None else "record how a run ended",
+            finish,
+            transaction=False,
+            recheck=status_written(self.sql, run_id, status, result, error, stamp),
+        )
+        if ended:
             self._last_seq.pop(run_id, None)
 
     def _put_recorded(self, checkpoint: Checkpoint, row: tuple[Any, ...]) -> None:
@@ -395,6 +413,7 @@ class PostgresCheckpointStore(SqlRunStore):
             LeaseLostError: Another replica holds the run.
             StoreFullError: The server's disk is full; nothing was written.
         """
+        self._writers.drain(run_id)
         recheck = event_appended(self.sql, run_id, kind, body, waiting, self._last_seq.get(run_id))
         if not waiting:
             args = (run_id, run_id, run_id, kind, body, self.replica_id, self.lease_token)
@@ -439,143 +458,11 @@ class PostgresCheckpointStore(SqlRunStore):
         super().delete(run_id)
         self._last_seq.pop(run_id, None)
 
-    # -- leases (several replicas) --------------------------------------------------------------
-
-    def _replica(self) -> str:
-        if self.replica_id is None:
-            raise CheckpointError(
-                "Leases need a replica id; create the store with "
-                "PostgresCheckpointStore(url, replica_id='name-of-this-server')."
-            )
-        return self.replica_id
-
-    def renew_leases(self) -> builtins.list[str]:
-        """Extend the leases this store holds; return the ids of the runs it still holds."""
-        self._replica()
-        rows = self._write(
-            "renew leases",
-            lambda conn: conn.execute(RENEW, (self.lease_seconds, self.lease_token)).fetchall(),
-            idempotent=True,
-        )
-        return [str(r[0]) for r in rows]
-
-    def claim_expired(
-        self,
-        *,
-        owner: str | None = "server",
-        workflows: Iterable[str] | None = None,
-        limit: int = 50,
-    ) -> builtins.list[RunRecord]:
-        """Take over runs nobody runs any more, at most ``limit``.
-
-        Those are the runs whose holder's lease expired (a dead or stalled replica's) and
-        the runs in progress whose holder released them (a replica that stopped cleanly).
-        Only runs started by ``owner`` are taken: ``running``, ``waiting``, and
-        ``interrupted`` ones whose lease expired (a run left ``interrupted`` without a lease
-        is resumed by a person, not taken); and only of the named ``workflows`` when given
-        (the ones this replica can run). Replicas racing for the same run never both get it
-        (``FOR UPDATE SKIP LOCKED`` and a conditional update): each run goes to exactly one.
-        The runs are marked with the claim's own id, so a claim whose answer was lost finds
-        and returns the runs it took (nobody would run them otherwise).
-        """
-        names = None if workflows is None else sorted(workflows)
-        me = self._replica()
-        active = sorted(ACTIVE)
-        claim = uuid.uuid4().hex
-        args = (
-            *(me, self.lease_token, self.lease_seconds, claim, [*active, "interrupted"]),
-            *(owner, owner, names, names, self.lease_token, active, limit),
-        )
-
-        def claimed(conn: psycopg.Connection[Any]) -> Any:
-            rows = conn.execute(CLAIMED, (claim, self.lease_token)).fetchall()
-            return rows or NOT_COMMITTED
-
-        rows = self._write(
-            "claim expired runs",
-            lambda conn: conn.execute(CLAIM_EXPIRED, args).fetchall(),
-            recheck=Recheck(
-                ("claim", owner, None if names is None else tuple(names), limit), claimed
-            ),
-        )
-        return [RunRecord(*row) for row in rows]
-
-    def claim(self, run_id: str) -> bool:
-        """Lease one run in progress to this store if nobody else holds a live lease on it.
-
-        A lease under this replica id (a previous process of this replica, restarted) is
-        taken, and that process is fenced off from the run. An ended run is never claimed.
-        """
-        me = self._replica()
-        rows = self._write(
-            "claim a run",
-            lambda conn: conn.execute(
-                CLAIM_ONE, (me, self.lease_token, self.lease_seconds, run_id, me)
-            ).fetchall(),
-            idempotent=True,
-        )
-        return bool(rows)
-
-    def release(self, run_id: str) -> None:
-        """Give up this replica's lease on a run (another replica may take it at once)."""
-        self.release_all([run_id])
-
-    def release_all(self, run_ids: Iterable[str]) -> builtins.list[str]:
-        """Give up this replica's leases on ``run_ids`` and tell the other replicas.
-
-        For a clean stop, once this replica no longer runs them: the runs stay as recorded
-        (``running``, ``waiting``) and ``NOTIFY batonflow_release`` makes the replicas that
-        listen take them over at once (:meth:`claim_expired`).
-
-        Returns:
-            The ids of the runs released (those this replica still held).
-        """
-        me = self._replica()
-        ids = sorted(set(run_ids))
-        change = uuid.uuid4().hex
-
-        def release(conn: psycopg.Connection[Any]) -> builtins.list[str]:
-            rows = conn.execute(RELEASE, (change, ids, me, self.lease_token)).fetchall()
-            if rows:
-                conn.execute("SELECT pg_notify(%s, %s)", (RELEASE_CHANNEL, self.lease_token))
-            return [str(r[0]) for r in rows]
-
-        def released(conn: psycopg.Connection[Any]) -> Any:
-            rows = conn.execute(RELEASED, (ids, change)).fetchall()
-            if not rows:
-                return NOT_COMMITTED
-            # The first try's notification may be lost with its answer: announce again.
-            conn.execute("SELECT pg_notify(%s, %s)", (RELEASE_CHANNEL, self.lease_token))
-            return [str(r[0]) for r in rows]
-
-        if not ids:
-            return []
-        done = self._write("release leases", release, recheck=Recheck(("release", *ids), released))
-        for run_id in done:
-            self._last_seq.pop(run_id, None)
-        return done
-
-    def inbox_heads(self) -> dict[str, int]:
-        """The last inbox ``seq`` of each run this replica holds, for runs with inbox entries.
-
-        One query for all the runs: a replica compares it with what it delivered, so an
-        entry whose ``NOTIFY`` was lost (the ``LISTEN`` connection dropped) is still found.
-        """
-        rows = self._query(INBOX_HEADS, (self._replica(), self.lease_token))
-        return {str(run_id): int(seq) for run_id, seq in rows}
-
-    def lease_of(self, run_id: str) -> tuple[str | None, float | None]:
-        """Who holds the run, and for how many more seconds (negative: expired)."""
-        rows = self._query(LEASE_OF, (run_id,))
-        if not rows:
-            return None, None
-        owner, left = rows[0]
-        return owner, None if left is None else float(left)
-
     # -- the rest -------------------------------------------------------------------------------
 
     def close(self) -> None:
         """Close the pool's connections (the store cannot be used afterwards)."""
+        self._writers.close()
         self._pool.close()
 
     def __repr__(self) -> str:

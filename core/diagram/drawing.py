@@ -1,11 +1,11 @@
 """Drawing workflows: every possible flow, or what the most recent run did.
 
-Two formats, picked by the file name's extension:
-
-* ``.html`` / ``.htm``: one self-contained page with an inline SVG drawing, laid out in Python
-  (no script, stylesheet or font is fetched: it opens offline and in sandboxed viewers);
-* ``.mmd`` (Mermaid text) or ``.md`` (the same inside a ```` ```mermaid ```` fence, which GitHub
-  and most Markdown viewers render).
+Two formats. The HTML functions write one self-contained page with an inline SVG drawing,
+laid out in Python (no script, stylesheet or font is fetched: it opens offline and in
+sandboxed viewers), to any file name, and print the name as LlamaIndex's drawing does; given a
+``.mmd``, ``.mermaid`` or ``.md`` name they write Mermaid text instead. The ``_mermaid``
+functions write Mermaid text to any name (``.md`` inside a ```` ```mermaid ```` fence, which
+GitHub and most Markdown viewers render) and print nothing.
 
 ``draw_all_possible_flows(JokeFlow, filename="joke_flow_all.html")`` draws the graph read from
 the step annotations. ``draw_most_recent_execution(w or handler, ...)`` draws the same graph with
@@ -23,6 +23,7 @@ from typing import Any
 from .._public import publish
 from ..engine.handler import WorkflowHandler
 from ..engine.workflow import Workflow
+from ._agent_graph import agent_graph, agent_workflow_graph
 from ._html import StepRun, kind_of, render_page, truncate
 from ._inline import Drawing, MermaidText, iframe
 from .representation import (
@@ -33,12 +34,14 @@ from .representation import (
     without_child_workflows,
 )
 
+#: A page's usual file name endings (any name but a Mermaid one gets a page).
 HTML_SUFFIXES = (".html", ".htm")
-MERMAID_SUFFIXES = (".mmd", ".md")
+#: File name endings that make the HTML drawing functions write Mermaid text instead.
+MERMAID_SUFFIXES = (".mmd", ".mermaid", ".md")
 
 
 def draw_all_possible_flows(
-    workflow_or_class: Any,
+    workflow: Any,
     filename: str | Path | None = "workflow_all_flows.html",
     notebook: bool = False,
     max_label_length: int | None = None,
@@ -47,9 +50,9 @@ def draw_all_possible_flows(
     """Draw every flow a workflow allows, as an HTML page or Mermaid text.
 
     Args:
-        workflow_or_class: A ``Workflow`` subclass or instance, or a :class:`WorkflowGraph`.
-        filename: Where to write; the extension picks the format (``.html``/``.htm`` page,
-            ``.mmd`` Mermaid, ``.md`` Mermaid in a fence). ``None`` writes nothing.
+        workflow: A ``Workflow`` subclass or instance, or a :class:`WorkflowGraph`.
+        filename: Where to write (its name is printed); an HTML page, or Mermaid text for a
+            ``.mmd``/``.mermaid`` name (``.md``: in a fence). ``None`` writes nothing.
         notebook: Also display the page inline when running in a Jupyter notebook.
         max_label_length: Cut longer node labels (the full name stays in the tooltip).
         include_child_workflows: Draw the nested workflows steps take (parameters
@@ -59,17 +62,16 @@ def draw_all_possible_flows(
         The text written (the HTML page or the Mermaid text).
 
     Raises:
-        ValueError: ``filename`` has an extension that is not one of the above.
-        TypeError: ``workflow_or_class`` is not a workflow.
+        TypeError: ``workflow`` is not a workflow.
     """
-    graph = _graph_of(workflow_or_class)
+    graph = _graph_of(workflow)
     if not include_child_workflows:
         graph = without_child_workflows(graph)
     return _draw(graph, None, filename, notebook, max_label_length, "All possible flows")
 
 
 def draw_most_recent_execution(
-    workflow_or_handler: Any,
+    handler: Any,
     filename: str | Path | None = "workflow_recent_execution.html",
     notebook: bool = False,
     max_label_length: int | None = None,
@@ -77,9 +79,9 @@ def draw_most_recent_execution(
     """Draw the most recent run: which steps ran, how many times, and in which order.
 
     Args:
-        workflow_or_handler: The ``WorkflowHandler`` of a run, or the ``Workflow`` instance
+        handler: The ``WorkflowHandler`` of a run, or the ``Workflow`` instance
             whose most recent run to draw.
-        filename: Where to write; the extension picks the format as for
+        filename: Where to write (its name is printed), as for
             :func:`draw_all_possible_flows`. ``None`` writes nothing.
         notebook: Also display the page inline when running in a Jupyter notebook.
         max_label_length: Cut longer node labels (the full name stays in the tooltip).
@@ -88,12 +90,11 @@ def draw_most_recent_execution(
         The text written (the HTML page or the Mermaid text).
 
     Raises:
-        ValueError: Unknown extension, or the workflow has not run yet.
-        TypeError: ``workflow_or_handler`` is neither a workflow nor a handler.
+        ValueError: The workflow has not run yet.
+        TypeError: ``handler`` is neither a workflow nor a handler.
     """
     _check_max_label_length(max_label_length)
-    _check_suffix(filename, HTML_SUFFIXES + MERMAID_SUFFIXES)
-    graph, runs = recent_execution(workflow_or_handler)
+    graph, runs = recent_execution(handler)
     return _draw(graph, runs, filename, notebook, max_label_length, "Most recent execution")
 
 
@@ -112,7 +113,7 @@ def draw_recorded_execution(
         workflow_or_class: The workflow (class or instance) the run belongs to.
         trace: The run's completed step executions, in any form :func:`as_step_runs` reads
             (``(step, input event name, [output event names])`` tuples, for one).
-        filename: Where to write; the extension picks the format as for
+        filename: Where to write (its name is printed), as for
             :func:`draw_all_possible_flows`. ``None`` (the default) writes nothing.
         max_label_length: Cut longer node labels (the full name stays in the tooltip).
 
@@ -120,7 +121,6 @@ def draw_recorded_execution(
         The text written (the HTML page or the Mermaid text).
 
     Raises:
-        ValueError: ``filename`` has an unknown extension.
         TypeError: ``workflow_or_class`` is not a workflow.
     """
     graph = _graph_of(workflow_or_class)
@@ -128,28 +128,25 @@ def draw_recorded_execution(
 
 
 def draw_all_possible_flows_mermaid(
-    workflow_or_class: Any,
-    filename: str | Path | None = None,
+    workflow: Any,
+    filename: str | Path | None = "workflow_all_flows.mermaid",
     max_label_length: int | None = None,
     include_child_workflows: bool = True,
 ) -> str:
     """Every flow a workflow allows, as Mermaid flowchart text.
 
     Args:
-        workflow_or_class: A ``Workflow`` subclass or instance, or a :class:`WorkflowGraph`.
-        filename: Also write the text there: ``.mmd`` as is, ``.md`` inside a mermaid fence.
+        workflow: A ``Workflow`` subclass or instance, or a :class:`WorkflowGraph`.
+        filename: Also write the text there, under any name (a ``.md`` one inside a mermaid
+            fence); ``None`` writes nothing.
         max_label_length: Cut longer node labels.
         include_child_workflows: Draw the nested workflows steps take as nodes.
 
     Returns:
         The Mermaid text (without a fence).
-
-    Raises:
-        ValueError: ``filename`` does not end in ``.mmd`` or ``.md``.
     """
     _check_max_label_length(max_label_length)
-    _check_suffix(filename, MERMAID_SUFFIXES)
-    graph = _graph_of(workflow_or_class)
+    graph = _graph_of(workflow)
     if not include_child_workflows:
         graph = without_child_workflows(graph)
     text = MermaidText(to_mermaid(graph, max_label_length=max_label_length))
@@ -158,27 +155,95 @@ def draw_all_possible_flows_mermaid(
 
 
 def draw_most_recent_execution_mermaid(
-    workflow_or_handler: Any,
-    filename: str | Path | None = None,
+    handler: Any,
+    filename: str | Path | None = "workflow_recent_execution.mermaid",
     max_label_length: int | None = None,
 ) -> str:
     """The most recent run as Mermaid text: the steps that ran, numbered in order.
 
     Args:
-        workflow_or_handler: The ``WorkflowHandler`` of a run, or the ``Workflow`` instance.
-        filename: Also write the text there: ``.mmd`` as is, ``.md`` inside a mermaid fence.
+        handler: The ``WorkflowHandler`` of a run, or the ``Workflow`` instance.
+        filename: Also write the text there, under any name (a ``.md`` one inside a mermaid
+            fence); ``None`` writes nothing.
         max_label_length: Cut longer node labels.
 
     Returns:
         The Mermaid text (without a fence).
 
     Raises:
-        ValueError: ``filename`` does not end in ``.mmd`` or ``.md``, or nothing ran yet.
+        ValueError: Nothing ran yet.
     """
     _check_max_label_length(max_label_length)
-    _check_suffix(filename, MERMAID_SUFFIXES)
-    graph, runs = recent_execution(workflow_or_handler)
+    graph, runs = recent_execution(handler)
     text = MermaidText(to_mermaid(graph, runs, max_label_length=max_label_length))
+    _write(filename, text)
+    return text
+
+
+def draw_agent_with_tools(
+    agent: Any, filename: str | Path = "agent_with_tools.html", notebook: bool = False
+) -> str:
+    """Draw an agent and its tools as an HTML page (the name is printed), as LlamaIndex does.
+
+    Args:
+        agent: A ``FunctionAgent``, ``ReActAgent`` or ``CodeActAgent``.
+        filename: Where to write (a ``.mmd``/``.mermaid``/``.md`` name gets Mermaid text).
+        notebook: Also display the page inline when running in a Jupyter notebook.
+
+    Returns:
+        ``filename`` (LlamaIndex's return value).
+
+    Raises:
+        TypeError: ``agent`` is not an agent.
+    """
+    _draw(agent_graph(agent), None, filename, notebook, None, "Agent with tools")
+    return str(filename)
+
+
+def draw_agent_workflow(
+    agent_workflow: Any, filename: str | Path = "agent_workflow.html", notebook: bool = False
+) -> str:
+    """Draw an ``AgentWorkflow``'s agents, tools and handoffs as an HTML page (name printed).
+
+    Args:
+        agent_workflow: The ``AgentWorkflow``.
+        filename: Where to write (a ``.mmd``/``.mermaid``/``.md`` name gets Mermaid text).
+        notebook: Also display the page inline when running in a Jupyter notebook.
+
+    Returns:
+        ``filename`` (LlamaIndex's return value).
+
+    Raises:
+        TypeError: ``agent_workflow`` is not an ``AgentWorkflow``.
+    """
+    graph = agent_workflow_graph(agent_workflow)
+    _draw(graph, None, filename, notebook, None, "Agent workflow")
+    return str(filename)
+
+
+def draw_agent_with_tools_mermaid(
+    agent: Any, filename: str | Path | None = "agent_with_tools.mermaid"
+) -> str:
+    """An agent and its tools as Mermaid text, also written to ``filename`` (any name).
+
+    Raises:
+        TypeError: ``agent`` is not an agent.
+    """
+    text = MermaidText(to_mermaid(agent_graph(agent)))
+    _write(filename, text)
+    return text
+
+
+def draw_agent_workflow_mermaid(
+    agent_workflow: Any, filename: str | Path | None = "agent_workflow.mermaid"
+) -> str:
+    """An ``AgentWorkflow``'s agents, tools and handoffs as Mermaid text, also written to
+    ``filename`` (any name).
+
+    Raises:
+        TypeError: ``agent_workflow`` is not an ``AgentWorkflow``.
+    """
+    text = MermaidText(to_mermaid(agent_workflow_graph(agent_workflow)))
     _write(filename, text)
     return text
 
@@ -382,18 +447,6 @@ def _event_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _check_suffix(filename: str | Path | None, allowed: tuple[str, ...]) -> str | None:
-    if filename is None:
-        return None
-    suffix = Path(filename).suffix.lower()
-    if suffix not in allowed:
-        raise ValueError(
-            f"Cannot draw to {str(filename)!r}: unknown extension {suffix or '(none)'!r}. "
-            f"Use a filename ending in {', '.join(allowed[:-1])} or {allowed[-1]}."
-        )
-    return suffix
-
-
 def _check_max_label_length(max_label_length: int | None) -> None:
     if max_label_length is not None and (
         isinstance(max_label_length, bool)
@@ -424,14 +477,16 @@ def _draw(
     title: str,
 ) -> str:
     _check_max_label_length(max_label_length)
-    suffix = _check_suffix(filename, HTML_SUFFIXES + MERMAID_SUFFIXES)
     text: str
-    if suffix in MERMAID_SUFFIXES:
+    if filename is not None and Path(filename).suffix.lower() in MERMAID_SUFFIXES:
         text = MermaidText(to_mermaid(graph, runs, max_label_length=max_label_length))
     else:
         page = render_page(graph, title=title, max_label_length=max_label_length, runs=runs)
         text = Drawing(page, shown=notebook and _show_in_notebook(page))
     _write(filename, text)
+    if filename is not None:
+        # As llama-index-utils-workflow (pyvis) does: the name of the file written.
+        print(filename)
     return text
 
 
@@ -448,6 +503,10 @@ def _show_in_notebook(page: str) -> bool:
 __all__ = [
     "StepRun",
     "as_step_runs",
+    "draw_agent_with_tools",
+    "draw_agent_with_tools_mermaid",
+    "draw_agent_workflow",
+    "draw_agent_workflow_mermaid",
     "draw_all_possible_flows",
     "draw_all_possible_flows_mermaid",
     "draw_most_recent_execution",

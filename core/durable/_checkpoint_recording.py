@@ -10,27 +10,99 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
+import os
 import time
-from collections.abc import Iterable
+import uuid
+from collections.abc import Awaitable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..data._state_serde import encode_untyped
-from ..data.events import Event, InputRequiredEvent, InternalDispatchEvent, StopEvent
+from ..data.events import Event, InputRequiredEvent, InternalDispatchEvent, StartEvent, StopEvent
 from ..data.serialization import qualified_name
 from ..engine._snapshot import dump
 from ..errors import CheckpointError, SerializationError, StoreUnreachableError
+from . import _idempotency
 from ._journal import RunJournal
-from ._records import Checkpoint, checkpoint_id, with_state_values
-from ._store import event_body, outcome
+from ._records import Checkpoint, RunRecord, checkpoint_id, with_state_values
+from ._store import encode, event_body, outcome
 
 if TYPE_CHECKING:
     from ..engine.context import Context
     from ..engine.handler import WorkflowHandler
     from ..engine.hooks import StepBoundary
-    from .checkpoints import WorkflowCheckpointer
+    from .checkpoints import RunInfo, WorkflowCheckpointer
 
 logger = logging.getLogger("batonflow.core")
+
+
+def new_run(
+    self: WorkflowCheckpointer,
+    start_event: StartEvent | None,
+    run_id: str | None,
+    info: RunInfo,
+    kwargs: dict[str, Any],
+    key: str | None = None,
+) -> tuple[RunRecord, StartEvent, bool]:
+    """The record of a new run (see ``WorkflowCheckpointer.start``), its start event and
+    whether it runs stepwise; ``key`` is its (checked) idempotency key.
+
+    Raises:
+        SerializationError: The start event or the start fields cannot be encoded.
+        DuplicateStartError: ``key`` started a run already.
+        IdempotencyKeyError: ``key`` started a run with another workflow or start event.
+    """
+    run_id = str(run_id or uuid.uuid4().hex)
+    stepwise = bool(kwargs.pop("stepwise", False))
+    graph = self.workflow._graph()
+    event = self.workflow._start_event(graph, start_event, kwargs)
+    encoded = encode(self.serializer, event, "the start event")
+    name = info.name or self.workflow.workflow_name
+    if key is not None:
+        _idempotency.started(self, key, name, encoded)
+    shown = dict(info.input) if info.input is not None else event.model_dump(mode="json")
+    try:
+        shown_text = json.dumps(shown, separators=(",", ":"), default=repr)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise SerializationError(
+            f"Cannot record the start fields of run {run_id} ({type(exc).__name__}: "
+            f"{exc}); send plain JSON values nested less deeply."
+        ) from exc
+    now = time.time()
+    record = RunRecord(
+        run_id,
+        name,
+        "running",
+        now,
+        now,
+        start_event=encoded,
+        input=shown_text,
+        traceparent=info.traceparent,
+        owner=info.owner,
+        pid=os.getpid(),
+        flow_ref=info.flow_ref,
+        idempotency_key=key,
+    )
+    return record, event, stepwise
+
+
+def begin(
+    self: WorkflowCheckpointer,
+    run_id: str,
+    event: StartEvent,
+    ctx: Context[Any] | None,
+    stepwise: bool,
+) -> WorkflowHandler:
+    """Start the recorded run ``run_id`` and record it as it goes."""
+    self._track(run_id, start=0 if ctx is not None else 1)
+    handler = self._launch(run_id=run_id, start_event=event, ctx=ctx, stepwise=stepwise)
+    self._attach(handler)
+    if ctx is not None:
+        # A run that starts from an existing state: resuming it needs that state.
+        self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
+    self._watch(handler)
+    return handler
 
 
 def track(self: WorkflowCheckpointer, run_id: str, start: int) -> None:
@@ -65,6 +137,13 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
             self._backlog[run_id] = [(event, True)]
             run.loop.call_soon(self._flush_later, run_id)
             return
+        off_loop = self._off_loop
+        if off_loop is not None and not asks:
+            # Written off the loop, before the run's next checkpoint (the store keeps a run's
+            # writes in order); a failure fails the run, as it would have failed the step.
+            written = off_loop.aappend_event(run_id, "event", event_body(event))
+            written.add_done_callback(lambda done: _appended(run, event, done))
+            return
         try:
             store.append_event(run_id, "event", event_body(event), waiting=asks)
         except StoreUnreachableError as exc:
@@ -92,6 +171,20 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
             return
 
     run.stream.recorder = record
+
+
+def _appended(run: Any, event: Event, done: asyncio.Future[int]) -> None:
+    """The outcome of a stream event written off the loop (see :func:`attach`)."""
+    if done.cancelled() or done.exception() is None:
+        return
+    error = done.exception()
+    if isinstance(event, StopEvent) or not isinstance(error, Exception):
+        # The run is ending: it ends, its record stays as last written (resumable).
+        logger.warning(
+            "Run %s: its %s could not be recorded: %s", run.run_id, type(event).__name__, error
+        )
+        return
+    run.fail(error)
 
 
 def flush_events(self: WorkflowCheckpointer, run_id: str) -> None:
@@ -187,9 +280,9 @@ def waiting_snapshot(self: WorkflowCheckpointer, run_id: str) -> None:
         logger.warning("Run %s: the snapshot of its question failed: %s", run_id, exc)
 
 
-def on_step(self: WorkflowCheckpointer, boundary: StepBoundary) -> None:
+def on_step(self: WorkflowCheckpointer, boundary: StepBoundary) -> Awaitable[None] | None:
     if boundary.run_id not in self._seq or boundary.step_name in self._disabled:
-        return
+        return None
     if boundary.run_id in self._backlog:
         # The step's stream events go before its checkpoint: a resume from the checkpoint
         # does not deliver them again. Unreachable: the step boundary waits (see _executing).
@@ -207,7 +300,7 @@ def on_step(self: WorkflowCheckpointer, boundary: StepBoundary) -> None:
         else:
             final_event = self.serializer.serialize(final)
     try:
-        self._put(
+        pending = self._put(
             boundary.run_id,
             boundary.step_name,
             qualified_name(type(boundary.input_event)),
@@ -217,10 +310,24 @@ def on_step(self: WorkflowCheckpointer, boundary: StepBoundary) -> None:
             created_at=boundary.finished_at,
             state_changes=delta,
             events=(boundary.input_event, next(iter(boundary.output_events), None)),
+            off_loop=True,
         )
     except BaseException:
         if delta is not None:
             boundary.ctx.store.changes_lost()  # type: ignore[attr-defined]
+        raise
+    if pending is None:
+        return None
+    return _written(pending, boundary.ctx if delta is not None else None)
+
+
+async def _written(pending: Awaitable[None], ctx: Context[Any] | None) -> None:
+    """Wait for a checkpoint written off the loop; as :func:`on_step` when it failed."""
+    try:
+        await pending
+    except BaseException:
+        if ctx is not None:
+            ctx.store.changes_lost()  # type: ignore[attr-defined]
         raise
 
 
@@ -257,26 +364,32 @@ def put(
     created_at: float | None = None,
     state_changes: bool | None = None,
     events: tuple[Event | None, Event | None] = (None, None),
-) -> None:
+    off_loop: bool = False,
+) -> Awaitable[None] | None:
+    """Write the run's next checkpoint; with ``off_loop``, through the store's
+    :meth:`~batonflow.core.durable._store.OffLoopWrites.aput` when it has one, returning the
+    write's awaitable (``None``: written already)."""
     seq = next(self._seq[run_id])
-    self.store.put(
-        Checkpoint(
-            id=checkpoint_id(run_id, seq),
-            run_id=run_id,
-            workflow_name=self.workflow.workflow_name,
-            step_name=step_name,
-            input_event_type=input_type,
-            output_event_types=tuple(qualified_name(type(e)) for e in outputs),
-            created_at=created_at if created_at is not None else time.time(),
-            ctx_data=ctx_data,
-            seq=seq,
-            final_event=final_event,
-            inbox_seq=self._inbox.get(run_id, 0),
-            state_changes=state_changes,
-            input_event=events[0],
-            output_event=events[1],
-        )
+    checkpoint = Checkpoint(
+        id=checkpoint_id(run_id, seq),
+        run_id=run_id,
+        workflow_name=self.workflow.workflow_name,
+        step_name=step_name,
+        input_event_type=input_type,
+        output_event_types=tuple(qualified_name(type(e)) for e in outputs),
+        created_at=created_at if created_at is not None else time.time(),
+        ctx_data=ctx_data,
+        seq=seq,
+        final_event=final_event,
+        inbox_seq=self._inbox.get(run_id, 0),
+        state_changes=state_changes,
+        input_event=events[0],
+        output_event=events[1],
     )
+    if off_loop and self._off_loop is not None:
+        return self._off_loop.aput(checkpoint)
+    self.store.put(checkpoint)
+    return None
 
 
 def watch(self: WorkflowCheckpointer, handler: WorkflowHandler) -> None:

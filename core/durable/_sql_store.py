@@ -203,7 +203,10 @@ class SqlRunStore:
             except self.unique_violation as exc:
                 raise run_exists_error(record.run_id, self._where, record.idempotency_key) from exc
 
-        self._write("record a new run", insert, recheck=run_recorded(self.sql, record))
+        # One statement, atomic by itself: no transaction around it (one round trip, not three).
+        self._write(
+            "record a new run", insert, transaction=False, recheck=run_recorded(self.sql, record)
+        )
         self._recorded.add(record.run_id)
         if self._holder is not None:
             self._held.add(record.run_id)

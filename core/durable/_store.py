@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
-from collections.abc import Collection
+from collections.abc import Awaitable, Collection
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic_core import to_jsonable_python
@@ -132,6 +132,52 @@ class CheckpointStore(Protocol):
         ...
 
 
+@runtime_checkable
+class OffLoopWrites(Protocol):
+    """A store that can also make its writes off the event loop (optional).
+
+    A store whose every write is a network round trip (PostgreSQL's) would block the loop for
+    each: the loop could serve nothing else meanwhile. Such a store implements these methods
+    too; each *starts* its write at once, on a thread of the store's own, and returns an
+    awaitable of its outcome, with the same result, errors and guarantees as the synchronous
+    method (a run's writes are made in the order they were started). The checkpointer writes a
+    step's checkpoint with :meth:`aput` and the run waits for it at the step boundary; the
+    server records a run's start and end and reads its record with the others.
+    """
+
+    def aput(self, checkpoint: Checkpoint) -> Awaitable[None]:
+        """:meth:`CheckpointStore.put`, off the loop."""
+        ...
+
+    def acreate_run(self, record: RunRecord) -> Awaitable[None]:
+        """:meth:`CheckpointStore.create_run`, off the loop."""
+        ...
+
+    def afinish_run(
+        self,
+        run_id: str,
+        status: str,
+        *,
+        result: str | None = None,
+        error: str | None = None,
+        end: str | None = None,
+    ) -> Awaitable[None]:
+        """:meth:`CheckpointStore.finish_run`, off the loop."""
+        ...
+
+    def aappend_event(self, run_id: str, kind: str, body: str) -> asyncio.Future[int]:
+        """:meth:`CheckpointStore.append_event` of an entry that asks for nothing, off the loop.
+
+        An unreachable server is waited for off the loop (the run's later writes wait behind
+        it); the future fails only as the synchronous write would have failed after that.
+        """
+        ...
+
+    def arun(self, run_id: str) -> Awaitable[RunRecord | None]:
+        """:meth:`CheckpointStore.run`, off the loop."""
+        ...
+
+
 def event_body(event: Any, *, waiting_for: builtins.list[Any] | None = None) -> str:
     """One stream event as the event log keeps it: ``{"type", "qualified_name", "value"}``.
 
@@ -201,4 +247,4 @@ def outcome(fut: asyncio.Future[Any], serializer: BaseSerializer) -> tuple[str, 
     return "failed", None, text
 
 
-__all__ = ["CheckpointStore", "encode", "event_body", "outcome"]
+__all__ = ["CheckpointStore", "OffLoopWrites", "encode", "event_body", "outcome"]

@@ -23,10 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
-import os
-import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -41,7 +38,6 @@ from ..errors import (
     CheckpointError,
     ContextSerdeError,
     RunConflictError,
-    SerializationError,
     WorkflowRuntimeError,
 )
 from . import _checkpoint_query, _checkpoint_recording, _continuing, _idempotency
@@ -54,7 +50,7 @@ from ._records import (
     StoredEvent,
 )
 from ._sqlite_store import SqliteCheckpointStore
-from ._store import CheckpointStore, encode, event_body
+from ._store import CheckpointStore, OffLoopWrites, encode, event_body
 
 #: The inbox body of a cancel request (see ``request_cancel``). No serializer writes it for an
 #: event: they all encode an event's class with it.
@@ -85,6 +81,13 @@ class RunInfo:
     owner: str | None = None
     flow_ref: str | None = None
     name: str | None = None
+
+
+def _continues(ctx: Context[Any] | None) -> bool:
+    """Whether starting with ``ctx`` continues a run in progress (nothing to record)."""
+    return ctx is not None and (
+        ctx.is_running or (ctx._snapshot is not None and ctx._snapshot.is_running)
+    )
 
 
 class WorkflowCheckpointer:
@@ -127,11 +130,12 @@ class WorkflowCheckpointer:
         disabled_steps: Iterable[str] = (),
         on_end: Callable[[str, str, str | None, str | None], None] | None = None,
     ) -> None:
+        # One bound-method object, so detach() can remove exactly what was added.
+        self._listener = self._on_step
+        #: Every workflow instance this checkpointer recorded runs of (see the setter).
+        self._recorded: list[Workflow] = []
         self.workflow = workflow
         self._on_end = on_end
-        # Before anything is decoded (a recorded start event, an inbox event): the classes of
-        # the workflow are the ones its runs' data may name.
-        register_workflow(workflow)
         self.store: CheckpointStore = store if store is not None else InMemoryCheckpointStore()
         self.serializer: BaseSerializer = (
             serializer or checkpoint_serializer or workflow.serializer or JsonSerializer()
@@ -151,9 +155,24 @@ class WorkflowCheckpointer:
         #: Per run: the question each wait that asked nothing itself was asked with.
         self._asked: dict[str, dict[str, Event]] = {}
         self._empty_state: tuple[BaseSerializer, dict[str, Any]] | None = None
+        #: The store, when it writes off the loop too (a step's checkpoint is then awaited).
+        self._off_loop = self.store if isinstance(self.store, OffLoopWrites) else None
         self._cancelling: set[asyncio.Future[None]] = set()  # kept referenced until done
-        # One bound-method object, so detach() can remove exactly what was added.
-        self._listener = self._on_step
+
+    @property
+    def workflow(self) -> Workflow:
+        """The instance runs start on; replacing it (``cptr.workflow = JokeFlow()``, as
+        LlamaIndex's checkpointing notebook does) records the new one's runs too."""
+        return self._workflow
+
+    @workflow.setter
+    def workflow(self, workflow: Workflow) -> None:
+        self._workflow = workflow
+        # Before anything is decoded (a recorded start event, an inbox event): the classes of
+        # the workflow are the ones its runs' data may name.
+        register_workflow(workflow)
+        if all(w is not workflow for w in self._recorded):
+            self._recorded.append(workflow)
         workflow.add_step_listener(self._listener)
 
     def _launch(self, **kwargs: Any) -> WorkflowHandler:
@@ -192,7 +211,8 @@ class WorkflowCheckpointer:
 
         Runs already in progress write no further checkpoints; stored ones stay.
         """
-        self.workflow.remove_step_listener(self._listener)
+        for workflow in self._recorded:
+            workflow.remove_step_listener(self._listener)
 
     # -- enabling -----------------------------------------------------------------------------
 
@@ -273,57 +293,50 @@ class WorkflowCheckpointer:
             ValueError: An ``idempotency_key`` that is not 1 to 255 characters of text.
             CheckpointError: The store refused the record; nothing ran.
         """
-        info = info or RunInfo()
         key = None if idempotency_key is None else _idempotency.check_key(idempotency_key)
-        if ctx is not None and (
-            ctx.is_running or (ctx._snapshot is not None and ctx._snapshot.is_running)
-        ):
+        if _continues(ctx):
             return self._run_durable(ctx, **kwargs)  # it continues a run: nothing to record
-        run_id = str(run_id or uuid.uuid4().hex)
-        stepwise = kwargs.pop("stepwise", False)
-        graph = self.workflow._graph()
-        event = self.workflow._start_event(graph, start_event, kwargs)
-        encoded = encode(self.serializer, event, "the start event")
-        name = info.name or self.workflow.workflow_name
-        if key is not None:
-            _idempotency.started(self, key, name, encoded)
-        shown = dict(info.input) if info.input is not None else event.model_dump(mode="json")
-        try:
-            shown_text = json.dumps(shown, separators=(",", ":"), default=repr)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise SerializationError(
-                f"Cannot record the start fields of run {run_id} ({type(exc).__name__}: "
-                f"{exc}); send plain JSON values nested less deeply."
-            ) from exc
-        now = time.time()
-        record = RunRecord(
-            run_id,
-            name,
-            "running",
-            now,
-            now,
-            start_event=encoded,
-            input=shown_text,
-            traceparent=info.traceparent,
-            owner=info.owner,
-            pid=os.getpid(),
-            flow_ref=info.flow_ref,
-            idempotency_key=key,
-        )
+        record, event, stepwise = self._new_run(start_event, run_id, info or RunInfo(), kwargs, key)
         try:
             self.store.create_run(record)
         except RunConflictError:
-            if key is not None:  # another start with the key won the race: that run
-                _idempotency.started(self, key, name, encoded)
+            self._lost_race(record)
             raise
-        self._track(run_id, start=0 if ctx is not None else 1)
-        handler = self._launch(run_id=run_id, start_event=event, ctx=ctx, stepwise=stepwise)
-        self._attach(handler)
-        if ctx is not None:
-            # A run that starts from an existing state: resuming it needs that state.
-            self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
-        self._watch(handler)
-        return handler
+        return self._begin(record.run_id, event, ctx, stepwise)
+
+    async def astart(
+        self,
+        start_event: StartEvent | None = None,
+        *,
+        run_id: str | None = None,
+        ctx: Context[Any] | None = None,
+        info: RunInfo | None = None,
+        idempotency_key: str | None = None,
+        **kwargs: Any,
+    ) -> WorkflowHandler:
+        """:meth:`start`, recording the run off the event loop where the store can
+        (:class:`~batonflow.core.durable._store.OffLoopWrites`): the loop serves the other
+        runs meanwhile. Same arguments, result and errors."""
+        key = None if idempotency_key is None else _idempotency.check_key(idempotency_key)
+        if _continues(ctx):
+            return self._run_durable(ctx, **kwargs)
+        record, event, stepwise = self._new_run(start_event, run_id, info or RunInfo(), kwargs, key)
+        try:
+            if self._off_loop is None:
+                self.store.create_run(record)
+            else:
+                await self._off_loop.acreate_run(record)
+        except RunConflictError:
+            self._lost_race(record)
+            raise
+        return self._begin(record.run_id, event, ctx, stepwise)
+
+    def _lost_race(self, record: RunRecord) -> None:
+        """After the store refused ``record``: another start with its key won the race, so
+        raise what a start with that key gets (the run it started); else nothing."""
+        key = record.idempotency_key
+        if key is not None:
+            _idempotency.started(self, key, record.workflow_name, record.start_event or "")
 
     def run_from(self, checkpoint: Checkpoint, **kwargs: Any) -> WorkflowHandler:
         """Continue from ``checkpoint`` as a new run (a new ``run_id``), recording checkpoints.
@@ -505,6 +518,8 @@ class WorkflowCheckpointer:
     fork = _continuing.fork
 
     # Recording the run as it goes: _checkpoint_recording.py.
+    _new_run = _checkpoint_recording.new_run
+    _begin = _checkpoint_recording.begin
     _track = _checkpoint_recording.track
     _attach = _checkpoint_recording.attach
     _waiting_snapshot = _checkpoint_recording.waiting_snapshot

@@ -457,7 +457,12 @@ class StepRunner:
                 time.time(),
             )
             for listener in listeners:
-                listener(boundary)
+                pending = listener(boundary)
+                if pending is not None:
+                    # Its write is made off the loop: the run stays held while the worker waits
+                    # for it (execute awaits Boundaries.wait_at), the loop serves the other runs.
+                    run.boundaries.parked[ex.id] = (boundary, listeners[called:], pending)
+                    return
                 called += 1
         except StoreUnreachableError as error:
             if error.retry_after is None or boundary is None:

@@ -158,6 +158,8 @@ class Run:
                     start_event,
                     snapshot is not None,
                     self.meta,
+                    self.workflow,
+                    self.ctx,
                 ),
             )
         if snapshot is not None:
@@ -408,6 +410,7 @@ class Run:
                     event,
                     None if emitter is None else emitter.lane.spec.name,
                     None if emitter is None else emitter.id,
+                    None if target is None else self.graph.order[target].name,
                 ),
             )
         targets, kind = self._kinds.get(type(event)) or self.graph.kind_of(type(event))

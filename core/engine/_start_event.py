@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..data.events import StartEvent
-from ..errors import StartEventError
+from ..errors import StartEventError, llama_named
 from .graph import Graph
 
 
@@ -18,7 +18,8 @@ def build_start_event(
 
     Raises:
         StartEventError: ``start_event`` is not the graph's start event class, both were given,
-            or the keyword fields do not validate (the message lists the class's fields).
+            or the keyword fields do not validate (the message lists the class's fields; then
+            it is the subclass named ``WorkflowRuntimeError``, LlamaIndex's class).
     """
     cls = graph.start_event_class
     if start_event is not None:
@@ -53,7 +54,8 @@ def build_start_event(
             f"{'.'.join(str(p) for p in err['loc']) or '(event)'}: {err['msg']}"
             for err in exc.errors()
         )
-        raise StartEventError(
+        # LlamaIndex raises WorkflowRuntimeError here: the error carries that name.
+        raise llama_named(StartEventError, "WorkflowRuntimeError")(
             f"Failed creating a start event of type '{cls.__name__}' with the keyword "
             f"arguments: {kwargs}. {cls.__name__} rejected the fields given to "
             f"{graph.name}.run(): {problems}. Its fields are: "

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..data.events import Event
-from ..errors import WorkflowRuntimeError, WorkflowStepDoesNotExistError
+from ..errors import WorkflowRuntimeError, WorkflowStepDoesNotExistError, llama_named
 from ._waiters import type_name
 from .graph import CALLER_EVENTS
 
@@ -67,7 +67,8 @@ def check_target(
     spec = graph.steps.get(step)
     if spec is None:
         known = ", ".join(graph.steps)
-        raise WorkflowStepDoesNotExistError(
+        # Named WorkflowRuntimeError, LlamaIndex's class for it.
+        raise llama_named(WorkflowStepDoesNotExistError, "WorkflowRuntimeError")(
             f"Step {step} does not exist. {graph.name} has no step '{step}'; its steps are: "
             f"{known}. Pass one of those names as step=."
         )

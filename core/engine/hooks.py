@@ -7,14 +7,17 @@ run is quiet and consistent: ``record.ctx.to_dict()`` (synchronous) captures the
 queued event (including the ones just produced), the inputs of steps still running (a resume
 re-runs them), ``collect_events`` buffers, waiters, the stream position, the run id and meta.
 
-A listener runs in the event loop and must be quick (write the snapshot, do not await). A
-listener that raises fails the run with its exception: a checkpoint that could not be written
-is not silently skipped.
+A listener runs in the event loop and must be quick (take the snapshot, do not block). It
+may return an awaitable (a checkpoint's write made off the loop, by a store that has its own
+writer threads): the run then stays as the listener saw it (its outputs queued, nothing new
+started) until the awaitable is done, while the loop serves everything else. A listener that
+raises, or whose awaitable raises, fails the run with that exception: a checkpoint that could
+not be written is not silently skipped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -52,8 +55,8 @@ class StepBoundary:
     finished_at: float
 
 
-#: A step-boundary listener.
-StepListener = Callable[[StepBoundary], None]
+#: A step-boundary listener: returns nothing, or an awaitable the run waits for (see above).
+StepListener = Callable[[StepBoundary], Awaitable[None] | None]
 
 __all__ = ["StepBoundary", "StepListener"]
 

@@ -26,6 +26,7 @@ from ..errors import (
     WorkflowConfigurationError,
     WorkflowRuntimeError,
     WorkflowValidationError,
+    llama_named,
 )
 from ..instruments.instrument import (
     Instrument,
@@ -69,9 +70,9 @@ class Workflow:
         timeout: Seconds a run may take before it fails with ``WorkflowTimeoutError``;
             ``None`` for no limit.
         disable_validation: Skip the graph checks made before the first run.
-        verbose: Print each step's start, finish and emitted events: ``True`` in the seeds'
-            format ("Running step NAME"), ``"llama"`` in current LlamaIndex's
-            ("[NAME:0] started from StartEvent"); see :class:`PrintingInstrument`.
+        verbose: Print what the run does: ``True`` (or ``"llama"``) as LlamaIndex 2.26 does
+            ("[tick] add: ...", "[NAME:0] started from StartEvent"), ``"seed"`` in the seed
+            examples' older lines ("Running step NAME"); see :class:`PrintingInstrument`.
         resource_manager: Where ``Resource`` factories' results are cached (one per workflow
             instance by default).
         num_concurrent_runs: Most runs of this instance executing at once; more wait their turn.
@@ -126,7 +127,7 @@ class Workflow:
                 f"timeout must be a positive number of seconds or None, got {timeout!r}."
             )
         if num_concurrent_runs is not None and num_concurrent_runs < 1:
-            raise WorkflowConfigurationError(
+            raise llama_named(WorkflowConfigurationError, "WorkflowValidationError")(
                 f"num_concurrent_runs must be at least 1 or None, got {num_concurrent_runs!r}."
             )
         if runtime is not None:
@@ -147,8 +148,8 @@ class Workflow:
         self._strict_state = strict_state
         own = list(instruments)
         if verbose:
-            # verbose="llama" prints current LlamaIndex's format; True the seeds' one.
-            own.append(PrintingInstrument(style=verbose if isinstance(verbose, str) else "seed"))
+            style = verbose if isinstance(verbose, str) else "llama"  # True: LlamaIndex 2.26's
+            own.append(PrintingInstrument(style=style, timeout=timeout))
         self._own_instruments = tuple(own)
         self._instrument_cache: tuple[int, InstrumentSet] | None = None
         self._clock: Callable[[], float] = clock or time.monotonic
@@ -469,7 +470,7 @@ class Workflow:
             ContextStateError: ``ctx`` is running another run right now.
         """
         if start_event is not None and not isinstance(start_event, StartEvent):
-            raise StartEventError(
+            raise llama_named(StartEventError, "ValueError")(  # LlamaIndex's class name
                 "The 'start_event' argument must be an instance of 'StartEvent'; got "
                 f"{type(start_event).__name__}. Pass an instance of "
                 f"{self.start_event_class.__name__}, or its fields as keyword arguments."

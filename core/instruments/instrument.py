@@ -8,7 +8,8 @@ entered inside the step's own task (and so in the thread of a sync step), so tha
 the step (LLM calls, tool calls) nests under whatever the instrument opened (a span).
 
 A hook that raises is logged and that hook is disabled for the rest of the process; it never
-fails the run. ``Workflow(verbose=True)`` is simply the :class:`PrintingInstrument`.
+fails the run. ``Workflow(verbose=True)`` is simply the :class:`PrintingInstrument`
+(``_printing``).
 
 Lineage: every step execution has an ``execution_id`` unique within its run; each record of a
 step carries ``origins``, the execution ids of the steps that emitted its triggering event(s)
@@ -25,10 +26,9 @@ import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 from .._public import publish
-from ..errors import WorkflowConfigurationError
 
 logger = logging.getLogger("batonflow.instrument")
 
@@ -42,6 +42,9 @@ class RunStarted:
     start_event: Any
     resumed: bool
     meta: dict[str, str] = field(default_factory=dict)
+    #: The Workflow instance that runs, and the run's Context.
+    workflow: Any = None
+    context: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,13 +106,17 @@ class StepFinished:
 
 @dataclass(frozen=True, slots=True)
 class EventEmitted:
-    """A step (or the outside, when ``step_name`` is None) put an event into the run."""
+    """A step (or the outside, when ``step_name`` is None) put an event into the run.
+
+    ``target`` names the one step it was sent to (``send_event(ev, step=...)``), if any.
+    """
 
     run_id: str
     workflow_name: str
     event: Any
     step_name: str | None
     execution_id: int | None
+    target: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,74 +265,6 @@ class InstrumentSet:
         return found
 
 
-class PrintingInstrument(Instrument):
-    """Prints each step's start and finish and the events it emits (``verbose=True``).
-
-    Two formats: ``style="seed"`` (the default, older LlamaIndex's, as the seeds show)::
-
-        Running step generate_joke
-        Step generate_joke produced event JokeEvent
-
-    and ``style="llama"``, the step lines of current LlamaIndex's ``verbose=True``
-    (``Workflow(verbose="llama")`` picks it)::
-
-        [generate_joke:0] started from StartEvent
-        [generate_joke:0] complete with JokeEvent
-
-    Args:
-        stream: Where to print (default: ``sys.stdout`` at the time of printing).
-        style: ``"seed"`` or ``"llama"``.
-
-    Raises:
-        WorkflowConfigurationError: ``style`` is neither.
-    """
-
-    def __init__(self, stream: IO[str] | None = None, style: str = "seed") -> None:
-        if style not in PRINT_STYLES:
-            raise WorkflowConfigurationError(
-                f"PrintingInstrument style {style!r} is not one of {', '.join(PRINT_STYLES)}; "
-                "pass style='seed' or style='llama'."
-            )
-        self._stream = stream
-        self._llama = style == "llama"
-
-    def _print(self, text: str) -> None:
-        print(text, file=self._stream or sys.stdout, flush=True)
-
-    def step_started(self, record: StepStarted) -> None:
-        """Print ``Running step NAME`` (or ``[NAME:ID] started from EVENT``)."""
-        if self._llama:
-            name = type(record.input_event).__name__
-            self._print(f"[{record.step_name}:{record.worker}] started from {name}")
-            return
-        suffix = f" (attempt {record.attempt})" if record.attempt > 1 else ""
-        self._print(f"Running step {record.step_name}{suffix}")
-
-    def step_finished(self, record: StepFinished) -> None:
-        """Print what the step produced, or its error."""
-        if self._llama:
-            # LlamaIndex reports a failed attempt as finished with no result, too.
-            outcome = (
-                f"complete with {type(record.output_events[0]).__name__}"
-                if record.output_events and record.error is None
-                else "complete with no result"
-            )
-            self._print(f"[{record.step_name}:{record.worker}] {outcome}")
-        elif record.error is not None:
-            self._print(
-                f"Step {record.step_name} failed: {type(record.error).__name__}: {record.error}"
-            )
-        elif not record.output_events:
-            self._print(f"Step {record.step_name} produced no event")
-        else:
-            names = ", ".join(type(ev).__name__ for ev in record.output_events)
-            self._print(f"Step {record.step_name} produced event {names}")
-
-
-#: The formats of :class:`PrintingInstrument` (``verbose=``).
-PRINT_STYLES = ("seed", "llama")
-
-
 __all__ = [
     "PRINT_STYLES",
     "EventEmitted",
@@ -372,6 +311,13 @@ _GLOBAL_TRACING: list[Instrument] = []
 _SDK_MODULE = "opentelemetry.sdk.trace"
 
 
+# The instrument that emits runs and steps to llama-index's instrumentation dispatcher (see
+# _llama_dispatch). Created only once llama_index_instrumentation is imported (anyone who
+# attached a handler to it has imported it), so core never loads llama-index itself.
+_GLOBAL_DISPATCH: list[Instrument] = []
+_DISPATCH_MODULE = "llama_index_instrumentation"
+
+
 def global_instruments() -> tuple[tuple[Instrument, ...], int]:
     """The globally installed instruments and a version number that changes with them."""
     if not _GLOBAL_TRACING and _SDK_MODULE in sys.modules:
@@ -381,8 +327,16 @@ def global_instruments() -> tuple[tuple[Instrument, ...], int]:
 
         _GLOBAL_TRACING.append(GlobalProviderInstrument())
         _GLOBAL_VERSION[0] += 1
-    return (*_GLOBAL_INSTRUMENTS, *_GLOBAL_TRACING), _GLOBAL_VERSION[0]
+    if not _GLOBAL_DISPATCH and _DISPATCH_MODULE in sys.modules:
+        from ._llama_dispatch import LlamaDispatchInstrument
+
+        _GLOBAL_DISPATCH.append(LlamaDispatchInstrument())
+        _GLOBAL_VERSION[0] += 1
+    return (*_GLOBAL_INSTRUMENTS, *_GLOBAL_DISPATCH, *_GLOBAL_TRACING), _GLOBAL_VERSION[0]
 
 
 # Stored runs and pickles name these classes by their public path.
 publish(__name__, globals())
+
+# The printing instrument (verbose=True) lives in its own module; it builds on the above.
+from ._printing import PRINT_STYLES, PrintingInstrument  # noqa: E402

@@ -26,11 +26,9 @@ COMPAT = Path(__file__).resolve().parents[2] / "docs" / "compat.md"
 #: headings that say why.
 DIVERGENT = {
     "concurrent_execution": ["Steps started together run in another order"],
-    "drawing": ["Drawings are Mermaid and self-contained HTML"],
     "durable_workflows": ["`ctx.to_dict()` inside a step"],
     "human_in_the_loop": ["`wait_for_event` suspends in place"],
-    "observability": ["Tracing is OpenTelemetry, not llama-index instrumentation"],
-    "streaming": ["`verbose=True` prints the seeds' lines"],
+    "streaming": ["`verbose=True` lines interleave differently with what the caller prints"],
 }
 
 

@@ -394,3 +394,22 @@ async def test_detach_stops_recording() -> None:
     assert cptr.checkpoints[handler.run_id] == []
     assert cptr.store.list(handler.run_id) == []  # the run's record holds its start event
     assert cptr.store.run(handler.run_id).start_event is not None
+
+
+async def test_run_from_on_a_replaced_workflow_lists_its_checkpoints() -> None:
+    """``cptr.workflow = JokeFlow()`` then ``run_from``: the new run lists the steps it ran
+    (LlamaIndex's checkpointing notebook), and later runs are recorded as well."""
+    calls = Calls()
+    cptr = WorkflowCheckpointer(JokeFlow(calls))
+    first = cptr.run(topic="chemistry")
+    await first
+    (after_joke,) = cptr.filter_checkpoints(last_completed_step="generate_joke")
+    cptr.workflow = JokeFlow(calls)
+    again = cptr.run_from(checkpoint=after_joke)
+    assert await again == "critique of 'a joke about chemistry' on chemistry"
+    assert [c.last_completed_step for c in cptr.checkpoints[again.run_id]] == ["critique_joke"]
+    later = cptr.run(topic="biology")
+    await later
+    assert len(cptr.checkpoints[later.run_id]) == 2
+    cptr.detach()
+    assert cptr.workflow._listeners == ()

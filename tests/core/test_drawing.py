@@ -64,7 +64,7 @@ def svg_texts(page: str) -> list[str]:
 
 def test_mermaid_lists_steps_events_and_edges():
     """The flowchart has a node per step/event and an arrow per accept/emit."""
-    text = draw_all_possible_flows_mermaid(JokeFlow)
+    text = draw_all_possible_flows_mermaid(JokeFlow, filename=None)
     lines = text.splitlines()
     assert lines[0] == "flowchart TD"
     assert '    step_generate_joke["generate_joke"]' in lines
@@ -82,7 +82,7 @@ def test_mermaid_lists_steps_events_and_edges():
 
 def test_mermaid_shows_external_node_for_human_in_the_loop():
     """InputRequiredEvent and HumanResponseEvent connect through a hexagon 'external' node."""
-    text = draw_all_possible_flows_mermaid(AskFlow)
+    text = draw_all_possible_flows_mermaid(AskFlow, filename=None)
     assert '    external{{"external"}}' in text.splitlines()
     assert "event_InputRequiredEvent --> external" in text
     assert "external --> event_HumanResponseEvent" in text
@@ -96,16 +96,24 @@ def test_mermaid_files_by_extension(tmp_path):
     assert (tmp_path / "flow.md").read_text() == f"```mermaid\n{text}```\n"
 
 
-def test_mermaid_rejects_other_extensions(tmp_path):
-    """A mermaid function asked to write .html says which extensions it writes."""
-    with pytest.raises(ValueError, match=r"unknown extension '\.html'\. Use a filename ending in"):
-        draw_all_possible_flows_mermaid(JokeFlow, filename=tmp_path / "flow.html")
-    assert not (tmp_path / "flow.html").exists()
+@pytest.mark.parametrize("name", ["flow.mermaid", "flow.html", "flow"])
+def test_mermaid_writes_any_file_name(tmp_path, name, capsys):
+    """A mermaid function writes its text under any name, as LlamaIndex's, printing nothing."""
+    text = draw_all_possible_flows_mermaid(JokeFlow, filename=tmp_path / name)
+    assert (tmp_path / name).read_text() == text
+    assert capsys.readouterr().out == ""
+
+
+def test_mermaid_default_file_names_are_llama_indexs(tmp_path, monkeypatch):
+    """Without filename, the Mermaid text goes to workflow_all_flows.mermaid."""
+    monkeypatch.chdir(tmp_path)
+    text = draw_all_possible_flows_mermaid(JokeFlow)
+    assert (tmp_path / "workflow_all_flows.mermaid").read_text() == text
 
 
 def test_mermaid_truncates_labels():
     """max_label_length cuts labels and marks the cut with an ellipsis."""
-    text = draw_all_possible_flows_mermaid(JokeFlow, max_label_length=8)
+    text = draw_all_possible_flows_mermaid(JokeFlow, filename=None, max_label_length=8)
     assert '["generat…"]' in text
     assert "generate_joke" not in text.split("\n", 1)[1].replace("step_generate_joke", "")
 
@@ -186,13 +194,11 @@ def test_extension_picks_the_format(tmp_path, name, marker):
 
 
 @pytest.mark.parametrize("name", ["flow.png", "flow", "flow.svg"])
-def test_unknown_extension_is_a_clear_error(tmp_path, name):
-    """An unknown extension raises ValueError listing the accepted ones, writing nothing."""
-    with pytest.raises(
-        ValueError, match=r"Use a filename ending in \.html, \.htm, \.mmd or \.md\."
-    ):
-        draw_all_possible_flows(JokeFlow, filename=tmp_path / name)
-    assert list(tmp_path.iterdir()) == []
+def test_any_other_name_gets_a_page_and_its_name_printed(tmp_path, name, capsys):
+    """As LlamaIndex's pyvis drawing: any file name gets the page, and the name is printed."""
+    draw_all_possible_flows(JokeFlow, filename=tmp_path / name)
+    assert (tmp_path / name).read_text().startswith("<!DOCTYPE html>")
+    assert capsys.readouterr().out == f"{tmp_path / name}\n"
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5, True])
@@ -241,13 +247,15 @@ def test_recent_execution_before_any_run_is_a_clear_error():
 def test_recent_execution_of_a_class_is_a_clear_error():
     """A class has no runs: the error asks for the handler or the instance."""
     with pytest.raises(TypeError, match="pass the WorkflowHandler returned by w.run"):
-        draw_most_recent_execution_mermaid(JokeFlow)
+        draw_most_recent_execution_mermaid(JokeFlow, filename=None)
 
 
-def test_recent_execution_writes_nothing_for_a_bad_extension(tmp_path):
-    """The extension is checked before anything else."""
-    with pytest.raises(ValueError, match="unknown extension '.txt'"):
+def test_recent_execution_of_a_workflow_that_never_ran_writes_nothing(tmp_path, capsys):
+    """Nothing to draw: a ValueError, no file, no printed name."""
+    with pytest.raises(ValueError, match="has not run yet"):
         draw_most_recent_execution(JokeFlow(), filename=tmp_path / "x.txt")
+    assert list(tmp_path.iterdir()) == []
+    assert capsys.readouterr().out == ""
 
 
 def test_drawn_files_are_utf8(tmp_path):
@@ -277,4 +285,35 @@ def test_filtered_graph_with_self_loop_draws(tmp_path):
     graph = get_workflow_representation(RetryFlow).filter_by_node_type("event")
     page = draw_all_possible_flows(graph, filename=None)
     assert "attempt → attempt" in parse(page).titles
-    assert "step_attempt --> step_attempt" in draw_all_possible_flows_mermaid(graph)
+    assert "step_attempt --> step_attempt" in draw_all_possible_flows_mermaid(graph, filename=None)
+
+
+def test_drawing_signatures_are_llama_indexs():
+    """Parameter names and default file names are llama-index-utils-workflow's, so calls
+    written for it (``workflow=``, ``handler=``, no filename) work unchanged."""
+    import inspect
+
+    from batonflow.core import drawing
+
+    expected = {
+        "draw_all_possible_flows": (
+            ["workflow", "filename", "notebook", "max_label_length", "include_child_workflows"],
+            "workflow_all_flows.html",
+        ),
+        "draw_all_possible_flows_mermaid": (
+            ["workflow", "filename", "max_label_length", "include_child_workflows"],
+            "workflow_all_flows.mermaid",
+        ),
+        "draw_most_recent_execution": (
+            ["handler", "filename", "notebook", "max_label_length"],
+            "workflow_recent_execution.html",
+        ),
+        "draw_most_recent_execution_mermaid": (
+            ["handler", "filename", "max_label_length"],
+            "workflow_recent_execution.mermaid",
+        ),
+    }
+    for name, (params, default) in expected.items():
+        signature = inspect.signature(getattr(drawing, name))
+        assert list(signature.parameters) == params, name
+        assert signature.parameters["filename"].default == default, name

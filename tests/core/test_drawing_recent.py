@@ -82,7 +82,7 @@ async def test_recent_execution_through_a_human(tmp_path):
         if isinstance(ev, InputRequiredEvent):
             handler.ctx.send_event(HumanResponseEvent(response="Ada"))
     assert await handler == "hello Ada"
-    text = draw_most_recent_execution_mermaid(handler)
+    text = draw_most_recent_execution_mermaid(handler, filename=None)
     assert "event_InputRequiredEvent --> external" in text
     assert "external --> event_HumanResponseEvent" in text
     assert 'event_HumanResponseEvent -->|"#2"| step_greet' in text
@@ -113,7 +113,7 @@ async def test_recent_execution_of_a_failed_run_shows_what_completed():
     handler = w.run()
     with pytest.raises(RuntimeError, match="boom"):
         await handler
-    text = draw_most_recent_execution_mermaid(handler)
+    text = draw_most_recent_execution_mermaid(handler, filename=None)
     assert '    step_fine["fine ×1"]' in text.splitlines()
     assert "step_explode" not in text
 
@@ -151,7 +151,7 @@ async def test_a_recorded_trace_draws_like_the_most_recent_execution(tmp_path):
     recent = draw_most_recent_execution(w, filename=None)
     assert recorded.replace("Recorded run", "Most recent execution") == recent
     mermaid = draw_recorded_execution(w, names, filename=tmp_path / "run.mmd")
-    assert mermaid == draw_most_recent_execution_mermaid(w)
+    assert mermaid == draw_most_recent_execution_mermaid(w, filename=None)
     assert (tmp_path / "run.mmd").read_text() == mermaid
-    with pytest.raises(ValueError, match=r"unknown extension '\.txt'"):
-        draw_recorded_execution(w, names, filename=tmp_path / "run.txt")
+    draw_recorded_execution(w, names, filename=tmp_path / "run.txt")
+    assert (tmp_path / "run.txt").read_text() == recorded

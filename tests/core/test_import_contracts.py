@@ -82,6 +82,7 @@ def test_a_forbidden_import_breaks_a_contract(
 #: (module file, imported module) -> why.
 LATE_IMPORTS = {
     ("instruments/instrument.py", "tracing"): "the OpenTelemetry API, ~40 ms, only when tracing",
+    ("instruments/instrument.py", "_llama_dispatch"): "llama-index's instrumentation, optional",
     ("durable/_sqlite_schema.py", "resource"): "Unix only",
     ("durable/stores.py", "importlib.metadata"): "heavy, only for store URLs",
     # The drawing room: `import batonflow.core` leaves it unloaded (bench/startup.py); a

@@ -138,7 +138,9 @@ async def test_nested_workflows_are_drawn() -> None:
     assert [(e.source, e.target, e.label) for e in graph.edges if e.source == node.id] == [
         ("workflow:Doubler", "step:outer", "doubler")
     ]
-    assert '-->|"doubler"| step_outer' in draw_all_possible_flows_mermaid(TypedParent)
+    assert '-->|"doubler"| step_outer' in draw_all_possible_flows_mermaid(
+        TypedParent, filename=None
+    )
     assert "Doubler" not in draw_all_possible_flows_mermaid(
-        TypedParent, include_child_workflows=False
+        TypedParent, filename=None, include_child_workflows=False
     )

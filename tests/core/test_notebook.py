@@ -66,7 +66,7 @@ def test_drawings_are_strings_that_show_as_drawings(tmp_path) -> None:
     printer = Printer()
     page._repr_pretty_(printer, False)
     assert printer.out.startswith("<Drawing: an HTML page of") and "DOCTYPE" not in printer.out
-    mermaid = draw_all_possible_flows_mermaid(Counter)
+    mermaid = draw_all_possible_flows_mermaid(Counter, filename=None)
     assert isinstance(mermaid, MermaidText)
     assert mermaid._repr_markdown_().startswith("```mermaid\nflowchart")
 

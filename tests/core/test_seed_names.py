@@ -83,8 +83,8 @@ async def test_workflow_send_event_outside_a_step() -> None:
 
 
 async def test_verbose_seed_format(capsys: pytest.CaptureFixture[str]) -> None:
-    """``verbose=True`` prints the seeds' lines."""
-    await JokeFlow(verbose=True).run(topic="t")
+    """``verbose="seed"`` prints the seeds' lines."""
+    await JokeFlow(verbose="seed").run(topic="t")
     assert capsys.readouterr().out.splitlines() == [
         "Running step generate",
         "Step generate produced event JokeEvent",
@@ -94,14 +94,18 @@ async def test_verbose_seed_format(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 async def test_verbose_llama_format(capsys: pytest.CaptureFixture[str]) -> None:
-    """``verbose="llama"`` prints current LlamaIndex's step lines."""
-    await JokeFlow(verbose="llama").run(topic="t")
-    assert capsys.readouterr().out.splitlines() == [
-        "[generate:0] started from StartEvent",
-        "[generate:0] complete with JokeEvent",
-        "[critique:0] started from JokeEvent",
-        "[critique:0] complete with StopEvent",
-    ]
+    """``verbose=True`` (and ``"llama"``) prints LlamaIndex 2.26's lines."""
+    for verbose in (True, "llama"):
+        await JokeFlow(verbose=verbose).run(topic="t")
+        assert capsys.readouterr().out.splitlines() == [
+            "[tick] add: StartEvent(topic='t')",
+            "[generate:0] started from StartEvent",
+            "[generate:0] complete with JokeEvent",
+            "[tick] add: JokeEvent(joke='about t')",
+            "[critique:0] started from JokeEvent",
+            "[result] StopEvent(result='critique of about t')",
+            "[critique:0] complete with StopEvent",
+        ]
 
 
 async def test_llama_format_reports_no_result() -> None:
@@ -119,10 +123,12 @@ async def test_llama_format_reports_no_result() -> None:
             break
     await handler.cancel_run()
     assert buf.getvalue().splitlines() == [
+        "[tick] add: StartEvent()",
         "[quiet:0] started from StartEvent",
         "[quiet:0] complete with no result",
+        "[tick] cancelled",
     ]
-    with pytest.raises(WorkflowConfigurationError, match="style 'json' is not one of seed, llama"):
+    with pytest.raises(WorkflowConfigurationError, match="style 'json' is not one of llama, seed"):
         PrintingInstrument(style="json")
 
 

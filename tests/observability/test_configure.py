@@ -25,11 +25,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _installed() -> tuple[object, ...]:
-    # The engine's own global-provider instrument is always there once the SDK is imported.
+    # The engine's own instruments are always there once the OpenTelemetry SDK (the global
+    # provider's) and llama-index's instrumentation (its dispatcher's) are imported.
     return tuple(
         i
         for i in core_instrument.global_instruments()[0]
         if not isinstance(i, GlobalProviderInstrument)
+        and type(i).__name__ != "LlamaDispatchInstrument"
     )
 
 

@@ -156,12 +156,13 @@ async def test_agent_runs_and_tools_read_as_agent_and_tool(
 
 # openinference's handler calls pydantic's deprecated .json(), a warning the suite would raise
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:openinference.*")
-async def test_openinference_llama_index_instrumentor_adds_no_second_llm_span(
+async def test_openinference_llama_index_instrumentor_adds_no_second_span(
     traced: None, otlp_receiver: OTLPReceiver
 ) -> None:
-    """With instrument_llama_index=False, OpenInference's instrumentor alone traces the LLM call, under the step."""
+    """With trace_workflows=False and instrument_llama_index=False, OpenInference's
+    instrumentor alone traces the run, its steps and the LLM call, in one tree."""
     instrumentation = pytest.importorskip("openinference.instrumentation.llama_index")
-    handle = configure_tracing(instrument_llama_index=False)
+    handle = configure_tracing(trace_workflows=False, instrument_llama_index=False)
     instrumentor = instrumentation.LlamaIndexInstrumentor()
     instrumentor.instrument(tracer_provider=handle.tracer_provider)
     try:
@@ -174,10 +175,20 @@ async def test_openinference_llama_index_instrumentor_adds_no_second_llm_span(
     llm = {s.span_id for s in spans if s.attributes.get("openinference.span.kind") == "LLM"}
     # one call, one outermost LLM span (its own nested achat -> chat -> complete spans under it)
     (outer,) = [by_id[i] for i in llm if by_id[i].parent_id not in llm]
-    assert by_id[outer.parent_id].name == "step ask"
-    assert not [s for s in spans if s.name.startswith("chat ")]  # batonflow's LLM spans are off
-    kinds = {s.name: s.attributes.get("openinference.span.kind") for s in spans}
-    assert kinds["invoke_workflow Research"] == kinds["step ask"] == "CHAIN"
+    step = by_id[outer.parent_id]
+    assert step.name == "Research.ask"  # the step's span, from batonflow's llama-index events
+    assert by_id[step.parent_id].name == "Research.run"
+    names = [s.name for s in spans]
+    # batonflow's own run, step and LLM spans are off: nothing is traced twice
+    assert not [n for n in names if n.startswith(("chat ", "step ", "invoke_workflow"))]
+    assert sorted(n for n in names if n.startswith("Research.")) == [
+        "Research.ask",
+        "Research.plan",
+        "Research.run",
+    ]
+    assert {
+        s.attributes.get("openinference.span.kind") for s in spans if s.name == "Research.run"
+    } == {"CHAIN"}
 
 
 @pytest.mark.skipif(
