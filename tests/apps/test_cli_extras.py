@@ -58,7 +58,7 @@ def run_without(blocked: str, *args: str, cwd: Path) -> subprocess.CompletedProc
             "client",
             id="run-server",
         ),
-        pytest.param("qdrant_client", ["demo"], "all", id="demo"),
+        pytest.param("qdrant_client", ["demo"], "demo", id="demo"),
     ],
 )
 def test_a_missing_extra_is_one_line_naming_it(tmp_path, blocked, args, extra):
