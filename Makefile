@@ -38,6 +38,7 @@ test: lint typecheck pytest
 bench: install
 	$(PIP) install -q -r bench/requirements.txt
 	$(PY) bench/run.py
+	$(PY) bench/journal_bench.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

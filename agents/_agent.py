@@ -53,6 +53,7 @@ from .events import (
     ToolResultEvent,
     history_messages,
 )
+from .journaled import journaled_tool
 from .members import DEFAULT_AGENT_DESCRIPTION, REASONING, SCRATCHPAD, AgentMember
 from .results import AgentResult, ToolCallRecord
 from .run_args import agent_run_kwargs
@@ -382,7 +383,9 @@ class ToolAgentBase(AgentMember, Workflow):
         tool = self.tools.get(name)
         description = tool.metadata.description if tool is not None else None
         with tool_span(name, call_id=tool_id, description=description, arguments=kwargs) as span:
-            outcome = await call_tool(self.tools, name, kwargs, ctx)
+            outcome = await journaled_tool(
+                ctx, name, kwargs, lambda: call_tool(self.tools, name, kwargs, ctx)
+            )
             record_tool_outcome(span, outcome, self.name, kwargs)
         ctx.write_event_to_stream(
             ToolCallResult(

@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from .errors import AgentConfigurationError, AgentInputError
 from .events import AgentInput, AgentOutput, AgentStream, ToolCallResult, messages_event
+from .journaled import journaled_chat
 from .llm import chat, check_function_calling, check_llm, default_llm
 from .prompts import (
     EARLY_STOPPING_PROMPT,
@@ -275,7 +276,9 @@ class AgentMember:
             )
         )
         with agent_span(self.name, self.description):
-            response = await chat(self.get_llm(), messages, retry_policy=self.retry_policy)
+            response = await journaled_chat(
+                ctx, lambda: chat(self.get_llm(), messages, retry_policy=self.retry_policy)
+            )
         await memory.aput(response.message)
         await ctx.store.set("memory", memory)  # changed in place: tell the store
         return AgentOutput(
@@ -307,11 +310,14 @@ class AgentMember:
         scratchpad = await self._scratchpad(ctx)
         messages = [ChatMessage(role=MessageRole.SYSTEM, content=header), *body, *scratchpad]
         ctx.write_event_to_stream(messages_event(AgentInput, messages, self.name))
-        response = await chat(
-            self.get_llm(),
-            messages,
-            on_chunk=self._stream_writer(ctx, native_tools=False),
-            retry_policy=self.retry_policy,
+        response = await journaled_chat(
+            ctx,
+            lambda: chat(
+                self.get_llm(),
+                messages,
+                on_chunk=self._stream_writer(ctx, native_tools=False),
+                retry_policy=self.retry_policy,
+            ),
         )
         return response, scratchpad
 
@@ -384,14 +390,17 @@ class FunctionCallingMember(AgentMember):
         choice = tool_choice
         if choice is None and self.initial_tool_choice and messages[-1].role == MessageRole.USER:
             choice = self.initial_tool_choice
-        response = await chat(
-            llm,
-            messages,
-            tools=list(tools),
-            on_chunk=self._stream_writer(ctx, native_tools=True),
-            retry_policy=self.retry_policy,
-            options={"tool_choice": choice} if choice else None,
-            allow_parallel_tool_calls=self.allow_parallel_tool_calls,
+        response = await journaled_chat(
+            ctx,
+            lambda: chat(
+                llm,
+                messages,
+                tools=list(tools),
+                on_chunk=self._stream_writer(ctx, native_tools=True),
+                retry_policy=self.retry_policy,
+                options={"tool_choice": choice} if choice else None,
+                allow_parallel_tool_calls=self.allow_parallel_tool_calls,
+            ),
         )
         calls = llm.get_tool_calls_from_response(response, error_on_no_tool_call=False)
         scratchpad.append(response.message)

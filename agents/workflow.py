@@ -51,6 +51,7 @@ from .events import (
     messages_event,
 )
 from .handoff import HANDOFF_TOOL, check_template, handoff_tool, refused_handoff
+from .journaled import journaled_tool
 from .members import (
     DEFAULT_AGENT_DESCRIPTION,
     DEFAULT_AGENT_NAME,
@@ -423,7 +424,12 @@ class AgentWorkflow(Workflow):
             if ev.tool_name == HANDOFF_TOOL and tool is not None:
                 outcome = await self._handoff(ctx, agent, ev.tool_kwargs, span)
             else:
-                outcome = await call_tool(tools, ev.tool_name, ev.tool_kwargs, ctx)
+                outcome = await journaled_tool(
+                    ctx,
+                    ev.tool_name,
+                    ev.tool_kwargs,
+                    lambda: call_tool(tools, ev.tool_name, ev.tool_kwargs, ctx),
+                )
             record_tool_outcome(span, outcome, agent.name, ev.tool_kwargs)
         result = ToolCallResult(
             tool_name=ev.tool_name,

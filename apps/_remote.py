@@ -45,6 +45,7 @@ def run_remote(
     stdout: Any,
     printer: StreamPrinter,
     sets: list[str] | None = None,
+    idempotency_key: str | None = None,
 ) -> tuple[Any, str]:
     """Start ``flow`` on the server, follow it, answer its questions; return (result, run id).
 
@@ -65,7 +66,7 @@ def run_remote(
             served = {w["name"]: w for w in client.workflows()}
             if flow in served:
                 fields = text_where_expected(fields, sets, served[flow]["start_event"])
-        run = client.start(flow, fields)
+        run = client.start(flow, fields, idempotency_key=idempotency_key)
         err.print(f"run {run.run_id} on {client.base_url}", markup=False)
         for event in client.events(run.run_id):
             if event.is_end:

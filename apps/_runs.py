@@ -149,13 +149,20 @@ class RunManager:
     # -- starting -------------------------------------------------------------------------
 
     async def start(
-        self, name: str, start_event: Any, start_fields: dict[str, Any], traceparent: str | None
+        self,
+        name: str,
+        start_event: Any,
+        start_fields: dict[str, Any],
+        traceparent: str | None,
+        idempotency_key: str | None = None,
     ) -> LiveRun:
         """Record a run of workflow ``name`` (off the loop where the store writes so), start
         it and its pump; return the live run.
 
         Raises:
             SerializationError: The start event cannot be encoded (nothing ran).
+            DuplicateStartError: ``idempotency_key`` started a run already (nothing ran).
+            IdempotencyKeyError: ``idempotency_key`` started another start's run.
             CheckpointError: The store refused the record (nothing ran).
         """
         from batonflow.core.checkpoints import RunInfo
@@ -169,7 +176,9 @@ class RunManager:
                 "a flatter body."
             ) from exc
         info = RunInfo(shown, traceparent, owner="server", name=name)
-        handler = await self.checkpointers[name].astart(start_event=start_event, info=info)
+        handler = await self.checkpointers[name].astart(
+            start_event=start_event, info=info, idempotency_key=idempotency_key
+        )
         return self._follow(LiveRun(str(handler.run_id), name, self.workflows[name], handler))
 
     def _follow(self, live: LiveRun) -> LiveRun:

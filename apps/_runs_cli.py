@@ -1,4 +1,5 @@
-"""``batonflow runs list | show | resume | cancel | delete | prune``: the run store.
+"""``batonflow runs list | show | resume | cancel | delete | prune``: the run store (``fork``
+is in :mod:`batonflow.apps._fork_cli`).
 
 Library, CLI and server runs share one record per run in one store (status, start fields,
 result or error, the event log, checkpoints). These commands show them; ``resume`` continues a
@@ -165,8 +166,8 @@ def show(
             f"started: {_when(data['created'])}  updated: {_when(data['updated'])}",
             markup=False,
         )
-        steps = [c["step"] for c in data["checkpoints"] if c["step"]]
-        if steps:
+        steps = [f"{c['step']} (seq {c['seq']})" for c in data["checkpoints"] if c["step"]]
+        if steps:  # a seq is what 'batonflow runs fork RUN --at SEQ' continues after
             out.print(f"checkpoints after: {', '.join(steps)}", markup=False)
         if data.get("result") is not None:
             out.print("result:", markup=False)

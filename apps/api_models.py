@@ -152,6 +152,10 @@ class Run(_Body):
     )
     created: float = Field(description="created_at as Unix time (seconds since the epoch).")
     updated: float = Field(description="updated_at as Unix time (seconds since the epoch).")
+    parent_run_id: str | None = Field(None, description="The run it was forked from, if any.")
+    parent_seq: int | None = Field(
+        None, description="The parent's checkpoint it continues from (a fork's)."
+    )
     question: Question | None = Field(
         None, description="While waiting (GET /runs/{id}): the question the run asked."
     )

@@ -32,6 +32,7 @@ require_extra("the batonflow command line", "cli", {"typer": "typer", "rich": "r
 
 import typer
 
+from . import _fork_cli, _journal_cli  # noqa: F401  (add 'runs fork', 'runs journal')
 from ._console import cli_errors, err, one_line, print_json, print_result, setup_tracing
 from ._runs_cli import runs_app
 from ._stream_printer import StreamPrinter
@@ -120,6 +121,13 @@ def run(
     token: str | None = typer.Option(
         None, "--token", help="The server's token \\[env BATONFLOW_API_TOKEN]."
     ),
+    idempotency_key: str | None = typer.Option(
+        None,
+        "--idempotency-key",
+        metavar="KEY",
+        help="Start at most one run with this key (--durable or --server): run again with "
+        "it, the run it started is followed instead of a new one.",
+    ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
     """Run a flow and print its result.
@@ -135,9 +143,23 @@ def run(
         url = server_url(server)
         if url is not None:
             _run_on_server(
-                url, token, flow, fields, stream, as_json, list(answers), durable, sets=sets
+                url,
+                token,
+                flow,
+                fields,
+                stream,
+                as_json,
+                list(answers),
+                durable,
+                sets=sets,
+                idempotency_key=idempotency_key,
             )
             return
+        if idempotency_key is not None and not durable:
+            raise BadParameterError(
+                "--idempotency-key needs a run store that keeps the key: add --durable (or "
+                "--server URL)."
+            )
         settings = Settings.load(db=db)
         # Cheap checks first: the flow's store, the run store (a flow may load for seconds).
         prebuilt = PREBUILT.get(flow)
@@ -176,6 +198,7 @@ def run(
                         checkpoints=checkpoints,
                         on_start=on_run,
                         flow_ref=flow_ref,
+                        idempotency_key=idempotency_key,
                     )
                 )
         except Interrupted as exc:
@@ -239,6 +262,7 @@ def _run_on_server(
     answers: list[str],
     durable: bool,
     sets: list[str],
+    idempotency_key: str | None = None,
 ) -> None:
     from ._remote import run_remote
 
@@ -261,6 +285,7 @@ def _run_on_server(
         stdout=stdout,
         printer=printer,
         sets=sets,
+        idempotency_key=idempotency_key,
     )
     _print_outcome(result, run_id, flow, as_json, printer, stdout)
 
@@ -302,6 +327,7 @@ async def run_flow(
     checkpoints: Any = None,
     on_start: Any = None,
     flow_ref: str | None = None,
+    idempotency_key: str | None = None,
 ) -> tuple[Any, str]:
     """Run ``workflow`` with start fields, answering input requests; return (result, run id).
 
@@ -309,7 +335,8 @@ async def run_flow(
     a checkpoint after every step. ``on_start`` is the flow reference kept in the run's record
     (for ``runs resume``), or a callable called with the run id once it has one. ``printer``
     shows the stream to people (with ``stream`` and without ``as_json``) and keeps an agent's
-    answer.
+    answer. With ``idempotency_key`` (and ``checkpoints``) a key that started a run already
+    is refused with the command that shows that run.
 
     Raises:
         BadParameterError: A start field the workflow's typed start event rejects.
@@ -339,7 +366,18 @@ async def run_flow(
         flow_ref = on_start if isinstance(on_start, str) else flow_ref
         info = RunInfo(owner="cli", flow_ref=flow_ref)
         checkpointer = WorkflowCheckpointer(workflow, store=checkpoints)
-        handler = checkpointer.start(start_event=start, info=info)
+        from batonflow.core.errors import DuplicateStartError
+
+        try:
+            handler = checkpointer.start(
+                start_event=start, info=info, idempotency_key=idempotency_key
+            )
+        except DuplicateStartError as exc:
+            raise BadParameterError(
+                f"--idempotency-key {idempotency_key} started run {exc.run_id} already "
+                f"({exc.record.status}); nothing new was started. See it with: batonflow runs "
+                f"show {exc.run_id}"
+            ) from None
         if callable(on_start):
             on_start(str(handler.run_id))
         err.print(

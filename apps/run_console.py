@@ -9,7 +9,8 @@
 ``GET /assets/{name}``                   the files of those pages
 ``GET /workflows/{name}/drawing``        all possible flows, as the engine draws them (HTML)
 ``GET /runs/{id}/drawing``               the steps the run took, highlighted in that drawing
-``GET /runs/{id}/steps``                 the run's completed steps with their times
+``GET /runs/{id}/steps``                 the run's completed steps with their times and
+                                         checkpoints (``checkpoint``: the seq to fork at)
 ``GET /runs/{id}/state``                 the run's state store
 =======================================  ==================================================
 
@@ -42,6 +43,7 @@ from typing import Any, Literal
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
+from ._forks import checkpoint_steps, class_name, with_times
 from ._wire import jsonable, rfc3339
 from .api_models import responses
 
@@ -60,6 +62,7 @@ _OWN_ASSETS = (
     "api.js",
     "forms.js",
     "answer.js",
+    "fork.js",
     "chat.js",
     "console.js",
     "console.css",
@@ -103,11 +106,6 @@ class _RunRecord:
     checkpoint: Any = None
 
 
-def _class_name(qualified: str | None) -> str:
-    """``Class`` of a checkpoint's ``module:Class`` (as a live record names events)."""
-    return (qualified or "").rpartition(":")[2].rpartition(".")[2]
-
-
 def stored_record(workflow: Any, checkpoints: list[Any]) -> _RunRecord | None:
     """The record of a run read from its checkpoints, or ``None`` when it has none of a step."""
     done = [c for c in checkpoints if c.step_name]
@@ -116,8 +114,8 @@ def stored_record(workflow: Any, checkpoints: list[Any]) -> _RunRecord | None:
     steps = [
         StepRecord(
             c.step_name,
-            _class_name(c.input_event_type),
-            tuple(_class_name(t) for t in c.output_event_types),
+            class_name(c.input_event_type),
+            tuple(class_name(t) for t in c.output_event_types),
             None,
             c.created_at,
         )
@@ -246,7 +244,8 @@ def install_console(
         get_run: Looks a run up in the run store by id (``None`` when unknown).
         token: The server's bearer token, if any: the pages then ask for it.
         checkpoints: The run store's checkpoint store: the steps and state of a run this
-            process did not see are read from its checkpoints.
+            process did not see are read from its checkpoints, and each step names the
+            checkpoint it wrote (the seq to fork at).
 
     Returns:
         The :class:`RunSteps` recording the served workflows' runs.
@@ -358,11 +357,17 @@ def install_console(
         responses=responses(200, None, "The steps in completion order, with their times.", 404),
     )
     async def run_steps(run_id: str) -> dict[str, Any]:
-        record = recorded(run_id)
+        known_run(run_id)  # first: an id no store can hold is a 404, not a store error
+        stored = checkpoint_steps(checkpoints.list, run_id) if checkpoints is not None else []
+        if not stored:
+            record = recorded(run_id)
+            entries = [{**s.public(), "checkpoint": None} for s in record.steps]
+            return {"run_id": run_id, "steps": entries, "not_kept": record.dropped}
+        kept = steps.get(run_id)
         return {
             "run_id": run_id,
-            "steps": [s.public() for s in record.steps],
-            "not_kept": record.dropped,
+            "steps": with_times(stored, kept.steps if kept is not None else []),
+            "not_kept": 0,
         }
 
     @app.get(

@@ -50,6 +50,8 @@ class RunRow:
     owner: str | None = None
     pid: int | None = None
     flow_ref: str | None = None
+    parent_run_id: str | None = None
+    parent_seq: int | None = None
     #: The event-log ``seq`` of the question a waiting run asked.
     waiting_seq: int | None = None
 
@@ -69,6 +71,8 @@ class RunRow:
             "updated_at": rfc3339(self.updated_at),
             "created": self.created_at,
             "updated": self.updated_at,
+            "parent_run_id": self.parent_run_id,
+            "parent_seq": self.parent_seq,
         }
 
 
@@ -227,6 +231,8 @@ def _row(record: RunRecord) -> RunRow:
         owner=record.owner,
         pid=record.pid,
         flow_ref=record.flow_ref,
+        parent_run_id=record.parent_run_id,
+        parent_seq=record.parent_seq,
         waiting_seq=record.waiting_seq if status == "waiting" else None,
     )
 

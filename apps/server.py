@@ -12,7 +12,8 @@ when a token is set):
 ``GET /workflows``                       names, start-event JSON schema, accepted events
 ``GET /workflows/{name}/graph``          Mermaid text of all possible flows
 ``POST /workflows/{name}/runs``          start a run (body = start-event fields);
-                                         ``?wait=true`` waits for the result
+                                         ``?wait=true`` waits for the result; an
+                                         ``Idempotency-Key`` it had: its run (200)
 ``GET /runs``                            runs, filtered by ``workflow`` and ``status``
 ``GET /runs/{id}``                       status, result or error
 ``GET /runs/{id}/events``                Server-Sent Events, ``id:`` = sequence number;
@@ -20,6 +21,7 @@ when a token is set):
 ``POST /runs/{id}/events``               send an event (``{"type", "data"}``) into a run
 ``POST /runs/{id}/cancel``               cancel a run
 ``POST /runs/{id}/resume``               continue an interrupted or failed run as a new run
+``POST /runs/{id}/fork``                 a checkpoint continued as a new run (``_forks``)
 ``GET /``, ``/docs``, ``/redoc``         the run console and the API docs, with the
                                          drawing, steps and state routes of
                                          :mod:`batonflow.apps.run_console`
@@ -43,12 +45,16 @@ from typing import Any, Literal
 from batonflow.core.durable._text import text_problem
 from batonflow.core.errors import (
     CheckpointError,
+    DuplicateStartError,
+    IdempotencyKeyError,
     RunConflictError,
     SerializationError,
     StoreUnreachableError,
 )
 
 from ._answers import Refused, check_event, waiting_info
+from ._forks import install_forks
+from ._idempotent import key_refused, started_already
 from ._introspect import (
     StartFieldsError,
     build_start_event,
@@ -80,7 +86,7 @@ from .run_store import FINISHED, STATUSES, RunStore
 logger = logging.getLogger("batonflow.apps.server")
 
 try:
-    from fastapi import FastAPI, HTTPException, Query, Request
+    from fastapi import FastAPI, Header, HTTPException, Query, Request
     from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
@@ -283,7 +289,11 @@ def create_app(
                 422,
                 507,
             ),
-            200: {"description": "With wait=true: the run ended; here it is.", "model": Run},
+            200: {
+                "description": "With wait=true: the run ended; here it is. Or the run this "
+                "start's Idempotency-Key started already (header Idempotent-Replayed: true).",
+                "model": Run,
+            },
         },
     )
     async def start_run(
@@ -291,6 +301,9 @@ def create_app(
         request: Request,
         wait: bool = False,
         timeout: float | None = Query(None, gt=0, description="seconds to wait with wait=true"),
+        key: str | None = Header(
+            None, alias="Idempotency-Key", description="one run per key: a retry gets its run"
+        ),
     ) -> JSONResponse:
         workflow = workflows.get(name)
         if workflow is None:
@@ -309,7 +322,11 @@ def create_app(
         traceparent = request.headers.get("traceparent")
         try:
             with _caller_trace(request):
-                live = await manager.start(name, start_event, fields, traceparent)
+                live = await manager.start(name, start_event, fields, traceparent, key)
+        except DuplicateStartError as exc:
+            return await started_already(manager, exc.run_id, wait, timeout)
+        except (ValueError, IdempotencyKeyError) as exc:  # a bad key, or one reused
+            return key_refused(exc)
         except (SerializationError, CheckpointError) as exc:
             return _not_recorded(exc)
         if not wait:
@@ -458,6 +475,7 @@ def create_app(
         row = run_store.get(live.run_id)
         return row.public() if row is not None else {"run_id": live.run_id, "status": "running"}
 
+    install_forks(app, manager)
     install_console(app, workflows, run_store.get, token, checkpoints=run_store.backend)
     install_openapi(app, workflows, token)
     # Without a token, bodies must be declared JSON and requests addressed to this server:

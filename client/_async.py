@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -14,7 +15,13 @@ from . import _base
 from ._stream import EventStream
 from .errors import InvalidRequestError
 from .models import Run, RunEvent
-from .retry import Attempts, RetryPolicy, status_failure, transport_failure
+from .retry import (
+    IDEMPOTENCY_HEADER,
+    Attempts,
+    RetryPolicy,
+    status_failure,
+    transport_failure,
+)
 
 
 class AsyncClient:
@@ -81,15 +88,16 @@ class AsyncClient:
         if attempts is None:
             attempts = _base.request_attempts(self._options, method, path)
         timeout = kwargs.pop("timeout", self._options.timeout)
+        keyed = IDEMPOTENCY_HEADER in (kwargs.get("headers") or {})
         while True:
             try:
                 response = await self._http.request(
                     method, path, timeout=attempts.timeout(timeout), **kwargs
                 )
             except httpx.TransportError as exc:
-                failure = transport_failure(exc, method, path, self.base_url)
+                failure = transport_failure(exc, method, path, self.base_url, keyed=keyed)
             else:
-                refused = status_failure(response, method, path)
+                refused = status_failure(response, method, path, keyed=keyed)
                 if refused is None:
                     attempts.reset()
                     return _base.decode(response)
@@ -112,9 +120,15 @@ class AsyncClient:
         *,
         wait: bool = False,
         timeout: float | None = None,
+        idempotency_key: str | None = None,
         **more_fields: Any,
     ) -> Run:
         """Start a run of ``workflow`` with the start event's fields.
+
+        The start is sent with an ``Idempotency-Key``, the same on every attempt, so it is
+        retried after any failure (a connection that broke while it was sent included) and
+        still starts one run: a server that took an attempt whose answer was lost answers
+        the next with that run.
 
         Args:
             workflow: The name it is served under.
@@ -122,14 +136,19 @@ class AsyncClient:
             wait: Return only once the run has ended (or ``timeout`` passed: then the run
                 is returned still ``running``).
             timeout: Seconds to wait with ``wait=True`` (the server's wait).
+            idempotency_key: The key (default: a new UUID for this call). Pass your own,
+                kept with the request, to make a start made again after your process
+                restarts return the run the first one started.
             **more_fields: More start fields, as keywords.
 
         Returns:
-            The run; just started (``status`` ``running``) unless ``wait=True``.
+            The run; just started (``status`` ``running``) unless ``wait=True``, or the run
+            the key started already.
 
         Raises:
             NotFoundError: No workflow by that name.
-            InvalidRequestError: A start field the workflow refuses (``detail`` names it).
+            InvalidRequestError: A start field the workflow refuses (``detail`` names it),
+                or a key that started a run with other fields.
             ServerUnavailableError: The server cannot be reached.
         """
         path, params, body = _base.start_request(workflow, fields, more_fields, wait, timeout)
@@ -138,7 +157,14 @@ class AsyncClient:
             None if wait and timeout is None else self._options.timeout + (timeout or 0)
         )
         return _base.run_from(
-            await self._request("POST", path, params=params, json=body, timeout=request_timeout)
+            await self._request(
+                "POST",
+                path,
+                params=params,
+                json=body,
+                timeout=request_timeout,
+                headers={IDEMPOTENCY_HEADER: idempotency_key or str(uuid.uuid4())},
+            )
         )
 
     async def get(self, run_id: str) -> Run:
@@ -171,6 +197,58 @@ class AsyncClient:
         """
         await self._request("POST", f"/runs/{run_id}/cancel")
         return await self.get(run_id)
+
+    async def fork(
+        self,
+        run_id: str,
+        at: int | None = None,
+        *,
+        state: dict[str, Any] | None = None,
+        event: dict[str, Any] | None = None,
+    ) -> Run:
+        """Start a new run that continues ``run_id`` from its checkpoint ``at`` (a fork).
+
+        The steps before that checkpoint do not run again; the new run records its parent
+        (``run.raw["parent_run_id"]``, ``["parent_seq"]``). See ``lineage()``.
+
+        Args:
+            run_id: The run to fork.
+            at: The checkpoint's seq (each step of ``GET /runs/{id}/steps`` names its
+                ``checkpoint``); default: the run's latest.
+            state: State paths to set first (``{"tone": "warm"}``).
+            event: ``{"type": ..., "data": {...}}``: an event to make pending instead of
+                the ones queued at that checkpoint.
+
+        Returns:
+            The new run (``running``).
+
+        Raises:
+            NotFoundError: No run with that id.
+            ConflictError: The server keeps no checkpoints, or does not serve its workflow.
+            InvalidRequestError: No checkpoint ``at``, or a state or event it does not take.
+        """
+        body: dict[str, Any] = {"at": at, "state": dict(state or {})}
+        if event is not None:
+            body["event"] = event
+        return _base.run_from(await self._request("POST", f"/runs/{run_id}/fork", json=body))
+
+    async def journal(self, run_id: str) -> builtins.list[dict[str, Any]]:
+        """The calls the run's steps journaled (``ctx.journal``), in the order recorded: each
+        one's ``step``, ``execution``, ``call``, ``name``, ``error`` and recorded ``value``.
+
+        Raises:
+            NotFoundError: No run with that id.
+        """
+        return builtins.list((await self._request("GET", f"/runs/{run_id}/journal"))["calls"])
+
+    async def lineage(self, run_id: str) -> dict[str, Any]:
+        """The run's ``parent`` (``{"run_id", "seq"}`` or ``None``) and ``children`` (its forks).
+
+        Raises:
+            NotFoundError: No run with that id.
+        """
+        body: dict[str, Any] = await self._request("GET", f"/runs/{run_id}/lineage")
+        return body
 
     async def send_event(
         self, run_id: str, event_type: str, data: dict[str, Any] | None = None

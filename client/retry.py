@@ -22,9 +22,12 @@ anything else (``4xx``, ``500``)               no              no
 
 A ``POST`` whose answer was lost may have started a run or delivered an answer; sending it
 again could start a second run, so the client raises instead and the caller checks with
-``get()`` or ``list()``. A ``502`` or ``504`` is a proxy's answer after it may have passed the
-request on; a ``503`` says the request was not processed (RFC 9110, and what ``batonflow
-serve`` means by it: "nothing was recorded or run").
+``get()`` or ``list()``. A start is the exception: the client sends it with an
+``Idempotency-Key`` header (one key per call, the same on every attempt), and the server
+answers a key it has seen with the run that key started, so a start is retried after every
+failure in the table, as a ``GET`` is. A ``502`` or ``504`` is a proxy's answer after it may
+have passed the request on; a ``503`` says the request was not processed (RFC 9110, and what
+``batonflow serve`` means by it: "nothing was recorded or run").
 
 The loops are written here rather than with tenacity (a dependency of batonflow's core): an
 event stream starts a fresh budget each time it makes progress, and it yields events from
@@ -46,6 +49,8 @@ from .errors import ClientTimeoutError, ServerUnavailableError, api_error
 
 #: Methods that may be sent again whatever happened to the first try: they change nothing.
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: The header that makes a start safe to send again (see :mod:`batonflow.client.retry`).
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 
 #: What to say about a status the client retries.
 RETRIED_STATUSES = {
@@ -139,11 +144,15 @@ class Failure:
     retry_after: float | None = None
 
 
-def transport_failure(exc: httpx.TransportError, method: str, path: str, base_url: str) -> Failure:
-    """A failure to connect, send or receive, retryable when the request surely did nothing."""
+def transport_failure(
+    exc: httpx.TransportError, method: str, path: str, base_url: str, *, keyed: bool = False
+) -> Failure:
+    """A failure to connect, send or receive, retryable when the request surely did nothing
+    or doing it again is harmless (a ``GET``; a request with an ``Idempotency-Key``, ``keyed``).
+    """
     reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     unsent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
-    if unsent or method in IDEMPOTENT_METHODS:
+    if unsent or keyed or method in IDEMPOTENT_METHODS:
         error = ServerUnavailableError(
             f"No answer from the batonflow server at {base_url} to {method} {path} ({reason}); "
             "check the URL and that 'batonflow serve' runs there."
@@ -158,10 +167,13 @@ def transport_failure(exc: httpx.TransportError, method: str, path: str, base_ur
     return Failure(reason, False, error)
 
 
-def status_failure(response: httpx.Response, method: str, path: str) -> Failure | None:
+def status_failure(
+    response: httpx.Response, method: str, path: str, *, keyed: bool = False
+) -> Failure | None:
     """A ``429``/``502``/``503``/``504`` answer as a failure, ``None`` for any other status.
 
-    The response body must have been read.
+    The response body must have been read. ``keyed``: the request carries an
+    ``Idempotency-Key``, so a proxy's ``502``/``504`` is retried too.
     """
     status = response.status_code
     if status not in RETRIED_STATUSES:
@@ -177,7 +189,7 @@ def status_failure(response: httpx.Response, method: str, path: str) -> Failure 
     cause = api_error(status, body, response.text)
     if status == 429 and retry_after is None:
         return None  # a rate limit that does not say when: retrying blindly makes it worse
-    if status in (502, 504) and method not in IDEMPOTENT_METHODS:
+    if status in (502, 504) and not keyed and method not in IDEMPOTENT_METHODS:
         error = ServerUnavailableError(
             f"{method} {path} got {RETRIED_STATUSES[status]} from a proxy, which may have "
             "passed it on to the server before it failed, so it is not retried automatically. "
@@ -320,6 +332,7 @@ class Attempts:
 
 __all__ = [
     "ATTEMPT_FLOOR",
+    "IDEMPOTENCY_HEADER",
     "IDEMPOTENT_METHODS",
     "RETRIED_STATUSES",
     "Attempts",

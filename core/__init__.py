@@ -24,6 +24,9 @@ from .errors import BatonflowError as BatonflowError
 from .errors import CheckpointError as CheckpointError
 from .errors import ContextSerdeError as ContextSerdeError
 from .errors import ContextStateError as ContextStateError
+from .errors import DuplicateStartError as DuplicateStartError
+from .errors import IdempotencyKeyError as IdempotencyKeyError
+from .errors import JournalMismatchError as JournalMismatchError
 from .errors import LeaseLostError as LeaseLostError
 from .errors import ResourceError as ResourceError
 from .errors import RunBusyError as RunBusyError
@@ -230,9 +233,11 @@ __all__ = [
     "ContextSerdeError",
     "ContextStateError",
     "DictState",
+    "DuplicateStartError",
     "Event",
     "ExponentialBackoffRetryPolicy",
     "HumanResponseEvent",
+    "IdempotencyKeyError",
     "IdleReleasedEvent",
     "InMemoryCheckpointStore",
     "InMemoryStateStore",
@@ -240,6 +245,7 @@ __all__ = [
     "Instrument",
     "InternalDispatchEvent",
     "JoinedEvents",
+    "JournalMismatchError",
     "JsonPickleSerializer",
     "JsonSerializer",
     "LeaseLostError",

@@ -17,6 +17,8 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
     │   ├── ContextStateError                     a Context method used in the wrong phase
     │   ├── StartEventError (ValueError)          run() fields that do not fit the StartEvent
     │   │   (raised as its subclasses named ``WorkflowRuntimeError`` or ``ValueError``, see below)
+    │   ├── JournalMismatchError                  a re-run made another journaled call than
+    │   │                                         the one its run recorded at that position
     │   └── ResourceError                         a resource factory failed
     │       ├── ResourceCycleError (ValueError)   factories that depend on each other
     │       └── ResourceFileNotFoundError (FileNotFoundError)   a ResourceConfig file is missing
@@ -39,8 +41,12 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
             │                                second answer to one question)
             ├── LeaseLostError               another process (a server replica) took the
             │                                run over: this one must stop running it
-            └── RunBusyError                 another live process is running the run: it
-                                             cannot be resumed here meanwhile
+            ├── RunBusyError                 another live process is running the run: it
+            │                                cannot be resumed here meanwhile
+            ├── DuplicateStartError          a start whose idempotency key started a run
+            │                                already: that run is the answer
+            └── IdempotencyKeyError (ValueError)   an idempotency key reused for a
+                                             different start
 """
 
 from __future__ import annotations
@@ -108,6 +114,12 @@ class StartEventError(WorkflowRuntimeError, ValueError):
         if cause is not None and hasattr(cause, "errors"):
             return list(cause.errors())
         return []
+
+
+class JournalMismatchError(WorkflowRuntimeError):
+    """A step re-run after a crash made a journaled call (``ctx.journal``) other than the one
+    its run recorded at that position: the step's code or its inputs changed its calls, so
+    the recorded results cannot be matched to them. The message names both calls."""
 
 
 class ResourceError(WorkflowRuntimeError):
@@ -225,6 +237,30 @@ class RunBusyError(RunConflictError):
     has finished or stopped."""
 
 
+class DuplicateStartError(RunConflictError):
+    """A start carried an idempotency key that started a run already: nothing new was started.
+
+    The run that key started is the answer to the start (``run_id``, its ``record``; and its
+    ``handler`` when it runs in this process).
+
+    Attributes:
+        run_id: The run the key started.
+        record: That run's record in the store (a ``RunRecord``).
+        handler: Its ``WorkflowHandler`` when it runs in this process, else ``None``.
+    """
+
+    def __init__(self, message: str, *, run_id: str, record: object, handler: object) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.record = record
+        self.handler = handler
+
+
+class IdempotencyKeyError(RunConflictError, ValueError):
+    """An idempotency key that started a run was sent again with another start (another
+    workflow or other start fields): a key names one request. Nothing was started."""
+
+
 # -- LlamaIndex's names -----------------------------------------------------------------------
 #
 # Where LlamaIndex raises a broader class for the same mistake (WorkflowRuntimeError for start
@@ -273,6 +309,9 @@ __all__ = [
     "ConfigFileNotFoundError",
     "ContextSerdeError",
     "ContextStateError",
+    "DuplicateStartError",
+    "IdempotencyKeyError",
+    "JournalMismatchError",
     "LeaseLostError",
     "ResourceCycleError",
     "ResourceError",

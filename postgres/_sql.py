@@ -12,12 +12,15 @@ from dataclasses import replace
 from batonflow.core.durable._sql_schema import (
     CHECKPOINT_COLUMNS,
     ENDED_SQL,
+    KEY_INDEX,
+    PARENT_INDEX,
     RUN_COLUMNS,
     Statements,
     create_statements,
+    create_table,
 )
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 COMPONENT = "checkpoints"
 EVENTS_CHANNEL = "batonflow_events"
 INBOX_CHANNEL = "batonflow_inbox"
@@ -58,6 +61,17 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     5: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS lease_change TEXT",),
     # When the lease was last granted or renewed (server time): see EXPIRED.
     6: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS lease_since DOUBLE PRECISION",),
+    # The key a start was made with, one run per key (core's KEY_INDEX): two replicas taking
+    # the same retried start make one run. A forked run's parent and fork point. The
+    # journaled calls (ctx.journal).
+    7: (
+        "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS idempotency_key TEXT",
+        "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS parent_run_id TEXT",
+        "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS parent_seq INTEGER",
+        KEY_INDEX,
+        PARENT_INDEX,
+        create_table("run_journal", real="DOUBLE PRECISION"),
+    ),
 }
 #: True in a write's WHERE while the run's lease is held by the store whose token is the
 #: second parameter, or while the first parameter (the replica id) is NULL: no fencing.
@@ -67,7 +81,7 @@ SQL = replace(
     Statements.build("%s", state_json="(ctx_data::json -> 'state')::text", lock_row=" FOR UPDATE"),
     # A replica's new run is leased to it (to this store's token) from the start.
     insert_run=f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}, lease_owner, lease_token, "
-    f"lease_until, lease_since) VALUES ({', '.join(['%s'] * 14)}, %s, %s, "
+    f"lease_until, lease_since) VALUES ({', '.join(['%s'] * 17)}, %s, %s, "
     f"CASE WHEN %s THEN {NOW} + %s END, CASE WHEN %s THEN {NOW} END)",
 )
 #: A status change, made only while this store holds the run and it has not ended; an ended

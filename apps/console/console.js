@@ -3,16 +3,17 @@
 // Views (the URL's hash): "#/" workflows and runs, "#/start/NAME" the start form built from the
 // workflow's start-event JSON schema, "#/runs/ID" one run: its live event timeline (Server-Sent
 // Events read with fetch, so the bearer token can be sent, resumed with Last-Event-ID after a
-// drop), its drawing, steps, state, result or error, an answer box while it waits, cancel; an
-// agent's run shows its conversation too. "#/chat/NAME/RUN,RUN..." is an agent's chat (chat.js).
+// drop), its drawing, steps, state, result or error, an answer box while it waits, cancel, a
+// "fork from here" on each step with a checkpoint and the lineage (fork.js); an agent's run
+// shows its conversation too. "#/chat/NAME/RUN,RUN..." is an agent's chat (chat.js).
 // Everything shown from the server goes through textContent: no data is parsed as HTML, and
 // drawings are shown in sandboxed iframes.
 //
 // The script is split by concept, each file loaded by index.html in this order and sharing
 // window.batonflow: dom.js (building the page), api.js (the token, requests, a run's event
 // stream), forms.js (forms from JSON schemas), answer.js (the answer form of a waiting run),
-// chat.js (an agent's run as a conversation, and the chat page), then this file: the token
-// prompt, the views and the routing.
+// fork.js (a run's forks and lineage), chat.js (an agent's run as a conversation, and the chat
+// page), then this file: the token prompt, the views and the routing.
 (function () {
   "use strict";
 
@@ -22,6 +23,7 @@
   var every = bf.every, showDrawing = bf.showDrawing, drawingFrame = bf.drawingFrame;
   var workflows = bf.workflows, openapi = bf.openapi, schemaFields = bf.schemaFields;
   var followEvents = bf.followEvents, answerForm = bf.answerForm, token = bf.token;
+  var forkButton = bf.forkButton, showLineage = bf.showLineage;
   var STATUSES = bf.STATUSES, FINISHED = bf.FINISHED, TOKEN_KEY = bf.TOKEN_KEY;
   var cleanups = bf.cleanups;
   var app = document.getElementById("app");
@@ -200,6 +202,8 @@
     var drawingNote = el("p", { className: "muted" });
     var stateBox = el("pre", { className: "json", id: "state" }, "…");
     var steps = el("tbody", { id: "steps" });
+    var forkBox = el("div");
+    var lineage = el("dd", { id: "lineage" }, "—");
     var answering = false;
     // An agent's run reads as a conversation, its questions answered inline (chat.js).
     var workflow = (await workflows()).find(function (w) { return w.name === run.workflow; });
@@ -213,7 +217,8 @@
         el("dt", {}, "workflow"), el("dd", {}, el("a", { href: "#/start/" + encodeURIComponent(run.workflow) }, run.workflow)),
         el("dt", {}, "started"), el("dd", {}, new Date(run.created * 1000).toLocaleString()),
         el("dt", {}, "duration"), el("dd", { id: "run-duration" }, runDuration(run)),
-        el("dt", {}, "start fields"), el("dd", { className: "mono" }, compact(run.start, 300)));
+        el("dt", {}, "start fields"), el("dd", { className: "mono" }, compact(run.start, 300)),
+        el("dt", {}, "lineage"), lineage);
       var live = FINISHED.indexOf(run.status) < 0;
       actions.replaceChildren(
         el("button", { type: "button", className: "danger", name: "cancel", disabled: !live, onclick: async function () {
@@ -276,8 +281,9 @@
         drawingNote.textContent = "";
         var recorded = await api("runs/" + encodeURIComponent(runId) + "/steps");
         steps.replaceChildren.apply(steps, recorded.steps.map(function (s) {
-          return el("tr", {}, el("td", {}, s.step), el("td", {}, s.input_event + " → " + (s.output_events.join(", ") || "nothing")), el("td", {}, s.duration == null ? "" : duration(s.duration)));
+          return el("tr", {}, el("td", {}, s.step), el("td", {}, s.input_event + " → " + (s.output_events.join(", ") || "nothing")), el("td", {}, s.duration == null ? "" : duration(s.duration)), el("td", {}, forkButton(runId, s, forkBox)));
         }));
+        await showLineage(runId, lineage);
         var state = await api("runs/" + encodeURIComponent(runId) + "/state");
         stateBox.textContent = JSON.stringify(state.state, null, 2);
       } catch (e) {
@@ -372,7 +378,8 @@
           el("section", { className: "card" }, el("h2", {}, "What ran"), drawing, drawingNote),
           el("section", { className: "card" },
             el("h2", {}, "Steps"),
-            el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "step"), el("th", {}, "event in → out"), el("th", {}, "took"))), steps)),
+            el("table", {}, el("thead", {}, el("tr", {}, el("th", {}, "step"), el("th", {}, "event in → out"), el("th", {}, "took"), el("th", {}, ""))), steps)),
+          forkBox,
           el("section", { className: "card" }, el("h2", {}, "State"), stateBox))));
     renderFacts();
     openapi().then(function (spec) {

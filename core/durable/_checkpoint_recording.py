@@ -23,6 +23,8 @@ from ..data.events import Event, InputRequiredEvent, InternalDispatchEvent, Star
 from ..data.serialization import qualified_name
 from ..engine._snapshot import dump
 from ..errors import CheckpointError, SerializationError, StoreUnreachableError
+from . import _idempotency
+from ._journal import RunJournal
 from ._records import Checkpoint, RunRecord, checkpoint_id, with_state_values
 from ._store import encode, event_body, outcome
 
@@ -39,23 +41,26 @@ def new_run(
     self: WorkflowCheckpointer,
     start_event: StartEvent | None,
     run_id: str | None,
-    info: RunInfo | None,
+    info: RunInfo,
     kwargs: dict[str, Any],
+    key: str | None = None,
 ) -> tuple[RunRecord, StartEvent, bool]:
     """The record of a new run (see ``WorkflowCheckpointer.start``), its start event and
-    whether it runs stepwise.
+    whether it runs stepwise; ``key`` is its (checked) idempotency key.
 
     Raises:
         SerializationError: The start event or the start fields cannot be encoded.
+        DuplicateStartError: ``key`` started a run already.
+        IdempotencyKeyError: ``key`` started a run with another workflow or start event.
     """
-    from .checkpoints import RunInfo
-
-    info = info or RunInfo()
     run_id = str(run_id or uuid.uuid4().hex)
     stepwise = bool(kwargs.pop("stepwise", False))
     graph = self.workflow._graph()
     event = self.workflow._start_event(graph, start_event, kwargs)
     encoded = encode(self.serializer, event, "the start event")
+    name = info.name or self.workflow.workflow_name
+    if key is not None:
+        _idempotency.started(self, key, name, encoded)
     shown = dict(info.input) if info.input is not None else event.model_dump(mode="json")
     try:
         shown_text = json.dumps(shown, separators=(",", ":"), default=repr)
@@ -67,7 +72,7 @@ def new_run(
     now = time.time()
     record = RunRecord(
         run_id,
-        info.name or self.workflow.workflow_name,
+        name,
         "running",
         now,
         now,
@@ -77,6 +82,7 @@ def new_run(
         owner=info.owner,
         pid=os.getpid(),
         flow_ref=info.flow_ref,
+        idempotency_key=key,
     )
     return record, event, stepwise
 
@@ -110,6 +116,8 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
     self._inbox[run_id] = inbox_seq
     run = handler._run
     store = self.store
+    if hasattr(store, "journal_put"):  # ctx.journal records its calls in the run store
+        handler.ctx._journal = RunJournal(store, self.serializer, run_id)
 
     def record(event: Any) -> None:
         if isinstance(event, InternalDispatchEvent):

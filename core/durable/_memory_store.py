@@ -18,6 +18,7 @@ from ._records import (
     ENDED,
     Checkpoint,
     InboxItem,
+    JournalEntry,
     RunFilter,
     RunRecord,
     StoredEvent,
@@ -45,6 +46,8 @@ class _Run:
     seqs: set[int] = dataclasses.field(default_factory=set)
     events: builtins.list[StoredEvent] = dataclasses.field(default_factory=builtins.list)
     inbox: builtins.list[InboxItem] = dataclasses.field(default_factory=builtins.list)
+    #: Journaled calls by (step, execution, call).
+    journal: dict[tuple[str, int, int], JournalEntry] = dataclasses.field(default_factory=dict)
     #: Untyped state as of each checkpoint that recorded changes: (seq, full?, changes).
     state: builtins.list[tuple[int, bool, dict[str, str | None]]] = dataclasses.field(
         default_factory=builtins.list
@@ -70,6 +73,8 @@ class InMemoryCheckpointStore:
         self._runs: dict[str, _Run] = {}
         self._by_id: dict[str, Checkpoint] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
+        #: The run each idempotency key started (the SQL stores' unique index).
+        self._keys: dict[str, str] = {}
 
     # -- runs ---------------------------------------------------------------------------------
 
@@ -77,11 +82,16 @@ class InMemoryCheckpointStore:
         """Record a new run.
 
         Raises:
-            RunConflictError: A run with that id exists.
+            RunConflictError: A run with that id, or with its idempotency key, exists.
         """
         check_status(record.status)
+        key = record.idempotency_key
         with self._lock:
             run = self._runs.get(record.run_id)
+            if key is not None and key in self._keys:
+                raise run_exists_error(record.run_id, "this store", key)
+            if key is not None and (run is None or run.record is None):
+                self._keys[key] = record.run_id
             if run is None:
                 self._runs[record.run_id] = _Run(record)
             elif run.record is None:
@@ -150,6 +160,8 @@ class InMemoryCheckpointStore:
         if run is not None:
             for cp in run.checkpoints:
                 self._by_id.pop(cp.id, None)
+            if run.record is not None and run.record.idempotency_key is not None:
+                self._keys.pop(run.record.idempotency_key, None)
         self._ended.pop(run_id, None)
 
     def runs(
@@ -175,8 +187,21 @@ class InMemoryCheckpointStore:
             run = self._runs.get(run_id)
             return None if run is None else run.record
 
+    def run_for_key(self, key: str) -> RunRecord | None:
+        """The record of the run idempotency key ``key`` started, or ``None``."""
+        with self._lock:
+            run_id = self._keys.get(key)
+            run = None if run_id is None else self._runs.get(run_id)
+            return None if run is None else run.record
+
+    def children(self, run_id: str) -> builtins.list[RunRecord]:
+        """The runs forked from ``run_id``, oldest first."""
+        with self._lock:
+            records = [r.record for r in self._runs.values() if r.record is not None]
+        return RunFilter().select(r for r in records if r.parent_run_id == run_id)
+
     def delete(self, run_id: str) -> None:
-        """Forget a run with its checkpoints, event log and inbox."""
+        """Forget a run with its checkpoints, event log and inbox (its key is free again)."""
         with self._lock:
             self._forget(run_id)
 
@@ -337,6 +362,27 @@ class InMemoryCheckpointStore:
         with self._lock:
             run = self._runs.get(run_id)
             return [] if run is None else run.inbox[max(after, 0) :]
+
+    def journal_get(self, run_id: str, step: str, execution: int, call: int) -> JournalEntry | None:
+        """The recorded outcome of one journaled call, or ``None``."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            return None if run is None else run.journal.get((step, execution, call))
+
+    def journal_put(self, run_id: str, entry: JournalEntry) -> None:
+        """Record a journaled call's outcome (replacing one at its position)."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None:
+                run = self._runs[run_id] = _Run(None)
+            run.journal[(entry.step, entry.execution, entry.call)] = entry
+
+    def journal(self, run_id: str) -> builtins.list[JournalEntry]:
+        """The run's journaled calls, in the order they were recorded."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            entries = [] if run is None else list(run.journal.values())
+        return sorted(entries, key=lambda e: (e.created_at, e.step, e.execution, e.call))
 
     def close(self) -> None:
         """Nothing to close (the store's data stays until it is dropped)."""

@@ -143,6 +143,10 @@ class RunRecord:
         flow_ref: How to load its workflow again (``module:Class``, a prebuilt name).
         waiting_seq: The event-log ``seq`` of the ``InputRequiredEvent`` a waiting run asked
             with; an answer to it is accepted once.
+        idempotency_key: The key the run was started with (see ``cptr.start``): one run per
+            key in a store, for as long as the run is kept.
+        parent_run_id: The run this one was forked from (``cptr.fork``), else ``None``.
+        parent_seq: The checkpoint of the parent it continues from (its ``seq``).
     """
 
     run_id: str
@@ -159,6 +163,9 @@ class RunRecord:
     pid: int | None = None
     flow_ref: str | None = None
     waiting_seq: int | None = None
+    idempotency_key: str | None = None
+    parent_run_id: str | None = None
+    parent_seq: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +181,31 @@ class StoredEvent:
     seq: int
     kind: str
     body: str
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One journaled call's outcome (``ctx.journal``), committed when the call returned.
+
+    Attributes:
+        step: The step that made it.
+        execution: The step execution's id in the run (the same when a crash re-runs it).
+        call: Its position among the journaled calls of that execution (from 0).
+        name: The name the step gave the call.
+        attempt: The step's attempt (retries) that recorded it.
+        error: Whether ``body`` is the exception the call raised (else its result).
+        body: The result or exception, serialized with the run's serializer.
+        created_at: When it was recorded.
+    """
+
+    step: str
+    execution: int
+    call: int
+    name: str
+    attempt: int
+    error: bool
+    body: str = field(repr=False)
+    created_at: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,8 +327,14 @@ class RunFilter:
         return found[len(found) - self.limit :] if self.limit else []
 
 
-def run_exists_error(run_id: str, where: str) -> RunConflictError:
-    """The refusal of ``create_run`` for a run id that is taken in the store at ``where``."""
+def run_exists_error(run_id: str, where: str, key: str | None = None) -> RunConflictError:
+    """The refusal of ``create_run`` for a run id (or an idempotency ``key``) that is taken in
+    the store at ``where``."""
+    if key is not None:
+        return RunConflictError(
+            f"Run {run_id!r} or idempotency key {key!r} exists already in {where}; read the "
+            "key's run with store.run_for_key(key), or start with a new run_id and key."
+        )
     return RunConflictError(
         f"Run {run_id!r} exists already in {where}; start it with a new run_id, or resume it."
     )
@@ -397,6 +435,7 @@ __all__ = [
     "STATUSES",
     "Checkpoint",
     "InboxItem",
+    "JournalEntry",
     "RunFilter",
     "RunRecord",
     "StoredEvent",

@@ -1,6 +1,6 @@
 """The run store's SQL, written once for every dialect: its tables, rows and statements.
 
-:data:`TABLES` is the schema (version 3) column by column, :func:`create_statements` creates
+:data:`TABLES` is the schema (version 4) column by column, :func:`create_statements` creates
 it, :func:`run_row`/:func:`checkpoint_row` turn records into rows of it, and
 :class:`Statements` holds every statement :class:`~batonflow.core.durable._sql_store.SqlRunStore`
 makes, in a dialect's parameter style. The SQL is what SQLite (3.35 and later) and PostgreSQL
@@ -17,10 +17,12 @@ from ..data._json_values import compact_json
 from ..errors import CheckpointError
 from ._records import ENDED, Checkpoint, RunRecord, final_column
 
-#: The tables of schema version 3, column by column. ``REAL`` is the dialect's double type
+#: The tables of schema version 4, column by column. ``REAL`` is the dialect's double type
 #: (``DOUBLE PRECISION`` on PostgreSQL). The columns' order is the order of the records'
 #: fields; the SQLite file of version 1 had the first columns of the first two tables.
-#: Version 3 took the primary key off ``checkpoints.id`` (see :data:`OTHER_ID`).
+#: Version 3 took the primary key off ``checkpoints.id`` (see :data:`OTHER_ID`); version 4
+#: added ``checkpoint_runs.idempotency_key`` with :data:`KEY_INDEX`, and a forked run's parent
+#: (``parent_run_id``, ``parent_seq``) with :data:`PARENT_INDEX`, and ``run_journal``.
 TABLES: dict[str, tuple[tuple[str, str], ...]] = {
     "checkpoint_runs": (
         ("run_id", "TEXT PRIMARY KEY"),
@@ -37,6 +39,11 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("pid", "INTEGER"),
         ("flow_ref", "TEXT"),
         ("waiting_seq", "INTEGER"),
+        # The key a start was made with: unique where given (KEY_INDEX), since version 4.
+        ("idempotency_key", "TEXT"),
+        # The run it was forked from, and the checkpoint (seq) it continues from: version 4.
+        ("parent_run_id", "TEXT"),
+        ("parent_seq", "INTEGER"),
         # For stores shared by several servers (PostgreSQL): who holds the run, until when.
         ("lease_owner", "TEXT"),
         ("lease_until", "REAL"),
@@ -62,6 +69,18 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("kind", "TEXT NOT NULL"),
         ("body", "TEXT NOT NULL"),
     ),
+    # Journaled calls (ctx.journal), one row per call of a step execution: version 4.
+    "run_journal": (
+        ("run_id", "TEXT NOT NULL"),
+        ("step", "TEXT NOT NULL"),
+        ("execution_id", "INTEGER NOT NULL"),
+        ("call_index", "INTEGER NOT NULL"),
+        ("name", "TEXT NOT NULL"),
+        ("attempt", "INTEGER NOT NULL"),
+        ("error", "INTEGER NOT NULL"),
+        ("body", "TEXT NOT NULL"),
+        ("created_at", "REAL NOT NULL"),
+    ),
     "run_inbox": (
         ("run_id", "TEXT NOT NULL"),
         ("seq", "INTEGER NOT NULL"),
@@ -74,6 +93,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
 _KEYS = {
     "checkpoints": ("UNIQUE (run_id, seq)",),
     "run_events": ("PRIMARY KEY (run_id, seq)",),
+    "run_journal": ("PRIMARY KEY (run_id, step, execution_id, call_index)",),
     # One question takes one answer: an answer's key is "answer:<seq of the question>".
     "run_inbox": ("PRIMARY KEY (run_id, seq)", "UNIQUE (run_id, key)"),
 }
@@ -115,7 +135,21 @@ def create_statements(real: str = "REAL") -> tuple[str, ...]:
 #: The checkpoint columns, in the order of :func:`checkpoint_row`.
 CHECKPOINT_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoints"])
 #: The run columns a :class:`RunRecord` holds (the lease columns are PostgreSQL's business).
-RUN_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoint_runs"][:14])
+RUN_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoint_runs"][:17])
+#: A journaled call's columns after ``run_id``, in the order of ``JournalEntry``'s fields.
+JOURNAL_COLUMNS = ", ".join(name for name, _ in TABLES["run_journal"][1:])
+#: One run per idempotency key: the index makes two starts with one key (two replicas racing
+#: on a client's retries) one run, whichever commits first. Created after the column (a store
+#: of an older version gets the column first), so not among the indexes of the tables.
+KEY_INDEX = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS checkpoint_runs_by_idempotency_key "
+    "ON checkpoint_runs (idempotency_key) WHERE idempotency_key IS NOT NULL"
+)
+#: A run's forks, found by their parent (created after the column, as :data:`KEY_INDEX`).
+PARENT_INDEX = (
+    "CREATE INDEX IF NOT EXISTS checkpoint_runs_by_parent "
+    "ON checkpoint_runs (parent_run_id) WHERE parent_run_id IS NOT NULL"
+)
 
 
 def run_row(record: RunRecord) -> tuple[Any, ...]:
@@ -135,6 +169,9 @@ def run_row(record: RunRecord) -> tuple[Any, ...]:
         record.pid,
         record.flow_ref,
         record.waiting_seq,
+        record.idempotency_key,
+        record.parent_run_id,
+        record.parent_seq,
     )
 
 
@@ -198,6 +235,11 @@ class Statements:
     record_implicit: str
     set_status: str
     select_run: str
+    run_for_key: str
+    children: str
+    journal_get: str
+    journal_put: str
+    journal: str
     delete: tuple[str, ...]
     insert_checkpoint: str
     list_checkpoints: str
@@ -236,7 +278,7 @@ class Statements:
         """
         checkpoints = f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints"
         text = {
-            "insert_run": f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}) VALUES ({_marks(14)})",
+            "insert_run": f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}) VALUES ({_marks(17)})",
             "record_implicit": "INSERT INTO checkpoint_runs (run_id, workflow_name, status, "
             "created_at, updated_at) VALUES (?, ?, 'running', ?, ?) ON CONFLICT (run_id) DO NOTHING",
             # An ended run never changes again, whoever writes late (the WHERE, not a read
@@ -246,6 +288,18 @@ class Statements:
             "lease_owner = CASE WHEN ? IN ('running', 'waiting') THEN lease_owner END "
             f"WHERE run_id = ? AND NOT {ENDED_SQL}",
             "select_run": f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE run_id = ?",
+            "run_for_key": f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE idempotency_key = ?",
+            "children": f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE parent_run_id = ? "
+            "ORDER BY created_at, run_id",
+            "journal_get": f"SELECT {JOURNAL_COLUMNS} FROM run_journal WHERE run_id = ? "
+            "AND step = ? AND execution_id = ? AND call_index = ?",
+            # A retry of a step whose call raised records the new outcome in its place.
+            "journal_put": f"INSERT INTO run_journal (run_id, {JOURNAL_COLUMNS}) VALUES "
+            f"({_marks(9)}) ON CONFLICT (run_id, step, execution_id, call_index) DO UPDATE SET "
+            "name = excluded.name, attempt = excluded.attempt, error = excluded.error, "
+            "body = excluded.body, created_at = excluded.created_at",
+            "journal": f"SELECT {JOURNAL_COLUMNS} FROM run_journal WHERE run_id = ? "
+            "ORDER BY created_at, step, execution_id, call_index",
             "insert_checkpoint": f"INSERT INTO checkpoints ({CHECKPOINT_COLUMNS}) "
             f"VALUES ({_marks(12)})",
             "list_checkpoints": f"{checkpoints} WHERE run_id = ? ORDER BY seq",
@@ -301,10 +355,8 @@ class Statements:
             "last_event": "SELECT seq, kind, body FROM run_events WHERE run_id = ? "
             "ORDER BY seq DESC LIMIT 1",
         }
-        delete = tuple(
-            f"DELETE FROM {table} WHERE run_id = ?"
-            for table in ("checkpoints", "run_events", "run_inbox", "checkpoint_runs")
-        )
+        tables = ("checkpoints", "run_events", "run_inbox", "run_journal", "checkpoint_runs")
+        delete = tuple(f"DELETE FROM {table} WHERE run_id = ?" for table in tables)
         return cls(
             param=param,
             delete=tuple(s.replace("?", param) for s in delete),
@@ -315,7 +367,10 @@ class Statements:
 __all__ = [
     "CHECKPOINT_COLUMNS",
     "ENDED_SQL",
+    "JOURNAL_COLUMNS",
+    "KEY_INDEX",
     "OTHER_ID",
+    "PARENT_INDEX",
     "RUN_COLUMNS",
     "TABLES",
     "Statements",

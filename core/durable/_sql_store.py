@@ -32,6 +32,7 @@ from collections.abc import Callable, Collection
 from typing import Any, ClassVar, Self, TypeVar
 
 from ..errors import CheckpointError, RunBusyError, StoreCorruptError
+from . import _sql_journal
 from ._holds import describe, holder_alive
 from ._rechecks import (
     Recheck,
@@ -65,6 +66,8 @@ from ._records import (
 from ._sql_schema import ENDED_SQL, RUN_COLUMNS, Statements, checkpoint_row, run_row
 
 T = TypeVar("T")
+
+
 #: A driver's connection (``sqlite3.Connection``, ``psycopg.Connection``): only ``execute``
 #: returning a cursor with ``fetchone``/``fetchall`` is used.
 Conn = Any
@@ -183,8 +186,12 @@ class SqlRunStore:
         A retry after a lost answer that finds the row it committed (this very record) is
         not a conflict.
 
+        A record with an ``idempotency_key`` is refused when a run holds that key: the
+        unique index decides between two stores racing on one key (the second waits for the
+        first's transaction and is refused once it commits).
+
         Raises:
-            RunConflictError: A run with that id exists.
+            RunConflictError: A run with that id, or with its idempotency key, exists.
             StoreFullError: The disk is full; nothing was written.
         """
         check_status(record.status)
@@ -194,7 +201,7 @@ class SqlRunStore:
             try:
                 conn.execute(self.sql.insert_run, args)
             except self.unique_violation as exc:
-                raise run_exists_error(record.run_id, self._where) from exc
+                raise run_exists_error(record.run_id, self._where, record.idempotency_key) from exc
 
         # One statement, atomic by itself: no transaction around it (one round trip, not three).
         self._write(
@@ -328,8 +335,17 @@ class SqlRunStore:
         rows = self._query(self.sql.select_run, (run_id,))
         return RunRecord(*rows[0]) if rows else None
 
+    def run_for_key(self, key: str) -> RunRecord | None:
+        """The record of the run idempotency key ``key`` started, or ``None``."""
+        rows = self._query(self.sql.run_for_key, (key,))
+        return RunRecord(*rows[0]) if rows else None
+
+    def children(self, run_id: str) -> builtins.list[RunRecord]:
+        """The runs forked from ``run_id``, oldest first."""
+        return [RunRecord(*row) for row in self._query(self.sql.children, (run_id,))]
+
     def delete(self, run_id: str) -> None:
-        """Forget a run with its checkpoints, event log and inbox."""
+        """Forget a run with its checkpoints, event log and inbox (its key is free again)."""
 
         def delete(conn: Conn) -> None:
             for statement in self.sql.delete:
@@ -560,6 +576,12 @@ class SqlRunStore:
         """The run's inbox events with ``seq > after``, in order."""
         rows = self._query(self.sql.inbox, (run_id, after))
         return [InboxItem(int(s), str(b), k) for s, b, k in rows]
+
+    # -- journaled calls: _sql_journal.py ----------------------------------------------------
+
+    journal_get = _sql_journal.journal_get
+    journal_put = _sql_journal.journal_put
+    journal = _sql_journal.journal
 
     # -- the rest -----------------------------------------------------------------------------
 

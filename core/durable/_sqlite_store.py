@@ -19,8 +19,9 @@ Tables (a file can hold other components' tables too):
   answer.
 
 Versions: 1 (the first release: runs and checkpoints only, plus the server's own
-``server_runs``/``server_events``/``flow_refs`` tables) and 2 are migrated in place to 3, in one
-transaction; the server's records move into the one store. Version 3 has no primary key on
+``server_runs``/``server_events``/``flow_refs`` tables), 2 and 3 are migrated in place to 4, in
+one transaction; the server's records move into the one store. Version 4 added the runs'
+``idempotency_key``, unique where given, and a forked run's parent. Version 3 has no primary key on
 ``checkpoints.id``: the ids the checkpointer makes (``"<run_id>:<seq>"``) are found through the
 ``(run_id, seq)`` index, and only other ids are indexed, so a checkpoint's insert writes two
 b-trees, not three.
@@ -54,7 +55,7 @@ from ._sql_schema import RUN_COLUMNS, Statements
 from ._sql_store import SqlRunStore
 from ._sqlite_schema import create_private, is_locked, migrate, opening_error, store_error
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 COMPONENT = "checkpoints"
 T = TypeVar("T")
 
@@ -62,7 +63,7 @@ _SQL = replace(
     Statements.build("?", state_json="json_extract(ctx_data, '$.state')"),
     # A new run is held by the process that starts it (see core/_holds.py).
     insert_run=f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}, lease_owner) "
-    f"VALUES ({', '.join(['?'] * 15)})",
+    f"VALUES ({', '.join(['?'] * 18)})",
 )
 _INSERT_CHECKPOINT = _SQL.insert_checkpoint
 _APPEND_EVENT = _SQL.append_event
@@ -159,7 +160,7 @@ class SqliteCheckpointStore(SqlRunStore):
             if row is not None and version < 1:
                 raise CheckpointError(
                     f"{os.fspath(self.path)!r} holds checkpoints of an older batonflow (schema "
-                    f"version {version}, this one migrates 1 and 2 to {SCHEMA_VERSION}); finish "
+                    f"version {version}, this one migrates 1 to 3 to {SCHEMA_VERSION}); finish "
                     "those runs with the version that wrote them, or move the file away."
                 )
             if version > SCHEMA_VERSION:

@@ -24,8 +24,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import os
-import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -39,9 +37,10 @@ from ..engine.context import Context
 from ..errors import (
     CheckpointError,
     ContextSerdeError,
+    RunConflictError,
     WorkflowRuntimeError,
 )
-from . import _checkpoint_query, _checkpoint_recording
+from . import _checkpoint_query, _checkpoint_recording, _continuing, _idempotency
 from ._memory_store import InMemoryCheckpointStore
 from ._records import (
     STATUSES,
@@ -270,6 +269,7 @@ class WorkflowCheckpointer:
         run_id: str | None = None,
         ctx: Context[Any] | None = None,
         info: RunInfo | None = None,
+        idempotency_key: str | None = None,
         **kwargs: Any,
     ) -> WorkflowHandler:
         """Record a run, then start it: :meth:`run` with what the record should also keep.
@@ -279,16 +279,29 @@ class WorkflowCheckpointer:
             run_id: The run's id (default: a new one).
             ctx: A Context whose state the new run starts with.
             info: The record's extra fields (shown input, traceparent, owner, flow, name).
+            idempotency_key: Start at most one run with this key, in this store, for as long
+                as the run is kept: a start whose key started a run already raises
+                :class:`~batonflow.core.errors.DuplicateStartError` naming that run (and
+                holding its handler when it runs here), also when two processes race.
             **kwargs: The start event's fields, and ``stepwise=``.
 
         Raises:
             SerializationError: The start event cannot be encoded by the serializer.
+            DuplicateStartError: ``idempotency_key`` started a run already; nothing ran.
+            IdempotencyKeyError: ``idempotency_key`` started a run with another workflow or
+                start event; nothing ran.
+            ValueError: An ``idempotency_key`` that is not 1 to 255 characters of text.
             CheckpointError: The store refused the record; nothing ran.
         """
+        key = None if idempotency_key is None else _idempotency.check_key(idempotency_key)
         if _continues(ctx):
             return self._run_durable(ctx, **kwargs)  # it continues a run: nothing to record
-        record, event, stepwise = self._new_run(start_event, run_id, info, kwargs)
-        self.store.create_run(record)
+        record, event, stepwise = self._new_run(start_event, run_id, info or RunInfo(), kwargs, key)
+        try:
+            self.store.create_run(record)
+        except RunConflictError:
+            self._lost_race(record)
+            raise
         return self._begin(record.run_id, event, ctx, stepwise)
 
     async def astart(
@@ -298,19 +311,32 @@ class WorkflowCheckpointer:
         run_id: str | None = None,
         ctx: Context[Any] | None = None,
         info: RunInfo | None = None,
+        idempotency_key: str | None = None,
         **kwargs: Any,
     ) -> WorkflowHandler:
         """:meth:`start`, recording the run off the event loop where the store can
         (:class:`~batonflow.core.durable._store.OffLoopWrites`): the loop serves the other
         runs meanwhile. Same arguments, result and errors."""
+        key = None if idempotency_key is None else _idempotency.check_key(idempotency_key)
         if _continues(ctx):
             return self._run_durable(ctx, **kwargs)
-        record, event, stepwise = self._new_run(start_event, run_id, info, kwargs)
-        if self._off_loop is None:
-            self.store.create_run(record)
-        else:
-            await self._off_loop.acreate_run(record)
+        record, event, stepwise = self._new_run(start_event, run_id, info or RunInfo(), kwargs, key)
+        try:
+            if self._off_loop is None:
+                self.store.create_run(record)
+            else:
+                await self._off_loop.acreate_run(record)
+        except RunConflictError:
+            self._lost_race(record)
+            raise
         return self._begin(record.run_id, event, ctx, stepwise)
+
+    def _lost_race(self, record: RunRecord) -> None:
+        """After the store refused ``record``: another start with its key won the race, so
+        raise what a start with that key gets (the run it started); else nothing."""
+        key = record.idempotency_key
+        if key is not None:
+            _idempotency.started(self, key, record.workflow_name, record.start_event or "")
 
     def run_from(self, checkpoint: Checkpoint, **kwargs: Any) -> WorkflowHandler:
         """Continue from ``checkpoint`` as a new run (a new ``run_id``), recording checkpoints.
@@ -353,28 +379,6 @@ class WorkflowCheckpointer:
                 )
             return self._restart(record)
         return self._continue(latest, run_id, {})
-
-    def _restart(self, record: RunRecord) -> WorkflowHandler:
-        """Run a recorded run that died before its first checkpoint from its start event."""
-        assert record.start_event is not None  # resume() checked it
-        try:
-            event = self.serializer.deserialize(record.start_event)
-        except ContextSerdeError as exc:
-            raise CheckpointError(
-                f"Run {record.run_id}'s recorded start event cannot be restored: {exc}"
-            ) from exc
-        if not isinstance(event, StartEvent):
-            raise CheckpointError(
-                f"Run {record.run_id}'s recorded start event decoded to "
-                f"{type(event).__name__}, not a StartEvent; delete the run and start it again."
-            )
-        self._acquire(record.run_id, record.status)
-        self._track(record.run_id, start=1)
-        handler = self._launch(run_id=record.run_id, start_event=event)
-        self._attach(handler)
-        self._deliver(record.run_id)
-        self._watch(handler)
-        return handler
 
     def _acquire(self, run_id: str, status: str | None) -> None:
         """Take run ``run_id`` for this process before it continues here (see the store's
@@ -508,65 +512,10 @@ class WorkflowCheckpointer:
                 if item.key is not None:  # an answer: is another question still open?
                     handler._run.loop.call_soon(self._ask_again, run_id)
 
-    def _continue(
-        self, checkpoint: Checkpoint, run_id: str, kwargs: dict[str, Any]
-    ) -> WorkflowHandler:
-        name = self.workflow.workflow_name
-        if checkpoint.workflow_name != name:
-            raise CheckpointError(
-                f"Checkpoint {checkpoint.id} was recorded by workflow "
-                f"{checkpoint.workflow_name!r}, not {name!r}; continue it with a "
-                f"{checkpoint.workflow_name} instance."
-            )
-        data = dict(checkpoint.ctx_data)
-        data["run_id"] = run_id
-        try:
-            ctx = Context.from_dict(self.workflow, data, serializer=self.serializer)
-            final = (
-                self.serializer.deserialize(checkpoint.final_event)
-                if checkpoint.final_event is not None
-                else None
-            )
-        except ContextSerdeError as exc:
-            raise CheckpointError(
-                f"Checkpoint {checkpoint.id} (run {checkpoint.run_id}, after step "
-                f"{checkpoint.step_name}) cannot be restored: {exc}"
-            ) from exc
-        same_run = run_id == checkpoint.run_id
-        last = checkpoint if same_run else self.store.latest(run_id)
-        if last is None:
-            record = self.store.run(checkpoint.run_id)
-            # The continuation of a run is run as it was: a server's under its served name
-            # (so another replica takes it over), with the same way to load its workflow.
-            self.store.create_run(
-                RunRecord(
-                    run_id,
-                    record.workflow_name if record is not None else name,
-                    "running",
-                    time.time(),
-                    time.time(),
-                    start_event=record.start_event if record is not None else None,
-                    input=record.input if record is not None else None,
-                    owner=record.owner if record is not None else None,
-                    pid=os.getpid(),
-                    flow_ref=record.flow_ref if record is not None else None,
-                )
-            )
-        else:
-            record = self.store.run(run_id)
-            self._acquire(run_id, record.status if record is not None else None)
-        self._track(run_id, start=(last.seq + 1) if last is not None else 0)
-        if final is not None and ctx._snapshot is not None:
-            # The run had ended at this step: hand its StopEvent back instead of waiting.
-            ctx.send_event(final)
-        handler = self._launch(ctx=ctx, **kwargs)
-        self._attach(handler, inbox_seq=checkpoint.inbox_seq if same_run else 0)
-        if last is None:
-            self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
-        if same_run:
-            self._deliver(run_id)
-        self._watch(handler)
-        return handler
+    # Continuing a run from a checkpoint (its own, or a fork's): _continuing.py.
+    _restart = _continuing.restart
+    _continue = _continuing.continue_from
+    fork = _continuing.fork
 
     # Recording the run as it goes: _checkpoint_recording.py.
     _new_run = _checkpoint_recording.new_run

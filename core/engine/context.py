@@ -13,9 +13,10 @@ run if that run is still in progress, or starts a new run with the same state.
 from __future__ import annotations
 
 import concurrent.futures
+import inspect
 import threading
 import warnings
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, TypeVar
 
 from pydantic import BaseModel
@@ -29,12 +30,7 @@ from ..data.serialization import JsonPickleSerializer as JsonPickleSerializer
 from ..data.serialization import JsonSerializer as JsonSerializer
 from ..data.serialization import PickleSerializer as PickleSerializer
 from ..data.state import InMemoryStateStore
-from ..errors import (
-    ContextStateError,
-    WorkflowRuntimeError,
-    WorkflowStepDoesNotExistError,
-    llama_named,
-)
+from ..errors import ContextStateError
 from ..retrying.retry import RetryInfo
 from ._collect import repeat_type
 from ._lanes import RUNNING
@@ -42,8 +38,7 @@ from ._runtime import CURRENT_EXECUTION, RunStatus, current_execution
 from ._snapshot import FromDict, dump, restore_into
 from ._snapshot import SnapshotDict as SnapshotDict
 from ._stream import StreamQueue as StreamQueue
-from ._waiters import type_name
-from .graph import CALLER_EVENTS
+from ._targets import check_target
 from .step import ParamKind
 
 if TYPE_CHECKING:
@@ -105,6 +100,9 @@ class Context(Generic[StateT]):
         self._run: Run | None = None
         self._snapshot: RunSnapshot | None = None
         self._run_id: str | None = None
+        #: A durable run's journal of calls (durable/_journal.py: RunJournal), set by the
+        #: WorkflowCheckpointer that records the run; ``None`` for other runs.
+        self._journal: Any = None
         #: Per-run string metadata saved with the context (e.g. a trace's ``traceparent``).
         self.meta: dict[str, str] = {}
         if previous_context is not None:
@@ -200,6 +198,33 @@ class Context(Generic[StateT]):
             )
         return ex
 
+    async def journal(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Call ``fn(*args, **kwargs)`` (sync or async) once per run, its outcome journaled.
+
+        In a durable run the result is committed to the run store when ``fn`` returns (an
+        exception it raises too), and a re-run of the step after a crash gets the recorded
+        result (or exception) back without calling ``fn``: an LLM or a payment is not paid
+        twice. Calls are matched by step, execution and the order the step makes them.
+        Outside a durable run ``fn`` is simply called.
+
+        Args:
+            name: What the call is (``"draft"``, ``"charge-card"``); a re-run making another
+                call at this position raises :class:`JournalMismatchError`.
+            fn: The function; its result must be one the run's serializer encodes.
+
+        Raises:
+            JournalMismatchError: The run recorded another call at this position.
+            SerializationError: The result cannot be encoded (nothing was recorded).
+            ContextStateError: (A durable run) called outside a step of this context's run.
+        """
+        if self._journal is None:
+            result = fn(*args, **kwargs)
+            return await result if inspect.isawaitable(result) else result
+        ex = self._execution("journal")
+        return await self._journal.call(
+            ex.lane.spec.name, ex.id, ex.attempt, name, fn, args, kwargs
+        )
+
     def _run_ended(self, run: Run) -> None:
         # Called by the run when it resolves; keeps the run for to_dict and stream inspection.
         pass
@@ -274,7 +299,7 @@ class Context(Generic[StateT]):
             snap = self._snapshot
             if snap is not None and snap.is_running:
                 waiting: list[tuple[str, Any]] = [(w.step, w.type_name) for w in snap.waiters]
-                self._check_target(message, step, waiting, external=True)
+                check_target(self._workflow, message, step, waiting, external=True)
                 snap.external.append((message, step))
                 return
             self._live_run("send_event")
@@ -289,82 +314,13 @@ class Context(Generic[StateT]):
         else:
             internal = ex is not None and ex.run is run
             waiting = [(w.step, w) for w in run.waiters.values()] if run.waiters else []
-            target = self._check_target(message, step, waiting, external=not internal)
+            target = check_target(self._workflow, message, step, waiting, external=not internal)
         if threading.get_ident() != run.thread_id:
             run.loop.call_soon_threadsafe(self._send, run, message, target, ex)
         elif ex is not None and ex.run is run:  # _send's common case, the run checked above
             run.route(message, ex.id, target, emitter=ex)
         else:
             run.route(message, None, target, external=True)
-
-    def _check_target(
-        self,
-        message: Event,
-        step: str | None,
-        waiting: list[tuple[str, Any]],
-        *,
-        external: bool,
-    ) -> int | None:
-        """The index of ``step`` (or None), after checking someone will take ``message``.
-
-        ``waiting`` holds ``(step name, Waiter or awaited type name)`` of the waiting steps.
-        """
-        graph = self._workflow._graph()
-
-        def awaited_by(name: str | None) -> bool:
-            for waiter_step, waiter in waiting:
-                if name is not None and waiter_step != name:
-                    continue
-                if isinstance(waiter, str):
-                    if any(type_name(c) == waiter for c in type(message).__mro__):
-                        return True
-                elif waiter.wants_type(message):
-                    return True
-            return False
-
-        kind = type(message).__name__
-        if step is None:
-            if isinstance(message, CALLER_EVENTS) or graph.targets(type(message)):
-                return None
-            if awaited_by(None):
-                if external:
-                    _check_requirements(message, [w for _, w in waiting])
-                return None
-            workflow = self._workflow
-            if not external and (
-                workflow._disable_validation or "terminal_event" in workflow._skip_graph_checks
-            ):
-                return None  # the workflow opted out of the checks: unhandled events drop
-            takes = ", ".join(
-                dict.fromkeys(acc.__name__ for spec in graph.order for acc in spec.accepted)
-            )
-            raise WorkflowRuntimeError(
-                f"No step of {graph.name} accepts {kind} and no step is waiting for it, so it "
-                f"would never be delivered. The steps accept: {takes}. Send an event of one of "
-                "those types, or add a step that takes "
-                f"`ev: {kind}`."
-            )
-        spec = graph.steps.get(step)
-        if spec is None:
-            known = ", ".join(graph.steps)
-            # Named WorkflowRuntimeError, LlamaIndex's class for it.
-            raise llama_named(WorkflowStepDoesNotExistError, "WorkflowRuntimeError")(
-                f"Step {step} does not exist. {graph.name} has no step '{step}'; its steps are: "
-                f"{known}. Pass one of those names as step=."
-            )
-        if not isinstance(message, spec.accepted) and not awaited_by(step):
-            takers = [s.name for s in graph.order if isinstance(message, s.accepted)]
-            alternative = (
-                f"send it to a step that accepts {kind} ({', '.join(takers)}) or without step="
-                if takers
-                else f"no step accepts {kind}"
-            )
-            raise WorkflowRuntimeError(
-                f"Step {step} does not accept event of type {type(message)}: it accepts "
-                f"{', '.join(a.__name__ for a in spec.accepted)}. Send it an event of those "
-                f"types, or {alternative}."
-            )
-        return graph.order.index(spec)
 
     def _send(
         self, run: Run, message: Event, target: int | None, ex: Execution | None = None
@@ -550,28 +506,6 @@ class Context(Generic[StateT]):
 
     else:
         from_dict = FromDict()
-
-
-def _check_requirements(message: Event, waiters: list[Any]) -> None:
-    """Refuse an event sent from outside that waiting steps want by type only: none of them
-    would take it (their ``requirements`` differ), so it would be dropped unseen."""
-    if any(isinstance(w, str) for w in waiters):
-        return  # a restored context's waits: checked when their steps wait again
-    wanting = [w for w in waiters if w.wants_type(message)]
-    if not wanting or any(w.matches(message) for w in wanting):
-        return
-    kind = type(message).__name__
-    waits = "; ".join(
-        f"step {w.step} waits for {w.type_name.rpartition('.')[2]} with "
-        + ", ".join(f"{k}={v!r}" for k, v in w.requirements.items())
-        for w in wanting
-    )
-    example = wanting[0]
-    fields = ", ".join(f"{k}={v!r}" for k, v in example.requirements.items())
-    raise WorkflowRuntimeError(
-        f"No waiting step takes this {kind}: {waits}, and the event has other values, so it "
-        f"would be dropped. Send it with those values, e.g. {kind}(..., {fields})."
-    )
 
 
 def _event_class(name: str) -> type[Event] | None:

@@ -116,8 +116,9 @@ async def test_async_calls_ride_out_a_proxy_answering_503(served):
     assert len({line.split(" ")[1] for line in proxy.answered}) == 2  # GETs and POSTs met it
 
 
-def test_reads_ride_out_502_but_a_start_is_not_sent_again(served):
-    """A 502 may come after the proxy passed the request on: GETs retry, a start does not."""
+def test_reads_and_starts_ride_out_502_but_an_answer_is_not_sent_again(served):
+    """A 502 may come after the proxy passed the request on: GETs and starts (sent with an
+    Idempotency-Key) retry, an answer does not."""
     url, direct = served
     with gateway_proxy(url, status=502) as proxy, Client(proxy.url) as api:
         run = api.start("approval", {"topic": "gw"})
@@ -126,46 +127,45 @@ def test_reads_ride_out_502_but_a_start_is_not_sent_again(served):
         proxy.down = True
         with pytest.raises(
             ServerUnavailableError,
-            match=r"POST /workflows/echo/runs got 502 Bad Gateway from a proxy, which may have "
-            r"passed it on .* it is not retried automatically. Check with get\(\) or list\(\)",
+            match=rf"POST /runs/{run.run_id}/events got 502 Bad Gateway from a proxy, which may "
+            r"have passed it on .* it is not retried automatically. Check with get\(\) or list",
         ) as caught:
-            api.start("echo", {"n": 3})
+            api.answer(run.run_id, "too soon")
         assert caught.value.__cause__.status_code == 502
-        with ThreadPoolExecutor(2) as pool:
+        with ThreadPoolExecutor(3) as pool:
             fetched = pool.submit(api.get, run.run_id)
             events = pool.submit(lambda: list(api.events(run.run_id, timeout=60)))
-            _wait_until(lambda: len(proxy.answered) >= 4, "the reads met the 502")
+            started = pool.submit(api.start, "echo", {"n": 3})
+            _wait_until(lambda: len(proxy.answered) >= 6, "the reads and the start met the 502")
             proxy.down = False
             assert fetched.result().status == "waiting"
+            assert started.result().run_id
             api.answer(run.run_id, "fine")
             _seqs_once(events.result())
-    assert len(direct.get("/runs").json()["runs"]) == before  # the refused start ran nothing
+    assert len(direct.get("/runs").json()["runs"]) == before + 1  # the start, once
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
-def test_a_start_whose_answer_was_lost_is_not_sent_again(served, asynchronous):
-    """The proxy passes the start on and drops the answer: an error, and exactly one run."""
+def test_a_start_whose_answer_was_lost_is_sent_again_and_makes_one_run(served, asynchronous):
+    """The proxy passes the start on and drops the answer: the client sends it again with the
+    same Idempotency-Key and gets the run the first attempt started; one run."""
     url, direct = served
     before = len(direct.get("/runs", params={"workflow": "echo"}).json()["runs"])
     with cutting_proxy(url, cuts=[0]) as proxy:
-        match = (
-            r"broke after POST /workflows/echo/runs was sent \(RemoteProtocolError: .*\), so "
-            r"the server may have carried it out; it is not retried automatically"
-        )
-        with pytest.raises(ServerUnavailableError, match=match):
-            if asynchronous:
+        if asynchronous:
 
-                async def start() -> None:
-                    async with AsyncClient(proxy.url) as api:
-                        await api.start("echo", {"lost": True})
+            async def start():
+                async with AsyncClient(proxy.url) as api:
+                    return await api.start("echo", {"lost": True})
 
-                asyncio.run(start())
-            else:
-                with Client(proxy.url) as api:
-                    api.start("echo", {"lost": True})
-    assert proxy.connections == 1
+            run = asyncio.run(start())
+        else:
+            with Client(proxy.url) as api:
+                run = api.start("echo", {"lost": True})
+    assert proxy.connections == 2
     runs = direct.get("/runs", params={"workflow": "echo"}).json()["runs"]
     assert len(runs) == before + 1 and runs[0]["start"] == {"lost": True}
+    assert runs[0]["run_id"] == run.run_id
 
 
 def _json(status: int, body: str, extra: str = "") -> bytes:

@@ -180,6 +180,33 @@ def test_which_connection_failures_are_retried(exc, method, retried):
     assert transport_failure(exc, method, "/p", "http://h").retryable is retried
 
 
+@pytest.mark.parametrize(
+    "failure",
+    [
+        pytest.param(
+            lambda: transport_failure(httpx.ReadTimeout("t"), "POST", "/p", "h", keyed=True),
+            id="read-timeout",
+        ),
+        pytest.param(
+            lambda: transport_failure(
+                httpx.RemoteProtocolError("closed"), "POST", "/p", "h", keyed=True
+            ),
+            id="closed",
+        ),
+        pytest.param(
+            lambda: status_failure(httpx.Response(502, json={}), "POST", "/p", keyed=True), id="502"
+        ),
+        pytest.param(
+            lambda: status_failure(httpx.Response(504, json={}), "POST", "/p", keyed=True), id="504"
+        ),
+    ],
+)
+def test_a_post_with_an_idempotency_key_is_retried_as_a_get(failure):
+    """A start carries an Idempotency-Key: whatever happened to an attempt, sending it again
+    gets the run it started, so it is retried after the failures a GET is."""
+    assert failure().retryable is True
+
+
 def test_retry_after_as_seconds_or_a_date():
     """Retry-After is delta-seconds or an HTTP date; anything else is ignored."""
     assert parse_retry_after("7") == 7.0

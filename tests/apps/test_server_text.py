@@ -32,6 +32,10 @@ RUN_ROUTES = [
     ("POST", "/runs/{id}/events"),
     ("POST", "/runs/{id}/cancel"),
     ("POST", "/runs/{id}/resume"),
+    ("POST", "/runs/{id}/fork"),
+    ("GET", "/runs/{id}/lineage"),
+    ("GET", "/runs/{id}/journal"),
+    ("GET", "/runs/{id}/checkpoints/1"),
 ]
 
 

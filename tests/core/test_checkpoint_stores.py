@@ -124,7 +124,7 @@ async def test_sqlite_store_uses_wal_mode(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "runs.db")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("SELECT component, version FROM schema_version").fetchall() == [
-        ("checkpoints", 3)
+        ("checkpoints", 4)
     ]
     conn.close()
 
@@ -157,7 +157,7 @@ async def test_sqlite_store_rejects_a_file_that_is_not_sqlite(tmp_path: Path) ->
         pytest.param(0, r"holds checkpoints of an older batonflow \(schema version 0", id="older"),
         pytest.param(
             7,
-            r"holds checkpoints of a newer batonflow \(schema version 7, this one reads up to 3\)",
+            r"holds checkpoints of a newer batonflow \(schema version 7, this one reads up to 4\)",
             id="newer",
         ),
     ],

@@ -10,6 +10,7 @@ import time
 
 import pytest
 from batonflow.core import (
+    Context,
     HumanResponseEvent,
     InputRequiredEvent,
     Retention,
@@ -36,6 +37,14 @@ class Broken(Workflow):
     @step
     async def only(self, ev: StartEvent) -> StopEvent:
         raise RuntimeError("broken")
+
+
+class Journals(Workflow):
+    """Journals one call (a run_journal row)."""
+
+    @step
+    async def only(self, ev: StartEvent, ctx: Context) -> StopEvent:
+        return StopEvent(result=await ctx.journal("double", lambda n: 2 * n, ev.get("n")))
 
 
 class Asks(Workflow):
@@ -98,6 +107,19 @@ async def test_run_forever_sweeps_until_cancelled(store) -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert store.run(run_id) is None
+
+
+async def test_a_deleted_run_takes_its_journal_and_frees_its_idempotency_key(store) -> None:
+    """The run's journaled calls go with it, and its key may start a new run."""
+    handler = WorkflowCheckpointer(Journals(), store=store).start(idempotency_key="order-7", n=4)
+    assert await handler == 8
+    run_id = str(handler.run_id)
+    assert [e.name for e in store.journal(run_id)] == ["double"]
+    assert Retention("30m").sweep(store, now=time.time() + 3600) == 1
+    assert store.journal(run_id) == []
+    assert store.run_for_key("order-7") is None
+    again = WorkflowCheckpointer(Journals(), store=store).start(idempotency_key="order-7", n=5)
+    assert await again == 10 and str(again.run_id) != run_id
 
 
 @pytest.mark.parametrize(

@@ -278,7 +278,7 @@ async def test_a_version_1_file_is_migrated_into_the_one_store(tmp_path: Path) -
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     version = conn.execute("SELECT version FROM schema_version").fetchone()[0]
     conn.close()
-    assert version == 3 and not {"server_runs", "server_events", "flow_refs"} & tables
+    assert version == 4 and not {"server_runs", "server_events", "flow_refs"} & tables
     conn = sqlite3.connect(path)
     columns = {
         table: [row[1] for row in conn.execute(f"PRAGMA table_info({table})")] for table in TABLES
@@ -330,7 +330,7 @@ def _indexes(path: Path) -> dict[str, tuple[str, int]]:
 
 
 async def test_a_version_2_file_is_migrated_and_its_runs_resume(tmp_path: Path) -> None:
-    """A version-2 file (an index of every checkpoint id, random ids) opens as version 3: no
+    """A version-2 file (an index of every checkpoint id, random ids) opens as version 4: no
     primary key on id, the old ids still found by get(), and a run it held resumes, its new
     checkpoints with made ids that no index of ids holds."""
     path = tmp_path / "runs.db"
@@ -355,7 +355,7 @@ async def test_a_version_2_file_is_migrated_and_its_runs_resume(tmp_path: Path) 
         assert [c.id for c in every[2:]] == [f"r:{c.seq}" for c in every[2:]]
         assert [store.get(c.id).seq for c in every] == [c.seq for c in every]
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT version FROM schema_version").fetchone() == (3,)
+    assert conn.execute("SELECT version FROM schema_version").fetchone() == (4,)
     # Only the two old ids are in the index of ids; the made ones are found by (run_id, seq).
     indexed = conn.execute(
         "SELECT id FROM checkpoints INDEXED BY checkpoints_by_other_id "

@@ -409,7 +409,7 @@ def test_a_version_4_database_is_migrated_to_lease_changes(own_server, store):
         conn.execute("UPDATE batonflow_schema SET version = 4")
     with PostgresCheckpointStore(own_server.url(DB), replica_id="c", lease_seconds=2.0) as again:
         with again.connection() as conn:
-            assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (6,)
+            assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (7,)
         assert [r.run_id for r in again.claim_expired()] == [run_id]
         with again.connection() as conn:
             row = conn.execute(

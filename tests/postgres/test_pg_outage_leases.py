@@ -155,7 +155,7 @@ def test_a_version_5_database_is_migrated_to_lease_times(own_server, url):
     c = PostgresCheckpointStore(url, replica_id="c", lease_seconds=LEASE)
     try:
         with psycopg.connect(url, autocommit=True) as conn:
-            assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (6,)
+            assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (7,)
         time.sleep(0.3)
         assert _claim(c) == [old]
         with psycopg.connect(url, autocommit=True) as conn:

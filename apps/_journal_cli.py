@@ -1,0 +1,66 @@
+"""``batonflow runs journal RUN``: the calls a durable run's steps journaled (``ctx.journal``).
+
+Locally from the run store (``--db``), or from a server (``--server URL``, its
+``GET /runs/{id}/journal``). One line per call: step, execution and call number, name, and the
+recorded result or exception.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from . import _remote
+from ._console import cli_errors, out, print_json
+from ._runs_cli import _DB, _DEBUG, _SERVER, _TOKEN, _open, runs_app
+from .registry import BadParameterError
+
+
+@runs_app.command()
+def journal(
+    run_id: str = typer.Argument(..., help="The run id."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    db: str | None = _DB,
+    server: str | None = _SERVER,
+    token: str | None = _TOKEN,
+    debug: bool = _DEBUG,
+) -> None:
+    """List the calls RUN's steps journaled: a re-run after a crash replays these."""
+    with cli_errors(debug):
+        url = _remote.server_url(server)
+        if url is not None:
+            with _remote.connect(url, token) as client:
+                calls = client.journal(run_id)
+        else:
+            calls = _local(db, run_id)
+        if as_json:
+            print_json({"run_id": run_id, "calls": calls})
+            return
+        for c in calls:
+            outcome = "raised" if c["error"] else "returned"
+            out.print(
+                f"{c['step']}#{c['execution']}.{c['call']} {c['name']} {outcome} {c['value']}",
+                markup=False,
+            )
+
+
+def _local(db: str | None, run_id: str) -> list[dict[str, Any]]:
+    from batonflow.core.serialization import JsonSerializer
+
+    from ._journal_view import entry_json  # loads the engine, as the run store does
+
+    store = _open(db)
+    try:
+        if store.backend.run(run_id) is None:
+            raise BadParameterError(
+                f"No run {run_id!r} in the run store; 'batonflow runs list' shows the runs."
+            )
+        read = getattr(store.backend, "journal", None)
+        entries = read(run_id) if read is not None else []
+        return [entry_json(e, JsonSerializer()) for e in entries]
+    finally:
+        store.close()
+
+
+__all__ = ["journal"]
