@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from batonflow.core.durable._schedules import schedule_statements
 from batonflow.core.durable._sql_schema import (
     CHECKPOINT_COLUMNS,
     ENDED_SQL,
@@ -17,7 +18,7 @@ from batonflow.core.durable._sql_schema import (
     create_statements,
 )
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 COMPONENT = "checkpoints"
 EVENTS_CHANNEL = "batonflow_events"
 INBOX_CHANNEL = "batonflow_inbox"
@@ -58,6 +59,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     5: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS lease_change TEXT",),
     # When the lease was last granted or renewed (server time): see EXPIRED.
     6: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS lease_since DOUBLE PRECISION",),
+    # The schedules and their firings, keyed by (schedule, time): core/durable/_schedules.py.
+    7: schedule_statements(real="DOUBLE PRECISION"),
 }
 #: True in a write's WHERE while the run's lease is held by the store whose token is the
 #: second parameter, or while the first parameter (the replica id) is NULL: no fencing.

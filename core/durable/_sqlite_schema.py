@@ -17,6 +17,7 @@ from ..errors import (
     StoreLockedError,
     StoreReadOnlyError,
 )
+from ._schedules import schedule_statements
 from ._sql_schema import CHECKPOINT_COLUMNS, TABLES, create_statements, create_table
 
 #: The columns of each table in the version-1 file; version 2 added the others.
@@ -39,7 +40,8 @@ def create_private(path: Path) -> None:
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """Bring a fresh, version-1 or version-2 file to version 3 (inside the set-up transaction)."""
+    """Bring a fresh file, or one of versions 1 to 3, to version 4 (inside the set-up
+    transaction)."""
     # A fresh file gets the tables whole; a version-1 file keeps its two tables, which get
     # the columns version 2 added (in the same order, so both files read alike).
     for statement in create_statements():
@@ -48,6 +50,9 @@ def migrate(conn: sqlite3.Connection) -> None:
     # Version 3: checkpoints without the primary key on id (one index less per insert).
     if any(row[3] == "pk" for row in conn.execute("PRAGMA index_list(checkpoints)")):
         _rebuild_checkpoints(conn)
+    # Version 4: the schedules and their firings (core/durable/_schedules.py).
+    for statement in schedule_statements():
+        conn.execute(statement)
 
 
 def _rebuild_checkpoints(conn: sqlite3.Connection) -> None:
