@@ -123,6 +123,40 @@ class Run(_Body):
     waiting_for_input: bool = Field(description="Whether it waits for an answer now.")
     created_at: float = Field(description="When it started (Unix time, seconds).")
     updated_at: float = Field(description="When its status last changed (Unix time, seconds).")
+    schedule: ScheduleLink | None = Field(
+        None, description="The schedule firing that started it, if a schedule did."
+    )
+
+
+class ScheduleLink(BaseModel):
+    """The schedule firing that started a run."""
+
+    name: str = Field(description="The schedule's name.")
+    fire_at: int = Field(description="The scheduled time it fired for (Unix time, UTC).")
+
+
+class Schedule(_Body):
+    """One schedule: ``POST /schedules`` takes it (``created_at`` aside), the others show it."""
+
+    name: str = Field(description="Unique name: letters, digits, '_', '.', '-'.")
+    workflow: str = Field(description="The served workflow each firing starts.")
+    cron: str = Field(
+        description="Five cron fields (minute hour day month weekday), UTC; six with seconds last.",
+        examples=["*/5 * * * *"],
+    )
+    fields: dict[str, Any] = Field({}, description="The start event's fields of each run.")
+    missed: str = Field(
+        "skip",
+        description="Firings missed while no server ran: skip (dropped) or once (the latest "
+        "runs once).",
+    )
+    created_at: float | None = Field(None, description="When it was added (Unix time).")
+
+
+class ScheduleList(_Body):
+    """``GET /schedules``: by name."""
+
+    schedules: list[Schedule]
 
 
 class RunList(_Body):
@@ -187,8 +221,12 @@ STATUS_TEXT: dict[int, tuple[str, type[BaseModel] | None]] = {
     ),
     401: ("Missing or wrong bearer token (only when the server has a token).", Problem),
     403: ("A cross-site request: the Origin is not this server (only without a token).", Problem),
-    404: ("The workflow or run does not exist.", Problem),
-    409: ("The run's state does not allow this (it has ended, or was answered).", Problem),
+    404: ("The workflow, run or schedule does not exist.", Problem),
+    409: (
+        "The run's state does not allow this (it has ended, or was answered), or the "
+        "schedule's name is taken.",
+        Problem,
+    ),
     413: ("The request body is larger than the server's limit.", Problem),
     415: (
         "The body is not declared JSON: send Content-Type: application/json (only without "
@@ -237,6 +275,9 @@ __all__ = [
     "Run",
     "RunAccepted",
     "RunList",
+    "Schedule",
+    "ScheduleLink",
+    "ScheduleList",
     "SendEvent",
     "StreamEnd",
     "StreamedEvent",

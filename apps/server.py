@@ -20,6 +20,8 @@ when a token is set):
 ``POST /runs/{id}/events``               send an event (``{"type", "data"}``) into a run
 ``POST /runs/{id}/cancel``               cancel a run
 ``POST /runs/{id}/resume``               continue an interrupted or failed run as a new run
+``GET|POST /schedules``                  list or add schedules (:mod:`.schedules`)
+``DELETE /schedules/{name}``             remove a schedule
 ``GET /``, ``/docs``, ``/redoc``         the run console and the API docs, with the
                                          drawing, steps and state routes of
                                          :mod:`batonflow.apps.run_console`
@@ -75,6 +77,7 @@ from .api_models import (
 )
 from .run_console import install_console
 from .run_store import FINISHED, STATUSES, RunStore
+from .schedules import schedule_links
 
 logger = logging.getLogger("batonflow.apps.server")
 
@@ -153,6 +156,7 @@ def create_app(
     checkpoints: Any = None,
     title: str = "batonflow",
     allowed_hosts: tuple[str, ...] | list[str] = (),
+    schedule_poll: float = 15.0,
 ) -> FastAPI:
     """Build the FastAPI application that serves ``workflows``.
 
@@ -170,6 +174,9 @@ def create_app(
         title: The OpenAPI title.
         allowed_hosts: Without a token, only requests whose ``Host`` is the bound address are
             served (against DNS rebinding); these names are served too (``"*"``: any).
+        schedule_poll: Seconds between the scheduler's looks at the stored schedules while
+            no firing is due (it also wakes at every firing time); see
+            :mod:`batonflow.apps.schedules`.
 
     Returns:
         The FastAPI application; ``app.state.manager`` holds its runs.
@@ -195,12 +202,16 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await manager.restore()
         try:
-            yield
+            async with firing(scheduler):
+                yield
         finally:
             await manager.close()
 
     app = FastAPI(title=title, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.manager = manager
+    from ._schedule_routes import firing, install_schedules  # FastAPI is imported by now
+
+    scheduler = install_schedules(app, manager, poll=schedule_poll)
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
@@ -328,14 +339,17 @@ def create_app(
                 f"The workflow filter {workflow!r} holds {problem}, which no workflow name "
                 "has; send a workflow's name (GET /workflows lists them) or leave it out.",
             )
-        return {"runs": [r.public() for r in run_store.list(workflow, status, limit)]}
+        rows = run_store.list(workflow, status, limit)
+        links = schedule_links(manager.records, [r.run_id for r in rows])
+        return {"runs": [{**r.public(), "schedule": links.get(r.run_id)} for r in rows]}
 
     @app.get("/runs/{run_id}", responses=responses(200, Run, "The run.", 404))
     async def get_run(run_id: str) -> dict[str, Any]:
         row = run_store.get(run_id)
         if row is None:
             raise _not_found_run(run_id)
-        return row.public()
+        link = schedule_links(manager.records, [run_id]).get(run_id)
+        return {**row.public(), "schedule": link}
 
     @app.get(
         "/runs/{run_id}/events",
