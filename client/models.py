@@ -28,6 +28,7 @@ class Run:
         waiting_for_input: Whether it waits for an answer.
         created_at: When it started (seconds since the epoch), when known.
         updated_at: When it last changed, when known.
+        schedule: The schedule firing that started it (``{"name", "fire_at"}``), if any.
         raw: The whole JSON object the server sent.
     """
 
@@ -40,6 +41,7 @@ class Run:
     waiting_for_input: bool = False
     created_at: float | None = None
     updated_at: float | None = None
+    schedule: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -60,6 +62,7 @@ class Run:
             waiting_for_input=bool(data.get("waiting_for_input", data.get("status") == "waiting")),
             created_at=data.get("created_at"),
             updated_at=data.get("updated_at"),
+            schedule=data.get("schedule"),
             raw=data,
         )
 

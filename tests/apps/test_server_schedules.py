@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from batonflow.client import Client
 
 
 def _wait_for_runs(client, schedule: str, count: int, deadline: float = 30.0) -> list[dict]:
@@ -23,7 +24,7 @@ def _wait_for_runs(client, schedule: str, count: int, deadline: float = 30.0) ->
 def test_a_schedule_added_over_http_starts_runs_linked_to_it(start_server) -> None:
     """POST /schedules stores it; the scheduler fires at its times (here every second) and
     each run's record names the schedule and the time it fired for."""
-    _, client = start_server()
+    url, client = start_server()
     body = {"name": "tick", "cron": "* * * * * *", "workflow": "typed", "fields": {"n": 4}}
     added = client.post("/schedules", json=body)
     assert added.status_code == 201, added.text
@@ -35,6 +36,8 @@ def test_a_schedule_added_over_http_starts_runs_linked_to_it(start_server) -> No
     assert one["start"] == {"n": 4} and one["schedule"]["name"] == "tick"
     assert isinstance(one["schedule"]["fire_at"], int)
     assert len({r["schedule"]["fire_at"] for r in runs}) == len(runs)
+    with Client(url) as sync:
+        assert sync.get(one["run_id"]).schedule == one["schedule"]
     removed = client.delete("/schedules/tick")
     assert removed.status_code == 200 and removed.json()["name"] == "tick"
     assert client.get("/schedules").json() == {"schedules": []}
