@@ -59,6 +59,7 @@ _OWN_ASSETS = (
     "forms.js",
     "answer.js",
     "chat.js",
+    "schedules.js",
     "console.js",
     "console.css",
     "api-docs.js",

@@ -11,7 +11,8 @@
 // The script is split by concept, each file loaded by index.html in this order and sharing
 // window.batonflow: dom.js (building the page), api.js (the token, requests, a run's event
 // stream), forms.js (forms from JSON schemas), answer.js (the answer form of a waiting run),
-// chat.js (an agent's run as a conversation, and the chat page), then this file: the token
+// chat.js (an agent's run as a conversation, and the chat page), schedules.js (the schedules
+// page, "#/schedules"), then this file: the token
 // prompt, the views and the routing.
 (function () {
   "use strict";
@@ -214,6 +215,7 @@
         el("dt", {}, "started"), el("dd", {}, new Date(run.created_at * 1000).toLocaleString()),
         el("dt", {}, "duration"), el("dd", { id: "run-duration" }, runDuration(run)),
         el("dt", {}, "start fields"), el("dd", { className: "mono" }, compact(run.start, 300)));
+      bf.scheduleFacts(run).forEach(function (node) { facts.appendChild(node); });
       var live = FINISHED.indexOf(run.status) < 0;
       actions.replaceChildren(
         el("button", { type: "button", className: "danger", name: "cancel", disabled: !live, onclick: async function () {
@@ -393,6 +395,7 @@
       if (parts[0] === "start" && parts[1]) await startView(parts[1]);
       else if (parts[0] === "chat" && parts[1]) await bf.chatView(parts[1], parts[2] ? parts[2].split(",") : []);
       else if (parts[0] === "runs" && parts[1]) await runView(parts[1]);
+      else if (parts[0] === "schedules") await bf.schedulesView(app);
       else await homeView();
     } catch (e) {
       if (e.status === 401) return;
