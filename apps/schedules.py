@@ -169,6 +169,8 @@ class Scheduler:
         #: The latest time this scheduler fired (or saw fired) per schedule: a claim asked
         #: again answers True to its claimant, so it must not be asked again.
         self._done: dict[str, int] = {}
+        #: The schedules as the last tick read them (what next_wake looks at).
+        self._known: list[ScheduleRecord] = []
 
     def wake(self) -> None:
         """Look at the schedules now (one was added or removed here)."""
@@ -182,26 +184,31 @@ class Scheduler:
             since = max(since, self.started_at)
         return at if at >= since else None
 
-    def tick(self) -> list[str]:
-        """Fire what is due now; the ids of the runs this scheduler started."""
+    async def tick(self) -> list[str]:
+        """Fire what is due now; the ids of the runs this scheduler started.
+
+        The store is called in a thread: a database that is away (a PostgreSQL store rides
+        out an outage) holds up the scheduler, never the server's event loop.
+        """
         now = self.clock()
         started = []
-        for record in self.store.schedules():
+        self._known = await asyncio.to_thread(self.store.schedules)
+        for record in self._known:
             at = self.due(record, now)
             if at is None or record.workflow not in self.workflows:
                 continue  # a replica that does not serve the workflow leaves it to others
             if self._done.get(record.name, -1) >= at:
                 continue
-            self._done[record.name] = at
-            run_id = self._fire(record, at)
+            run_id = await self._fire(record, at)
             if run_id is not None:
                 started.append(run_id)
         return started
 
-    def _fire(self, record: ScheduleRecord, at: int) -> str | None:
+    async def _fire(self, record: ScheduleRecord, at: int) -> str | None:
         try:
             start_event = build_start_event(self.workflows[record.workflow], record.fields)
         except StartFieldsError as exc:
+            self._done[record.name] = at  # said once, not at every tick
             logger.error(
                 "Schedule %r did not fire at %s: workflow %r no longer takes its fields (%s); "
                 "remove the schedule and add it again with fields it takes.",
@@ -211,16 +218,21 @@ class Scheduler:
                 exc.reason,
             )
             return None
-        if not self.store.claim_firing(record.name, at, self.claimant):
-            return None  # another replica fired it (or this one, earlier)
+        won = await asyncio.to_thread(self.store.claim_firing, record.name, at, self.claimant)
+        # Only once the store answered: a claim that raised is asked again at the next tick
+        # (the store answers a claimant's own claim with True).
+        self._done[record.name] = at
+        if not won:
+            return None  # another replica fired it
         run_id = self._start(record.workflow, start_event, record.fields)
-        self.store.link_firing(record.name, at, run_id)
+        await asyncio.to_thread(self.store.link_firing, record.name, at, run_id)
         logger.info("Schedule %r fired at %s: run %s", record.name, _utc(at).isoformat(), run_id)
         return run_id
 
     def next_wake(self, now: float) -> float:
-        """When to look again: the next firing time of any schedule, or ``poll`` from now."""
-        times = [next_time(r.cron, now) for r in self.store.schedules()]
+        """When to look again: the next firing time of the schedules the last :meth:`tick`
+        read, or ``poll`` from now."""
+        times = [next_time(r.cron, now) for r in self._known]
         return min([now + self.poll, *times])
 
     async def run(self) -> None:
@@ -228,7 +240,7 @@ class Scheduler:
         while True:
             self._wake.clear()  # a wake() from here on is seen by the next wait
             try:
-                self.tick()
+                await self.tick()
                 wake = self.next_wake(self.clock())
             except Exception:  # the loop outlives an outage of the store
                 logger.exception("The scheduler could not read or fire the schedules")

@@ -54,25 +54,26 @@ def _add(store: Any, missed: str, created: float) -> None:
     store.add_schedule(record)
 
 
-def test_a_schedule_fires_at_each_cron_time_once(store) -> None:
+async def test_a_schedule_fires_at_each_cron_time_once(store) -> None:
     """Due at 03:05 UTC, fired once whatever the number of ticks, linked to its run."""
     _add(store, "skip", T0 + 10)
     clock = Clock(T0 + 20)
     started: list[Any] = []
     scheduler = _scheduler(store, clock, started)
-    assert scheduler.tick() == []  # 03:00 was before the schedule existed
+    assert await scheduler.tick() == []  # 03:00 was before the schedule existed
     clock.now = T0 + 300.001
-    assert scheduler.tick() == ["run-1"]
-    assert scheduler.tick() == []
+    assert await scheduler.tick() == ["run-1"]
+    assert await scheduler.tick() == []
     assert started == [("typed", {"n": 2})]
     assert [(f.fire_at, f.run_id) for f in store.firings(schedule="five")] == [(T0 + 300, "run-1")]
 
 
-def test_the_scheduler_wakes_at_the_next_firing_time(store) -> None:
+async def test_the_scheduler_wakes_at_the_next_firing_time(store) -> None:
     """next_wake is the next cron time when it comes before the poll interval runs out."""
     _add(store, "skip", T0)
     started: list[Any] = []
     scheduler = _scheduler(store, Clock(T0 + 298), started)
+    await scheduler.tick()
     assert scheduler.next_wake(T0 + 298) == T0 + 300
     assert scheduler.next_wake(T0 + 10) == T0 + 10 + scheduler.poll
 
@@ -84,23 +85,23 @@ def test_the_scheduler_wakes_at_the_next_firing_time(store) -> None:
         pytest.param("once", [T0 + 3600], id="once-runs-the-latest-missed-firing"),
     ],
 )
-def test_firings_missed_in_an_outage_follow_the_policy(store, missed, fired) -> None:
+async def test_firings_missed_in_an_outage_follow_the_policy(store, missed, fired) -> None:
     """After an hour with no server, skip fires nothing late and once fires the latest time;
     both then fire the next time on time."""
     _add(store, missed, T0 - 10)
     clock = Clock(T0 + 3600 + 100)  # the server comes back at 04:01:40
     started: list[Any] = []
     scheduler = _scheduler(store, clock, started)
-    scheduler.tick()
-    scheduler.tick()
+    await scheduler.tick()
+    await scheduler.tick()
     assert [f.fire_at for f in store.firings(schedule="five")] == fired
     clock.now = T0 + 3900
-    scheduler.tick()
+    await scheduler.tick()
     assert [f.fire_at for f in store.firings(schedule="five")] == [*fired, T0 + 3900]
     assert len(started) == len(fired) + 1
 
 
-def test_two_schedulers_on_one_store_start_one_run_per_firing(tmp_path: Path) -> None:
+async def test_two_schedulers_on_one_store_start_one_run_per_firing(tmp_path: Path) -> None:
     """Two replicas' schedulers, each with its own store on one file, fire each time once."""
     path = tmp_path / "runs.db"
     with SqliteCheckpointStore(path) as a, SqliteCheckpointStore(path) as b:
@@ -110,7 +111,7 @@ def test_two_schedulers_on_one_store_start_one_run_per_firing(tmp_path: Path) ->
         one, two = _scheduler(a, clock, started), _scheduler(b, clock, started)
         for at in (T0, T0 + 300, T0 + 600):
             clock.now = at + 0.5
-            assert len(one.tick()) + len(two.tick()) == 1
+            assert len(await one.tick()) + len(await two.tick()) == 1
         assert len(started) == 3
 
 
