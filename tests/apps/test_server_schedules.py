@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from batonflow.apps.run_store import RunStore
 from batonflow.client import Client
 
 
@@ -96,3 +97,14 @@ def test_removing_an_unknown_schedule_is_a_404(client) -> None:
     assert answer.json()["detail"] == (
         "Schedule 'nope' does not exist; GET /schedules lists the schedules."
     )
+
+
+def test_schedules_are_kept_in_the_run_store_file(start_server, tmp_path) -> None:
+    """Schedules live in the run store: another server started on the same file (as after a
+    restart) lists them."""
+    _, first = start_server(store=RunStore(tmp_path / "kept.db"))
+    body = {"name": "kept", "cron": "0 3 * * *", "workflow": "echo", "missed": "once"}
+    assert first.post("/schedules", json=body).status_code == 201
+    _, second = start_server(store=RunStore(tmp_path / "kept.db"))
+    (kept,) = second.get("/schedules").json()["schedules"]
+    assert (kept["name"], kept["cron"], kept["missed"]) == ("kept", "0 3 * * *", "once")
