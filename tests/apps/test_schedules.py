@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,9 @@ class Clock:
         return self.now
 
 
-def _scheduler(store: Any, clock: Clock, started: list[tuple[str, dict[str, Any]]]) -> Scheduler:
+def _scheduler(
+    store: Any, clock: Callable[[], float], started: list[tuple[str, dict[str, Any]]]
+) -> Scheduler:
     def start(name: str, event: Any, fields: dict[str, Any]) -> str:
         started.append((name, fields))
         return f"run-{len(started)}"
@@ -151,3 +156,25 @@ def test_bad_schedules_get_clear_errors(given: dict[str, Any], message: str) -> 
     }
     with pytest.raises(ScheduleError, match=message):
         check_schedule(FLOWS, **args)
+
+
+async def test_the_loop_sees_a_schedule_another_process_added(store) -> None:
+    """A schedule written to the store by someone else (no wake()) is fired once the loop
+    looks again, within its poll interval, at its next time."""
+    started: list[Any] = []
+    scheduler = _scheduler(store, time.time, started)
+    scheduler.poll = 0.2
+    loop = asyncio.create_task(scheduler.run())
+    try:
+        await asyncio.sleep(0.3)  # the loop has looked and found nothing
+        record = check_schedule(
+            FLOWS, name="late", workflow="echo", cron="* * * * * *", fields={}, now=time.time()
+        )
+        store.add_schedule(record)
+        deadline = time.monotonic() + 10
+        while not started:
+            assert time.monotonic() < deadline, "the schedule was never fired"
+            await asyncio.sleep(0.05)
+    finally:
+        loop.cancel()
+    assert started[0] == ("echo", {})
