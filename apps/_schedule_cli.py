@@ -101,7 +101,7 @@ def list_schedules(
             return
         table = Table("name", "workflow", "cron (UTC)", "fields", "missed", "added (UTC)")
         for s in schedules:
-            added = dt.datetime.fromtimestamp(s["created_at"], dt.UTC)
+            added = dt.datetime.fromtimestamp(s["created"], dt.UTC)
             table.add_row(
                 s["name"],
                 s["workflow"],

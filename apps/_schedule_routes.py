@@ -18,7 +18,7 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from .api_models import Schedule, ScheduleList, responses
-from .schedules import ScheduleError, Scheduler, check_schedule
+from .schedules import ScheduleError, Scheduler, check_schedule, schedule_json
 
 
 def _not_found(name: str) -> HTTPException:
@@ -52,7 +52,7 @@ def install_schedules(app: FastAPI, manager: Any, *, poll: float) -> Scheduler |
 
     @app.get("/schedules", responses=responses(200, ScheduleList, "The schedules, by name.", 404))
     async def list_schedules() -> dict[str, Any]:
-        return {"schedules": [s.public() for s in schedules().schedules()]}
+        return {"schedules": [schedule_json(s) for s in schedules().schedules()]}
 
     @app.post(
         "/schedules",
@@ -95,7 +95,7 @@ def install_schedules(app: FastAPI, manager: Any, *, poll: float) -> Scheduler |
             raise HTTPException(422, str(exc)) from None
         assert scheduler is not None
         scheduler.wake()
-        return JSONResponse(record.public(), status_code=201)
+        return JSONResponse(schedule_json(record), status_code=201)
 
     @app.delete(
         "/schedules/{name}", responses=responses(200, Schedule, "The removed schedule.", 404)
@@ -105,7 +105,7 @@ def install_schedules(app: FastAPI, manager: Any, *, poll: float) -> Scheduler |
         found = next((s for s in store.schedules() if s.name == name), None)
         if found is None or not store.remove_schedule(name):
             raise _not_found(name)
-        return found.public()
+        return schedule_json(found)
 
     return scheduler
 

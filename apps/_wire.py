@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from batonflow.core.durable._text import storable
@@ -12,6 +13,11 @@ from pydantic_core import to_jsonable_python
 def jsonable(value: Any) -> Any:
     """``value`` as plain JSON data; what JSON cannot hold becomes its ``repr``."""
     return to_jsonable_python(value, fallback=repr, serialize_unknown=False)
+
+
+def rfc3339(seconds: float) -> str:
+    """``seconds`` since the epoch as an RFC 3339 time in UTC: ``2026-12-02T01:45:02.123456Z``."""
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def event_envelope(event: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ schema per workflow by :mod:`batonflow.apps._openapi`.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -132,7 +133,11 @@ class ScheduleLink(BaseModel):
     """The schedule firing that started a run."""
 
     name: str = Field(description="The schedule's name.")
-    fire_at: int = Field(description="The scheduled time it fired for (Unix time, UTC).")
+    fire_at: datetime = Field(
+        description="The scheduled time it fired for: RFC 3339, UTC.",
+        examples=["2026-12-02T03:00:00.000000Z"],
+    )
+    fire: int = Field(description="fire_at as Unix time (seconds since the epoch).")
 
 
 class Schedule(_Body):
@@ -150,7 +155,8 @@ class Schedule(_Body):
         description="Firings missed while no server ran: skip (dropped) or once (the latest "
         "runs once).",
     )
-    created_at: float | None = Field(None, description="When it was added (Unix time).")
+    created_at: datetime | None = Field(None, description="When it was added: RFC 3339, UTC.")
+    created: float | None = Field(None, description="created_at as Unix time (seconds).")
 
 
 class ScheduleList(_Body):

@@ -39,6 +39,7 @@ from batonflow.core.durable._schedules import (
 )
 
 from ._introspect import StartFieldsError, build_start_event
+from ._wire import rfc3339
 
 logger = logging.getLogger("batonflow.apps.schedules")
 
@@ -249,13 +250,28 @@ class Scheduler:
                 await asyncio.wait_for(self._wake.wait(), max(0.0, wake - self.clock()))
 
 
+def schedule_json(record: ScheduleRecord) -> dict[str, Any]:
+    """A schedule as the HTTP API shows it (times in RFC 3339, and as Unix time without
+    ``_at``, like every time of the API)."""
+    return {
+        "name": record.name,
+        "workflow": record.workflow,
+        "cron": record.cron,
+        "fields": record.fields,
+        "missed": record.missed,
+        "created_at": rfc3339(record.created_at),
+        "created": record.created_at,
+    }
+
+
 def schedule_links(store: Any, run_ids: list[str]) -> dict[str, dict[str, Any]]:
     """The schedule each of ``run_ids`` was started by, as the API shows it (``{"name",
-    "fire_at"}``); runs not started by a schedule are left out."""
+    "fire_at", "fire"}``: the time it fired for, RFC 3339 and Unix); runs not started by a
+    schedule are left out."""
     if not run_ids or not isinstance(store, ScheduleStore):
         return {}
     return {
-        f.run_id: {"name": f.schedule, "fire_at": f.fire_at}
+        f.run_id: {"name": f.schedule, "fire_at": rfc3339(f.fire_at), "fire": f.fire_at}
         for f in store.firings(run_ids=run_ids)
         if f.run_id is not None
     }
@@ -268,5 +284,6 @@ __all__ = [
     "check_schedule",
     "latest_time",
     "next_time",
+    "schedule_json",
     "schedule_links",
 ]

@@ -17,7 +17,7 @@
       el("dt", {}, "schedule"),
       el("dd", { id: "run-schedule" },
         el("a", { href: "#/schedules" }, run.schedule.name),
-        " (fired for " + utc(run.schedule.fire_at) + ")")];
+        " (fired for " + utc(run.schedule.fire) + ")")];
   }
 
   async function schedulesView(app) {

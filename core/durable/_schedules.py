@@ -57,17 +57,6 @@ class ScheduleRecord:
     missed: str = "skip"
     created_at: float = 0.0
 
-    def public(self) -> dict[str, Any]:
-        """The schedule as the HTTP API and ``batonflow schedule list`` present it."""
-        return {
-            "name": self.name,
-            "workflow": self.workflow,
-            "cron": self.cron,
-            "fields": self.fields,
-            "missed": self.missed,
-            "created_at": self.created_at,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class Firing:

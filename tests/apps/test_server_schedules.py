@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime
 
 import pytest
 from batonflow.apps.run_store import RunStore
@@ -35,7 +36,9 @@ def test_a_schedule_added_over_http_starts_runs_linked_to_it(start_server) -> No
     assert len(runs) >= 2
     one = client.get(f"/runs/{runs[0]['run_id']}").json()
     assert one["start"] == {"n": 4} and one["schedule"]["name"] == "tick"
-    assert isinstance(one["schedule"]["fire_at"], int)
+    fire = one["schedule"]["fire"]
+    assert isinstance(fire, int)
+    assert datetime.fromisoformat(one["schedule"]["fire_at"]).timestamp() == fire
     assert len({r["schedule"]["fire_at"] for r in runs}) == len(runs)
     with Client(url) as sync:
         assert sync.get(one["run_id"]).schedule == one["schedule"]
