@@ -165,10 +165,50 @@ class Run(_Body):
         "that fits none is refused with 422 before it is taken.",
     )
 
+    schedule: ScheduleLink | None = Field(
+        None, description="The schedule firing that started it, if a schedule did."
+    )
+
 
 class RunAccepted(Run):
     """A run that was started and goes on in the background (poll or stream it): the whole
     run, as ``GET /runs/{id}`` shows it, with the status it has now (usually running)."""
+
+
+class ScheduleLink(BaseModel):
+    """The schedule firing that started a run."""
+
+    name: str = Field(description="The schedule's name.")
+    fire_at: datetime = Field(
+        description="The scheduled time it fired for: RFC 3339, UTC.",
+        examples=["2026-12-02T03:00:00.000000Z"],
+    )
+    fire: int = Field(description="fire_at as Unix time (seconds since the epoch).")
+
+
+class Schedule(_Body):
+    """One schedule: ``POST /schedules`` takes it (``created_at`` aside), the others show it."""
+
+    name: str = Field(description="Unique name: letters, digits, '_', '.', '-'.")
+    workflow: str = Field(description="The served workflow each firing starts.")
+    cron: str = Field(
+        description="Five cron fields (minute hour day month weekday), UTC; six with seconds last.",
+        examples=["*/5 * * * *"],
+    )
+    fields: dict[str, Any] = Field({}, description="The start event's fields of each run.")
+    missed: str = Field(
+        "skip",
+        description="Firings missed while no server ran: skip (dropped) or once (the latest "
+        "runs once).",
+    )
+    created_at: datetime | None = Field(None, description="When it was added: RFC 3339, UTC.")
+    created: float | None = Field(None, description="created_at as Unix time (seconds).")
+
+
+class ScheduleList(_Body):
+    """``GET /schedules``: by name."""
+
+    schedules: list[Schedule]
 
 
 class RunList(_Body):
@@ -232,8 +272,12 @@ STATUS_TEXT: dict[int, tuple[str, type[BaseModel] | None]] = {
     ),
     401: ("Missing or wrong bearer token (only when the server has a token).", Problem),
     403: ("A cross-site request: the Origin is not this server (only without a token).", Problem),
-    404: ("The workflow or run does not exist.", Problem),
-    409: ("The run's state does not allow this (it has ended, or was answered).", Problem),
+    404: ("The workflow, run or schedule does not exist.", Problem),
+    409: (
+        "The run's state does not allow this (it has ended, or was answered), or the "
+        "schedule's name is taken.",
+        Problem,
+    ),
     413: ("The request body is larger than the server's limit.", Problem),
     415: (
         "The body is not declared JSON: send Content-Type: application/json (only without "
@@ -282,6 +326,9 @@ __all__ = [
     "Run",
     "RunAccepted",
     "RunList",
+    "Schedule",
+    "ScheduleLink",
+    "ScheduleList",
     "SendEvent",
     "StreamEnd",
     "StreamedEvent",

@@ -35,6 +35,7 @@ import typer
 from . import _fork_cli, _journal_cli  # noqa: F401  (add 'runs fork', 'runs journal')
 from ._console import cli_errors, err, one_line, print_json, print_result, setup_tracing
 from ._runs_cli import runs_app
+from ._schedule_cli import schedule_app
 from ._stream_printer import StreamPrinter
 from .config import Settings
 from .rag_cli import rag_app
@@ -57,6 +58,7 @@ app = typer.Typer(
 )
 app.add_typer(rag_app, name="rag")
 app.add_typer(runs_app, name="runs")
+app.add_typer(schedule_app, name="schedule")
 
 _FLOWS_HELP = (
     "A prebuilt flow (" + ", ".join(PREBUILT) + "), module:WorkflowClass, "

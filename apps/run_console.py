@@ -64,6 +64,7 @@ _OWN_ASSETS = (
     "answer.js",
     "fork.js",
     "chat.js",
+    "schedules.js",
     "console.js",
     "console.css",
     "api-docs.js",

@@ -22,6 +22,8 @@ when a token is set):
 ``POST /runs/{id}/cancel``               cancel a run
 ``POST /runs/{id}/resume``               continue an interrupted or failed run as a new run
 ``POST /runs/{id}/fork``                 a checkpoint continued as a new run (``_forks``)
+``GET|POST /schedules``                  list or add schedules (:mod:`.schedules`)
+``DELETE /schedules/{name}``             remove a schedule
 ``GET /``, ``/docs``, ``/redoc``         the run console and the API docs, with the
                                          drawing, steps and state routes of
                                          :mod:`batonflow.apps.run_console`
@@ -82,6 +84,7 @@ from .api_models import (
 )
 from .run_console import install_console
 from .run_store import FINISHED, STATUSES, RunStore
+from .schedules import schedule_links
 
 logger = logging.getLogger("batonflow.apps.server")
 
@@ -150,6 +153,7 @@ def create_app(
     title: str = "batonflow",
     allowed_hosts: tuple[str, ...] | list[str] = (),
     retention: Any = None,
+    schedule_poll: float = 15.0,
 ) -> FastAPI:
     """Build the FastAPI application that serves ``workflows``.
 
@@ -169,6 +173,9 @@ def create_app(
             served (against DNS rebinding); these names are served too (``"*"``: any).
         retention: A :class:`~batonflow.core.Retention`: ended runs older than it says are
             deleted in the background (every ``retention.every`` seconds).
+        schedule_poll: Seconds between the scheduler's looks at the stored schedules while
+            no firing is due (it also wakes at every firing time); see
+            :mod:`batonflow.apps.schedules`.
 
     Returns:
         The FastAPI application; ``app.state.manager`` holds its runs.
@@ -199,7 +206,8 @@ def create_app(
             else None
         )
         try:
-            yield
+            async with firing(scheduler):
+                yield
         finally:
             if sweeper is not None:
                 sweeper.cancel()
@@ -209,6 +217,9 @@ def create_app(
 
     app = FastAPI(title=title, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.manager = manager
+    from ._schedule_routes import firing, install_schedules  # FastAPI is imported by now
+
+    scheduler = install_schedules(app, manager, poll=schedule_poll)
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
@@ -356,20 +367,23 @@ def create_app(
                 f"The workflow filter {workflow!r} holds {problem}, which no workflow name "
                 "has; send a workflow's name (GET /workflows lists them) or leave it out.",
             )
-        return {"runs": [r.public() for r in run_store.list(workflow, status, limit)]}
+        rows = run_store.list(workflow, status, limit)
+        links = schedule_links(manager.records, [r.run_id for r in rows])
+        return {"runs": [{**r.public(), "schedule": links.get(r.run_id)} for r in rows]}
 
     @app.get("/runs/{run_id}", responses=responses(200, Run, "The run.", 404))
     async def get_run(run_id: str) -> dict[str, Any]:
         row = run_store.get(run_id)
         if row is None:
             raise _not_found_run(run_id)
+        link = schedule_links(manager.records, [run_id]).get(run_id)
         if row.status != "waiting":
-            return row.public()
+            return {**row.public(), "schedule": link}
         live = manager.live.get(run_id)
         waits = waiting_info(
             run_store, row, workflows.get(row.workflow), live.handler if live else None
         )
-        return {**row.public(), **waits}
+        return {**row.public(), "schedule": link, **waits}
 
     @app.get(
         "/runs/{run_id}/events",

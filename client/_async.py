@@ -188,6 +188,54 @@ class AsyncClient:
         )
         return [Run.from_json(row) for row in body["runs"]]
 
+    async def schedules(self) -> builtins.list[dict[str, Any]]:
+        """The stored schedules, by name: each one's ``name``, ``workflow``, ``cron`` (UTC),
+        ``fields`` and ``missed`` policy."""
+        return builtins.list((await self._request("GET", "/schedules"))["schedules"])
+
+    async def add_schedule(
+        self,
+        name: str,
+        *,
+        cron: str,
+        workflow: str,
+        fields: dict[str, Any] | None = None,
+        missed: str = "skip",
+    ) -> dict[str, Any]:
+        """Store a schedule: the server starts a run of ``workflow`` at each ``cron`` time.
+
+        Args:
+            name: Its unique name.
+            cron: Five cron fields (minute hour day month weekday) in UTC, or six with
+                seconds last.
+            workflow: The served workflow each firing starts.
+            fields: The start event's fields of each run.
+            missed: Firings missed while no server ran: ``"skip"`` or ``"once"``.
+
+        Raises:
+            InvalidRequestError: A bad cron expression, an unknown workflow or a field it
+                refuses (``detail`` says which).
+            ConflictError: A schedule of that name exists.
+        """
+        body = {
+            "name": name,
+            "cron": cron,
+            "workflow": workflow,
+            "fields": fields or {},
+            "missed": missed,
+        }
+        added: dict[str, Any] = await self._request("POST", "/schedules", json=body)
+        return added
+
+    async def remove_schedule(self, name: str) -> dict[str, Any]:
+        """Remove a schedule (its runs stay); the schedule as it was.
+
+        Raises:
+            NotFoundError: No schedule of that name.
+        """
+        removed: dict[str, Any] = await self._request("DELETE", f"/schedules/{name}")
+        return removed
+
     async def cancel(self, run_id: str) -> Run:
         """Cancel a run in progress and return it as it ended.
 

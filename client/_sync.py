@@ -186,6 +186,54 @@ class Client:
         body = self._request("GET", "/runs", params=_base.list_params(workflow, status, limit))
         return [Run.from_json(row) for row in body["runs"]]
 
+    def schedules(self) -> builtins.list[dict[str, Any]]:
+        """The stored schedules, by name: each one's ``name``, ``workflow``, ``cron`` (UTC),
+        ``fields`` and ``missed`` policy."""
+        return builtins.list((self._request("GET", "/schedules"))["schedules"])
+
+    def add_schedule(
+        self,
+        name: str,
+        *,
+        cron: str,
+        workflow: str,
+        fields: dict[str, Any] | None = None,
+        missed: str = "skip",
+    ) -> dict[str, Any]:
+        """Store a schedule: the server starts a run of ``workflow`` at each ``cron`` time.
+
+        Args:
+            name: Its unique name.
+            cron: Five cron fields (minute hour day month weekday) in UTC, or six with
+                seconds last.
+            workflow: The served workflow each firing starts.
+            fields: The start event's fields of each run.
+            missed: Firings missed while no server ran: ``"skip"`` or ``"once"``.
+
+        Raises:
+            InvalidRequestError: A bad cron expression, an unknown workflow or a field it
+                refuses (``detail`` says which).
+            ConflictError: A schedule of that name exists.
+        """
+        body = {
+            "name": name,
+            "cron": cron,
+            "workflow": workflow,
+            "fields": fields or {},
+            "missed": missed,
+        }
+        added: dict[str, Any] = self._request("POST", "/schedules", json=body)
+        return added
+
+    def remove_schedule(self, name: str) -> dict[str, Any]:
+        """Remove a schedule (its runs stay); the schedule as it was.
+
+        Raises:
+            NotFoundError: No schedule of that name.
+        """
+        removed: dict[str, Any] = self._request("DELETE", f"/schedules/{name}")
+        return removed
+
     def cancel(self, run_id: str) -> Run:
         """Cancel a run in progress and return it as it ended.
 

@@ -34,6 +34,7 @@ class Run:
         waiting_for: While it waits (``get``): what answers it, one dict per awaited event:
             ``type``, ``requirements`` (values the answer must have), ``schema`` (its
             fields), ``example`` (a body for :meth:`~batonflow.client.Client.send_event`).
+        schedule: The schedule firing that started it (``{"name", "fire_at"}``), if any.
         raw: The whole JSON object the server sent.
     """
 
@@ -48,6 +49,7 @@ class Run:
     updated_at: datetime | None = None
     question: dict[str, Any] | None = None
     waiting_for: list[dict[str, Any]] = field(default_factory=list)
+    schedule: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -70,6 +72,7 @@ class Run:
             updated_at=_instant(data.get("updated_at")),
             question=data.get("question") if isinstance(data.get("question"), dict) else None,
             waiting_for=[w for w in data.get("waiting_for") or [] if isinstance(w, dict)],
+            schedule=data.get("schedule"),
             raw=data,
         )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from batonflow.core.durable._schedules import schedule_statements
 from batonflow.core.durable._sql_schema import (
     CHECKPOINT_COLUMNS,
     ENDED_SQL,
@@ -20,7 +21,7 @@ from batonflow.core.durable._sql_schema import (
     create_table,
 )
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 COMPONENT = "checkpoints"
 EVENTS_CHANNEL = "batonflow_events"
 INBOX_CHANNEL = "batonflow_inbox"
@@ -72,6 +73,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         PARENT_INDEX,
         create_table("run_journal", real="DOUBLE PRECISION"),
     ),
+    # The schedules and their firings, keyed by (schedule, time): core/durable/_schedules.py.
+    8: schedule_statements(real="DOUBLE PRECISION"),
 }
 #: True in a write's WHERE while the run's lease is held by the store whose token is the
 #: second parameter, or while the first parameter (the replica id) is NULL: no fencing.

@@ -13,7 +13,8 @@
 // window.batonflow: dom.js (building the page), api.js (the token, requests, a run's event
 // stream), forms.js (forms from JSON schemas), answer.js (the answer form of a waiting run),
 // fork.js (a run's forks and lineage), chat.js (an agent's run as a conversation, and the chat
-// page), then this file: the token prompt, the views and the routing.
+// page), schedules.js (the schedules page, "#/schedules"), then this file: the token prompt, the
+// views and the routing.
 (function () {
   "use strict";
 
@@ -219,6 +220,7 @@
         el("dt", {}, "duration"), el("dd", { id: "run-duration" }, runDuration(run)),
         el("dt", {}, "start fields"), el("dd", { className: "mono" }, compact(run.start, 300)),
         el("dt", {}, "lineage"), lineage);
+      bf.scheduleFacts(run).forEach(function (node) { facts.appendChild(node); });
       var live = FINISHED.indexOf(run.status) < 0;
       actions.replaceChildren(
         el("button", { type: "button", className: "danger", name: "cancel", disabled: !live, onclick: async function () {
@@ -403,6 +405,7 @@
       if (parts[0] === "start" && parts[1]) await startView(parts[1]);
       else if (parts[0] === "chat" && parts[1]) await bf.chatView(parts[1], parts[2] ? parts[2].split(",") : []);
       else if (parts[0] === "runs" && parts[1]) await runView(parts[1]);
+      else if (parts[0] === "schedules") await bf.schedulesView(app);
       else await homeView();
     } catch (e) {
       if (e.status === 401) return;

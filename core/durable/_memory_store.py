@@ -36,6 +36,7 @@ from ._records import (
     with_state_values,
     with_status,
 )
+from ._schedules import MemorySchedules
 
 
 @dataclasses.dataclass(slots=True)
@@ -54,7 +55,7 @@ class _Run:
     )
 
 
-class InMemoryCheckpointStore:
+class InMemoryCheckpointStore(MemorySchedules):
     """Runs, checkpoints, event logs and inboxes in dicts: fast, gone with the process.
 
     Args:

@@ -63,6 +63,7 @@ from ._records import (
     state_values,
     with_state_values,
 )
+from ._schedules import SqlSchedules
 from ._sql_schema import ENDED_SQL, RUN_COLUMNS, Statements, checkpoint_row, run_row
 
 T = TypeVar("T")
@@ -73,7 +74,7 @@ T = TypeVar("T")
 Conn = Any
 
 
-class SqlRunStore:
+class SqlRunStore(SqlSchedules):
     """Runs, checkpoints, event logs and inboxes in SQL tables; a dialect says how to connect.
 
     Subclasses set :attr:`sql` and :attr:`unique_violation`, call ``super().__init__(where)``,

@@ -17,6 +17,7 @@ from ..errors import (
     StoreLockedError,
     StoreReadOnlyError,
 )
+from ._schedules import schedule_statements
 from ._sql_schema import (
     CHECKPOINT_COLUMNS,
     KEY_INDEX,
@@ -46,7 +47,7 @@ def create_private(path: Path) -> None:
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """Bring a fresh file, or one of versions 1 to 3, to version 4 (inside the set-up
+    """Bring a fresh file, or one of versions 1 to 4, to version 5 (inside the set-up
     transaction)."""
     # A fresh file gets the tables whole; a version-1 file keeps its two tables, which get
     # the columns version 2 added (in the same order, so both files read alike).
@@ -56,10 +57,13 @@ def migrate(conn: sqlite3.Connection) -> None:
     # Version 3: checkpoints without the primary key on id (one index less per insert).
     if any(row[3] == "pk" for row in conn.execute("PRAGMA index_list(checkpoints)")):
         _rebuild_checkpoints(conn)
-    # Version 4: the idempotency key's and the parent's columns came with _add_version_2 (it adds every column
-    # a run's table lacks); their indexes come once the columns are there.
+    # Version 4: the idempotency key's and the parent's columns came with _add_version_2 (it
+    # adds every column a run's table lacks); their indexes come once the columns are there.
     conn.execute(KEY_INDEX)
     conn.execute(PARENT_INDEX)
+    # Version 5: the schedules and their firings (core/durable/_schedules.py).
+    for statement in schedule_statements():
+        conn.execute(statement)
 
 
 def _rebuild_checkpoints(conn: sqlite3.Connection) -> None:

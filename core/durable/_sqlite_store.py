@@ -55,7 +55,7 @@ from ._sql_schema import RUN_COLUMNS, Statements
 from ._sql_store import SqlRunStore
 from ._sqlite_schema import create_private, is_locked, migrate, opening_error, store_error
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 COMPONENT = "checkpoints"
 T = TypeVar("T")
 
@@ -160,7 +160,7 @@ class SqliteCheckpointStore(SqlRunStore):
             if row is not None and version < 1:
                 raise CheckpointError(
                     f"{os.fspath(self.path)!r} holds checkpoints of an older batonflow (schema "
-                    f"version {version}, this one migrates 1 to 3 to {SCHEMA_VERSION}); finish "
+                    f"version {version}, this one opens versions 1 to {SCHEMA_VERSION}); finish "
                     "those runs with the version that wrote them, or move the file away."
                 )
             if version > SCHEMA_VERSION:

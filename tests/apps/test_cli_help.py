@@ -34,6 +34,12 @@ COMMANDS = [
     ("runs", "cancel"),
     ("runs", "delete"),
     ("runs", "prune"),
+    ("runs", "fork"),
+    ("runs", "journal"),
+    ("schedule",),
+    ("schedule", "add"),
+    ("schedule", "list"),
+    ("schedule", "remove"),
 ]
 
 #: Modules that ``batonflow --help`` must not import: the engine and what only it needs.

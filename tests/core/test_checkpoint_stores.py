@@ -15,6 +15,7 @@ from batonflow.core.checkpoints import (
     RunRecord,
     SqliteCheckpointStore,
 )
+from batonflow.core.durable._sqlite_store import SCHEMA_VERSION
 from batonflow.core.errors import CheckpointError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,7 +125,7 @@ async def test_sqlite_store_uses_wal_mode(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "runs.db")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("SELECT component, version FROM schema_version").fetchall() == [
-        ("checkpoints", 4)
+        ("checkpoints", SCHEMA_VERSION)
     ]
     conn.close()
 
@@ -156,8 +157,9 @@ async def test_sqlite_store_rejects_a_file_that_is_not_sqlite(tmp_path: Path) ->
     [
         pytest.param(0, r"holds checkpoints of an older batonflow \(schema version 0", id="older"),
         pytest.param(
-            7,
-            r"holds checkpoints of a newer batonflow \(schema version 7, this one reads up to 4\)",
+            99,
+            r"holds checkpoints of a newer batonflow \(schema version 99, this one reads up to "
+            rf"{SCHEMA_VERSION}\)",
             id="newer",
         ),
     ],

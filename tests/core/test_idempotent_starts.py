@@ -26,6 +26,7 @@ from batonflow.core import (
     step,
 )
 from batonflow.core.durable._records import RunRecord
+from batonflow.core.durable._sqlite_store import SCHEMA_VERSION
 from batonflow.core.errors import RunConflictError
 from batonflow.core.stores import open_store
 
@@ -169,5 +170,5 @@ async def test_a_version_3_sqlite_file_gets_the_key(tmp_path: Path):
             cptr.start(text="new", idempotency_key="k")
         assert await handler == "new"
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT version FROM schema_version").fetchone() == (4,)
+    assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
     conn.close()

@@ -30,6 +30,7 @@ from batonflow.core import (
 from batonflow.core.checkpoints import Checkpoint, RunRecord
 from batonflow.core.durable._sql_schema import TABLES, create_table
 from batonflow.core.durable._sqlite_schema import store_error
+from batonflow.core.durable._sqlite_store import SCHEMA_VERSION
 
 
 @pytest.fixture(params=["memory", "sqlite", "postgres"])
@@ -278,7 +279,7 @@ async def test_a_version_1_file_is_migrated_into_the_one_store(tmp_path: Path) -
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     version = conn.execute("SELECT version FROM schema_version").fetchone()[0]
     conn.close()
-    assert version == 4 and not {"server_runs", "server_events", "flow_refs"} & tables
+    assert version == SCHEMA_VERSION and not {"server_runs", "server_events", "flow_refs"} & tables
     conn = sqlite3.connect(path)
     columns = {
         table: [row[1] for row in conn.execute(f"PRAGMA table_info({table})")] for table in TABLES
@@ -355,7 +356,7 @@ async def test_a_version_2_file_is_migrated_and_its_runs_resume(tmp_path: Path) 
         assert [c.id for c in every[2:]] == [f"r:{c.seq}" for c in every[2:]]
         assert [store.get(c.id).seq for c in every] == [c.seq for c in every]
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT version FROM schema_version").fetchone() == (4,)
+    assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
     # Only the two old ids are in the index of ids; the made ones are found by (run_id, seq).
     indexed = conn.execute(
         "SELECT id FROM checkpoints INDEXED BY checkpoints_by_other_id "

@@ -12,6 +12,7 @@ import pytest
 from batonflow.core.durable._records import Checkpoint, RunRecord
 from batonflow.core.errors import CheckpointError, LeaseLostError
 from batonflow.postgres import PostgresCheckpointStore
+from batonflow.postgres._sql import SCHEMA_VERSION
 
 
 def _record(run_id: str) -> RunRecord:
@@ -171,7 +172,9 @@ def test_a_version_3_database_is_migrated_to_fencing_tokens(postgres_url):
         PostgresCheckpointStore(postgres_url, replica_id="b") as b,
     ):
         with psycopg.connect(postgres_url) as conn:
-            assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (7,)
+            assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (
+                SCHEMA_VERSION,
+            )
             assert conn.execute(
                 "SELECT lease_owner, lease_token FROM checkpoint_runs WHERE run_id = %s",
                 (run_id,),

@@ -19,6 +19,7 @@ import pytest
 from batonflow.core.durable._records import RunRecord
 from batonflow.core.errors import RunConflictError
 from batonflow.postgres import PostgresCheckpointStore
+from batonflow.postgres._sql import SCHEMA_VERSION
 from replicas import Replica, executions
 
 
@@ -98,4 +99,4 @@ def test_a_version_6_database_gets_the_key(postgres_url):
             store.create_run(RunRecord("b", "Flow", "running", now, now, idempotency_key="k"))
         assert store.run_for_key("k").run_id == "a"
     with psycopg.connect(postgres_url) as conn:
-        assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (7,)
+        assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (SCHEMA_VERSION,)

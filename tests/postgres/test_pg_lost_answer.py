@@ -31,6 +31,7 @@ import pytest
 from batonflow.core.durable._records import Checkpoint, RunRecord
 from batonflow.core.errors import StoreUnreachableError
 from batonflow.postgres import PostgresCheckpointStore
+from batonflow.postgres._sql import SCHEMA_VERSION
 from pg_server import PostgresServer, kill_postmaster, running_server, start_server
 
 DB = "lost"
@@ -409,7 +410,9 @@ def test_a_version_4_database_is_migrated_to_lease_changes(own_server, store):
         conn.execute("UPDATE batonflow_schema SET version = 4")
     with PostgresCheckpointStore(own_server.url(DB), replica_id="c", lease_seconds=2.0) as again:
         with again.connection() as conn:
-            assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (7,)
+            assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (
+                SCHEMA_VERSION,
+            )
         assert [r.run_id for r in again.claim_expired()] == [run_id]
         with again.connection() as conn:
             row = conn.execute(

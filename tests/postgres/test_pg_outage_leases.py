@@ -16,6 +16,7 @@ import psycopg
 import pytest
 from batonflow.core.durable._records import RunRecord
 from batonflow.postgres import PostgresCheckpointStore
+from batonflow.postgres._sql import SCHEMA_VERSION
 from pg_server import PostgresServer, restart_fast, running_server
 
 LEASE = 4.0
@@ -155,7 +156,9 @@ def test_a_version_5_database_is_migrated_to_lease_times(own_server, url):
     c = PostgresCheckpointStore(url, replica_id="c", lease_seconds=LEASE)
     try:
         with psycopg.connect(url, autocommit=True) as conn:
-            assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (7,)
+            assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (
+                SCHEMA_VERSION,
+            )
         time.sleep(0.3)
         assert _claim(c) == [old]
         with psycopg.connect(url, autocommit=True) as conn:

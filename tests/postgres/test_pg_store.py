@@ -12,6 +12,7 @@ from batonflow.core.durable._records import Checkpoint, RunRecord
 from batonflow.core.errors import CheckpointError, StoreCorruptError
 from batonflow.core.stores import open_store
 from batonflow.postgres import PostgresCheckpointStore
+from batonflow.postgres._sql import SCHEMA_VERSION
 from batonflow.postgres.store import LeaseLostError
 
 
@@ -94,7 +95,7 @@ def test_schema_is_created_once_by_racing_replicas(postgres_url):
     assert errors == []
     with psycopg.connect(postgres_url) as conn:
         assert conn.execute("SELECT component, version FROM batonflow_schema").fetchall() == [
-            ("checkpoints", 7)
+            ("checkpoints", SCHEMA_VERSION)
         ]
 
 
@@ -233,7 +234,7 @@ def test_a_version_2_database_is_migrated_and_keeps_its_ids(postgres_url):
         with pytest.raises(CheckpointError, match="already has checkpoint"):
             store.put(Checkpoint(old_id, run_id, "Flow", "s", None, (), time.time(), {}, 2))
     with psycopg.connect(postgres_url) as conn:
-        assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (7,)
+        assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (SCHEMA_VERSION,)
         kinds = conn.execute(
             "SELECT contype FROM pg_constraint WHERE conrelid = 'checkpoints'::regclass"
         ).fetchall()
