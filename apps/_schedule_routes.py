@@ -34,12 +34,11 @@ def install_schedules(app: FastAPI, manager: Any, *, poll: float) -> Scheduler |
     workflows = manager.workflows
     scheduler = None
     if isinstance(store, ScheduleStore):
-        scheduler = Scheduler(
-            store,
-            workflows,
-            lambda name, event, fields: manager.start(name, event, fields, None).run_id,
-            poll=poll,
-        )
+
+        async def start(name: str, event: Any, fields: dict[str, Any]) -> str:
+            return str((await manager.start(name, event, fields, None)).run_id)
+
+        scheduler = Scheduler(store, workflows, start, poll=poll)
 
     def schedules() -> ScheduleStore:
         if scheduler is None:

@@ -25,11 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import inspect
 import logging
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from batonflow.core.durable._schedules import (
@@ -144,7 +145,8 @@ class Scheduler:
     Args:
         store: The run store, keeping the schedules and their firings.
         workflows: The served workflows by name.
-        start: Starts a run: ``start(workflow_name, start_event, fields)`` returns its id.
+        start: Starts a run: ``start(workflow_name, start_event, fields)`` returns its id, or
+            an awaitable of it (the server's start records the run off the loop).
         poll: Seconds between looks at the stored schedules while no firing is due.
         clock: Seconds since the epoch (injectable for tests).
     """
@@ -153,7 +155,7 @@ class Scheduler:
         self,
         store: ScheduleStore,
         workflows: dict[str, Any],
-        start: Callable[[str, Any, dict[str, Any]], str],
+        start: Callable[[str, Any, dict[str, Any]], str | Awaitable[str]],
         *,
         poll: float = 15.0,
         clock: Callable[[], float] = time.time,
@@ -225,7 +227,8 @@ class Scheduler:
         self._done[record.name] = at
         if not won:
             return None  # another replica fired it
-        run_id = self._start(record.workflow, start_event, record.fields)
+        started = self._start(record.workflow, start_event, record.fields)
+        run_id = await started if inspect.isawaitable(started) else started
         await asyncio.to_thread(self.store.link_firing, record.name, at, run_id)
         logger.info("Schedule %r fired at %s: run %s", record.name, _utc(at).isoformat(), run_id)
         return run_id
