@@ -22,11 +22,12 @@ import inspect
 import json
 import logging
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from batonflow.core.durable._records import ENDED
 
+from ._live import LiveRun as LiveRun
+from ._live import RunStateError as RunStateError
 from ._wire import error_text, jsonable
 from .run_store import RunStore, StoredEvent
 
@@ -37,7 +38,6 @@ INTERRUPTED = (
     "The server stopped while this run was in progress and it could not be restored; "
     "start it again."
 )
-
 
 #: Added to the error of a run that failed because its checkpoint could not be encoded.
 DURABLE_HINT = (
@@ -75,28 +75,6 @@ async def _when_reachable(read: Any, *args: Any) -> Any:
             if exc.retry_after is None:
                 raise
             await asyncio.sleep(exc.retry_after)
-
-
-class RunStateError(RuntimeError):
-    """An operation that does not fit the run's state (e.g. an event sent to a finished run)."""
-
-
-@dataclass(eq=False)
-class LiveRun:
-    """A run in progress in this server process."""
-
-    run_id: str
-    workflow_name: str
-    workflow: Any
-    handler: Any
-    status: str = "running"
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-    pump: asyncio.Task[None] | None = None
-
-    def _notify(self) -> None:
-        changed, self.changed = self.changed, asyncio.Event()
-        changed.set()
 
 
 class RunManager:
