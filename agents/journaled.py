@@ -7,6 +7,13 @@ agent's step re-run after a crash gets it back without asking the LLM again or c
 tool again. A replayed LLM call streams no deltas (its tokens were streamed before the crash);
 a replayed tool call returns its recorded output, its ``raw_output`` as JSON (or its text when
 JSON cannot hold it). Outside a durable run the calls are made as they are.
+
+Next to each result the journal keeps the call as a cassette holds it (the LLM request: messages,
+tools offered, model and settings; a tool's arguments), secrets redacted, so that
+``batonflow runs export RUN --cassette FILE`` can write the run as a cassette
+(:mod:`batonflow.testing`). An LLM call is recorded as ``{"response", "cassette"}``; one
+journaled before requests were kept (the response alone) still replays. No request is kept
+while a cassette is open around the run: that cassette records or answers the calls itself.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from batonflow.core import Context
+from batonflow.testing._export import CASSETTE_KEY, capture
 from llama_index.core.base.llms.types import ChatResponse
 from llama_index.core.tools import ToolOutput
 from pydantic import BaseModel
@@ -38,15 +46,21 @@ async def journaled_chat(ctx: Context, call: Callable[[], Awaitable[ChatResponse
     made: list[ChatResponse] = []
 
     async def ask() -> dict[str, Any]:
-        response = await call()
+        with capture() as session:
+            response = await call()
         made.append(response)
         raw = response.raw
         plain = raw.model_dump() if isinstance(raw, BaseModel) else raw
         recorded: dict[str, Any] = _plain(response.model_copy(update={"raw": _plain(plain)}))
-        return recorded
+        if session is None:
+            return recorded
+        return {"response": recorded, CASSETTE_KEY: session.interactions}
 
     recorded: dict[str, Any] = await ctx.journal("llm", ask)
-    return made[0] if made else ChatResponse.model_validate(recorded)
+    if made:
+        return made[0]
+    # A journal written before requests were kept holds the response alone.
+    return ChatResponse.model_validate(recorded.get("response", recorded))
 
 
 async def journaled_tool(
@@ -59,10 +73,14 @@ async def journaled_tool(
     made: list[ToolOutcome] = []
 
     async def run() -> dict[str, Any]:
-        outcome = await call()
+        with capture() as session:
+            outcome = await call()
         made.append(outcome)
         raw = outcome.tool_output.raw_output if outcome.tool_output is not None else None
-        return {"output": outcome.output, "is_error": outcome.is_error, "raw_output": _plain(raw)}
+        result = {"output": outcome.output, "is_error": outcome.is_error, "raw_output": _plain(raw)}
+        if session is not None:
+            result[CASSETTE_KEY] = session.interactions
+        return result
 
     recorded: dict[str, Any] = await ctx.journal(f"tool:{name}", run)
     if made:

@@ -63,6 +63,8 @@ class CassetteSession:
             call from the file and makes none; ``"rewrite"`` answers the calls the file holds
             unchanged and makes (and writes over) the others.
         redact: The redaction hook (see :mod:`batonflow.testing`).
+        write: ``False`` keeps what a ``"record"`` block recorded in :attr:`interactions`
+            only, writing no file (a durable run's journal keeps each call's interactions).
     """
 
     def __init__(
@@ -70,6 +72,8 @@ class CassetteSession:
         path: str | Path,
         mode: Mode,
         redact: _redact.Redactor | None = None,
+        *,
+        write: bool = True,
     ) -> None:
         if mode not in MODES:
             raise ValueError(
@@ -78,6 +82,7 @@ class CassetteSession:
         self.path = Path(path)
         self.mode: Mode = mode
         self._redact = redact
+        self._write = write
         self._lock = threading.Lock()
         recorded = [] if mode == "record" else load(self.path)
         self._llm = [e for e in recorded if e.get("kind") == "llm"]
@@ -118,7 +123,7 @@ class CassetteSession:
                 "replay with mode='rewrite' to drop them."
             )
         # A rewrite also drops what this run no longer asks for.
-        if exc is None and (self._changed or (self.mode == "rewrite" and unused)):
+        if self._write and exc is None and (self._changed or (self.mode == "rewrite" and unused)):
             save(self.path, [e for e in self._out if e is not None])
 
     async def __aenter__(self) -> CassetteSession:
