@@ -18,6 +18,7 @@ while a cassette is open around the run: that cassette records or answers the ca
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -45,8 +46,11 @@ async def journaled_chat(ctx: Context, call: Callable[[], Awaitable[ChatResponse
     """
     made: list[ChatResponse] = []
 
+    # Only a durable run keeps the request (for `runs export`): capturing wraps the LLM classes.
+    keep = capture() if ctx.journaled else contextlib.nullcontext()
+
     async def ask() -> dict[str, Any]:
-        with capture() as session:
+        with keep as session:
             response = await call()
         made.append(response)
         raw = response.raw
@@ -72,8 +76,10 @@ async def journaled_tool(
     """``await call()`` (one tool call), journaled as ``"tool:<name>"``."""
     made: list[ToolOutcome] = []
 
+    keep = capture() if ctx.journaled else contextlib.nullcontext()
+
     async def run() -> dict[str, Any]:
-        with capture() as session:
+        with keep as session:
             outcome = await call()
         made.append(outcome)
         raw = outcome.tool_output.raw_output if outcome.tool_output is not None else None

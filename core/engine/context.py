@@ -198,6 +198,11 @@ class Context(Generic[StateT]):
             )
         return ex
 
+    @property
+    def journaled(self) -> bool:
+        """Whether :meth:`journal` records calls here (a durable run) or simply makes them."""
+        return self._journal is not None
+
     async def journal(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Call ``fn(*args, **kwargs)`` (sync or async) once per run, its outcome journaled.
 

@@ -146,6 +146,8 @@ async def test_a_journal_written_before_requests_were_kept_still_replays(tmp_pat
         journal = RunJournal(store, JsonSerializer(), "r1")
 
         class Ctx:
+            journaled = True
+
             async def journal(self, name, fn):  # type: ignore[no-untyped-def]
                 return await journal.call("s", 0, 0, name, fn, (), {})
 
