@@ -60,6 +60,14 @@ def _session() -> CassetteSession | None:
     return None if _INSIDE.get() else ACTIVE.get()
 
 
+def _bound(original: Any, self: Any) -> Any:
+    """``original`` bound to ``self``, as attribute access binds it: llama-index's
+    ``dispatcher.span`` is a wrapt decorator that finds the instance through that binding (called
+    unbound, its span handlers see no instance, and the GenAI span of the call loses the LLM's
+    settings)."""
+    return original.__get__(self, type(self))
+
+
 def _inside(fn: Callable[[], Any]) -> Any:
     token = _INSIDE.set(True)
     try:
@@ -107,10 +115,10 @@ def _wrap_llm(original: Any, call: str, stream: bool, is_async: bool) -> Any:
         def sync_method(self: Any, *args: Any, **kwargs: Any) -> Any:
             session = _session()
             if session is None:
-                return original(self, *args, **kwargs)
+                return _bound(original, self)(*args, **kwargs)
 
             def real() -> Any:
-                result = _inside(lambda: original(self, *args, **kwargs))
+                result = _inside(lambda: _bound(original, self)(*args, **kwargs))
                 return _iterate(result) if stream else result
 
             return session.llm_call(self, call, stream, args, kwargs, real)
@@ -121,10 +129,10 @@ def _wrap_llm(original: Any, call: str, stream: bool, is_async: bool) -> Any:
     async def async_method(self: Any, *args: Any, **kwargs: Any) -> Any:
         session = _session()
         if session is None:
-            return await original(self, *args, **kwargs)
+            return await _bound(original, self)(*args, **kwargs)
 
         async def real() -> Any:
-            result = await _ainside(lambda: original(self, *args, **kwargs))
+            result = await _ainside(lambda: _bound(original, self)(*args, **kwargs))
             return _aiterate(result) if stream else result
 
         return await session.allm_call(self, call, stream, args, kwargs, real)
@@ -139,9 +147,9 @@ def _wrap_tool(original: Any, is_async: bool) -> Any:
         def sync_method(self: Any, *args: Any, **kwargs: Any) -> Any:
             session = _session()
             if session is None:
-                return original(self, *args, **kwargs)
+                return _bound(original, self)(*args, **kwargs)
             return session.tool_call(
-                self, args, kwargs, lambda: _inside(lambda: original(self, *args, **kwargs))
+                self, args, kwargs, lambda: _inside(lambda: _bound(original, self)(*args, **kwargs))
             )
 
         return sync_method
@@ -150,9 +158,9 @@ def _wrap_tool(original: Any, is_async: bool) -> Any:
     async def async_method(self: Any, *args: Any, **kwargs: Any) -> Any:
         session = _session()
         if session is None:
-            return await original(self, *args, **kwargs)
+            return await _bound(original, self)(*args, **kwargs)
         return await session.atool_call(
-            self, args, kwargs, lambda: _ainside(lambda: original(self, *args, **kwargs))
+            self, args, kwargs, lambda: _ainside(lambda: _bound(original, self)(*args, **kwargs))
         )
 
     return async_method

@@ -12,7 +12,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = r'''
-import asyncio, json, sys
+import asyncio, json, os, sys
 import httpx, respx
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
@@ -71,7 +71,9 @@ async def main():
             200, headers={"content-type": "text/event-stream"}, content=body.encode()))
         openai = OpenAI(model="gpt-4o-mini", api_key="test", max_retries=0, temperature=0.3,
                         max_tokens=64)
-        await FunctionAgent(name="solo", llm=openai).run(user_msg="hi")
+        # BATONFLOW_TEST_DURABLE_DB: the same agent run durably (its calls journaled)
+        durable = os.environ.get("BATONFLOW_TEST_DURABLE_DB")
+        await FunctionAgent(name="solo", llm=openai, checkpoint_store=durable).run(user_msg="hi")
 
     out = []
     for s in exporter.get_finished_spans():
@@ -212,3 +214,13 @@ print(len(own.get_finished_spans()), len(global_spans.get_finished_spans()))
 """
     )
     assert out == "2 0"
+
+
+def test_a_durable_agent_runs_chat_span_keeps_the_llm_settings(tmp_path: Path) -> None:
+    """A durable run journals its LLM calls with their cassette request (for `runs export`):
+    the call made through that capture still shows the LLM's settings on its span."""
+    spans = run_script(BATONFLOW_TEST_DURABLE_DB=str(tmp_path / "runs.db"))
+    chat = by_name(spans, "chat gpt-4o-mini")[0]["attrs"]
+    assert chat["gen_ai.request.temperature"] == 0.3
+    assert chat["gen_ai.request.max_tokens"] == 64
+    assert (chat["gen_ai.usage.input_tokens"], chat["gen_ai.usage.output_tokens"]) == (11, 3)
