@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import threading
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from batonflow.core.durable._schedules import (
     ScheduleStore,
 )
 from batonflow.core.durable._sqlite_store import SCHEMA_VERSION
+from firing_race import race_for_firings
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -69,20 +69,7 @@ def test_two_sqlite_stores_on_one_file_racing_claim_each_firing_once(tmp_path: P
     """Eight threads on two stores of one file race for the same 20 firings: one winner each."""
     path = tmp_path / "runs.db"
     stores = [SqliteCheckpointStore(path), SqliteCheckpointStore(path)]
-    won: list[tuple[int, str]] = []
-    barrier = threading.Barrier(8)
-
-    def race(who: str, store: SqliteCheckpointStore) -> None:
-        barrier.wait()
-        for at in range(20):
-            if store.claim_firing("every", at, who):
-                won.append((at, who))
-
-    threads = [threading.Thread(target=race, args=(f"t{i}", stores[i % 2])) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    won = race_for_firings(stores, threads=8, firings=20, schedule="every")
     for s in stores:
         s.close()
     assert sorted(at for at, _ in won) == list(range(20))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 import psycopg
 import pytest
 from batonflow.core.durable._schedules import ScheduleRecord
 from batonflow.postgres import PostgresCheckpointStore
+from firing_race import race_for_firings
 from replicas import Replica
 from replicas import executions as _executions
 
@@ -17,20 +17,7 @@ def test_three_stores_racing_claim_each_firing_once(postgres_url) -> None:
     """Nine threads on three stores (three connection pools) race for 30 firings: each time
     has exactly one claimant, and each claimant is told the truth."""
     stores = [PostgresCheckpointStore(postgres_url) for _ in range(3)]
-    won: list[tuple[int, str]] = []
-    barrier = threading.Barrier(9)
-
-    def race(who: str, store: PostgresCheckpointStore) -> None:
-        barrier.wait()
-        for at in range(30):
-            if store.claim_firing("race", at, who):
-                won.append((at, who))
-
-    threads = [threading.Thread(target=race, args=(f"t{i}", stores[i % 3])) for i in range(9)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    won = race_for_firings(stores, threads=9, firings=30, schedule="race")
     for s in stores:
         s.close()
     assert sorted(at for at, _ in won) == list(range(30))
