@@ -26,6 +26,7 @@ from .errors import ContextSerdeError as ContextSerdeError
 from .errors import ContextStateError as ContextStateError
 from .errors import DuplicateStartError as DuplicateStartError
 from .errors import IdempotencyKeyError as IdempotencyKeyError
+from .errors import IncompatibleRunError as IncompatibleRunError
 from .errors import JournalMismatchError as JournalMismatchError
 from .errors import LeaseLostError as LeaseLostError
 from .errors import ResourceError as ResourceError
@@ -241,6 +242,7 @@ __all__ = [
     "IdleReleasedEvent",
     "InMemoryCheckpointStore",
     "InMemoryStateStore",
+    "IncompatibleRunError",
     "InputRequiredEvent",
     "Instrument",
     "InternalDispatchEvent",

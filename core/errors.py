@@ -35,6 +35,8 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
         ├── StoreUnreachableError            the store's server cannot be reached (a restart,
         │                                    a network failure): try again ``retry_after``
         ├── StoreCorruptError                the store's file or a row in it is damaged
+        ├── IncompatibleRunError             the code changed so that a run in flight
+        │                                    cannot continue from its checkpoint
         ├── UnstorableTextError (ValueError) text the store cannot hold (a NUL character
         │                                    or a lone surrogate in an id, a name, a filter)
         └── RunConflictError                 the run's state does not allow that (e.g. a
@@ -212,6 +214,20 @@ class StoreCorruptError(CheckpointError):
     """The run store's file, or a row in it, is damaged or not a batonflow store."""
 
 
+class IncompatibleRunError(CheckpointError):
+    """A run in flight cannot continue with this code: a step its checkpoint has in progress
+    (or pending events for) is gone, an event or state field changed incompatibly.
+
+    Raised before anything runs; the message names the run and every reason, and
+    :attr:`reasons` holds them one by one. A resume records the run as ``interrupted`` with
+    this message as its error (see ``WorkflowCheckpointer.check``).
+    """
+
+    def __init__(self, message: str, reasons: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.reasons = reasons
+
+
 class UnstorableTextError(CheckpointError, ValueError):
     """Text the store cannot hold: a NUL character, or a lone surrogate (not Unicode text).
 
@@ -311,6 +327,7 @@ __all__ = [
     "ContextStateError",
     "DuplicateStartError",
     "IdempotencyKeyError",
+    "IncompatibleRunError",
     "JournalMismatchError",
     "LeaseLostError",
     "ResourceCycleError",

@@ -147,6 +147,8 @@ class RunRecord:
             key in a store, for as long as the run is kept.
         parent_run_id: The run this one was forked from (``cptr.fork``), else ``None``.
         parent_seq: The checkpoint of the parent it continues from (its ``seq``).
+        workflow_version: The version of the workflow that started it (``Workflow.version``:
+            declared, or the hash of its shape); ``None`` for runs recorded before versions.
     """
 
     run_id: str
@@ -166,6 +168,7 @@ class RunRecord:
     idempotency_key: str | None = None
     parent_run_id: str | None = None
     parent_seq: int | None = None
+    workflow_version: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,7 @@ from ..errors import (
     RunConflictError,
     WorkflowRuntimeError,
 )
-from . import _checkpoint_query, _checkpoint_recording, _continuing, _idempotency
+from . import _checkpoint_query, _checkpoint_recording, _continuing, _idempotency, _versions
 from ._memory_store import InMemoryCheckpointStore
 from ._records import (
     STATUSES,
@@ -51,6 +51,7 @@ from ._records import (
 )
 from ._sqlite_store import SqliteCheckpointStore
 from ._store import CheckpointStore, OffLoopWrites, encode, event_body
+from ._versions import RunCheck
 
 #: The inbox body of a cancel request (see ``request_cancel``). No serializer writes it for an
 #: event: they all encode an event's class with it.
@@ -365,20 +366,67 @@ class WorkflowCheckpointer:
         still runs it, a resume elsewhere is refused before anything runs (a process killed
         with ``kill -9`` holds nothing).
 
+        A run started by another version of the workflow is checked first (:meth:`check`):
+        one this code cannot continue is recorded ``interrupted`` with the reason as its
+        error, and nothing runs.
+
         Raises:
             RunBusyError: Another live process runs it (its message names the process).
+            IncompatibleRunError: This code cannot continue it (the message says why).
             CheckpointError: The store has no record of that run, or it cannot be restored.
         """
         latest = self.store.latest(run_id)
+        record = self.store.run(run_id)
+        if latest is None and (record is None or record.start_event is None):
+            raise CheckpointError(
+                f"No checkpoint for run {run_id!r} in {self.store!r}; start it with "
+                "cptr.run(...), or pass the store the run was recorded in."
+            )
+        if record is not None:
+            found = _versions.check_record(self.workflow, self.serializer, record, latest)
+            if not found.ok:
+                raise _versions.refuse(self, found)
         if latest is None:
-            record = self.store.run(run_id)
-            if record is None or record.start_event is None:
-                raise CheckpointError(
-                    f"No checkpoint for run {run_id!r} in {self.store!r}; start it with "
-                    "cptr.run(...), or pass the store the run was recorded in."
-                )
+            assert record is not None  # checked above
             return self._restart(record)
         return self._continue(latest, run_id, {})
+
+    def check(self, run_id: str) -> RunCheck:
+        """Whether this checkpointer's workflow can continue run ``run_id``, without running it.
+
+        A run recorded by the same version (``Workflow.version``) can; another's latest
+        checkpoint (or start event) is read against this code: a step it has in progress or
+        events for that is gone, an event or state that no longer fits its class, are
+        reasons it cannot. Nothing is written.
+
+        Raises:
+            CheckpointError: The store has no record of that run.
+        """
+        record = self.store.run(run_id)
+        if record is None:
+            raise CheckpointError(
+                f"No run {run_id!r} in {self.store!r}; check a run recorded in this store."
+            )
+        return _versions.check(self, record)
+
+    def check_runs(self, workflow_names: Iterable[str] | None = None) -> list[RunCheck]:
+        """:meth:`check` every run in flight (running, waiting or interrupted), oldest first.
+
+        Args:
+            workflow_names: The names its runs were recorded under (default: the workflow's
+                ``workflow_name``; a server records the name it serves it under).
+        """
+        names = {self.workflow.workflow_name} if workflow_names is None else set(workflow_names)
+        records = sorted(
+            (
+                record
+                for status in _versions.IN_FLIGHT
+                for record in self.store.runs(status=status)
+                if record.workflow_name in names
+            ),
+            key=lambda r: (r.created_at, r.run_id),
+        )
+        return [_versions.check(self, record) for record in records]
 
     def _acquire(self, run_id: str, status: str | None) -> None:
         """Take run ``run_id`` for this process before it continues here (see the store's
@@ -542,6 +590,7 @@ __all__ = [
     "CheckpointStore",
     "InMemoryCheckpointStore",
     "InboxItem",
+    "RunCheck",
     "RunInfo",
     "RunRecord",
     "SqliteCheckpointStore",
