@@ -104,6 +104,27 @@ class ReplicaSet:
                 len(released),
             )
 
+    def cannot_continue(self, row: Any) -> bool:
+        """Whether this replica's code cannot continue ``row``'s run (checked before it runs:
+        ``WorkflowCheckpointer.check``). Such a run is left as it is, not marked: its lease is
+        released at once for a replica whose code can (one still running the old version,
+        during a rolling deploy), and this process never claims it again."""
+        checkpointer = self.manager.checkpointers.get(row.workflow)
+        if checkpointer is None:
+            return False
+        found = checkpointer.check(row.run_id)
+        if found.ok:
+            return False
+        logger.warning(
+            "replica %s leaves run %s to a replica whose code can continue it: %s",
+            self.replica_id,
+            row.run_id,
+            "; ".join(found.reasons),
+        )
+        self.replication.refused.add(row.run_id)
+        self.store.release(row.run_id)
+        return True
+
     def changed(self, run_id: str) -> asyncio.Event:
         """An event set when the log of a run held elsewhere grows (for SSE readers here)."""
         event = self._changed.get(run_id)

@@ -156,6 +156,11 @@ class Run(_Body):
     parent_seq: int | None = Field(
         None, description="The parent's checkpoint it continues from (a fork's)."
     )
+    workflow_version: str | None = Field(
+        None,
+        description="The version of the workflow that started it (declared, or the hash of "
+        "its steps, events and state); null for runs recorded before versions.",
+    )
     question: Question | None = Field(
         None, description="While waiting (GET /runs/{id}): the question the run asked."
     )

@@ -156,7 +156,7 @@ CLAIM_EXPIRED = (
     f"lease_until = {NOW} + %s, lease_since = {NOW}, lease_change = %s "
     "WHERE run_id IN (SELECT run_id FROM checkpoint_runs "
     "WHERE status = ANY(%s) AND (%s::text IS NULL OR owner = %s) "
-    "AND (%s::text[] IS NULL OR workflow_name = ANY(%s)) "
+    "AND (%s::text[] IS NULL OR workflow_name = ANY(%s)) AND NOT run_id = ANY(%s::text[]) "
     "AND ((lease_owner IS NOT NULL AND lease_token IS DISTINCT FROM %s "
     f"AND {EXPIRED}) OR (lease_owner IS NULL AND status = ANY(%s))) "
     "ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED) "

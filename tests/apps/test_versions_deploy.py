@@ -1,0 +1,129 @@
+"""Deploying new code while runs are in flight: ``batonflow runs check`` (a real CLI process)
+lists the runs the new code cannot continue, and a real server restarted with the new code
+resumes the others and records those as interrupted, with the reason (SQLite)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import httpx
+import pytest
+from versioned_apps import HOLD_REASONS, V1, V2, write
+
+from .served import _env
+from .sse import wait_status
+
+#: Run in a process with V1 on its path: start one run of each kind, wait until each asks its
+#: question, print their ids, and exit with both in flight.
+_PARK = textwrap.dedent(
+    """
+    import asyncio, os, sys
+    from batonflow.core import InputRequiredEvent, SqliteCheckpointStore, WorkflowCheckpointer
+    from orders import Orders
+
+    async def main():
+        cptr = WorkflowCheckpointer(Orders(), store=SqliteCheckpointStore(sys.argv[1]))
+        for hold in (False, True):
+            handler = cptr.run(item="tea", hold=hold)
+            async for event in handler.stream_events():
+                if isinstance(event, InputRequiredEvent):
+                    print(handler.run_id, flush=True)
+                    break
+        os._exit(0)  # the process stops with both runs in flight
+
+    asyncio.run(main())
+    """
+)
+
+
+def _batonflow(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**_env(), "PYTHONPATH": str(cwd)}
+    return subprocess.run(
+        [sys.executable, "-m", "batonflow", *args],
+        capture_output=True, text=True, timeout=120, env=env, cwd=cwd,
+    )  # fmt: skip
+
+
+def _park(tmp_path: Path, db: Path) -> tuple[str, str]:
+    old = write(tmp_path / "v1", V1).parent
+    done = subprocess.run(
+        [sys.executable, "-c", _PARK, str(db)],
+        capture_output=True, text=True, timeout=120, cwd=old,
+        env={**_env(), "PYTHONPATH": str(old)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shipping, holding = done.stdout.split()
+    return shipping, holding
+
+
+def test_runs_check_lists_the_runs_the_new_code_cannot_continue(tmp_path: Path) -> None:
+    """With V2 (hold removed) the run waiting in hold is listed with both reasons on one
+    line and the exit status is 1; the run waiting in ship is not listed; V1 passes (0)."""
+    db = tmp_path / "runs.db"
+    shipping, holding = _park(tmp_path, db)
+    new = write(tmp_path / "v2", V2).parent
+
+    done = _batonflow(new, "runs", "check", "--app", "orders:Orders", "--store", str(db))
+    assert done.returncode == 1, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{holding} Orders (waiting, version ")
+    assert all(reason in lines[0] for reason in HOLD_REASONS), lines[0]
+    assert shipping not in done.stdout
+    assert "2 run(s) in flight checked; 1 cannot continue with this code" in done.stderr
+
+    as_json = _batonflow(new, "runs", "check", "--app", "orders:Orders", "--db", str(db), "--json")
+    assert as_json.returncode == 1
+    report = json.loads(as_json.stdout)
+    assert report["checked"] == 2 and [r["run_id"] for r in report["incompatible"]] == [holding]
+    assert report["incompatible"][0]["reasons"][0].startswith(HOLD_REASONS[0])
+
+    same = _batonflow(
+        tmp_path / "v1", "runs", "check", "--app", "orders:Orders", "--store", str(db)
+    )
+    assert (same.returncode, same.stdout) == (0, ""), same.stderr
+    assert "the new code can continue all of them" in same.stderr
+
+
+def test_runs_check_refuses_an_app_it_cannot_load(tmp_path: Path) -> None:
+    """A bad --app is an error naming it (exit 1), not a silent pass."""
+    db = tmp_path / "runs.db"
+    _park(tmp_path, db)
+    done = _batonflow(tmp_path, "runs", "check", "--app", "name=", "--store", str(db))
+    assert done.returncode == 1 and "--app 'name=' is incomplete" in done.stderr
+
+
+@pytest.mark.slow
+def test_a_restarted_server_with_new_code_resumes_what_it_can(tmp_path: Path, serve) -> None:
+    """Killed with two runs waiting and restarted with V2: the run in ship is resumed and
+    answered by the new code; the run in hold is recorded interrupted with the reasons."""
+    write(tmp_path, V1)
+    first = serve("--no-prebuilt", "-w", "orders=orders:Orders")
+    with httpx.Client(base_url=first.url, timeout=20) as c:
+        shipping = c.post("/workflows/orders/runs", json={"item": "tea"}).json()["run_id"]
+        holding = c.post("/workflows/orders/runs", json={"item": "tea", "hold": True}).json()
+        for run_id in (shipping, holding["run_id"]):
+            wait_status(c, run_id, {"waiting"})
+    first.proc.kill()  # kill -9: the runs stay in flight in the store
+    first.proc.wait(10)
+
+    write(tmp_path, V2)
+    second = serve("--no-prebuilt", "-w", "orders=orders:Orders")
+    second.wait_for(rf"Run {holding['run_id']} is not resumed: Run '{holding['run_id']}'")
+    with httpx.Client(base_url=second.url, timeout=20) as c:
+        refused = c.get(f"/runs/{holding['run_id']}").json()
+        assert refused["status"] == "interrupted"
+        assert refused["error"].startswith("IncompatibleRunError: ")
+        assert all(reason in refused["error"] for reason in HOLD_REASONS), refused["error"]
+        resumed = wait_status(c, shipping, {"waiting", "interrupted"})
+        assert resumed["status"] == "waiting", resumed["error"]  # hold's removal is no matter
+        answer = {"type": "HumanResponseEvent", "data": {"response": "go"}}
+        assert c.post(f"/runs/{shipping}/events", json=answer).status_code == 202
+        done = wait_status(c, shipping, {"completed", "failed"})
+        assert done["result"] == "shipped tea (v2): go", done
+        # The record keeps the version that started the run (V1's, for both).
+        assert refused["workflow_version"] is not None
+        assert done["workflow_version"] == refused["workflow_version"]
