@@ -8,7 +8,11 @@ puts one of them in a folder as ``orders.py``, the module a process imports as `
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 _HEAD = """
@@ -81,3 +85,56 @@ def write(folder: Path, source: str) -> Path:
     path = folder / "orders.py"
     path.write_text(source)
     return path
+
+
+#: Run in a process with an ``orders.py`` on its path: start one run of each kind on the store
+#: ``argv[1]`` names, wait until each asks its question, print their ids, and exit with both
+#: in flight.
+_PARK = textwrap.dedent(
+    """
+    import asyncio, os, sys
+    from batonflow.core import InputRequiredEvent, WorkflowCheckpointer
+    from batonflow.core.stores import open_store
+    from orders import Orders
+
+    async def main():
+        cptr = WorkflowCheckpointer(Orders(), store=open_store(sys.argv[1]))
+        for hold in (False, True):
+            handler = cptr.run(item="tea", hold=hold)
+            async for event in handler.stream_events():
+                if isinstance(event, InputRequiredEvent):
+                    print(handler.run_id, flush=True)
+                    break
+        os._exit(0)  # the process stops with both runs in flight
+
+    asyncio.run(main())
+    """
+)
+
+
+def env(folder: Path) -> dict[str, str]:
+    """The environment of a process that imports ``folder``'s ``orders.py``."""
+    kept = {
+        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OTEL_", "BATONFLOW_"))
+    }
+    return {**kept, "PYTHONPATH": str(folder)}
+
+
+def park(folder: Path, store: str) -> tuple[str, str]:
+    """In a process running ``folder``'s ``orders.py``, leave two runs in flight on ``store``
+    (a path or URL): the one waiting in ``ship``, the one waiting in ``hold``."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PARK, store],
+        capture_output=True, text=True, timeout=120, cwd=folder, env=env(folder),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shipping, holding = done.stdout.split()
+    return shipping, holding
+
+
+def batonflow(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``batonflow ARGS`` in a process running ``folder``'s ``orders.py``."""
+    return subprocess.run(
+        [sys.executable, "-m", "batonflow", *args],
+        capture_output=True, text=True, timeout=120, cwd=folder, env=env(folder),
+    )  # fmt: skip

@@ -5,59 +5,17 @@ resumes the others and records those as interrupted, with the reason (SQLite).""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import httpx
 import pytest
-from versioned_apps import HOLD_REASONS, V1, V2, write
+from versioned_apps import HOLD_REASONS, V1, V2, batonflow, park, write
 
-from .served import _env
 from .sse import wait_status
-
-#: Run in a process with V1 on its path: start one run of each kind, wait until each asks its
-#: question, print their ids, and exit with both in flight.
-_PARK = textwrap.dedent(
-    """
-    import asyncio, os, sys
-    from batonflow.core import InputRequiredEvent, SqliteCheckpointStore, WorkflowCheckpointer
-    from orders import Orders
-
-    async def main():
-        cptr = WorkflowCheckpointer(Orders(), store=SqliteCheckpointStore(sys.argv[1]))
-        for hold in (False, True):
-            handler = cptr.run(item="tea", hold=hold)
-            async for event in handler.stream_events():
-                if isinstance(event, InputRequiredEvent):
-                    print(handler.run_id, flush=True)
-                    break
-        os._exit(0)  # the process stops with both runs in flight
-
-    asyncio.run(main())
-    """
-)
-
-
-def _batonflow(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**_env(), "PYTHONPATH": str(cwd)}
-    return subprocess.run(
-        [sys.executable, "-m", "batonflow", *args],
-        capture_output=True, text=True, timeout=120, env=env, cwd=cwd,
-    )  # fmt: skip
 
 
 def _park(tmp_path: Path, db: Path) -> tuple[str, str]:
-    old = write(tmp_path / "v1", V1).parent
-    done = subprocess.run(
-        [sys.executable, "-c", _PARK, str(db)],
-        capture_output=True, text=True, timeout=120, cwd=old,
-        env={**_env(), "PYTHONPATH": str(old)},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    shipping, holding = done.stdout.split()
-    return shipping, holding
+    return park(write(tmp_path / "v1", V1).parent, str(db))
 
 
 def test_runs_check_lists_the_runs_the_new_code_cannot_continue(tmp_path: Path) -> None:
@@ -67,7 +25,7 @@ def test_runs_check_lists_the_runs_the_new_code_cannot_continue(tmp_path: Path) 
     shipping, holding = _park(tmp_path, db)
     new = write(tmp_path / "v2", V2).parent
 
-    done = _batonflow(new, "runs", "check", "--app", "orders:Orders", "--store", str(db))
+    done = batonflow(new, "runs", "check", "--app", "orders:Orders", "--store", str(db))
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"{holding} Orders (waiting, version ")
@@ -75,15 +33,13 @@ def test_runs_check_lists_the_runs_the_new_code_cannot_continue(tmp_path: Path) 
     assert shipping not in done.stdout
     assert "2 run(s) in flight checked; 1 cannot continue with this code" in done.stderr
 
-    as_json = _batonflow(new, "runs", "check", "--app", "orders:Orders", "--db", str(db), "--json")
+    as_json = batonflow(new, "runs", "check", "--app", "orders:Orders", "--db", str(db), "--json")
     assert as_json.returncode == 1
     report = json.loads(as_json.stdout)
     assert report["checked"] == 2 and [r["run_id"] for r in report["incompatible"]] == [holding]
     assert report["incompatible"][0]["reasons"][0].startswith(HOLD_REASONS[0])
 
-    same = _batonflow(
-        tmp_path / "v1", "runs", "check", "--app", "orders:Orders", "--store", str(db)
-    )
+    same = batonflow(tmp_path / "v1", "runs", "check", "--app", "orders:Orders", "--store", str(db))
     assert (same.returncode, same.stdout) == (0, ""), same.stderr
     assert "the new code can continue all of them" in same.stderr
 
@@ -92,7 +48,7 @@ def test_runs_check_refuses_an_app_it_cannot_load(tmp_path: Path) -> None:
     """A bad --app is an error naming it (exit 1), not a silent pass."""
     db = tmp_path / "runs.db"
     _park(tmp_path, db)
-    done = _batonflow(tmp_path, "runs", "check", "--app", "name=", "--store", str(db))
+    done = batonflow(tmp_path, "runs", "check", "--app", "name=", "--store", str(db))
     assert done.returncode == 1 and "--app 'name=' is incomplete" in done.stderr
 
 
