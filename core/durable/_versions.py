@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from ..data.events import Event, StartEvent
 from ..data.serialization import BaseSerializer
 from ..data.state import InMemoryStateStore
-from ..errors import BatonflowError, IncompatibleRunError
+from ..errors import BatonflowError, CheckpointError, IncompatibleRunError
 from ._records import Checkpoint, RunRecord
 
 if TYPE_CHECKING:
@@ -263,6 +263,47 @@ def check(cptr: WorkflowCheckpointer, record: RunRecord) -> RunCheck:
     return check_record(cptr.workflow, cptr.serializer, record, cptr.store.latest(record.run_id))
 
 
+def check_run(self: WorkflowCheckpointer, run_id: str) -> RunCheck:
+    """Whether this checkpointer's workflow can continue run ``run_id``, without running it.
+
+    A run recorded by the same version (``Workflow.version``) can; another's latest
+    checkpoint (or start event) is read against this code: a step it has in progress or
+    events for that is gone, an event or state that no longer fits its class, are reasons
+    it cannot. Nothing is written.
+
+    Raises:
+        CheckpointError: The store has no record of that run.
+    """
+    record = self.store.run(run_id)
+    if record is None:
+        raise CheckpointError(
+            f"No run {run_id!r} in {self.store!r}; check a run recorded in this store."
+        )
+    return check(self, record)
+
+
+def check_runs(
+    self: WorkflowCheckpointer, workflow_names: Iterable[str] | None = None
+) -> list[RunCheck]:
+    """``check`` every run in flight (running, waiting or interrupted), oldest first.
+
+    Args:
+        workflow_names: The names its runs were recorded under (default: the workflow's
+            ``workflow_name``; a server records the name it serves it under).
+    """
+    names = {self.workflow.workflow_name} if workflow_names is None else set(workflow_names)
+    records = sorted(
+        (
+            record
+            for status in IN_FLIGHT
+            for record in self.store.runs(status=status)
+            if record.workflow_name in names
+        ),
+        key=lambda r: (r.created_at, r.run_id),
+    )
+    return [check(self, record) for record in records]
+
+
 def refuse(cptr: WorkflowCheckpointer, found: RunCheck) -> IncompatibleRunError:
     """Record the refused run as ``interrupted`` with the reason, and return the error.
 
@@ -285,6 +326,8 @@ __all__ = [
     "RunCheck",
     "check",
     "check_record",
+    "check_run",
+    "check_runs",
     "checkpoint_problems",
     "refuse",
     "start_problems",

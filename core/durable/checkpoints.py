@@ -366,7 +366,7 @@ class WorkflowCheckpointer:
         still runs it, a resume elsewhere is refused before anything runs (a process killed
         with ``kill -9`` holds nothing).
 
-        A run started by another version of the workflow is checked first (:meth:`check`):
+        A run started by another version of the workflow is checked first (``check``):
         one this code cannot continue is recorded ``interrupted`` with the reason as its
         error, and nothing runs.
 
@@ -390,43 +390,6 @@ class WorkflowCheckpointer:
             assert record is not None  # checked above
             return self._restart(record)
         return self._continue(latest, run_id, {})
-
-    def check(self, run_id: str) -> RunCheck:
-        """Whether this checkpointer's workflow can continue run ``run_id``, without running it.
-
-        A run recorded by the same version (``Workflow.version``) can; another's latest
-        checkpoint (or start event) is read against this code: a step it has in progress or
-        events for that is gone, an event or state that no longer fits its class, are
-        reasons it cannot. Nothing is written.
-
-        Raises:
-            CheckpointError: The store has no record of that run.
-        """
-        record = self.store.run(run_id)
-        if record is None:
-            raise CheckpointError(
-                f"No run {run_id!r} in {self.store!r}; check a run recorded in this store."
-            )
-        return _versions.check(self, record)
-
-    def check_runs(self, workflow_names: Iterable[str] | None = None) -> list[RunCheck]:
-        """:meth:`check` every run in flight (running, waiting or interrupted), oldest first.
-
-        Args:
-            workflow_names: The names its runs were recorded under (default: the workflow's
-                ``workflow_name``; a server records the name it serves it under).
-        """
-        names = {self.workflow.workflow_name} if workflow_names is None else set(workflow_names)
-        records = sorted(
-            (
-                record
-                for status in _versions.IN_FLIGHT
-                for record in self.store.runs(status=status)
-                if record.workflow_name in names
-            ),
-            key=lambda r: (r.created_at, r.run_id),
-        )
-        return [_versions.check(self, record) for record in records]
 
     def _acquire(self, run_id: str, status: str | None) -> None:
         """Take run ``run_id`` for this process before it continues here (see the store's
@@ -559,6 +522,10 @@ class WorkflowCheckpointer:
                     continue
                 if item.key is not None:  # an answer: is another question still open?
                     handler._run.loop.call_soon(self._ask_again, run_id)
+
+    # Whether this code can continue a run (started by another version): _versions.py.
+    check = _versions.check_run
+    check_runs = _versions.check_runs
 
     # Continuing a run from a checkpoint (its own, or a fork's): _continuing.py.
     _restart = _continuing.restart

@@ -17,6 +17,7 @@ import hashlib
 import json
 import re
 import typing
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 #: Hex digits of the hash kept in a version (64 bits: collisions are not a concern here).
 _DIGITS = 16
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+#: Each workflow's hash, with the graph it is of (an instance can gain steps).
+_HASHES: weakref.WeakKeyDictionary[Workflow, tuple[Graph, str]] = weakref.WeakKeyDictionary()
 
 
 def check_declared(version: Any, where: str) -> str | None:
@@ -64,11 +67,14 @@ def version_of(workflow: Workflow) -> str:
     if declared is not None:
         return declared
     graph = workflow._graph()
-    cached = getattr(workflow, "_version_cache", None)
+    try:
+        cached = _HASHES.get(workflow)
+    except TypeError:  # a subclass that made its instances unhashable: no cache
+        return shape_hash(graph)
     if cached is not None and cached[0] is graph:
-        return str(cached[1])
+        return cached[1]
     version = shape_hash(graph)
-    workflow._version_cache = (graph, version)
+    _HASHES[workflow] = (graph, version)
     return version
 
 

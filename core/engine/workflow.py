@@ -93,8 +93,7 @@ class Workflow:
             from its latest checkpoint, also in a new process when the store is durable.
             A path or URL opens one with :func:`~batonflow.core.stores.open_store`: a SQLite
             file (``"runs.db"``) or a PostgreSQL database (``"postgresql://..."``).
-        version: The version its durable runs record (see :attr:`version`); a class may
-            declare it as a class attribute instead (``version = "2"``).
+        version: The version its durable runs record (or ``version = "2"`` in the class).
 
     Raises:
         WorkflowConfigurationError: ``timeout`` or ``num_concurrent_runs`` is not positive,
@@ -151,7 +150,6 @@ class Workflow:
         self._serializer = serializer
         self._strict_state = strict_state
         self._declared_version = check_declared(version, type(self).__name__)
-        self._version_cache: tuple[Graph, str] | None = None
         own = list(instruments)
         if verbose:
             style = verbose if isinstance(verbose, str) else "llama"  # True: LlamaIndex 2.26's
