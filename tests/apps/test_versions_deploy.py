@@ -39,6 +39,9 @@ def test_runs_check_lists_the_runs_the_new_code_cannot_continue(tmp_path: Path) 
     assert report["checked"] == 2 and [r["run_id"] for r in report["incompatible"]] == [holding]
     assert report["incompatible"][0]["reasons"][0].startswith(HOLD_REASONS[0])
 
+    other = batonflow(new, "runs", "check", "--app", "shop=orders:Orders", "--store", str(db))
+    assert other.returncode == 0 and "0 run(s) in flight checked" in other.stderr  # by NAME=
+
     same = batonflow(tmp_path / "v1", "runs", "check", "--app", "orders:Orders", "--store", str(db))
     assert (same.returncode, same.stdout) == (0, ""), same.stderr
     assert "the new code can continue all of them" in same.stderr

@@ -62,6 +62,20 @@ def test_a_declared_version_replaces_the_hash() -> None:
         make_flow()(version=3)  # type: ignore[arg-type]
 
 
+async def test_a_declared_version_is_trusted_when_equal_and_checked_when_not(
+    store: CheckpointStore,
+) -> None:
+    """A run of the same declared version is not read (the declaration is the promise); one of
+    another declared version is read against the code."""
+    run_id = await park(WorkflowCheckpointer(make_flow(version="1")(), store=store))
+    same = WorkflowCheckpointer(make_flow(second="dispatch", version="1")(), store=store)
+    assert same.check(run_id).ok
+    bumped = WorkflowCheckpointer(make_flow(second="dispatch", version="2")(), store=store)
+    found = bumped.check(run_id)
+    assert (found.recorded_version, found.version) == ("1", "2")
+    assert found.reasons == ("step 'ship' (with events queued) was renamed or removed",)
+
+
 _MODULE = """
 from batonflow.core import Event, StartEvent, StopEvent, Workflow, step
 
