@@ -142,7 +142,7 @@ class ReplicaSet:
         if record.run_id in self.manager.live:
             return
         row = self.manager.store.get(record.run_id)
-        if row is None:
+        if row is None or self.cannot_continue(row):
             return
         logger.warning(
             "replica %s resumes run %s (%s) from its last checkpoint",
@@ -150,7 +150,7 @@ class ReplicaSet:
             row.run_id,
             row.workflow,
         )
-        self.manager.adopt(row)
+        self.manager.adopt(row, checked=True)
 
     def _inbox(self, run_id: str, seq: int) -> None:
         live = self.manager.live.get(run_id)

@@ -193,7 +193,7 @@ class RunManager:
             )
         return resumed
 
-    def adopt(self, row: Any) -> bool:
+    def adopt(self, row: Any, *, checked: bool = False) -> bool:
         """Resume a stored unfinished run here; mark it interrupted when it cannot continue.
 
         A run another live process holds is left to it (``False``, nothing recorded).
@@ -201,7 +201,7 @@ class RunManager:
         from batonflow.core.errors import IncompatibleRunError, LeaseLostError, RunBusyError
 
         try:
-            if self.replicas is not None and self.replicas.cannot_continue(row):
+            if not checked and self.replicas is not None and self.replicas.cannot_continue(row):
                 return False  # left, not marked, to a replica whose code can continue it
             handler = self._reopen(row)
         except (RunBusyError, LeaseLostError) as exc:

@@ -100,6 +100,7 @@ def test_a_replica_leaves_a_run_its_code_cannot_continue_to_one_that_can(
         _wait(c, holding, {"waiting"})
         c.client.answer(holding, "later")
         assert c.client.wait(holding, timeout=60).result == "held tea: later"
+        assert f"resumes run {holding}" not in b.log.read_text()  # b never said it ran it
     finally:
         b.stop()
         if c is not None:
