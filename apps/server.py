@@ -49,6 +49,7 @@ from batonflow.core.errors import (
     CheckpointError,
     DuplicateStartError,
     IdempotencyKeyError,
+    IncompatibleRunError,
     RunConflictError,
     SerializationError,
     StoreUnreachableError,
@@ -482,7 +483,7 @@ def create_app(
             raise _not_found_run(run_id)
         try:
             live = manager.resume(run_id)
-        except RunStateError as exc:
+        except (RunStateError, IncompatibleRunError) as exc:  # the latter: see _versions
             raise HTTPException(409, str(exc)) from None
         except CheckpointError as exc:
             return _not_recorded(exc)

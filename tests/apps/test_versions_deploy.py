@@ -77,6 +77,8 @@ def test_a_restarted_server_with_new_code_resumes_what_it_can(tmp_path: Path, se
         assert refused["status"] == "interrupted"
         assert refused["error"].startswith("IncompatibleRunError: ")
         assert all(reason in refused["error"] for reason in HOLD_REASONS), refused["error"]
+        again = c.post(f"/runs/{holding['run_id']}/resume")  # by hand: still this code
+        assert again.status_code == 409 and HOLD_REASONS[1] in again.json()["detail"]
         resumed = wait_status(c, shipping, {"waiting", "interrupted"})
         assert resumed["status"] == "waiting", resumed["error"]  # hold's removal is no matter
         answer = {"type": "HumanResponseEvent", "data": {"response": "go"}}
