@@ -115,7 +115,7 @@ async def test_a_resume_with_the_step_renamed_is_refused_before_anything_runs(
     store: CheckpointStore,
 ) -> None:
     """The waiting step renamed: IncompatibleRunError naming the run and the step, the run
-    recorded interrupted with that reason, no step ran."""
+    recorded interrupted with that reason, no step ran; the old code resumes it later."""
     run_id = await park(WorkflowCheckpointer(make_flow()(), store=store))
     CALLS.clear()
     new = WorkflowCheckpointer(make_flow(second="dispatch")(), store=store)
@@ -126,6 +126,9 @@ async def test_a_resume_with_the_step_renamed_is_refused_before_anything_runs(
     assert record is not None and record.status == "interrupted"
     assert record.error is not None and "IncompatibleRunError" in record.error
     assert "step 'ship' (with events queued) was renamed or removed" in record.error
+    # Interrupted, not ended: the code that started it resumes it (a rollback).
+    assert await answer(WorkflowCheckpointer(make_flow()(), store=store), run_id, "ok") == "ok"
+    assert CALLS == ["ship"]
 
 
 @pytest.mark.parametrize(
