@@ -43,6 +43,7 @@ from ..errors import (
 from . import _checkpoint_query, _checkpoint_recording, _continuing, _idempotency, _versions
 from ._memory_store import InMemoryCheckpointStore
 from ._records import (
+    ENDED,
     STATUSES,
     Checkpoint,
     InboxItem,
@@ -382,7 +383,7 @@ class WorkflowCheckpointer:
                 f"No checkpoint for run {run_id!r} in {self.store!r}; start it with "
                 "cptr.run(...), or pass the store the run was recorded in."
             )
-        if record is not None:
+        if record is not None and record.status not in ENDED:  # an ended run: its result
             found = _versions.check_record(self.workflow, self.serializer, record, latest)
             if not found.ok:
                 raise _versions.refuse(self, found)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from batonflow.core import (
+    CheckpointError,
     IncompatibleRunError,
     StartEvent,
     StopEvent,
@@ -192,6 +193,22 @@ async def test_check_runs_lists_the_runs_in_flight_the_code_cannot_continue(
     checks = new.check_runs()
     assert [c.run_id for c in checks] == [parked]
     assert checks[0].to_dict()["ok"] is False and checks[0].recorded_version == old.workflow.version
+
+
+async def test_an_ended_run_is_not_checked_and_keeps_its_status(store: CheckpointStore) -> None:
+    """Resuming a completed run with changed code returns its result, or fails as restoring
+    it fails: the run stays completed, never marked interrupted."""
+    old = WorkflowCheckpointer(make_flow()(), store=store)
+    run_id = await park(old)
+    assert await answer(old, run_id, "done") == "done"
+    renamed = WorkflowCheckpointer(make_flow(second="dispatch")(), store=store)
+    assert await renamed.resume(run_id) == "done"
+    retyped = WorkflowCheckpointer(make_flow(state="list")(), store=store)
+    with pytest.raises(CheckpointError) as raised:
+        retyped.resume(run_id)
+    assert not isinstance(raised.value, IncompatibleRunError)
+    record = store.run(run_id)
+    assert record is not None and (record.status, record.error) == ("completed", None)
 
 
 async def test_run_from_and_fork_refuse_a_checkpoint_the_code_cannot_continue(
