@@ -9,7 +9,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from batonflow.apps.run_store import RunStore
+from batonflow.apps.server import BackgroundServer, create_app
+from batonflow.core import WorkflowCheckpointer
 from versioned_apps import HOLD_REASONS, V1, V2, batonflow, park, write
+from versioned_flows import make_flow
+from versioned_flows import park as park_here
 
 from .sse import wait_status
 
@@ -88,3 +93,21 @@ def test_a_restarted_server_with_new_code_resumes_what_it_can(tmp_path: Path, se
         # The record keeps the version that started the run (V1's, for both).
         assert refused["workflow_version"] is not None
         assert done["workflow_version"] == refused["workflow_version"]
+
+
+async def test_get_check_lists_the_runs_this_servers_code_cannot_continue(tmp_path: Path) -> None:
+    """GET /workflows/{name}/check: the version served, the runs checked, the refused ones."""
+    store = RunStore(tmp_path / "runs.db")
+    run_id = await park_here(WorkflowCheckpointer(make_flow()(), store=store.backend))
+    app = create_app({"Orders": make_flow(second="dispatch")()}, store=store)
+    server = BackgroundServer(app).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=20) as c:
+            body = c.get("/workflows/Orders/check").json()
+            assert (body["checked"], body["version"]) == (1, make_flow(second="dispatch")().version)
+            (refused,) = body["incompatible"]
+            assert refused["run_id"] == run_id and "step 'ship'" in refused["reasons"][0]
+            missing = c.get("/workflows/nope/check")
+            assert missing.status_code == 404 and "GET /workflows" in missing.json()["detail"]
+    finally:
+        server.stop()
