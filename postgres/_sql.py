@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from batonflow.core.durable._queue import queue_statements
 from batonflow.core.durable._schedules import schedule_statements
 from batonflow.core.durable._sql_schema import (
     CHECKPOINT_COLUMNS,
@@ -21,7 +22,7 @@ from batonflow.core.durable._sql_schema import (
     create_table,
 )
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 COMPONENT = "checkpoints"
 EVENTS_CHANNEL = "batonflow_events"
 INBOX_CHANNEL = "batonflow_inbox"
@@ -75,6 +76,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # The schedules and their firings, keyed by (schedule, time): core/durable/_schedules.py.
     8: schedule_statements(real="DOUBLE PRECISION"),
+    # The run queue: queued runs claimed under limits (core/durable/_queue.py).
+    9: queue_statements(real="DOUBLE PRECISION"),
 }
 #: True in a write's WHERE while the run's lease is held by the store whose token is the
 #: second parameter, or while the first parameter (the replica id) is NULL: no fencing.
@@ -186,6 +189,20 @@ INBOX_HEADS = (
     "WHERE r.lease_owner = %s AND r.lease_token = %s GROUP BY r.run_id"
 )
 LEASE_OF = f"SELECT lease_owner, lease_until - {NOW} FROM checkpoint_runs WHERE run_id = %s"
+#: One claim (or admission) of a workflow's queued runs at a time, across replicas.
+QUEUE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('batonflow.queue:' || %s))"
+#: A queued run belongs to no replica until one claims it.
+QUEUE_UNLEASED = (
+    "UPDATE checkpoint_runs SET lease_owner = NULL, lease_token = NULL, lease_until = NULL, "
+    "lease_since = NULL WHERE run_id = %s"
+)
+#: Claimed runs are leased to the claiming store, marked with the claim's id.
+QUEUE_LEASED = (
+    "UPDATE checkpoint_runs SET lease_owner = %s, lease_token = %s, "
+    f"lease_until = {NOW} + %s, lease_since = {NOW}, lease_change = %s WHERE run_id = ANY(%s)"
+)
+#: What a claim whose answer was lost took.
+QUEUE_CLAIMED = "SELECT run_id FROM checkpoint_runs WHERE lease_change = %s ORDER BY run_id"
 SETUP_LOCK = "SELECT pg_advisory_xact_lock(hashtext('batonflow.schema'))"
 SCHEMA_TABLE = (
     "CREATE TABLE IF NOT EXISTS batonflow_schema "
@@ -212,6 +229,10 @@ __all__ = [
     "MIGRATIONS",
     "NOW",
     "PUT_FENCED",
+    "QUEUE_CLAIMED",
+    "QUEUE_LEASED",
+    "QUEUE_LOCK",
+    "QUEUE_UNLEASED",
     "RELEASE",
     "RELEASED",
     "RELEASE_CHANNEL",

@@ -81,6 +81,10 @@ from ._sql import (
     INBOX_CHANNEL,
     MIGRATIONS,
     PUT_FENCED,
+    QUEUE_CLAIMED,
+    QUEUE_LEASED,
+    QUEUE_LOCK,
+    QUEUE_UNLEASED,
     RELEASE_CHANNEL,
     SCHEMA_TABLE,
     SCHEMA_VERSION,
@@ -328,6 +332,31 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
             self.lease_seconds,
             self.replica_id is not None,
         )
+
+    # -- the run queue (core/durable/_queue.py): claims one replica at a time per workflow ----
+
+    skip_locked = " FOR UPDATE SKIP LOCKED"
+
+    def _lock_queue(self, conn: psycopg.Connection[Any], workflow: str) -> None:
+        conn.execute(QUEUE_LOCK, (workflow,))
+
+    def _release_queued(self, conn: psycopg.Connection[Any], run_id: str) -> None:
+        conn.execute(QUEUE_UNLEASED, (run_id,))
+
+    def _hold_claimed(
+        self, conn: psycopg.Connection[Any], run_ids: builtins.list[str], claim: str
+    ) -> None:
+        conn.execute(
+            QUEUE_LEASED,
+            (self.replica_id, self.lease_token, self.lease_seconds, claim, run_ids),
+        )
+
+    def _claim_recheck(self, claim: str) -> Recheck[builtins.list[str]]:
+        def claimed(conn: psycopg.Connection[Any]) -> Any:
+            rows = conn.execute(QUEUE_CLAIMED, (claim,)).fetchall()
+            return [str(r[0]) for r in rows] or NOT_COMMITTED
+
+        return Recheck(("queue-claim", claim), claimed)
 
     def finish_run(
         self,
