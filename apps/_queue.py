@@ -22,8 +22,6 @@ from batonflow.core.durable._dispatch import Dispatcher
 from batonflow.core.durable._queue import RunLimits
 from batonflow.core.durable._store import OffLoopWrites
 
-from .run_store import _row
-
 if TYPE_CHECKING:
     from ._runs import RunManager
 
@@ -188,11 +186,26 @@ class ServerQueue:
         return run_id
 
     def _start(self, record: Any) -> None:
-        if record.run_id in self.manager.live:
+        """Run a claimed run here from its recorded start event (durable or not)."""
+        from batonflow.core.errors import LeaseLostError, RunBusyError
+
+        from ._live import LiveRun
+
+        manager = self.manager
+        name = record.workflow_name
+        if record.run_id in manager.live:
             return
-        self.manager.adopt(_row(record))
-        live = self.manager.live.get(record.run_id)
-        if live is not None and live.pump is not None:
+        try:
+            handler = manager.checkpointers[name].resume(record.run_id)
+        except (RunBusyError, LeaseLostError) as exc:
+            logger.warning("Queued run %s is not started here: %s", record.run_id, exc)
+            return
+        except Exception as exc:
+            logger.warning("Queued run %s could not start: %s", record.run_id, exc)
+            manager._finish_stored(record.run_id, "interrupted", None, f"It could not start: {exc}")
+            return
+        live = manager._follow(LiveRun(record.run_id, name, manager.workflows[name], handler))
+        if live.pump is not None:
             live.pump.add_done_callback(lambda _: self.wake_all())
 
     def wake_all(self) -> None:

@@ -30,6 +30,7 @@ in-memory store.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import threading
 import time
 import uuid
@@ -383,8 +384,7 @@ class SqlQueue:
 
         claim_id = uuid.uuid4().hex
         picked = self._write("claim queued runs", claim, recheck=self._claim_recheck(claim_id))
-        found = [self.sql.select_run for _ in picked]
-        return [RunRecord(*self._query(sql, (run_id,))[0]) for sql, run_id in zip(found, picked)]
+        return [RunRecord(*self._query(self.sql.select_run, (run_id,))[0]) for run_id in picked]
 
     def cancel_queued(self, run_id: str, error: str, end: str | None = None) -> bool:
         """Cancel ``run_id`` if it is still queued (it never starts); whether it was. With
@@ -506,8 +506,6 @@ class MemoryQueue:
 
     def claim_queued(self, workflow: str, limits: RunLimits, want: int) -> builtins.list[RunRecord]:
         """Take up to ``want`` queued runs of ``workflow`` that fit ``limits``."""
-        import dataclasses
-
         with self._lock:
             counts = self._memory_counts(workflow, limits)
             room = counts.room(limits, want)

@@ -14,7 +14,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ..data.events import StartEvent
-from ..errors import CheckpointError, RunConflictError
+from ..errors import CheckpointError, RunConflictError, WorkflowCancelledByUser
 from . import _idempotency
 from ._dispatch import Dispatcher
 from ._queue import QueueEntry, QueuePlace, QueueStore
@@ -62,8 +62,6 @@ def enqueue(
         DuplicateStartError: ``idempotency_key`` started a run already; nothing was recorded.
         CheckpointError: The store refused the record, or keeps no queue.
     """
-    from .checkpoints import RunInfo
-
     limits = self.limits
     if limits is None:
         raise CheckpointError(
@@ -74,7 +72,9 @@ def enqueue(
     checked = None if idempotency_key is None else _idempotency.check_key(idempotency_key)
     if key is None:
         key = limits.key_of(kwargs)
-    record, _, _ = self._new_run(start_event, run_id, info or RunInfo(), kwargs, checked)
+    if info is None:
+        info = type(self).run_info()
+    record, _, _ = self._new_run(start_event, run_id, info, kwargs, checked)
     record = dataclasses.replace(record, status="queued")
     try:
         store.enqueue(record, QueueEntry(key, int(priority)), limits.max_queued)
@@ -152,8 +152,6 @@ def cancel_queued(self: WorkflowCheckpointer, run_id: str) -> bool:
 
     A caller waiting in :meth:`started` for it gets ``WorkflowCancelledByUser``.
     """
-    from ..errors import WorkflowCancelledByUser
-
     done = _queue_store(self).cancel_queued(run_id, "The run was cancelled while queued.")
     waiter = self._starting.pop(run_id, None)
     if done and waiter is not None and not waiter.done():

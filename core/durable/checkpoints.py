@@ -538,6 +538,11 @@ class WorkflowCheckpointer:
                 if item.key is not None:  # an answer: is another question still open?
                     handler._run.loop.call_soon(self._ask_again, run_id)
 
+    @staticmethod
+    def run_info() -> RunInfo:
+        """A record's extra fields, all left to their defaults (see :class:`RunInfo`)."""
+        return RunInfo()
+
     # The run queue, when the checkpointer has limits: _queuing.py.
     enqueue = _queuing.enqueue
     started = _queuing.started
