@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import CheckpointError, RunConflictError
 
 #: Every status a stored run can have.
-STATUSES = ("queued", "running", "waiting", "completed", "failed", "cancelled", "interrupted")
+STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted", "queued")
 #: Statuses of a run that is still going on (or was left so by a crash).
 ACTIVE = frozenset({"running", "waiting"})
 #: Statuses of a run that ended; its record does not change any more.

@@ -5,22 +5,11 @@ from __future__ import annotations
 import threading
 import time
 
-import httpx
 from batonflow.apps.run_store import RunStore
 from batonflow.client import Client
 from batonflow.core import RunLimits
 
-
-def _wait(predicate, timeout: float = 30.0, what: str = "it") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout} s"
-        time.sleep(0.05)
-
-
-def _statuses(client: httpx.Client, workflow: str) -> list[str]:
-    runs = client.get("/runs", params={"workflow": workflow, "limit": 1000}).json()["runs"]
-    return [r["status"] for r in runs]
+from .queued import started, wait_until
 
 
 def test_concurrency_is_never_exceeded_and_every_run_ends(start_server, tmp_path) -> None:
@@ -44,15 +33,14 @@ def test_concurrency_is_never_exceeded_and_every_run_ends(start_server, tmp_path
         most = max(most, sum(s in ("running", "waiting") for s in statuses))
         return statuses.count("completed") == 30
 
-    _wait(done, what="30 runs completing")
+    wait_until(done, what="30 runs completing")
     assert most <= 2
 
 
 def test_full_queue_answers_429_and_records_nothing(start_server) -> None:
     """Past max_queued a start gets 429 with Retry-After and no run is recorded."""
     _, client = start_server(limits={"approval": RunLimits(concurrency=1, max_queued=2)})
-    first = client.post("/workflows/approval/runs", json={"topic": "a"}).json()["run_id"]
-    _wait(lambda: client.get(f"/runs/{first}").json()["status"] == "waiting", what="a wait")
+    started(client, {"topic": "a"})
     queued = [client.post("/workflows/approval/runs", json={"topic": t}) for t in "bc"]
     assert [q.json()["status"] for q in queued] == ["queued", "queued"]
     assert queued[1].json()["queue"] == {"position": 2, "waiting_on": "concurrency"}
@@ -67,14 +55,14 @@ def test_queued_run_cancelled_never_starts(start_server, tmp_path) -> None:
     """POST /runs/{id}/cancel on a queued run cancels it: it never starts."""
     store = RunStore(tmp_path / "runs.db")
     _, client = start_server(store=store, limits={"approval": RunLimits(concurrency=1)})
-    first = client.post("/workflows/approval/runs", json={"topic": "a"}).json()["run_id"]
+    first = started(client, {"topic": "a"})
     second = client.post("/workflows/approval/runs", json={"topic": "b"}).json()["run_id"]
     answer = client.post(f"/runs/{second}/cancel")
     assert answer.json() == {"run_id": second, "status": "cancelled"}
     client.post(
         f"/runs/{first}/events", json={"type": "HumanResponseEvent", "data": {"response": "ok"}}
     )
-    _wait(lambda: client.get(f"/runs/{first}").json()["status"] == "completed", what="the end")
+    wait_until(lambda: client.get(f"/runs/{first}").json()["status"] == "completed", what="the end")
     time.sleep(0.5)  # a queue pass or two: the cancelled run stays cancelled, never asked
     run = client.get(f"/runs/{second}").json()
     assert run["status"] == "cancelled" and "while queued" in run["error"]
@@ -86,9 +74,7 @@ def test_priority_and_key_limits(start_server) -> None:
     """A higher ?priority starts first; a tenant at its key limit waits while others pass."""
     limits = RunLimits(concurrency=1, key_header="X-Tenant", key_concurrency=1)
     _, client = start_server(limits={"approval": limits})
-    first = client.post(
-        "/workflows/approval/runs", json={"topic": "hold"}, headers={"X-Tenant": "a"}
-    ).json()["run_id"]
+    first = started(client, {"topic": "hold"}, headers={"X-Tenant": "a"})
     low = client.post("/workflows/approval/runs", json={"topic": "low"}).json()["run_id"]
     high = client.post(
         "/workflows/approval/runs", json={"topic": "high"}, params={"priority": 5}
@@ -96,14 +82,16 @@ def test_priority_and_key_limits(start_server) -> None:
     assert client.get(f"/runs/{high}").json()["queue"]["position"] == 1
     assert client.get(f"/runs/{low}").json()["queue"]["position"] == 2
     client.post(f"/runs/{first}/cancel")
-    _wait(lambda: client.get(f"/runs/{high}").json()["status"] == "waiting", what="high starts")
+    wait_until(
+        lambda: client.get(f"/runs/{high}").json()["status"] == "waiting", what="high starts"
+    )
     assert client.get(f"/runs/{low}").json()["status"] == "queued"
 
 
 def test_client_honours_retry_after(start_server) -> None:
     """The client waits Retry-After on a 429 and starts the run once the queue has room."""
     url, client = start_server(limits={"approval": RunLimits(concurrency=1, max_queued=1)})
-    first = client.post("/workflows/approval/runs", json={"topic": "a"}).json()["run_id"]
+    first = started(client, {"topic": "a"})
     queued = client.post("/workflows/approval/runs", json={"topic": "b"}).json()["run_id"]
     timer = threading.Timer(1.5, lambda: client.post(f"/runs/{queued}/cancel"))
     timer.start()
