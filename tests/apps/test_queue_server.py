@@ -101,6 +101,7 @@ def test_client_honours_retry_after(start_server) -> None:
     finally:
         timer.join()
     assert run.status == "queued"
+    assert run.queue == {"position": 1, "waiting_on": "concurrency"}
     topics = [
         r["start"]["topic"]
         for r in client.get("/runs", params={"workflow": "approval"}).json()["runs"]
