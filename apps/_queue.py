@@ -196,7 +196,7 @@ class ServerQueue:
         if record.run_id in manager.live:
             return
         try:
-            handler = manager.checkpointers[name].resume(record.run_id)
+            handler = manager.checkpointers[name].start_claimed(record)
         except (RunBusyError, LeaseLostError) as exc:
             logger.warning("Queued run %s is not started here: %s", record.run_id, exc)
             return

@@ -191,18 +191,13 @@ INBOX_HEADS = (
 LEASE_OF = f"SELECT lease_owner, lease_until - {NOW} FROM checkpoint_runs WHERE run_id = %s"
 #: One claim (or admission) of a workflow's queued runs at a time, across replicas.
 QUEUE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('batonflow.queue:' || %s))"
-#: A queued run belongs to no replica until one claims it.
-QUEUE_UNLEASED = (
-    "UPDATE checkpoint_runs SET lease_owner = NULL, lease_token = NULL, lease_until = NULL, "
-    "lease_since = NULL WHERE run_id = %s"
-)
 #: Claimed runs are leased to the claiming store, marked with the claim's id.
 QUEUE_LEASED = (
     "UPDATE checkpoint_runs SET lease_owner = %s, lease_token = %s, "
     f"lease_until = {NOW} + %s, lease_since = {NOW}, lease_change = %s WHERE run_id = ANY(%s)"
 )
 #: What a claim whose answer was lost took.
-QUEUE_CLAIMED = "SELECT run_id FROM checkpoint_runs WHERE lease_change = %s ORDER BY run_id"
+QUEUE_CLAIMED = f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE lease_change = %s ORDER BY run_id"
 SETUP_LOCK = "SELECT pg_advisory_xact_lock(hashtext('batonflow.schema'))"
 SCHEMA_TABLE = (
     "CREATE TABLE IF NOT EXISTS batonflow_schema "
@@ -232,7 +227,6 @@ __all__ = [
     "QUEUE_CLAIMED",
     "QUEUE_LEASED",
     "QUEUE_LOCK",
-    "QUEUE_UNLEASED",
     "RELEASE",
     "RELEASED",
     "RELEASE_CHANNEL",

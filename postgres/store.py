@@ -63,6 +63,7 @@ from batonflow.core.durable._records import (
     check_status,
     checkpoint_taken_error,
 )
+from batonflow.core.durable._sql_schema import run_row
 from batonflow.core.durable._text import text_problem, unstorable_error
 from batonflow.core.errors import CheckpointError, LeaseLostError, StoreCorruptError
 from psycopg import errors as pg_errors
@@ -84,7 +85,6 @@ from ._sql import (
     QUEUE_CLAIMED,
     QUEUE_LEASED,
     QUEUE_LOCK,
-    QUEUE_UNLEASED,
     RELEASE_CHANNEL,
     SCHEMA_TABLE,
     SCHEMA_VERSION,
@@ -340,8 +340,9 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
     def _lock_queue(self, conn: psycopg.Connection[Any], workflow: str) -> None:
         conn.execute(QUEUE_LOCK, (workflow,))
 
-    def _release_queued(self, conn: psycopg.Connection[Any], run_id: str) -> None:
-        conn.execute(QUEUE_UNLEASED, (run_id,))
+    def _queued_args(self, record: RunRecord) -> tuple[Any, ...]:
+        # No lease: whichever replica claims the run leases it then.
+        return (*run_row(record), None, None, False, self.lease_seconds, False)
 
     def _hold_claimed(
         self, conn: psycopg.Connection[Any], run_ids: builtins.list[str], claim: str
@@ -351,10 +352,10 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
             (self.replica_id, self.lease_token, self.lease_seconds, claim, run_ids),
         )
 
-    def _claim_recheck(self, claim: str) -> Recheck[builtins.list[str]]:
+    def _claim_recheck(self, claim: str) -> Recheck[builtins.list[RunRecord]]:
         def claimed(conn: psycopg.Connection[Any]) -> Any:
             rows = conn.execute(QUEUE_CLAIMED, (claim,)).fetchall()
-            return [str(r[0]) for r in rows] or NOT_COMMITTED
+            return [RunRecord(*r) for r in rows] or NOT_COMMITTED
 
         return Recheck(("queue-claim", claim), claimed)
 

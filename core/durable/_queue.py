@@ -41,6 +41,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from ..errors import QueueFullError
 from ._rechecks import NOT_COMMITTED, Recheck, run_recorded
 from ._records import RunRecord, check_status, run_exists_error
+from ._sql_schema import RUN_COLUMNS, run_row
 
 
 def _count(value: int | None, name: str, *, zero: bool = False) -> int | None:
@@ -211,6 +212,8 @@ _SQL = {
     "insert": "INSERT INTO run_queue (run_id, workflow_name, queue_key, priority, enqueued_at) "
     "VALUES (?, ?, ?, ?, ?)",
     "started": "UPDATE run_queue SET started_at = ? WHERE run_id = ?",
+    "running_now": "UPDATE checkpoint_runs SET status = 'running', updated_at = ?, "
+    f"lease_owner = ? WHERE run_id = ? AND status = 'queued' RETURNING {RUN_COLUMNS}",
     "entry": "SELECT q.workflow_name, q.queue_key, q.priority, q.enqueued_at, r.status "
     "FROM run_queue q JOIN checkpoint_runs r ON r.run_id = q.run_id WHERE q.run_id = ?",
     "ahead": "SELECT COUNT(*) FROM run_queue q JOIN checkpoint_runs r ON r.run_id = q.run_id "
@@ -270,7 +273,8 @@ class SqlQueue:
     unique_violation: ClassVar[tuple[type[BaseException], ...]]
     _write: Callable[..., Any]
     _query: Callable[[str, tuple[Any, ...]], builtins.list[tuple[Any, ...]]]
-    _run_args: Callable[[RunRecord], tuple[Any, ...]]
+    _holder: str | None
+    _held: set[str]
     _appended: Callable[[Any, str, int], None]
     _where: str
     _recorded: set[str]
@@ -284,23 +288,22 @@ class SqlQueue:
         """Serialize claims and admissions of ``workflow`` (SQLite: the transaction does)."""
 
     def _hold_claimed(self, conn: Any, run_ids: builtins.list[str], claim: str) -> None:
-        """Make the claimed runs this store's to run (its lease, marked with ``claim``)."""
+        """Make the claimed runs this store's to run, beyond their holder name (SQLite's,
+        written as they are claimed): PostgreSQL leases them, marked with ``claim``."""
 
-    def _release_queued(self, conn: Any, run_id: str) -> None:
-        """A queued run is held by nobody (the store that queued it may never run it)."""
-        conn.execute(
-            self.sql.param.join(
-                ("UPDATE checkpoint_runs SET lease_owner = NULL WHERE run_id = ", "")
-            ),
-            (run_id,),
-        )
+    def _queued_args(self, record: RunRecord) -> tuple[Any, ...]:
+        """The parameters of ``insert_run`` for a queued run: held by nobody (the store that
+        queues it may never run it). SQLite's: the record and no holder."""
+        return (*run_row(record), None)
 
-    def _claim_recheck(self, claim: str) -> Recheck[builtins.list[str]]:
+    def _claim_recheck(self, claim: str) -> Recheck[builtins.list[RunRecord]]:
         """How a claim whose answer was lost finds the runs it took (SQLite loses none)."""
         return Recheck(("queue-claim", claim), lambda conn: NOT_COMMITTED)
 
     def _counts(self, conn: Any, workflow: str, limits: RunLimits) -> Counts:
-        running = int(conn.execute(self._q("running"), (workflow,)).fetchone()[0])
+        running = 0
+        if limits.concurrency is not None:
+            running = int(conn.execute(self._q("running"), (workflow,)).fetchone()[0])
         keys: dict[str, int] = {}
         if limits.key_concurrency is not None:
             keys = {str(k): int(n) for k, n in conn.execute(self._q("keys"), (workflow,))}
@@ -318,7 +321,7 @@ class SqlQueue:
             RunConflictError: A run with that id, or with its idempotency key, exists.
         """
         check_status(record.status)
-        args = self._run_args(record)
+        args = self._queued_args(record)
         workflow = record.workflow_name
 
         def insert(conn: Any) -> None:
@@ -331,7 +334,6 @@ class SqlQueue:
                 queued = int(conn.execute(self._q("queued"), (workflow,)).fetchone()[0])
                 if queued >= max_queued:
                     raise QueueFullError(workflow, max_queued, None)
-            self._release_queued(conn, record.run_id)
             conn.execute(
                 self._q("insert"),
                 (record.run_id, workflow, entry.key, entry.priority, record.created_at),
@@ -346,7 +348,7 @@ class SqlQueue:
         if want <= 0:
             return []
 
-        def claim(conn: Any) -> builtins.list[str]:
+        def claim(conn: Any) -> builtins.list[RunRecord]:
             self._lock_queue(conn, workflow)
             counts = self._counts(conn, workflow, limits)
             room = counts.room(limits, want)
@@ -366,25 +368,25 @@ class SqlQueue:
                     break
                 offset += _PAGE
             now = time.time()
+            records = []
             for run_id in picked:
                 conn.execute(self._q("started"), (now, run_id))
-                conn.execute(
-                    self.sql.param.join(
-                        (
-                            "UPDATE checkpoint_runs SET status = 'running', updated_at = ",
-                            " WHERE run_id = ",
-                            " AND status = 'queued'",
-                        )
-                    ),
-                    (now, run_id),
-                )
-            if picked:
-                self._hold_claimed(conn, picked, claim_id)
-            return picked
+                row = conn.execute(
+                    self._q("running_now"), (now, self._holder, run_id)
+                ).fetchone()
+                if row is not None:
+                    records.append(RunRecord(*row))
+            if records:
+                self._hold_claimed(conn, [r.run_id for r in records], claim_id)
+            return records
 
         claim_id = uuid.uuid4().hex
-        picked = self._write("claim queued runs", claim, recheck=self._claim_recheck(claim_id))
-        return [RunRecord(*self._query(self.sql.select_run, (run_id,))[0]) for run_id in picked]
+        records: builtins.list[RunRecord] = self._write(
+            "claim queued runs", claim, recheck=self._claim_recheck(claim_id)
+        )
+        if self._holder is not None:
+            self._held.update(r.run_id for r in records)
+        return records
 
     def cancel_queued(self, run_id: str, error: str, end: str | None = None) -> bool:
         """Cancel ``run_id`` if it is still queued (it never starts); whether it was. With

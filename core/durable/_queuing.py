@@ -26,12 +26,16 @@ if TYPE_CHECKING:
 
 
 def _queue_store(self: WorkflowCheckpointer) -> QueueStore:
-    if not isinstance(self.store, QueueStore):
+    store = self.store
+    if self._queue_checked is store:
+        return store  # type: ignore[return-value]  # checked below, once per store
+    if not isinstance(store, QueueStore):
         raise CheckpointError(
             f"{self.store!r} keeps no run queue, so runs cannot wait for their limits in it; "
             "use InMemoryCheckpointStore, SqliteCheckpointStore or PostgresCheckpointStore."
         )
-    return self.store
+    self._queue_checked = store  # a runtime Protocol check costs more than a run's write
+    return store
 
 
 def enqueue(
@@ -129,8 +133,14 @@ def serve_queue(self: WorkflowCheckpointer) -> Dispatcher:
     return dispatcher
 
 
+def start_claimed(self: WorkflowCheckpointer, record: RunRecord) -> WorkflowHandler:
+    """Start a run this checkpointer's store just claimed from the run queue (its record as
+    claimed); its handler. The store holds the run already: nothing else is written first."""
+    return self._restart(record, claimed=True)
+
+
 def _start_claimed(self: WorkflowCheckpointer, record: RunRecord) -> None:
-    handler = self.resume(record.run_id)
+    handler = start_claimed(self, record)
     dispatcher = self._dispatcher
     if dispatcher is not None:
         handler.add_done_callback(lambda _: dispatcher.wake())
@@ -171,5 +181,6 @@ __all__ = [
     "enqueue",
     "queue_place",
     "serve_queue",
+    "start_claimed",
     "started",
 ]

@@ -170,6 +170,8 @@ class WorkflowCheckpointer:
         self._serving: asyncio.Task[None] | None = None
         #: Callers of ``started`` waiting for a queued run to start here.
         self._starting: dict[str, asyncio.Future[WorkflowHandler]] = {}
+        #: The store last found to keep a run queue (see ``_queuing._queue_store``).
+        self._queue_checked: CheckpointStore | None = None
 
     @property
     def workflow(self) -> Workflow:
@@ -550,6 +552,7 @@ class WorkflowCheckpointer:
     close_queue = _queuing.close_queue
     queue_place = _queuing.queue_place
     cancel_queued = _queuing.cancel_queued
+    start_claimed = _queuing.start_claimed
     _astart_queued = _queuing.astart_queued
 
     # Continuing a run from a checkpoint (its own, or a fork's): _continuing.py.
