@@ -1,6 +1,6 @@
 """The run queue's cost per run against starting a run directly (SQLite, or PostgreSQL).
 
-``python bench/queue.py --runs 2000`` runs a one-step durable workflow N times on a fresh
+``python bench/queue_bench.py --runs 2000`` runs a one-step durable workflow N times on a fresh
 store, ``--in-flight`` at a time, in one process, alternately (``--rounds``, the best of each): started directly (``cptr.astart``,
 as a server without limits does), and through the queue (``WorkflowCheckpointer(limits=
 RunLimits(max_running=in_flight))``: each run is recorded ``queued``, claimed, then started
