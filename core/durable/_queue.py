@@ -371,9 +371,7 @@ class SqlQueue:
             records = []
             for run_id in picked:
                 conn.execute(self._q("started"), (now, run_id))
-                row = conn.execute(
-                    self._q("running_now"), (now, self._holder, run_id)
-                ).fetchone()
+                row = conn.execute(self._q("running_now"), (now, self._holder, run_id)).fetchone()
                 if row is not None:
                     records.append(RunRecord(*row))
             if records:
