@@ -196,6 +196,29 @@ QUEUE_LEASED = (
     "UPDATE checkpoint_runs SET lease_owner = %s, lease_token = %s, "
     f"lease_until = {NOW} + %s, lease_since = {NOW}, lease_change = %s WHERE run_id = ANY(%s)"
 )
+#: A queued run recorded in one statement (no ``max_queued`` to check): the run, unleased,
+#: and its place in the queue.
+QUEUE_INSERT = (
+    f"WITH run AS (INSERT INTO checkpoint_runs ({RUN_COLUMNS}) "
+    f"VALUES ({', '.join(['%s'] * 17)}) RETURNING run_id) "
+    "INSERT INTO run_queue (run_id, workflow_name, queue_key, priority, enqueued_at) "
+    "SELECT run_id, %s, %s, %s, %s FROM run"
+)
+#: A claim under ``max_running`` alone (nothing store-wide to count) in one statement: the
+#: queue's rows are locked and skipped by the other replicas' claims, each run goes to one.
+QUEUE_CLAIM_FREE = (
+    "WITH picked AS (SELECT q.run_id FROM run_queue q JOIN checkpoint_runs r "
+    "ON r.run_id = q.run_id WHERE q.workflow_name = %(workflow)s AND q.started_at IS NULL "
+    "AND r.status = 'queued' ORDER BY q.priority DESC, q.enqueued_at, q.run_id "
+    "LIMIT %(want)s FOR UPDATE SKIP LOCKED), "
+    "started AS (UPDATE run_queue SET started_at = %(now)s "
+    "WHERE run_id IN (SELECT run_id FROM picked)) "
+    "UPDATE checkpoint_runs SET status = 'running', updated_at = %(now)s, "
+    f"lease_owner = %(replica)s, lease_token = %(token)s, lease_until = {NOW} + %(lease)s, "
+    f"lease_since = {NOW}, lease_change = %(claim)s "
+    "WHERE run_id IN (SELECT run_id FROM picked) AND status = 'queued' "
+    f"RETURNING {RUN_COLUMNS}"
+)
 #: What a claim whose answer was lost took.
 QUEUE_CLAIMED = f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE lease_change = %s ORDER BY run_id"
 SETUP_LOCK = "SELECT pg_advisory_xact_lock(hashtext('batonflow.schema'))"
@@ -225,6 +248,8 @@ __all__ = [
     "NOW",
     "PUT_FENCED",
     "QUEUE_CLAIMED",
+    "QUEUE_CLAIM_FREE",
+    "QUEUE_INSERT",
     "QUEUE_LEASED",
     "QUEUE_LOCK",
     "RELEASE",

@@ -104,6 +104,12 @@ class RunLimits:
             )
 
     @property
+    def counts_store(self) -> bool:
+        """Whether a claim counts runs in the store (a store-wide limit is set); else only
+        ``max_running`` bounds it, and the queue's row locks are enough."""
+        return any(v is not None for v in (self.concurrency, self.rate, self.key_concurrency))
+
+    @property
     def queues(self) -> bool:
         """Whether runs wait in the queue (any limit is set)."""
         return any(
@@ -325,7 +331,8 @@ class SqlQueue:
         workflow = record.workflow_name
 
         def insert(conn: Any) -> None:
-            self._lock_queue(conn, workflow)
+            if max_queued is not None:
+                self._lock_queue(conn, workflow)
             try:
                 conn.execute(self.sql.insert_run, args)
             except self.unique_violation as exc:

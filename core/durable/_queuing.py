@@ -19,6 +19,7 @@ from . import _idempotency
 from ._dispatch import Dispatcher
 from ._queue import QueueEntry, QueuePlace, QueueStore
 from ._records import RunRecord
+from ._store import OffLoopWrites
 
 if TYPE_CHECKING:
     from ..engine.handler import WorkflowHandler
@@ -93,8 +94,13 @@ def enqueue(
 async def astart_queued(
     self: WorkflowCheckpointer, start_event: StartEvent | None = None, **kwargs: Any
 ) -> WorkflowHandler:
-    """:meth:`enqueue`, then wait until the run starts here; its handler."""
-    return await self.started(self.enqueue(start_event, **kwargs))
+    """:meth:`enqueue` (off the loop where the store writes so), then wait until the run
+    starts here; its handler."""
+    if isinstance(self.store, OffLoopWrites):
+        run_id = await asyncio.to_thread(self.enqueue, start_event, **kwargs)
+    else:
+        run_id = self.enqueue(start_event, **kwargs)
+    return await self.started(run_id)
 
 
 async def started(self: WorkflowCheckpointer, run_id: str) -> WorkflowHandler:

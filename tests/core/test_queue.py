@@ -182,3 +182,29 @@ def test_bad_limits() -> None:
         RunLimits(concurrency=0)
     with pytest.raises(ValueError, match="key_field='tenant'"):
         RunLimits(key_concurrency=1)
+
+
+def test_claims_under_max_running_alone_give_each_run_once(store) -> None:
+    """Without a store-wide limit (PostgreSQL's one-statement claim), racing claims never
+    hand one run to two claimers, and take the highest priority first."""
+    for i in range(60):
+        store.enqueue(_queued(f"r{i:03}", at=float(i + 1)), QueueEntry(priority=i % 2), None)
+    limits = RunLimits(max_running=4)
+    first = store.claim_queued("wf", limits, 4)
+    assert {r.run_id for r in first} == {"r001", "r003", "r005", "r007"}
+    claimed: list[str] = [r.run_id for r in first]
+    lock = threading.Lock()
+
+    def claimer() -> None:
+        for _ in range(30):
+            got = store.claim_queued("wf", limits, 3)
+            with lock:
+                claimed.extend(r.run_id for r in got)
+
+    threads = [threading.Thread(target=claimer) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(claimed) == [f"r{i:03}" for i in range(60)]
+    assert all(store.run(run_id).status == "running" for run_id in claimed)
