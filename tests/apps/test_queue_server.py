@@ -108,3 +108,17 @@ def test_client_honours_retry_after(start_server) -> None:
     ]
     assert sorted(topics) == ["a", "b", "c"]  # one run for the start that was retried
     assert first != run.run_id
+
+
+def test_a_schedule_firing_of_a_limited_workflow_is_queued(start_server) -> None:
+    """A limited workflow's schedule firings wait in its queue and run under its limits."""
+    _, client = start_server(limits={"typed": RunLimits(concurrency=1)})
+    body = {"name": "tick", "cron": "* * * * * *", "workflow": "typed", "fields": {"n": 4}}
+    assert client.post("/schedules", json=body).status_code == 201
+
+    def fired_and_done() -> bool:
+        runs = client.get("/runs", params={"workflow": "typed"}).json()["runs"]
+        return any(r["schedule"] and r["status"] == "completed" for r in runs)
+
+    wait_until(fired_and_done, what="a scheduled run completing")
+    client.delete("/schedules/tick")
