@@ -122,3 +122,17 @@ def test_a_schedule_firing_of_a_limited_workflow_is_queued(start_server) -> None
 
     wait_until(fired_and_done, what="a scheduled run completing")
     client.delete("/schedules/tick")
+
+
+def test_an_idempotency_key_gets_its_queued_run(start_server) -> None:
+    """A start sent again with its Idempotency-Key gets the queued run it made: one run."""
+    _, client = start_server(limits={"approval": RunLimits(concurrency=1, max_queued=1)})
+    started(client, {"topic": "a"})
+    key = {"Idempotency-Key": "start-b"}
+    first = client.post("/workflows/approval/runs", json={"topic": "b"}, headers=key)
+    again = client.post("/workflows/approval/runs", json={"topic": "b"}, headers=key)
+    assert first.status_code == 202 and again.status_code == 200
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.json()["run_id"] == first.json()["run_id"]
+    assert again.json()["status"] == "queued"
+    assert len(client.get("/runs", params={"workflow": "approval"}).json()["runs"]) == 2
