@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Collection
 
-from ._queue import MemoryQueue
+from ._memory_queue import MemoryQueue
 from ._records import (
     ENDED,
     Checkpoint,
