@@ -10,6 +10,7 @@ import pytest
 from batonflow.core import (
     InMemoryCheckpointStore,
     QueueFullError,
+    Retention,
     RunLimits,
     StartEvent,
     StopEvent,
@@ -208,3 +209,13 @@ def test_claims_under_max_running_alone_give_each_run_once(store) -> None:
         t.join()
     assert sorted(claimed) == [f"r{i:03}" for i in range(60)]
     assert all(store.run(run_id).status == "running" for run_id in claimed)
+
+
+def test_retention_takes_a_cancelled_queued_run_with_its_place(store) -> None:
+    """A queued run cancelled, then swept by retention, leaves nothing: its id queues again."""
+    store.enqueue(_queued("gone"), QueueEntry(key="t"), None)
+    assert store.cancel_queued("gone", "cancelled while queued")
+    assert Retention("0s").sweep(store) == 1
+    assert store.run("gone") is None
+    store.enqueue(_queued("gone"), QueueEntry(), None)  # its run_queue row went too
+    assert store.queue_place("gone", None).position == 1
