@@ -6,7 +6,7 @@ import threading
 import time
 
 from batonflow.apps.run_store import RunStore
-from batonflow.client import Client
+from batonflow.client import AsyncClient, Client
 from batonflow.core import RunLimits
 
 from .queued import started, wait_until
@@ -76,9 +76,8 @@ def test_priority_and_key_limits(start_server) -> None:
     _, client = start_server(limits={"approval": limits})
     first = started(client, {"topic": "hold"}, headers={"X-Tenant": "a"})
     low = client.post("/workflows/approval/runs", json={"topic": "low"}).json()["run_id"]
-    high = client.post(
-        "/workflows/approval/runs", json={"topic": "high"}, params={"priority": 5}
-    ).json()["run_id"]
+    with Client(str(client.base_url)) as api:
+        high = api.start("approval", {"topic": "high"}, queue_priority=5).run_id
     assert client.get(f"/runs/{high}").json()["queue"]["position"] == 1
     assert client.get(f"/runs/{low}").json()["queue"]["position"] == 2
     client.post(f"/runs/{first}/cancel")
@@ -136,3 +135,14 @@ def test_an_idempotency_key_gets_its_queued_run(start_server) -> None:
     assert again.json()["run_id"] == first.json()["run_id"]
     assert again.json()["status"] == "queued"
     assert len(client.get("/runs", params={"workflow": "approval"}).json()["runs"]) == 2
+
+
+async def test_the_async_client_sends_a_queue_priority(start_server) -> None:
+    """AsyncClient.start(queue_priority=...) puts the run ahead of older ones."""
+    url, client = start_server(limits={"approval": RunLimits(concurrency=1)})
+    started(client, {"topic": "hold"})
+    older = client.post("/workflows/approval/runs", json={"topic": "older"}).json()["run_id"]
+    async with AsyncClient(url) as api:
+        urgent = await api.start("approval", {"topic": "urgent"}, queue_priority=1)
+    assert urgent.queue == {"position": 1, "waiting_on": "concurrency"}
+    assert client.get(f"/runs/{older}").json()["queue"]["position"] == 2
