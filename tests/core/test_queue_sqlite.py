@@ -35,18 +35,19 @@ def test_a_version_5_file_gets_the_queue(tmp_path: Path) -> None:
 
 
 def test_stores_on_one_file_racing_claims_never_exceed_the_limit(tmp_path: Path) -> None:
-    """Three stores on one SQLite file (three processes' connections) claim 60 queued runs
+    """Three stores on one SQLite file (three processes' connections) claim 200 queued runs
     at once: the runs counted running never pass the limit, and each run is claimed once."""
 
     path = tmp_path / "runs.db"
     now = time.time()
     stores = [SqliteCheckpointStore(path) for _ in range(3)]
-    for i in range(60):
-        record = RunRecord(f"r{i:02}", "wf", "queued", now + i, now + i)
+    for i in range(200):
+        record = RunRecord(f"r{i:03}", "wf", "queued", now + i, now + i)
         stores[i % 3].enqueue(record, QueueEntry(), None)
     limits = RunLimits(concurrency=4)
     claimed: list[str] = []
     most = [0]
+    queued = [0]
     lock = threading.Lock()
     reader = sqlite3.connect(path, check_same_thread=False)
 
@@ -55,18 +56,21 @@ def test_stores_on_one_file_racing_claims_never_exceed_the_limit(tmp_path: Path)
             got = store.claim_queued("wf", limits, 2)
             with lock:
                 claimed.extend(r.run_id for r in got)
-                (running,) = reader.execute(
-                    "SELECT COUNT(*) FROM checkpoint_runs WHERE status = 'running'"
-                ).fetchone()
-                most[0] = max(most[0], running)
-                if len(claimed) == 60:
+                counts = dict(
+                    reader.execute(
+                        "SELECT status, COUNT(*) FROM checkpoint_runs GROUP BY status"
+                    ).fetchall()
+                )
+                most[0] = max(most[0], counts.get("running", 0))
+                queued[0] = max(queued[0], counts.get("queued", 0))
+                if len(claimed) == 200:
                     return
             for r in got:
                 store.finish_run(r.run_id, "completed")
             if not got:
                 time.sleep(0.001)
                 with lock:
-                    if len(claimed) == 60:
+                    if len(claimed) == 200:
                         return
 
     threads = [threading.Thread(target=claimer, args=(s,)) for s in stores]
@@ -77,5 +81,6 @@ def test_stores_on_one_file_racing_claims_never_exceed_the_limit(tmp_path: Path)
     reader.close()
     for s in stores:
         s.close()
-    assert sorted(claimed) == [f"r{i:02}" for i in range(60)]
+    assert sorted(claimed) == [f"r{i:03}" for i in range(200)]
     assert most[0] <= 4
+    assert queued[0] >= 190  # counted while the runs waited queued
