@@ -121,6 +121,8 @@ class RunManager:
         }
         from ._replicas import ReplicaSet, can_replicate
 
+        #: The queues of workflows with limits (``apps/_queue.py``), else ``None``.
+        self.queue: Any = None
         #: This server's part among replicas sharing a PostgreSQL store (else ``None``).
         self.replicas = ReplicaSet(self) if can_replicate(self.records) else None
 

@@ -28,6 +28,8 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
     │   └── StateValidationError (ValueError) a value that does not fit the typed state
     ├── SerializationError (TypeError, ValueError)  a value the serializer cannot encode
     ├── ContextSerdeError (ValueError)       a serialized context that cannot be restored
+    ├── QueueFullError                      a workflow's run queue is full (``max_queued``):
+    │                                       nothing was recorded; try again ``retry_after``
     └── CheckpointError                     a checkpoint that is missing, old or corrupt
         ├── StoreFullError (OSError)         the store's disk is full: nothing was written
         ├── StoreReadOnlyError (OSError)     the store cannot be written (permissions, mount)
@@ -173,6 +175,27 @@ class SerializationError(BatonflowError, TypeError, ValueError):
 
 class ContextSerdeError(BatonflowError, ValueError):
     """A serialized context that cannot be restored (corrupt, foreign or from another version)."""
+
+
+class QueueFullError(BatonflowError):
+    """A start refused because its workflow's queue holds ``max_queued`` runs already.
+
+    Nothing was recorded. A server answers it ``429`` with ``Retry-After``.
+
+    Args:
+        workflow: The workflow whose queue is full.
+        max_queued: Its limit.
+        retry_after: Seconds until trying again makes sense (``None``: the limits' default).
+    """
+
+    def __init__(self, workflow: str, max_queued: int, retry_after: float | None) -> None:
+        super().__init__(
+            f"The queue of workflow {workflow!r} is full ({max_queued} runs wait already), so "
+            "nothing was recorded; start the run again later, or raise its max_queued."
+        )
+        self.workflow = workflow
+        self.max_queued = max_queued
+        self.retry_after = retry_after
 
 
 class CheckpointError(BatonflowError):
@@ -330,6 +353,7 @@ __all__ = [
     "IncompatibleRunError",
     "JournalMismatchError",
     "LeaseLostError",
+    "QueueFullError",
     "ResourceCycleError",
     "ResourceError",
     "ResourceFileNotFoundError",

@@ -46,8 +46,14 @@ class Fork:
     event: Event | None = None
 
 
-def restart(self: WorkflowCheckpointer, record: RunRecord) -> WorkflowHandler:
-    """Run a recorded run that died before its first checkpoint from its start event."""
+def restart(
+    self: WorkflowCheckpointer, record: RunRecord, *, claimed: bool = False
+) -> WorkflowHandler:
+    """Run a recorded run that died before its first checkpoint from its start event.
+
+    ``claimed``: a run this store just took out of the run queue (it holds it already, and
+    nothing can be in the inbox of a run that never started).
+    """
     assert record.start_event is not None  # resume() checked it
     try:
         event = self.serializer.deserialize(record.start_event)
@@ -60,11 +66,13 @@ def restart(self: WorkflowCheckpointer, record: RunRecord) -> WorkflowHandler:
             f"Run {record.run_id}'s recorded start event decoded to "
             f"{type(event).__name__}, not a StartEvent; delete the run and start it again."
         )
-    self._acquire(record.run_id, record.status)
+    if not claimed:
+        self._acquire(record.run_id, record.status)
     self._track(record.run_id, start=1)
     handler = self._launch(run_id=record.run_id, start_event=event)
     self._attach(handler)
-    self._deliver(record.run_id)
+    if not claimed:
+        self._deliver(record.run_id)
     self._watch(handler)
     return handler
 

@@ -6,6 +6,7 @@ once runs against each of them.
 
 The status vocabulary is the same for library, CLI and server runs:
 
+``queued``       the run waits in the run queue for its limits to let it start (nothing ran)
 ``running``      the run is in progress (or its process died and nobody resumed it yet)
 ``waiting``      the run asked for input (an ``InputRequiredEvent``) and waits for an answer
 ``completed``    the run returned its result
@@ -26,7 +27,7 @@ from typing import Any
 from ..errors import CheckpointError, RunConflictError
 
 #: Every status a stored run can have.
-STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
+STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted", "queued")
 #: Statuses of a run that is still going on (or was left so by a crash).
 ACTIVE = frozenset({"running", "waiting"})
 #: Statuses of a run that ended; its record does not change any more.

@@ -358,7 +358,14 @@ class Statements:
             "last_event": "SELECT seq, kind, body FROM run_events WHERE run_id = ? "
             "ORDER BY seq DESC LIMIT 1",
         }
-        tables = ("checkpoints", "run_events", "run_inbox", "run_journal", "checkpoint_runs")
+        tables = (
+            "checkpoints",
+            "run_events",
+            "run_inbox",
+            "run_journal",
+            "run_queue",
+            "checkpoint_runs",
+        )
         delete = tuple(f"DELETE FROM {table} WHERE run_id = ?" for table in tables)
         return cls(
             param=param,

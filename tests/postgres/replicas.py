@@ -36,6 +36,7 @@ class Replica:
         start_timeout: Seconds to wait for its start-up line.
         flows: Its ``-w NAME=MODULE:CLASS`` options (default: ``StepsFlow`` as ``steps``);
             a module is imported from ``tmp`` too (its working directory).
+        extra: More ``batonflow serve`` options (``--max-running 2``, ``--limit ...``).
 
     Raises:
         AssertionError: It exited or did not print its address within ``start_timeout``
@@ -52,6 +53,7 @@ class Replica:
         log_name: str | None = None,
         start_timeout: float = 60.0,
         flows: tuple[str, ...] = (f"steps={FLOWS}:StepsFlow",),
+        extra: tuple[str, ...] = (),
     ) -> None:
         self.name = name
         self.log = tmp / (log_name or f"{name}.log")
@@ -77,6 +79,7 @@ class Replica:
                     "--no-prebuilt",
                     "--quiet",
                     *(arg for flow in flows for arg in ("-w", flow)),
+                    *extra,
                 ],
                 cwd=tmp,
                 env=env,
