@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import re
 import struct
 import threading
 from typing import Any
@@ -41,7 +42,11 @@ class Counts:
 def _label(sql: str) -> str:
     """A statement's first words, enough to tell the store's statements apart."""
     words = " ".join(sql.split())
-    return words[:70]
+    label = words[:60]
+    inserts = re.findall(r"INSERT INTO (\w+)", words)
+    if inserts and inserts[0] not in label:
+        label += " … INSERT INTO " + inserts[0]  # a checkpoint or a log entry, fenced alike
+    return label
 
 
 async def _pipe_client(

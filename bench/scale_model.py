@@ -123,7 +123,7 @@ def _drop(server: Any, name: str) -> None:
 
 # -- round trips ----------------------------------------------------------------------------------
 
-BACKGROUND = ("schedule",)
+BACKGROUND = ("schedule", "cron")
 #: Seconds for the notifications of a measurement's writes to reach the listeners.
 SETTLE = 1.0
 
