@@ -253,6 +253,54 @@ def print_throughput(figs: dict[tuple[str, int], list[dict]], replicas: list[int
             print(f"- {n} replica(s): {parts}; of them waiting for NOTIFY's lock: {notify:.2f}")
 
 
+def print_model(figs: dict[tuple[str, int], list[dict]], replicas: int) -> None:
+    """The CPU a step and a run's start and end cost (from the two workloads on
+    ``replicas`` replicas), and the back-of-the-envelope of docs/deploy.md from them."""
+
+    def med(workload: str, key: str) -> float:
+        return statistics.median(f[key] for f in figs[(workload, replicas)])
+
+    short, long = "3-step runs", "20-step chains"
+    if (short, replicas) not in figs or (long, replicas) not in figs:
+        return
+    gap = WORKLOADS[long][2] - WORKLOADS[short][2]
+    cpu = {}
+    for side, key in (("replica", "replica_ms_per_run"), ("PostgreSQL", "pg_ms_per_run")):
+        step = (med(long, key) - med(short, key)) / gap
+        cpu[side] = (step, med(short, key) - WORKLOADS[short][2] * step)
+    share = [
+        med(w, "replica_ms_per_run") / (med(w, "replica_ms_per_run") + med(w, "pg_ms_per_run"))
+        for w in (short, long)
+    ]
+    print(f"\n### CPU per step and per run ({replicas} replica(s), medians)\n")
+    for side, (step, run) in cpu.items():
+        print(f"- {side}: {step:.2f} ms per durable step, {run:.2f} ms per run's start and end")
+    print(
+        f"- the replicas' share of a run's CPU: {share[0]:.0%} (3-step), {share[1]:.0%} (20-step)"
+    )
+    steps_per_s = med(long, "steps_per_s")
+    per_run = steps_per_s / WORKLOADS[long][2]
+    print(
+        f"- {steps_per_s:,.0f} steps/s: {per_run * med(long, 'replica_ms_per_run') / 1000:.2f} "
+        f"core(s) of replica, {per_run * med(long, 'pg_ms_per_run') / 1000:.2f} of PostgreSQL"
+    )
+    print("\n### The back-of-the-envelope\n")
+    shapes = [
+        ("1 million runs a day, 10 steps, peak 10x the mean", 1e6 / 86400 * 10, 10),
+        ("10,000 durable steps/s, runs of 20 steps", 10_000 / 20, 20),
+    ]
+    for label, runs_per_s, steps in shapes:
+        trips = runs_per_s * (4 + steps)
+        cores = {
+            side: runs_per_s * (run + steps * step) / 1000 for side, (step, run) in cpu.items()
+        }
+        print(
+            f"- {label}: {runs_per_s:,.1f} runs/s, {trips:,.0f} round trips/s, "
+            f"{cores['replica']:.2f} replica cores, {cores['PostgreSQL']:.2f} PostgreSQL cores, "
+            f"{2 * runs_per_s:,.0f} NOTIFY commits/s (+1 per stream event)"
+        )
+
+
 # -- NOTIFY at commit ------------------------------------------------------------------------------
 
 
@@ -407,6 +455,7 @@ def main() -> None:
                                 )
                     everything["throughput"] = {f"{w} / {n}": f for (w, n), f in figs.items()}
                     print_throughput(figs, counts)
+                    print_model(figs, counts[0])
         if "crowd" in only:
             print(
                 f"\n## A crowd of replicas on a server of max_connections={args.max_connections}"
