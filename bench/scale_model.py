@@ -194,8 +194,10 @@ def throughput(server: Any, tmp: Path, replicas: int, workload: str, clients: in
         sampler = Sampler(server.url(name))
         sampler.start()
         runs = clients * 6
+        me0 = time.process_time()  # the load generator's CPU (and the sampler's, small)
         got = load([r.address for r in group], flow, body, clients, runs)  # type: ignore[misc]
         seen = sampler.stop()
+        me = time.process_time() - me0
         own = _cpu_seconds(pids) - own0
         pg = sum(_cpu_seconds([p]) - pg0.get(p, 0.0) for p in _postgres_pids(server.datadir))
         done = sum(n for s, n in got["status"].items() if s == 200)
@@ -210,6 +212,8 @@ def throughput(server: Any, tmp: Path, replicas: int, workload: str, clients: in
         "steps_per_s": got["runs_per_s"] * steps,
         "replica_ms_per_run": own / runs * 1000,
         "pg_ms_per_run": pg / runs * 1000,
+        "client_ms_per_run": me / runs * 1000,
+        "cores": (own + pg + me) / got["seconds"],  # replicas, PostgreSQL and the load
         "load": os.getloadavg()[0],
         **seen,
     }
@@ -224,9 +228,9 @@ def print_throughput(figs: dict[tuple[str, int], list[dict]], replicas: list[int
         print(f"\n### {workload} (median of the rounds; range in brackets)\n")
         print(
             "| replicas | runs/s | durable steps/s | vs 1 replica | CPU ms/run: replicas "
-            "| PostgreSQL | most backends | load |"
+            "| PostgreSQL | load generator | cores in use | most backends | load |"
         )
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for n, f in rows:
             if not f:
                 continue
@@ -238,6 +242,8 @@ def print_throughput(figs: dict[tuple[str, int], list[dict]], replicas: list[int
                 f"| {statistics.median(x['steps_per_s'] for x in f):.0f} | {rel} "
                 f"| {statistics.median(x['replica_ms_per_run'] for x in f):.2f} "
                 f"| {statistics.median(x['pg_ms_per_run'] for x in f):.2f} "
+                f"| {statistics.median(x['client_ms_per_run'] for x in f):.2f} "
+                f"| {statistics.median(x['cores'] for x in f):.2f} "
                 f"| {max(x['most_backends'] for x in f)} "
                 f"| {statistics.median(x['load'] for x in f):.1f} |"
             )
