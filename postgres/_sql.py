@@ -21,7 +21,7 @@ from batonflow.core.durable._sql_schema import (
     create_table,
 )
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 COMPONENT = "checkpoints"
 EVENTS_CHANNEL = "batonflow_events"
 INBOX_CHANNEL = "batonflow_inbox"
@@ -75,6 +75,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # The schedules and their firings, keyed by (schedule, time): core/durable/_schedules.py.
     8: schedule_statements(real="DOUBLE PRECISION"),
+    # A run's budget and its LLM calls' usage per step: core/durable/_budget.py.
+    9: (
+        create_table("run_budgets", real="DOUBLE PRECISION"),
+        create_table("run_usage", real="DOUBLE PRECISION"),
+    ),
 }
 #: True in a write's WHERE while the run's lease is held by the store whose token is the
 #: second parameter, or while the first parameter (the replica id) is NULL: no fencing.

@@ -24,6 +24,7 @@ from ..data.serialization import qualified_name
 from ..engine._snapshot import dump
 from ..errors import CheckpointError, SerializationError, StoreUnreachableError
 from . import _idempotency
+from ._budget import Budget, guard_for
 from ._journal import RunJournal
 from ._records import Checkpoint, RunRecord, checkpoint_id, with_state_values
 from ._store import encode, event_body, outcome
@@ -93,11 +94,12 @@ def begin(
     event: StartEvent,
     ctx: Context[Any] | None,
     stepwise: bool,
+    budget: Budget | None = None,
 ) -> WorkflowHandler:
-    """Start the recorded run ``run_id`` and record it as it goes."""
+    """Start the recorded run ``run_id`` (its ``budget`` given) and record it as it goes."""
     self._track(run_id, start=0 if ctx is not None else 1)
     handler = self._launch(run_id=run_id, start_event=event, ctx=ctx, stepwise=stepwise)
-    self._attach(handler)
+    self._attach(handler, budget=budget)
     if ctx is not None:
         # A run that starts from an existing state: resuming it needs that state.
         self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
@@ -109,8 +111,15 @@ def track(self: WorkflowCheckpointer, run_id: str, start: int) -> None:
     self._seq[run_id] = itertools.count(start)
 
 
-def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: int = 0) -> None:
-    """Record the run's stream events in the store's event log as they are written."""
+def attach(
+    self: WorkflowCheckpointer,
+    handler: WorkflowHandler,
+    *,
+    inbox_seq: int = 0,
+    budget: Budget | bool | None = True,
+) -> None:
+    """Record the run's stream events in the store's event log as they are written; guard its
+    LLM calls with its ``budget`` (``True``: the one the store keeps for it, a resume)."""
     run_id = handler.run_id
     self._live[run_id] = handler
     self._inbox[run_id] = inbox_seq
@@ -118,6 +127,7 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
     store = self.store
     if hasattr(store, "journal_put"):  # ctx.journal records its calls in the run store
         handler.ctx._journal = RunJournal(store, self.serializer, run_id)
+    handler.ctx._budget = guard_for(store, run_id, budget)
 
     def record(event: Any) -> None:
         if isinstance(event, InternalDispatchEvent):

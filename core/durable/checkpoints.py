@@ -40,7 +40,8 @@ from ..errors import (
     RunConflictError,
     WorkflowRuntimeError,
 )
-from . import _checkpoint_query, _checkpoint_recording, _continuing, _idempotency
+from . import _budget, _checkpoint_query, _checkpoint_recording, _continuing, _idempotency
+from ._budget import Budget
 from ._memory_store import InMemoryCheckpointStore
 from ._records import (
     STATUSES,
@@ -118,6 +119,12 @@ class WorkflowCheckpointer:
         on_end: Called as ``on_end(run_id, status, result, error)`` when a run ends, instead
             of recording its outcome: the caller records it (the server writes it together
             with the run's last log entry, so a crash cannot split the two).
+        budget: The token or cost budget of every run started here (a :class:`Budget`, a
+            number of tokens, or a text such as ``"5000 tokens"``; see ``docs/budgets.md``);
+            ``start(budget=...)`` gives one run another.
+
+    Raises:
+        ValueError: A budget that is not one (a negative amount, an unknown unit).
     """
 
     def __init__(
@@ -129,7 +136,10 @@ class WorkflowCheckpointer:
         checkpoint_serializer: BaseSerializer | None = None,
         disabled_steps: Iterable[str] = (),
         on_end: Callable[[str, str, str | None, str | None], None] | None = None,
+        budget: Budget | str | int | None = None,
     ) -> None:
+        #: The budget of every run started here (``None``: none).
+        self.budget = None if budget is None else _budget.parse_budget(budget)
         # One bound-method object, so detach() can remove exactly what was added.
         self._listener = self._on_step
         #: Every workflow instance this checkpointer recorded runs of (see the setter).
@@ -270,6 +280,7 @@ class WorkflowCheckpointer:
         ctx: Context[Any] | None = None,
         info: RunInfo | None = None,
         idempotency_key: str | None = None,
+        budget: Budget | str | int | None = None,
         **kwargs: Any,
     ) -> WorkflowHandler:
         """Record a run, then start it: :meth:`run` with what the record should also keep.
@@ -283,6 +294,8 @@ class WorkflowCheckpointer:
                 as the run is kept: a start whose key started a run already raises
                 :class:`~batonflow.core.errors.DuplicateStartError` naming that run (and
                 holding its handler when it runs here), also when two processes race.
+            budget: This run's token or cost budget (default: the checkpointer's); its LLM
+                calls are counted and stopped before they would pass it (``docs/budgets.md``).
             **kwargs: The start event's fields, and ``stepwise=``.
 
         Raises:
@@ -290,19 +303,22 @@ class WorkflowCheckpointer:
             DuplicateStartError: ``idempotency_key`` started a run already; nothing ran.
             IdempotencyKeyError: ``idempotency_key`` started a run with another workflow or
                 start event; nothing ran.
-            ValueError: An ``idempotency_key`` that is not 1 to 255 characters of text.
+            ValueError: An ``idempotency_key`` that is not 1 to 255 characters of text, or a
+                budget that is not one.
             CheckpointError: The store refused the record; nothing ran.
         """
         key = None if idempotency_key is None else _idempotency.check_key(idempotency_key)
         if _continues(ctx):
             return self._run_durable(ctx, **kwargs)  # it continues a run: nothing to record
+        limit = self._budget_of(budget)
         record, event, stepwise = self._new_run(start_event, run_id, info or RunInfo(), kwargs, key)
         try:
             self.store.create_run(record)
         except RunConflictError:
             self._lost_race(record)
             raise
-        return self._begin(record.run_id, event, ctx, stepwise)
+        self._set_budget(record.run_id, limit)
+        return self._begin(record.run_id, event, ctx, stepwise, limit)
 
     async def astart(
         self,
@@ -312,6 +328,7 @@ class WorkflowCheckpointer:
         ctx: Context[Any] | None = None,
         info: RunInfo | None = None,
         idempotency_key: str | None = None,
+        budget: Budget | str | int | None = None,
         **kwargs: Any,
     ) -> WorkflowHandler:
         """:meth:`start`, recording the run off the event loop where the store can
@@ -320,6 +337,7 @@ class WorkflowCheckpointer:
         key = None if idempotency_key is None else _idempotency.check_key(idempotency_key)
         if _continues(ctx):
             return self._run_durable(ctx, **kwargs)
+        limit = self._budget_of(budget)
         record, event, stepwise = self._new_run(start_event, run_id, info or RunInfo(), kwargs, key)
         try:
             if self._off_loop is None:
@@ -329,7 +347,8 @@ class WorkflowCheckpointer:
         except RunConflictError:
             self._lost_race(record)
             raise
-        return self._begin(record.run_id, event, ctx, stepwise)
+        self._set_budget(record.run_id, limit)
+        return self._begin(record.run_id, event, ctx, stepwise, limit)
 
     def _lost_race(self, record: RunRecord) -> None:
         """After the store refused ``record``: another start with its key won the race, so
@@ -531,6 +550,12 @@ class WorkflowCheckpointer:
     _put = _checkpoint_recording.put
     _watch = _checkpoint_recording.watch
 
+    # Budgets: _budget.py.
+    _budget_of = _budget.budget_of
+    _set_budget = _budget.set_run_budget
+    raise_budget = _budget.raise_budget
+    usage = _budget.run_usage
+
     # Reading the checkpoints back: _checkpoint_query.py.
     checkpoints = property(_checkpoint_query.checkpoints)
     filter_checkpoints = _checkpoint_query.filter_checkpoints
@@ -538,6 +563,7 @@ class WorkflowCheckpointer:
 
 __all__ = [
     "STATUSES",
+    "Budget",
     "Checkpoint",
     "CheckpointStore",
     "InMemoryCheckpointStore",
