@@ -133,9 +133,11 @@ class RunManager:
         start_fields: dict[str, Any],
         traceparent: str | None,
         idempotency_key: str | None = None,
+        budget: Any = None,
     ) -> LiveRun:
-        """Record a run of workflow ``name`` (off the loop where the store writes so), start
-        it and its pump; return the live run.
+        """Record a run of workflow ``name`` (off the loop where the store writes so), with its
+        ``budget`` (``None``: the workflow's, if any), start it and its pump; return the live
+        run.
 
         Raises:
             SerializationError: The start event cannot be encoded (nothing ran).
@@ -155,7 +157,7 @@ class RunManager:
             ) from exc
         info = RunInfo(shown, traceparent, owner="server", name=name)
         handler = await self.checkpointers[name].astart(
-            start_event=start_event, info=info, idempotency_key=idempotency_key
+            start_event=start_event, info=info, idempotency_key=idempotency_key, budget=budget
         )
         return self._follow(LiveRun(str(handler.run_id), name, self.workflows[name], handler))
 
@@ -237,6 +239,11 @@ class RunManager:
         if not self.durable and row.status != "waiting":
             return None
         from batonflow.core.errors import LeaseLostError, RunBusyError
+
+        from ._budget_view import load_seam
+
+        budget = getattr(self.records, "budget", None)
+        load_seam(needed=budget is not None and budget(row.run_id) is not None)
 
         try:
             return checkpointer.resume(row.run_id)

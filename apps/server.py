@@ -55,6 +55,7 @@ from batonflow.core.errors import (
 )
 
 from ._answers import Refused, check_event, waiting_info
+from ._budget_view import budget_fields, budget_of, usage_of_runs
 from ._forks import install_forks
 from ._idempotent import key_refused, started_already
 from ._introspect import (
@@ -96,6 +97,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "The batonflow server needs FastAPI and uvicorn; install them with "
         "pip install 'batonflow[server]'."
     ) from exc
+
+from ._budget_routes import install_budgets  # noqa: E402 (FastAPI is there by now)
 
 
 def _not_found_workflow(name: str, served: dict[str, Any]) -> HTTPException:
@@ -315,10 +318,19 @@ def create_app(
         key: str | None = Header(
             None, alias="Idempotency-Key", description="one run per key: a retry gets its run"
         ),
+        budget: str | None = Query(
+            None,
+            description="the run's budget: tokens ('5000') or US dollars ('$0.50'), both "
+            "joined by ','; its LLM calls wait (or fail) before they would pass it",
+        ),
     ) -> JSONResponse:
         workflow = workflows.get(name)
         if workflow is None:
             raise _not_found_workflow(name, workflows)
+        try:
+            limit = budget_of(budget)
+        except ValueError as exc:
+            raise HTTPException(422, f"Invalid budget: {exc}") from None
         fields = await _json_object(request, 'the start event\'s fields, e.g. {"topic": "x"}')
         try:
             start_event = build_start_event(workflow, fields)
@@ -333,7 +345,7 @@ def create_app(
         traceparent = request.headers.get("traceparent")
         try:
             with _caller_trace(request):
-                live = await manager.start(name, start_event, fields, traceparent, key)
+                live = await manager.start(name, start_event, fields, traceparent, key, limit)
         except DuplicateStartError as exc:
             return await started_already(manager, exc.run_id, wait, timeout)
         except (ValueError, IdempotencyKeyError) as exc:  # a bad key, or one reused
@@ -348,7 +360,10 @@ def create_app(
             return JSONResponse(await _accepted(live), status_code=202)
         row = await run_store.aget(live.run_id)
         assert row is not None
-        return JSONResponse(row.public(), status_code=200)
+        return JSONResponse(
+            {**row.public(), **budget_fields(manager.records, row.run_id, row.status)},
+            status_code=200,
+        )
 
     @app.get("/runs", responses=responses(200, RunList, "The runs, newest first.", 422))
     async def list_runs(
@@ -369,7 +384,13 @@ def create_app(
             )
         rows = run_store.list(workflow, status, limit)
         links = schedule_links(manager.records, [r.run_id for r in rows])
-        return {"runs": [{**r.public(), "schedule": links.get(r.run_id)} for r in rows]}
+        usage = usage_of_runs(manager.records, [r.run_id for r in rows])
+        return {
+            "runs": [
+                {**r.public(), "schedule": links.get(r.run_id), "usage": usage.get(r.run_id)}
+                for r in rows
+            ]
+        }
 
     @app.get("/runs/{run_id}", responses=responses(200, Run, "The run.", 404))
     async def get_run(run_id: str) -> dict[str, Any]:
@@ -377,13 +398,14 @@ def create_app(
         if row is None:
             raise _not_found_run(run_id)
         link = schedule_links(manager.records, [run_id]).get(run_id)
-        if row.status != "waiting":
-            return {**row.public(), "schedule": link}
+        budgets = budget_fields(manager.records, run_id, row.status)
+        if row.status != "waiting" or budgets.get("waiting_reason") == "budget":
+            return {**row.public(), "schedule": link, **budgets}
         live = manager.live.get(run_id)
         waits = waiting_info(
             run_store, row, workflows.get(row.workflow), live.handler if live else None
         )
-        return {**row.public(), "schedule": link, **waits}
+        return {**row.public(), "schedule": link, **waits, **budgets}
 
     @app.get(
         "/runs/{run_id}/events",
@@ -490,6 +512,7 @@ def create_app(
         return row.public() if row is not None else {"run_id": live.run_id, "status": "running"}
 
     install_forks(app, manager)
+    install_budgets(app, manager)
     install_console(app, workflows, run_store.get, token, checkpoints=run_store.backend)
     install_openapi(app, workflows, token)
     # Without a token, bodies must be declared JSON and requests addressed to this server:

@@ -259,7 +259,7 @@ def need_seam() -> None:
         raise ValueError(
             "A budget counts llama-index LLM calls through batonflow.budgets, which is not "
             "loaded; add `import batonflow.budgets` (or take Budget from there) before starting "
-            "a run with a budget."
+            "a run with a budget (it needs llama-index: pip install 'batonflow[agents]')."
         )
     for install in SEAM:
         install()
@@ -506,7 +506,11 @@ def guard_for(store: Any, run_id: str, budget: Budget | bool | None) -> RunBudge
         state = store.budget(run_id) if hasattr(store, "budget") else None
         if state is None:
             return None
-        need_seam()
+        # Resuming: the seam is there when batonflow.budgets was imported (the server and the
+        # CLI import it when llama-index is loaded, apps/_budgets.py); without it no call of
+        # the run is counted.
+        for install in SEAM:
+            install()
     elif budget is None or budget is False:
         return None
     return RunBudget(store, run_id)
