@@ -99,4 +99,43 @@ def budget_json(budget: Any) -> dict[str, Any]:
     return _budget_json(budget)
 
 
-__all__ = ["budget_fields", "budget_json", "budget_of", "load_seam", "usage_of_runs"]
+def _tokens(usage: dict[str, Any]) -> str:
+    cost = usage.get("cost")
+    dollars = "cost unknown" if cost is None else f"${cost:.6f}"
+    return (
+        f"{usage['total_tokens']} tokens (prompt {usage['prompt_tokens']}, completion "
+        f"{usage['completion_tokens']}; {usage['calls']} LLM calls), {dollars}"
+    )
+
+
+def usage_lines(data: dict[str, Any]) -> list[str]:
+    """What ``batonflow runs show`` prints of a run's budget and usage (``data``: its record)."""
+    lines = []
+    budget = data.get("budget")
+    if budget:
+        limits = [f"{budget['tokens']} tokens"] if budget.get("tokens") is not None else []
+        if budget.get("cost") is not None:
+            limits.append(f"${budget['cost']}")
+        lines.append(f"budget: {' and '.join(limits)} (over it: {budget['on_exceed']})")
+    usage = data.get("usage")
+    if usage:
+        lines.append(f"usage: {_tokens(usage)}")
+        for step, used in (data.get("usage_by_step") or {}).items():
+            lines.append(f"  {step}: {_tokens(used)}")
+    blocked = data.get("budget_blocked")
+    if data.get("waiting_reason") == "budget" and blocked:
+        lines.append(
+            f"waiting for a budget raise: step {blocked.get('step')!r}'s next LLM call would "
+            f"pass it; raise it with: batonflow runs budget {data['run_id']} --raise N"
+        )
+    return lines
+
+
+__all__ = [
+    "budget_fields",
+    "budget_json",
+    "budget_of",
+    "load_seam",
+    "usage_lines",
+    "usage_of_runs",
+]

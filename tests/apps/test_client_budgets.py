@@ -1,0 +1,42 @@
+"""The client's side of budgets: ``start(budget=...)``, ``raise_budget`` and the run's
+``usage``, ``budget`` and ``waiting_reason``, against a real server (uvicorn in a thread)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from batonflow.apps.run_store import RunStore
+from batonflow.apps.server import BackgroundServer, create_app
+from batonflow.client import Client
+from batonflow.client.errors import ConflictError, InvalidRequestError
+
+from .budget_flows import BudgetedAgent, calls
+
+
+def test_a_client_starts_a_budgeted_run_and_raises_its_budget(tmp_path, monkeypatch):
+    """The run waits for its budget (waiting_reason 'budget', one LLM call); raise_budget lets
+    it finish; a second raise of the ended run is a ConflictError, a negative one refused."""
+    monkeypatch.chdir(tmp_path)  # the agent notes its LLM calls in the working folder
+    store = RunStore(tmp_path / "runs.db")
+    app = create_app({"budgeted": BudgetedAgent()}, store=store)
+    with BackgroundServer(app) as server, Client(server.url) as client:
+        run = client.start("budgeted", {"user_msg": "What is the answer?"}, budget=120)
+        deadline = time.monotonic() + 30
+        while run.waiting_reason != "budget" and time.monotonic() < deadline:
+            time.sleep(0.05)
+            run = client.get(run.run_id)
+        assert run.status == "waiting" and run.waiting_reason == "budget"
+        assert run.budget == {"tokens": 120, "cost": None, "on_exceed": "wait"}
+        assert run.usage is not None and run.usage["total_tokens"] == 120
+        assert calls(tmp_path) == 1
+        with pytest.raises(InvalidRequestError):
+            client.raise_budget(run.run_id, tokens=-1)
+        raised = client.raise_budget(run.run_id, tokens=1000)
+        assert raised.budget is not None and raised.budget["tokens"] == 1120
+        done = client.wait(run.run_id, timeout=30)
+        assert done.status == "completed" and done.usage["total_tokens"] == 300  # type: ignore[index]
+        with pytest.raises(ConflictError, match="has ended"):
+            client.raise_budget(run.run_id, tokens=5)
+    store.close()
+    assert calls(tmp_path) == 2
