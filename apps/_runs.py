@@ -101,6 +101,9 @@ class RunManager:
         from batonflow.core.checkpoints import WorkflowCheckpointer
 
         self.workflows = workflows
+        from ._budget_view import load_seam
+
+        load_seam()  # the served flows loaded llama-index: count their runs' LLM calls
         self.durable = checkpoints is not None
         self.store = RunStore(backend=checkpoints) if checkpoints is not None else store
         self.records = self.store.backend

@@ -285,11 +285,13 @@ class RunBudget:
         run_id: The run.
     """
 
-    def __init__(self, store: Any, run_id: str) -> None:
+    def __init__(self, store: Any, run_id: str, *, limited: bool = True, fresh: bool = False):
         self.store = store
         self.run_id = run_id
+        #: Whether the run has a budget to check (else its calls are only counted).
+        self.limited = limited
         #: Usage recorded before this process took the run (a resume), plus what it added.
-        self._used = total(store.usage(run_id))
+        self._used = Usage() if fresh else total(store.usage(run_id))
         #: What the calls in flight may use (their estimates), until they report usage.
         self._reserved_tokens = 0
         self._reserved_cost = 0.0
@@ -298,6 +300,11 @@ class RunBudget:
     def wake(self) -> None:
         """Look at the store again now: the budget was raised in this process."""
         self._raised.set()
+
+    @property
+    def used(self) -> Usage:
+        """What the run's LLM calls used so far (those of earlier processes included)."""
+        return self._used
 
     def _fits(self, budget: Budget, need: Estimate) -> dict[str, Any] | None:
         """``None`` when ``need`` fits in ``budget``, else what it would pass."""
@@ -349,6 +356,9 @@ class RunBudget:
         Raises:
             BudgetExceededError: It does not fit and the budget says fail.
         """
+        if not self.limited:
+            self._reserve(need)
+            return
         blocked = False
         while True:
             state = self._state()
@@ -374,6 +384,9 @@ class RunBudget:
         Raises:
             BudgetExceededError: It does not fit, and the budget says fail or it cannot wait.
         """
+        if not self.limited:
+            self._reserve(need)
+            return
         blocked = False
         while True:
             state = self._state()
@@ -500,20 +513,29 @@ def run_usage(self: Any, run_id: str) -> dict[str, Usage]:
 
 
 def guard_for(store: Any, run_id: str, budget: Budget | bool | None) -> RunBudget | None:
-    """The guard of a run being attached: ``budget`` is its known budget at start, or
-    ``True`` to read it from the store (a resume)."""
+    """The guard of a run being attached: ``budget`` is its known budget at start (``None``:
+    none), or ``True`` to read it from the store (a resume).
+
+    A run without a budget gets a guard too, one that only counts its calls, when the LLM
+    seam is loaded (:mod:`batonflow.budgets` was imported: the prebuilt agents, the server
+    and the CLI import it once llama-index is loaded); without the seam no call is counted.
+    """
+    if not hasattr(store, "usage_add"):
+        return None
     if budget is True:
-        state = store.budget(run_id) if hasattr(store, "budget") else None
-        if state is None:
+        state = store.budget(run_id)
+        if state is None and not SEAM:
             return None
-        # Resuming: the seam is there when batonflow.budgets was imported (the server and the
-        # CLI import it when llama-index is loaded, apps/_budgets.py); without it no call of
-        # the run is counted.
         for install in SEAM:
             install()
-    elif budget is None or budget is False:
-        return None
-    return RunBudget(store, run_id)
+        return RunBudget(store, run_id, limited=state is not None)
+    if budget is None or budget is False:
+        if not SEAM:
+            return None
+        for install in SEAM:
+            install()
+        return RunBudget(store, run_id, limited=False, fresh=True)
+    return RunBudget(store, run_id, fresh=True)
 
 
 def _on_loop() -> bool:

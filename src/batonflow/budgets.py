@@ -33,13 +33,16 @@ import functools
 import json
 import math
 import threading
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
 from typing import Any
 
 from batonflow.core.durable import _budget
 from batonflow.core.durable._budget import Budget, BudgetState, Estimate, Usage, parse_budget
+from batonflow.core.instruments.tracing import usage_attributes
 from llama_index.core.base.llms.base import BaseLLM
+from opentelemetry import trace
 
 #: US dollars per million tokens: model name (or the start of one) -> (prompt, completion).
 #: OpenAI's list prices as published in 2025; not a promise: check them, and add or replace
@@ -202,7 +205,7 @@ def _wrap(original: Any, name: str) -> Any:
                 response = await original.__get__(self, type(self))(*args, **kwargs)
             finally:
                 _INSIDE.reset(token)
-                budget.after(step, need, _used(self, response, name, args, kwargs))
+                _counted(budget, step, need, _used(self, response, name, args, kwargs))
             return response
 
         return async_call
@@ -221,7 +224,7 @@ def _wrap(original: Any, name: str) -> Any:
             try:
                 gen = await original.__get__(self, type(self))(*args, **kwargs)
             except BaseException:
-                budget.after(step, need, _used(self, None, name, args, kwargs))
+                _counted(budget, step, need, _used(self, None, name, args, kwargs))
                 raise
             finally:
                 _INSIDE.reset(token)
@@ -233,7 +236,7 @@ def _wrap(original: Any, name: str) -> Any:
                         last = item
                         yield item
                 finally:
-                    budget.after(step, need, _used(self, last, name, args, kwargs))
+                    _counted(budget, step, need, _used(self, last, name, args, kwargs))
 
             return counted()
 
@@ -255,7 +258,7 @@ def _wrap(original: Any, name: str) -> Any:
                 response = original.__get__(self, type(self))(*args, **kwargs)
             finally:
                 _INSIDE.reset(token)
-                budget.after(step, need, _used(self, response, name, args, kwargs))
+                _counted(budget, step, need, _used(self, response, name, args, kwargs))
             return response
 
         return call
@@ -272,7 +275,7 @@ def _wrap(original: Any, name: str) -> Any:
         try:
             gen = original.__get__(self, type(self))(*args, **kwargs)
         except BaseException:
-            budget.after(step, need, _used(self, None, name, args, kwargs))
+            _counted(budget, step, need, _used(self, None, name, args, kwargs))
             raise
         finally:
             _INSIDE.reset(token)
@@ -284,7 +287,7 @@ def _wrap(original: Any, name: str) -> Any:
                     last = item
                     yield item
             finally:
-                budget.after(step, need, _used(self, last, name, args, kwargs))
+                _counted(budget, step, need, _used(self, last, name, args, kwargs))
 
         return counted()
 
@@ -297,6 +300,25 @@ def _used(llm: Any, response: Any, name: str, args: tuple[Any, ...], kwargs: Any
         prompt = prompt_estimate(name, args, kwargs)
         return Usage(prompt, 0, prompt, cost(_model(llm), prompt, 0), 1)
     return usage_of(llm, response, prompt_estimate(name, args, kwargs))
+
+
+#: What each step span's calls used so far (a step attempt's span: the current span while a
+#: step runs), to set its usage attributes as sums.
+_BY_SPAN: weakref.WeakKeyDictionary[Any, Usage] = weakref.WeakKeyDictionary()
+
+
+def _counted(budget: _budget.RunBudget, step: str, need: Estimate, used: Usage) -> None:
+    """Record a call's usage, and add it to the current (step) span's usage attributes."""
+    budget.after(step, need, used)
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
+    try:
+        summed = _BY_SPAN.get(span, Usage()) + used
+        _BY_SPAN[span] = summed
+    except TypeError:  # a span class that takes no weak reference: no sums kept
+        summed = used
+    span.set_attributes(usage_attributes(summed))
 
 
 def _subclasses(base: type) -> list[type]:
