@@ -65,6 +65,7 @@ _OWN_ASSETS = (
     "fork.js",
     "chat.js",
     "schedules.js",
+    "budget.js",
     "console.js",
     "console.css",
     "api-docs.js",
