@@ -22,6 +22,7 @@ when a token is set):
 ``POST /runs/{id}/cancel``               cancel a run
 ``POST /runs/{id}/resume``               continue an interrupted or failed run as a new run
 ``POST /runs/{id}/fork``                 a checkpoint continued as a new run (``_forks``)
+``POST /runs/{id}/budget``               raise a run's budget (``_budget_routes``)
 ``GET|POST /schedules``                  list or add schedules (:mod:`.schedules`)
 ``DELETE /schedules/{name}``             remove a schedule
 ``GET /``, ``/docs``, ``/redoc``         the run console and the API docs, with the

@@ -9,7 +9,6 @@ or at the mock) while the run waits with its budget blocked; a raise lets it fin
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import batonflow.budgets
@@ -29,6 +28,7 @@ from batonflow.core import (
 from batonflow.core import step as step_
 from batonflow.core.checkpoints import SqliteCheckpointStore, WorkflowCheckpointer
 from batonflow.core.durable._budget import Usage
+from budget_waits import until_status
 from llama_index.core.llms import ChatMessage
 from llama_index.llms.openai import OpenAI
 from openai_mock import completion
@@ -48,17 +48,6 @@ def scripted_agent() -> tuple[FunctionAgent, ScriptedLLM]:
         ]
     )
     return FunctionAgent(tools=[lookup], llm=llm, timeout=None), llm
-
-
-async def until_status(store: Any, run_id: str, status: str, deadline: float = 20.0) -> None:
-    """Wait (at most ``deadline`` seconds) for the run's stored status to be ``status``."""
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        record = store.run(run_id)
-        if record is not None and record.status == status:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"run {run_id} is {store.run(run_id)}, not {status}")
 
 
 async def test_a_budget_stops_an_agent_before_the_call_that_would_pass_it(tmp_path):

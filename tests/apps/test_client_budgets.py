@@ -40,3 +40,15 @@ def test_a_client_starts_a_budgeted_run_and_raises_its_budget(tmp_path, monkeypa
             client.raise_budget(run.run_id, tokens=5)
     store.close()
     assert calls(tmp_path) == 2
+
+
+def test_a_run_waiting_for_an_answer_says_so(start_server):
+    """A run that asked a question: waiting_reason 'input', no budget, no usage."""
+    from .sse import wait_status
+
+    _, client = start_server()
+    run_id = client.post("/workflows/approval/runs", json={"topic": "x"}).json()["run_id"]
+    wait_status(client, run_id, {"waiting"})
+    body = client.get(f"/runs/{run_id}").json()
+    assert (body["waiting_reason"], body["budget"], body["usage"]) == ("input", None, None)
+    assert body["waiting_for_input"] is True
