@@ -40,8 +40,8 @@ from ..errors import (
     RunConflictError,
     WorkflowRuntimeError,
 )
-from . import _budget, _checkpoint_query, _checkpoint_recording, _continuing, _idempotency
-from ._budget import Budget
+from . import _budget_runs, _checkpoint_query, _checkpoint_recording, _continuing, _idempotency
+from ._budget import Budget, parse_budget
 from ._memory_store import InMemoryCheckpointStore
 from ._records import (
     STATUSES,
@@ -139,7 +139,7 @@ class WorkflowCheckpointer:
         budget: Budget | str | int | None = None,
     ) -> None:
         #: The budget of every run started here (``None``: none).
-        self.budget = None if budget is None else _budget.parse_budget(budget)
+        self.budget = None if budget is None else parse_budget(budget)
         # One bound-method object, so detach() can remove exactly what was added.
         self._listener = self._on_step
         #: Every workflow instance this checkpointer recorded runs of (see the setter).
@@ -551,10 +551,10 @@ class WorkflowCheckpointer:
     _watch = _checkpoint_recording.watch
 
     # Budgets: _budget.py.
-    _budget_of = _budget.budget_of
-    _set_budget = _budget.set_run_budget
-    raise_budget = _budget.raise_budget
-    usage = _budget.run_usage
+    _budget_of = _budget_runs.budget_of
+    _set_budget = _budget_runs.set_run_budget
+    raise_budget = _budget_runs.raise_budget
+    usage = _budget_runs.run_usage
 
     # Reading the checkpoints back: _checkpoint_query.py.
     checkpoints = property(_checkpoint_query.checkpoints)
