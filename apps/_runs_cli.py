@@ -242,7 +242,7 @@ def resume(
             workflow = _workflow_for(flow or row.flow_ref, row.workflow, run_id)
             pending = list(answers)
             first = None
-            if row.status == "waiting":
+            if row.status == "waiting" and data.get("waiting_reason") != "budget":
                 text = pending.pop(0) if pending else _ask(_last_prefix(store, run_id))
                 first = _stored_answer(workflow, store, row, text)
             import asyncio  # not at the top: it costs `batonflow --help` 28 ms
@@ -307,6 +307,10 @@ async def _answering(handler: Any, answers: list[str], cptr: Any) -> Any:
 async def _resume(workflow: Any, backend: Any, run_id: str, first: Any, answers: list[str]) -> Any:
     from batonflow.core.checkpoints import WorkflowCheckpointer
 
+    from ._budget_view import load_seam
+
+    budget = getattr(backend, "budget", None)
+    load_seam(needed=budget is not None and budget(run_id) is not None)  # count its calls
     cptr = WorkflowCheckpointer(workflow, store=backend)
     if first is not None:
         # Committed to the run's inbox first: the resumed run takes it in.

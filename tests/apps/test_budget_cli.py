@@ -94,3 +94,43 @@ def test_a_raise_of_a_bad_amount_is_refused(tmp_path):
     for amount, message in (("-5", "adds to the budget"), ("5 apples", "--raise: The raise")):
         result = runner.invoke(app, ["runs", "budget", "x", "--raise", amount, "--db", "y.db"])
         assert result.exit_code != 0 and message in result.output
+
+
+@pytest.mark.slow
+def test_a_cli_run_killed_while_it_waits_is_resumed_waiting(tmp_path):
+    """Killed (SIGKILL) while waiting for its budget, the run resumed with `runs resume`
+    waits again without calling the LLM; a raise lets the resumed run finish."""
+    db = tmp_path / "runs.db"
+    command = [sys.executable, "-m", "batonflow", "run", FLOW, "--durable", "--db", str(db)]
+    command += ["--budget", "120", "--set", "user_msg=What is the answer?"]
+    first = subprocess.Popen(command, cwd=tmp_path, stderr=subprocess.DEVNULL)
+    try:
+        run_id = _run_id(db, "waiting")
+    finally:
+        first.kill()
+        first.wait(20)
+    resume = [sys.executable, "-m", "batonflow", "runs", "resume", run_id, "--db", str(db)]
+    second = subprocess.Popen(
+        resume, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while "budget: 120 tokens" not in _shown(db, run_id) or "waiting for a budget" not in (
+            _shown(db, run_id)
+        ):
+            assert time.monotonic() < deadline and second.poll() is None, second.stderr
+            time.sleep(0.2)
+        time.sleep(0.5)
+        assert calls(tmp_path) == 1
+        raised = runner.invoke(app, ["runs", "budget", run_id, "--raise", "1000", "--db", str(db)])
+        assert raised.exit_code == 0, raised.output
+        stdout, stderr = second.communicate(timeout=90)
+    finally:
+        if second.poll() is None:
+            second.kill()
+    assert second.returncode == 0, stderr
+    assert calls(tmp_path) == 2
+
+
+def _shown(db: Path, run_id: str) -> str:
+    return str(runner.invoke(app, ["runs", "show", run_id, "--db", str(db)]).stdout)
