@@ -53,6 +53,35 @@ def budget_of(text: str | None) -> Any:
     return budget
 
 
+def default_budget(budgets: dict[str, Any] | None, name: str) -> Any:
+    """The budget of workflow ``name``'s runs: its own in ``budgets``, else the ``""`` one."""
+    if not budgets:
+        return None
+    return budgets.get(name, budgets.get(""))
+
+
+def budget_options(items: list[str], served: Collection[str]) -> dict[str, Any]:
+    """``--budget [NAME=]AMOUNT`` options as budgets by workflow name (``""``: every one).
+
+    Raises:
+        ValueError: A bad amount, or a NAME that is not served (the message lists them).
+    """
+    from batonflow.core.durable._budget import parse_budget
+
+    budgets: dict[str, Any] = {}
+    for item in items:
+        name, _, amount = item.rpartition("=")
+        if name and name not in served:
+            raise ValueError(
+                f"--budget {item}: no workflow {name!r} is served here; use one of "
+                f"{', '.join(sorted(served))}, or give AMOUNT alone for every workflow."
+            )
+        budgets[name] = parse_budget(amount)
+    if budgets:
+        load_seam(needed=True)
+    return budgets
+
+
 def budget_fields(records: Any, run_id: str, status: str) -> dict[str, Any]:
     """The budget fields of one run's record: ``budget``, ``usage``, ``usage_by_step``, and
     ``waiting_reason``/``budget_blocked`` while it waits for a raise."""
@@ -135,6 +164,8 @@ __all__ = [
     "budget_fields",
     "budget_json",
     "budget_of",
+    "budget_options",
+    "default_budget",
     "load_seam",
     "usage_lines",
     "usage_of_runs",

@@ -89,6 +89,7 @@ class RunManager:
             restarted server resumes runs that were in progress from their last completed
             step. Without it runs are recorded in ``store`` with no step checkpoints (a
             restarted server brings back only runs waiting for an answer).
+        budgets: The budget of every run of a workflow, by name (``""``: the others').
     """
 
     def __init__(
@@ -97,13 +98,16 @@ class RunManager:
         store: RunStore,
         heartbeat: float = 15.0,
         checkpoints: Any = None,
+        budgets: dict[str, Any] | None = None,
     ) -> None:
         from batonflow.core.checkpoints import WorkflowCheckpointer
 
         self.workflows = workflows
-        from ._budget_view import load_seam
+        from ._budget_view import default_budget, load_seam
 
-        load_seam()  # the served flows loaded llama-index: count their runs' LLM calls
+        load_seam(
+            needed=bool(budgets)
+        )  # the served flows loaded llama-index: count their runs' LLM calls
         self.durable = checkpoints is not None
         self.store = RunStore(backend=checkpoints) if checkpoints is not None else store
         self.records = self.store.backend
@@ -119,6 +123,7 @@ class RunManager:
                 store=self.records,
                 disabled_steps=() if self.durable else list(workflow._graph().steps),
                 on_end=self._ended,
+                budget=default_budget(budgets, name),
             )
             for name, workflow in workflows.items()
         }

@@ -83,6 +83,13 @@ def serve(
         help="A different period for one workflow's runs (repeatable) "
         "\\[env BATONFLOW_KEEP_FINISHED_FOR, comma-separated].",
     ),
+    budgets: list[str] = typer.Option(
+        [],
+        "--budget",
+        metavar="[NAME=]AMOUNT",
+        help="The LLM budget of every run (AMOUNT: '5000' tokens, '$0.50'), or of workflow "
+        "NAME's runs (repeatable); a start's ?budget= gives one run another.",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No access log line per request."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
@@ -125,6 +132,12 @@ def serve(
             checkpoints = settings.open_store() if durable else None
         traces = setup_tracing("batonflow-server")  # a bad OTEL_* setting says so first
         served = _served_workflows(settings, extra, prebuilt)
+        from ._budget_view import budget_options
+
+        try:
+            limits = budget_options(list(budgets), served)
+        except ValueError as exc:
+            raise BadParameterError(str(exc)) from None
         from .server import create_app
         from .server import serve as run_server
 
@@ -136,6 +149,7 @@ def serve(
             checkpoints=checkpoints,
             allowed_hosts=hosts,
             retention=retention,
+            budgets=limits,
         )
         if settings.host not in ("127.0.0.1", "localhost", "::1") and not settings.api_token:
             err.print(

@@ -158,6 +158,7 @@ def create_app(
     allowed_hosts: tuple[str, ...] | list[str] = (),
     retention: Any = None,
     schedule_poll: float = 15.0,
+    budgets: dict[str, Any] | None = None,
 ) -> FastAPI:
     """Build the FastAPI application that serves ``workflows``.
 
@@ -180,6 +181,9 @@ def create_app(
         schedule_poll: Seconds between the scheduler's looks at the stored schedules while
             no firing is due (it also wakes at every firing time); see
             :mod:`batonflow.apps.schedules`.
+        budgets: The budget of every run of a workflow, by its served name (``""``: every
+            workflow without its own); a start's ``?budget=`` gives one run another. See
+            ``docs/budgets.md``.
 
     Returns:
         The FastAPI application; ``app.state.manager`` holds its runs.
@@ -198,6 +202,7 @@ def create_app(
         store if store is not None else RunStore(":memory:"),
         heartbeat=heartbeat,
         checkpoints=checkpoints,
+        budgets=budgets,
     )
     run_store = manager.store  # the one record of every run, also with checkpoints=
 

@@ -134,3 +134,14 @@ def test_a_cli_run_killed_while_it_waits_is_resumed_waiting(tmp_path):
 
 def _shown(db: Path, run_id: str) -> str:
     return str(runner.invoke(app, ["runs", "show", run_id, "--db", str(db)]).stdout)
+
+
+def test_serve_refuses_a_budget_for_a_workflow_it_does_not_serve(tmp_path):
+    """`batonflow serve --budget NAME=AMOUNT` with an unknown NAME or a bad amount: an error
+    naming it, before the server starts."""
+    base = ["serve", "--no-prebuilt", "-w", f"budgeted={FLOW}", "--port", "0"]
+    base += ["--db", str(tmp_path / "runs.db")]
+    unknown = runner.invoke(app, [*base, "--budget", "chat=500"])
+    assert unknown.exit_code != 0 and "no workflow 'chat' is served here" in unknown.output
+    bad = runner.invoke(app, [*base, "--budget", "budgeted=5 apples"])
+    assert bad.exit_code != 0 and "write e.g. '5000'" in bad.output

@@ -52,3 +52,25 @@ def test_a_run_waiting_for_an_answer_says_so(start_server):
     body = client.get(f"/runs/{run_id}").json()
     assert (body["waiting_reason"], body["budget"], body["usage"]) == ("input", None, None)
     assert body["waiting_for_input"] is True
+
+
+def test_a_served_workflows_budget_applies_to_its_runs(tmp_path, monkeypatch):
+    """create_app(budgets=...) (batonflow serve --budget NAME=AMOUNT): a start without
+    ?budget= gets the workflow's budget; one with ?budget= its own."""
+    from batonflow.core import Budget
+
+    monkeypatch.chdir(tmp_path)
+    store = RunStore(tmp_path / "runs.db")
+    app = create_app({"budgeted": BudgetedAgent()}, store=store, budgets={"budgeted": Budget(120)})
+    with BackgroundServer(app) as server, Client(server.url) as client:
+        run = client.start("budgeted", {"user_msg": "What is the answer?"})
+        deadline = time.monotonic() + 30
+        while run.waiting_reason != "budget" and time.monotonic() < deadline:
+            time.sleep(0.05)
+            run = client.get(run.run_id)
+        assert run.budget == {"tokens": 120, "cost": None, "on_exceed": "wait"}
+        own = client.start("budgeted", {"user_msg": "again"}, budget="$2")
+        assert client.get(own.run_id).budget == {"tokens": None, "cost": 2.0, "on_exceed": "wait"}
+        client.cancel(own.run_id)
+        client.cancel(run.run_id)
+    store.close()
