@@ -74,3 +74,16 @@ def test_a_served_workflows_budget_applies_to_its_runs(tmp_path, monkeypatch):
         client.cancel(own.run_id)
         client.cancel(run.run_id)
     store.close()
+
+
+def test_an_agent_run_without_a_budget_shows_its_usage(tmp_path, monkeypatch):
+    """No budget: the run's LLM calls are counted all the same (budget null, usage 300)."""
+    monkeypatch.chdir(tmp_path)
+    store = RunStore(tmp_path / "runs.db")
+    with BackgroundServer(create_app({"budgeted": BudgetedAgent()}, store=store)) as server:
+        with Client(server.url) as client:
+            run = client.start("budgeted", {"user_msg": "What is the answer?"}, wait=True)
+    store.close()
+    assert run.status == "completed" and run.budget is None
+    assert run.usage is not None and (run.usage["total_tokens"], run.usage["calls"]) == (300, 2)
+    assert run.raw["usage_by_step"]["run_agent_step"]["total_tokens"] == 300
