@@ -16,7 +16,7 @@ from typing import Any
 import typer
 
 from ._console import cli_errors, err, one_line, setup_tracing
-from .config import Settings
+from .config import ConfigError, Settings
 from .registry import PREBUILT, BadParameterError, load_workflow
 
 
@@ -90,6 +90,25 @@ def serve(
         help="The LLM budget of every run (AMOUNT: '5000' tokens, '$0.50'), or of workflow "
         "NAME's runs (repeatable); a start's ?budget= gives one run another.",
     ),
+    max_running: int | None = typer.Option(
+        None,
+        "--max-running",
+        metavar="N",
+        help="Queue runs and run at most N at once in this server (replica).",
+    ),
+    max_queued: int | None = typer.Option(
+        None,
+        "--max-queued",
+        metavar="N",
+        help="Queue runs; a workflow with N queued runs answers 429 with Retry-After.",
+    ),
+    limits: list[str] = typer.Option(
+        [],
+        "--limit",
+        metavar="NAME:SETTING=VALUE",
+        help="Queue NAME's runs under a limit (repeatable; NAME * = all): concurrency=N, "
+        "key_field=FIELD, key_header=HEADER, key_concurrency=N, rate=N/SECONDS, max_queued=N.",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No access log line per request."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
@@ -135,9 +154,17 @@ def serve(
         from ._budget_view import budget_options
 
         try:
-            limits = budget_options(list(budgets), served)
+            budget_limits = budget_options(list(budgets), served)
         except ValueError as exc:
             raise BadParameterError(str(exc)) from None
+        from ._queue import LimitError, parse_limits
+
+        try:
+            queue_limits = parse_limits(
+                served, max_running=max_running, max_queued=max_queued, items=limits
+            )
+        except LimitError as exc:
+            raise ConfigError(str(exc)) from None
         from .server import create_app
         from .server import serve as run_server
 
@@ -149,7 +176,8 @@ def serve(
             checkpoints=checkpoints,
             allowed_hosts=hosts,
             retention=retention,
-            budgets=limits,
+            budgets=budget_limits,
+            limits=queue_limits,
         )
         if settings.host not in ("127.0.0.1", "localhost", "::1") and not settings.api_token:
             err.print(

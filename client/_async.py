@@ -122,6 +122,7 @@ class AsyncClient:
         timeout: float | None = None,
         idempotency_key: str | None = None,
         budget: str | int | None = None,
+        queue_priority: int | None = None,
         **more_fields: Any,
     ) -> Run:
         """Start a run of ``workflow`` with the start event's fields.
@@ -143,6 +144,8 @@ class AsyncClient:
             budget: The run's token or cost budget (``5000``, ``"5000 tokens"``,
                 ``"$0.50"``): its LLM calls wait for a raise before they would pass it
                 (see :meth:`raise_budget`).
+            queue_priority: For a workflow the server queues (it has limits): higher leaves
+                the queue first (the server's ``?priority=``); default 0.
             **more_fields: More start fields, as keywords.
 
         Returns:
@@ -158,6 +161,8 @@ class AsyncClient:
         path, params, body = _base.start_request(
             workflow, fields, more_fields, wait, timeout, budget
         )
+        if queue_priority is not None:
+            params["priority"] = int(queue_priority)
         # A server-side wait can last longer than one request normally does.
         request_timeout = (
             None if wait and timeout is None else self._options.timeout + (timeout or 0)

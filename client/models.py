@@ -40,6 +40,8 @@ class Run:
         budget: Its budget (``tokens``, ``cost``, ``on_exceed``), if it has one.
         waiting_reason: While it waits: ``"input"`` (a question) or ``"budget"`` (an LLM
             call would pass its budget: :meth:`~batonflow.client.Client.raise_budget`).
+        queue: While ``queued``: ``{"position", "waiting_on"}`` (its place in the run queue,
+            from 1, and the limit it waits on).
         raw: The whole JSON object the server sent.
     """
 
@@ -58,6 +60,7 @@ class Run:
     usage: dict[str, Any] | None = None
     budget: dict[str, Any] | None = None
     waiting_reason: str | None = None
+    queue: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -84,6 +87,7 @@ class Run:
             usage=data.get("usage") if isinstance(data.get("usage"), dict) else None,
             budget=data.get("budget") if isinstance(data.get("budget"), dict) else None,
             waiting_reason=data.get("waiting_reason"),
+            queue=data.get("queue") if isinstance(data.get("queue"), dict) else None,
             raw=data,
         )
 

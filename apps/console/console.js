@@ -223,6 +223,7 @@
         el("dt", {}, "start fields"), el("dd", { className: "mono" }, compact(run.start, 300)),
         el("dt", {}, "lineage"), lineage);
       bf.scheduleFacts(run).forEach(function (node) { facts.appendChild(node); });
+      bf.queueFacts(run).forEach(function (node) { facts.appendChild(node); });
       bf.budgetFacts(run, refresh).forEach(function (node) { facts.appendChild(node); });
       var live = FINISHED.indexOf(run.status) < 0;
       actions.replaceChildren(

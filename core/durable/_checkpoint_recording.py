@@ -84,6 +84,7 @@ def new_run(
         pid=os.getpid(),
         flow_ref=info.flow_ref,
         idempotency_key=key,
+        workflow_version=self.workflow.version,
     )
     return record, event, stepwise
 

@@ -16,6 +16,7 @@ from collections.abc import Collection
 from typing import Any
 
 from ._budget import Budget, BudgetState, Usage, check_raise, no_run_error, total
+from ._memory_queue import MemoryQueue
 from ._records import (
     ENDED,
     Checkpoint,
@@ -60,7 +61,7 @@ class _Run:
     )
 
 
-class InMemoryCheckpointStore(MemorySchedules):
+class InMemoryCheckpointStore(MemorySchedules, MemoryQueue):
     """Runs, checkpoints, event logs and inboxes in dicts: fast, gone with the process.
 
     Args:
@@ -169,6 +170,7 @@ class InMemoryCheckpointStore(MemorySchedules):
             if run.record is not None and run.record.idempotency_key is not None:
                 self._keys.pop(run.record.idempotency_key, None)
         self._ended.pop(run_id, None)
+        self.__dict__.get("_queue_entries", {}).pop(run_id, None)
 
     def runs(
         self,

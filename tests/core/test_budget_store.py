@@ -81,8 +81,8 @@ async def test_a_deleted_run_takes_its_budget_and_usage_with_it(store: Checkpoin
     assert store.usage("r1") == {}  # type: ignore[attr-defined]
 
 
-def test_a_version_5_file_gets_the_budget_tables(tmp_path: Path) -> None:
-    """A file written before budgets (version 5) opens at the current version with them, its
+def test_a_version_7_file_gets_the_budget_tables(tmp_path: Path) -> None:
+    """A file written before budgets (version 7) opens at the current version with them, its
     runs intact."""
     path = tmp_path / "runs.db"
     with SqliteCheckpointStore(path) as store:
@@ -90,7 +90,7 @@ def test_a_version_5_file_gets_the_budget_tables(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     conn.execute("DROP TABLE run_budgets")
     conn.execute("DROP TABLE run_usage")
-    conn.execute("UPDATE schema_version SET version = 5")
+    conn.execute("UPDATE schema_version SET version = 7")
     conn.commit()
     conn.close()
     with SqliteCheckpointStore(path) as store:
@@ -101,7 +101,7 @@ def test_a_version_5_file_gets_the_budget_tables(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT version FROM schema_version").fetchone() == (SCHEMA_VERSION,)
     conn.close()
-    assert SCHEMA_VERSION == 6
+    assert SCHEMA_VERSION == 8
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Budgets on PostgreSQL: a database of schema version 8 gets the budget and usage tables, and
+"""Budgets on PostgreSQL: a database of schema version 10 gets the budget and usage tables, and
 a budgeted run's raise is seen by the process that runs it."""
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ from batonflow.postgres import PostgresCheckpointStore
 from batonflow.postgres._sql import SCHEMA_VERSION
 
 
-def test_a_version_8_database_gets_the_budget_tables(postgres_url):
-    """A database of version 8 (no budgets) is migrated to 9; its runs stay, budgets work."""
+def test_a_version_10_database_gets_the_budget_tables(postgres_url):
+    """A database of version 10 (no budgets) is migrated to 11; its runs stay, budgets work."""
     now = time.time()
     with PostgresCheckpointStore(postgres_url) as store:
         store.create_run(RunRecord("old", "Flow", "running", now, now))
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("DROP TABLE run_budgets")
         conn.execute("DROP TABLE run_usage")
-        conn.execute("UPDATE batonflow_schema SET version = 8")
+        conn.execute("UPDATE batonflow_schema SET version = 10")
     with PostgresCheckpointStore(postgres_url) as store:
         assert store.run("old") is not None
         store.set_budget("old", Budget(tokens=10))
@@ -30,4 +30,4 @@ def test_a_version_8_database_gets_the_budget_tables(postgres_url):
         assert store.raise_budget("old", 5).budget == Budget(tokens=15)
     with psycopg.connect(postgres_url) as conn:
         assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (SCHEMA_VERSION,)
-    assert SCHEMA_VERSION == 9
+    assert SCHEMA_VERSION == 11
