@@ -162,3 +162,19 @@ class OneCall(Workflow):
             response = await self.llm.achat([ChatMessage(content=question)])
             answers.append(response.message.content)
         return StopEvent(result=answers)
+
+
+async def test_a_queued_run_keeps_its_workflows_budget(tmp_path):
+    """A checkpointer with limits and a budget: the queued run starts with the budget, waits
+    before the call that would pass it, and a raise lets it finish."""
+    from batonflow.core import RunLimits
+
+    agent, llm = scripted_agent()
+    store = SqliteCheckpointStore(tmp_path / "runs.db")
+    cptr = WorkflowCheckpointer(agent, store=store, limits=RunLimits(max_running=1), budget=120)
+    handler = await cptr.astart(user_msg="What is the answer?")
+    await until_status(store, handler.run_id, "waiting")
+    assert len(llm.calls) == 1
+    cptr.raise_budget(handler.run_id, tokens=1000)
+    assert "42" in str(await handler)
+    assert len(llm.calls) == 2

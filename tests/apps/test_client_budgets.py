@@ -87,3 +87,22 @@ def test_an_agent_run_without_a_budget_shows_its_usage(tmp_path, monkeypatch):
     assert run.status == "completed" and run.budget is None
     assert run.usage is not None and (run.usage["total_tokens"], run.usage["calls"]) == (300, 2)
     assert run.raw["usage_by_step"]["run_agent_step"]["total_tokens"] == 300
+
+
+def test_a_budget_for_a_queued_workflows_run_is_refused(tmp_path, monkeypatch):
+    """A workflow the server queues takes no per-run ?budget= (yet): 422 saying so."""
+    import httpx
+    from batonflow.core import RunLimits
+
+    monkeypatch.chdir(tmp_path)
+    store = RunStore(tmp_path / "runs.db")
+    limits = {"budgeted": RunLimits(max_running=1)}
+    app = create_app({"budgeted": BudgetedAgent()}, store=store, limits=limits)
+    with BackgroundServer(app) as server:
+        refused = httpx.post(
+            server.url + "/workflows/budgeted/runs", params={"budget": "100"}, json={}
+        )
+    store.close()
+    assert refused.status_code == 422
+    assert "queues its runs" in refused.json()["detail"]
+    assert calls(tmp_path) == 0
