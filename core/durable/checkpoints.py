@@ -381,7 +381,12 @@ class WorkflowCheckpointer:
         if _continues(ctx):
             return self._run_durable(ctx, **kwargs)
         limit = self._budget_of(budget)
-        record, event, stepwise = self._new_run(start_event, run_id, info or RunInfo(), kwargs, key)
+        # Written off the loop, the key is not looked up first: that read would be a round
+        # trip on the loop (PostgreSQL) for every start the client sends with a key. The
+        # insert finds a key that started a run (its unique index), and _lost_race answers.
+        record, event, stepwise = self._new_run(
+            start_event, run_id, info or RunInfo(), kwargs, key, look_up=self._off_loop is None
+        )
         try:
             if self._off_loop is None:
                 self.store.create_run(record)

@@ -69,9 +69,10 @@ def test_a_served_workflows_budget_applies_to_its_runs(tmp_path, monkeypatch):
             time.sleep(0.05)
             run = client.get(run.run_id)
         assert run.budget == {"tokens": 120, "cost": None, "on_exceed": "wait"}
-        own = client.start("budgeted", {"user_msg": "again"}, budget="$2")
-        assert client.get(own.run_id).budget == {"tokens": None, "cost": 2.0, "on_exceed": "wait"}
-        client.cancel(own.run_id)
+        own = client.start("budgeted", {"user_msg": "again"}, budget=5000)
+        done = client.wait(own.run_id, timeout=30)
+        assert done.status == "completed"
+        assert done.budget == {"tokens": 5000, "cost": None, "on_exceed": "wait"}
         client.cancel(run.run_id)
     store.close()
 
