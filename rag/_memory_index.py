@@ -16,10 +16,12 @@ What it computes is what Qdrant Edge computes, in the same float32 arithmetic:
   the normalised query;
 * hybrid: the same candidate lists and :func:`~batonflow.rag.fusion.rrf` order, on rows.
 
-Equal scores are ordered by point id, as the engine path orders them. Sums of several float32
-terms may round differently in the last bit from Edge's (it adds in another order), which can
-swap two documents whose scores agree to about 1e-6 (2 of SciFact's 300 test queries at top
-100, sparse; dense and hybrid: none).
+Equal scores are ordered by point id, as the engine path orders them. Two differences remain:
+sums of several float32 terms may round differently in the last bit from Edge's (it adds in
+another order), which can swap two documents whose scores agree to about 1e-6; and after a
+delete, Edge's IDF still counts the deleted points until its segment is optimised, where the
+index counts the points stored, so BM25 scores (and possibly rankings) differ until then (``bench/beir_bench.py --memory``
+counts the SciFact queries whose top 100 differ; ``tests/rag/test_memory_index.py``).
 
 The index is built from one scroll of the collection on the first query after opening or after
 a write (every write through the engine drops it), so it suits a store that is queried many
@@ -119,6 +121,8 @@ class MemoryIndex:
         weights = np.fromiter(
             (w for _, v in sparse for w in v), dtype=np.float32, count=int(lengths.sum())
         )
+        if not len(terms):
+            return
         order = np.argsort(terms, kind="stable")  # each term's rows stay in row order
         terms, rows, weights = terms[order], rows[order], weights[order]
         found, starts = np.unique(terms, return_index=True)

@@ -94,6 +94,20 @@ def test_a_write_is_seen_by_the_next_query(tmp_path: Path) -> None:
         assert [h.source for h in memory.query("zebra", top_k=5)] == ["b", "c"]
 
 
+def test_an_emptied_collection_and_an_empty_chunk() -> None:
+    """A collection whose chunks were all deleted finds nothing; a chunk without words is kept."""
+    with QdrantStore(location=":memory:", memory_index=True) as store:
+        store.upsert([Chunk("zebra", "a", 0, dense=[1.0, 0.0])])
+        store.delete_source("a")
+        assert store.query("zebra", top_k=3) == []
+        assert store.query("zebra", dense=[1.0, 0.0], top_k=3) == []
+        store.upsert(
+            [Chunk("", "e", 0, dense=[0.0, 1.0]), Chunk("zebra x", "z", 0, dense=[1.0, 1.0])]
+        )
+        assert [h.source for h in store.query("zebra", dense=[1.0, 0.0], top_k=3)] == ["z", "e"]
+        assert [h.source for h in store.query("", dense=[0.0, 1.0], top_k=1)] == ["e"]
+
+
 def test_equal_scores_come_in_point_id_order() -> None:
     """Tied hits, also at the top-k cut, are the ones with the lowest point ids, in id order."""
     chunks = [Chunk("same words here", f"s{i}", 0, dense=[1.0, 0.0]) for i in range(6)]
