@@ -26,7 +26,7 @@ Usage::
 * **engine**: Qdrant Edge's own search for each query (the shard queried directly at top 100,
   or twice at 400 for hybrid, ids not read), timed beside the rest: the part of the latency no
   layer above the engine can save.
-* with ``--memory``: ``-mem`` rows, the same stores reopened with ``memory_index=True`` (their
+* with ``--memory``: a ``hybrid-mem`` row, the stores reopened with ``memory_index=True`` (their
   vectors searched with numpy), with the first query's time (it builds the index) and how many
   top-100 lists differ from the engine's.
 * with ``--fusion-k 1,2,5,...``: hybrid nDCG@10 for each reciprocal-rank-fusion constant (on
@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         # cache is emptied before each query, outside the timing): the first query's cost.
         # -mem: the same stores reopened with memory_index=True (their vectors searched in numpy)
         base = ["sparse", "sparse-cold"] + ([] if args.no_dense else ["dense", "hybrid"])
-        modes = base + ([f"{m}-mem" for m in base if m != "sparse-cold"] if args.memory else [])
+        modes = base + (["hybrid-mem"] if args.memory and not args.no_dense else [])
         all_runs: dict[str, dict[str, list[str]]] = {}
         for mode in modes:
             if mode.endswith("-mem") and not stores["sparse"]._engine._memory_index:  # type: ignore[union-attr]

@@ -1,11 +1,12 @@
 """A copy of an embedded collection's vectors in memory, searched with numpy (opt-in).
 
-Why: at top 100, a query on Qdrant Edge spends more on handing its hits to Python than on
-searching. Each point id comes back as a ``uuid.UUID`` built in Python (~2 µs), so a hybrid
-query, which fuses two lists of 400 ids, spends ~1.6 ms on ids alone; bm25s answers the whole
-query in ~0.3 ms (SciFact, ``docs/rag.md``). Here the points are rows of numpy arrays: a search
-gives row numbers, fusion works on them, and only the final hits' ids are looked up (as
-strings kept since the index was built).
+Why: at top 100, a hybrid query on Qdrant Edge spends more on handing ids to Python than on
+searching. Each point id comes back as a ``uuid.UUID`` built in Python (~2 µs), and a hybrid
+query fuses two lists of 400 ids: ~1.6 ms on ids alone, where bm25s answers a whole query in
+~0.3 ms (SciFact, ``docs/rag.md``). Here the points are rows of numpy arrays: the two searches
+give row numbers, fusion works on them, and only the final hits' ids are looked up (as strings
+kept since the index was built). Single-vector queries stay on Edge: from here they were no
+faster (``docs/rag.md``, Queries from memory).
 
 What it computes is what Qdrant Edge computes, in the same float32 arithmetic:
 
@@ -25,7 +26,7 @@ counts the SciFact queries whose top 100 differ; ``tests/rag/test_memory_index.p
 
 The index is built from one scroll of the collection on the first query after opening or after
 a write (every write through the engine drops it), so it suits a store that is queried many
-times between writes. It is used only for queries without a filter.
+times between writes. It is used only for hybrid queries without a filter.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ def _order_key(pid: Any) -> tuple[int, int | str]:
 
 class MemoryIndex:
     """The vectors of one collection as numpy arrays (see the module docs).
+
+    Each search returns rows, best first, with equal scores in point-id order (also at the
+    cut), and their scores; :meth:`fuse` is :func:`~batonflow.rag.fusion.rrf` on two of them.
 
     Args:
         ids: each row's point id, as the engine returns it (``uuid.UUID`` or ``int``).

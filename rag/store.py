@@ -78,8 +78,8 @@ class QdrantStore(AsyncStoreMethods):
             text) to keep in memory for later queries (``0``: none). Reading 100 payloads costs
             Qdrant Edge ten times the search; the local folder has one writer, this store, so
             the cache is never stale (every write drops it).
-        memory_index: on the embedded engine, answer queries without a filter from a copy of
-            the collection's vectors in memory, with numpy (:mod:`batonflow.rag._memory_index`:
+        memory_index: on the embedded engine, answer hybrid queries without a filter from a
+            copy of the collection's vectors in memory, with numpy (:mod:`batonflow.rag._memory_index`:
             what it costs, and where it differs from the engine's scores).
     Raises:
         StoreConfigError: more than one place to store was given, a negative

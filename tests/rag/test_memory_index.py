@@ -46,9 +46,26 @@ def same(a: list[tuple], b: list[tuple]) -> None:
     assert [h[4] for h in a] == pytest.approx([h[4] for h in b], rel=1e-6, abs=1e-6)
 
 
+def index_hits(store: QdrantStore, text: str, *, mode: str, top_k: int) -> list[tuple]:
+    """The memory index's own single-vector search (a hybrid query's candidate list)."""
+    index = store._engine.memory_index(store.collection, store._layout)  # type: ignore[union-attr,arg-type]
+    assert index is not None
+    if mode == "sparse":
+        rows, scores = index.sparse_top(store.encoder.encode_query(text).indices, top_k)
+    else:
+        rows, scores = index.dense_top(hashed(text), top_k)
+    return [(index.ids[r], float(sc)) for r, sc in zip(rows.tolist(), scores.tolist(), strict=True)]
+
+
+QUESTIONS = [q for q, _ in EN_QUERIES + ZH_QUERIES] + ["workflow", "the of"]
+
+
 @pytest.mark.parametrize("mode", ["sparse", "dense", "hybrid"])
 def test_rankings_are_the_engines(mode: str) -> None:
-    """Every corpus query ranks the same with the memory index as on Qdrant Edge's search."""
+    """Every corpus query ranks the same with the memory index as on Qdrant Edge's search.
+
+    Hybrid queries through the store; the sparse and dense lists they fuse, from the index.
+    """
     chunks = corpus()
     with (
         QdrantStore(location=":memory:") as engine,
@@ -56,42 +73,53 @@ def test_rankings_are_the_engines(mode: str) -> None:
     ):
         engine.upsert(chunks)
         memory.upsert(chunks)
-        questions = [q for q, _ in EN_QUERIES + ZH_QUERIES] + ["workflow", "the of"]
-        for text in questions:
+        for text in QUESTIONS:
             for top_k in (1, 5, 40):
                 want = seen(engine, text, mode=mode, top_k=top_k)
-                got = seen(memory, text, mode=mode, top_k=top_k)
-                same(got, want)
+                if mode == "hybrid":
+                    same(seen(memory, text, mode=mode, top_k=top_k), want)
+                else:
+                    got = index_hits(memory, text, mode=mode, top_k=top_k)
+                    assert [h[0] for h in got] == [h[0] for h in want]
+                    assert [h[1] for h in got] == pytest.approx(
+                        [h[4] for h in want], rel=1e-6, abs=1e-6
+                    )
         assert len(memory._engine._indexes["docs"]) == len(chunks)  # type: ignore[union-attr]
 
 
 def test_a_write_is_seen_by_the_next_query(tmp_path: Path) -> None:
     """Upserts, deletes and re-encodings (the mean length moves) drop the index; reopening too."""
-    long = Chunk(" ".join(["zebra"] * 3 + ["herd"] * 40), "c", 0)
-    writes = [
-        lambda s: s.upsert([Chunk("zebra zebra crossing", "a", 0), Chunk("zebra stripes", "b", 0)]),
-        lambda s: s.upsert([long]),  # the mean length moves: a and b are re-encoded
+    first = [
+        Chunk("zebra zebra crossing", "a", 0, dense=[1.0, 0.2]),
+        Chunk("zebra stripes", "b", 0, dense=[0.3, 1.0]),
     ]
+    long = Chunk(" ".join(["zebra"] * 3 + ["herd"] * 40), "c", 0, dense=[1.0, 1.0])
     with (
         QdrantStore(path=tmp_path / "q", memory_index=True) as memory,
         QdrantStore(location=":memory:") as engine,
     ):
-        for write in writes:
-            write(memory)
-            write(engine)
+        for batch in (first, [long]):  # the second moves the mean: a and b are re-encoded
+            memory.upsert(batch)
+            engine.upsert(batch)
             for query in ("zebra", "crossing zebra", "herd"):
                 same(
-                    seen(memory, query, mode="sparse", top_k=5),
-                    seen(engine, query, mode="sparse", top_k=5),
+                    seen_dense(memory, query, [1.0, 0.5]),
+                    seen_dense(engine, query, [1.0, 0.5]),
                 )
         memory.delete_source("a")
         engine.delete_source("a")
         # Edge's IDF still counts a deleted point until its segment is optimised; the index
-        # counts the stored ones: the same ranking here, not the same scores
-        assert [h.source for h in memory.query("zebra", top_k=5)] == ["b", "c"]
-        assert [h.source for h in engine.query("zebra", top_k=5)] == ["b", "c"]
+        # counts the stored ones: the same ranking here, not the same BM25 scores
+        ranked = [h.source for h in memory.query("zebra", dense=[1.0, 0.5], top_k=5)]
+        assert ranked == [h.source for h in engine.query("zebra", dense=[1.0, 0.5], top_k=5)]
+        assert sorted(ranked) == ["b", "c"]
     with QdrantStore(path=tmp_path / "q", memory_index=True) as memory:
-        assert [h.source for h in memory.query("zebra", top_k=5)] == ["b", "c"]
+        assert [h.source for h in memory.query("zebra", dense=[1.0, 0.5], top_k=5)] == ranked
+
+
+def seen_dense(store: QdrantStore, text: str, dense: list[float]) -> list[tuple]:
+    hits = store.query(text, dense=dense, top_k=5)
+    return [(h.id, h.source, h.text, h.metadata, h.score) for h in hits]
 
 
 def test_an_emptied_collection_and_an_empty_chunk() -> None:
@@ -114,10 +142,12 @@ def test_equal_scores_come_in_point_id_order() -> None:
     ids = sorted(c.id for c in chunks)
     with QdrantStore(location=":memory:", memory_index=True) as store:
         store.upsert(chunks)
+        index = store._engine.memory_index(store.collection, store._layout)  # type: ignore[union-attr,arg-type]
+        assert index is not None
+        query = store.encoder.encode_query("same words").indices
         for top_k in (1, 3, 6):
-            assert [h.id for h in store.query("same words", top_k=top_k)] == ids[:top_k]
-            dense = store.query("", dense=[1.0, 0.0], top_k=top_k)
-            assert [h.id for h in dense] == ids[:top_k]
+            assert [index.ids[r] for r in index.sparse_top(query, top_k)[0]] == ids[:top_k]
+            assert [index.ids[r] for r in index.dense_top([1.0, 0.0], top_k)[0]] == ids[:top_k]
         hybrid = store.query("same words", dense=[1.0, 0.0], top_k=6)
         assert [h.id for h in hybrid] == ids  # equal ranks in both lists: the id decides
 
