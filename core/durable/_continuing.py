@@ -24,6 +24,7 @@ from ..data.events import Event, StartEvent
 from ..engine.context import Context
 from ..errors import CheckpointError, ContextSerdeError
 from ._records import Checkpoint, RunRecord
+from ._restarts import Interrupted
 
 if TYPE_CHECKING:
     from ..engine.handler import WorkflowHandler
@@ -62,7 +63,7 @@ def restart(self: WorkflowCheckpointer, record: RunRecord) -> WorkflowHandler:
     self._acquire(record.run_id, record.status)
     self._track(record.run_id, start=1)
     handler = self._launch(run_id=record.run_id, start_event=event)
-    self._attach(handler)
+    self._attach(handler, resumed=Interrupted())
     self._deliver(record.run_id)
     self._watch(handler)
     return handler
@@ -191,7 +192,11 @@ def continue_from(
         # The run had ended at this step: hand its StopEvent back instead of waiting.
         ctx.send_event(final)
     handler = self._launch(ctx=ctx, **kwargs)
-    self._attach(handler, inbox_seq=checkpoint.inbox_seq if same_run else 0)
+    self._attach(
+        handler,
+        inbox_seq=checkpoint.inbox_seq if same_run else 0,
+        resumed=Interrupted.from_data(checkpoint.ctx_data) if same_run else None,
+    )
     if last is None:
         self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
     if same_run:
