@@ -34,6 +34,7 @@ class Replica:
         log_name: The log file's name in ``tmp`` (default ``<name>.log``); a replica started
             again under the same name gets a log of its own this way.
         start_timeout: Seconds to wait for its start-up line.
+        extra: More arguments (other workflows to serve: ``("-w", "name=file.py:Flow")``).
 
     Raises:
         AssertionError: It exited or did not print its address within ``start_timeout``
@@ -49,6 +50,7 @@ class Replica:
         *,
         log_name: str | None = None,
         start_timeout: float = 60.0,
+        extra: tuple[str, ...] = (),
     ) -> None:
         self.name = name
         self.log = tmp / (log_name or f"{name}.log")
@@ -75,6 +77,7 @@ class Replica:
                     "--quiet",
                     "-w",
                     f"steps={FLOWS}:StepsFlow",
+                    *extra,
                 ],
                 cwd=tmp,
                 env=env,
