@@ -321,6 +321,12 @@
       var body = message.data;
       var item;
       if (chat) chat.add(message);
+      if (message.event === "event" && bf.restarts.isRestart(body)) {
+        timeline.appendChild(bf.restarts.restarted(timeline, body));
+        timeline.scrollTop = timeline.scrollHeight;
+        soon();
+        return;
+      }
       if (grewStreamRow(body)) {
         timeline.scrollTop = timeline.scrollHeight;
         return;
@@ -340,7 +346,7 @@
           if (shown) shown.textContent = prompt;
         }
         var streamed = body.type === "AgentStream";
-        var data = { seq: body.seq, type: body.type };
+        var data = Object.assign({ seq: body.seq, type: body.type }, bf.restarts.tags(body));
         if (streamed) Object.assign(data, { agent: String(value.current_agent_name), count: 1 });
         item = el("li", { className: asks ? "ask" : "", dataset: data },
           el("span", { className: "seq" }, body.seq),
