@@ -18,6 +18,7 @@ unless it was only waiting there for an answer: it takes up its wait, nothing to
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
     from ..engine._runtime import Run
     from ..engine._snapshot import RunSnapshot
     from ._store import CheckpointStore
+
+#: An execution id in an entry's JSON (a field of the event's value may look the same: the
+#: decoded entry is checked).
+_TAG = re.compile(r'"execution": ?(\d+)[,}]')
 
 #: How a StepRestarted entry names its class in the event log.
 RESTARTED = f"{StepRestarted.__module__}.{StepRestarted.__qualname__}"
@@ -91,7 +96,9 @@ def restarts(
     # latest attempt wrote (after its latest StepRestarted).
     seen: dict[int, list[Any]] = {}
     for entry in store.events(run_id, 0):
-        if entry.kind != "event" or '"execution":' not in entry.body:
+        # Only the entries of the executions that run again are decoded (a long log is read
+        # in full once per resume).
+        if entry.kind != "event" or not any(int(t) in again for t in _TAG.findall(entry.body)):
             continue
         body = json.loads(entry.body)
         eid = body.get("execution")

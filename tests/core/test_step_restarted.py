@@ -8,6 +8,8 @@ import json
 from batonflow.core import (
     Context,
     Event,
+    HumanResponseEvent,
+    InputRequiredEvent,
     StartEvent,
     StepRestarted,
     StopEvent,
@@ -156,3 +158,51 @@ async def test_a_run_that_never_crashes_has_no_step_restarted(store):
     assert await handler == "done"
     assert not any(isinstance(e, StepRestarted) for e in seen)
     assert not any(b["type"] == "StepRestarted" for _, b in _log(store, str(handler.run_id)))
+
+
+class Ask(Workflow):
+    """One step: it streams ``progress`` Progress events, then asks and waits for the answer."""
+
+    def __init__(self, progress: int) -> None:
+        super().__init__(timeout=None)
+        self.progress = progress
+
+    @step
+    async def ask(self, ctx: Context, ev: StartEvent) -> StopEvent:
+        for i in range(self.progress):
+            ctx.write_event_to_stream(Progress(i=i))
+        question = InputRequiredEvent(prefix="ok?")
+        reply = await ctx.wait_for_event(HumanResponseEvent, waiter_event=question)
+        return StopEvent(result=reply.response)
+
+
+async def _answered_after_a_crash(store, progress: int) -> tuple[str, list[Event]]:
+    cptr = WorkflowCheckpointer(Ask(progress), store=store)
+    handler = cptr.run()
+    run_id = str(handler.run_id)
+    async with asyncio.timeout(10):
+        while store.run(run_id).status != "waiting":
+            await asyncio.sleep(0.005)
+    cptr.release(run_id)
+    await handler.cancel_run()
+    cptr.detach()
+    resumed = WorkflowCheckpointer(Ask(progress), store=store).resume(run_id)
+    resumed.ctx.send_event(HumanResponseEvent(response="yes"))
+    assert await resumed == "yes"
+    return run_id, [ev async for ev in resumed.stream_events()]
+
+
+async def test_a_waiting_step_that_streamed_is_announced_its_question_kept(store):
+    """A step that streamed, then asked: its restart names the streamed event, not the
+    question (which it does not ask again)."""
+    run_id, seen = await _answered_after_a_crash(store, progress=1)
+    log = _log(store, run_id)
+    streamed = next(s for s, b in log if b["type"] == "Progress")
+    assert seen[0] == StepRestarted(step_name="ask", attempt=2, first_event_id=streamed)
+    assert [b["type"] for _, b in log].count("InputRequiredEvent") == 1
+
+
+async def test_a_step_that_only_waited_for_an_answer_is_not_announced(store):
+    """A step that wrote nothing but its question takes up its wait: no StepRestarted."""
+    _, seen = await _answered_after_a_crash(store, progress=0)
+    assert not any(isinstance(e, StepRestarted) for e in seen)
