@@ -206,3 +206,43 @@ async def test_a_step_that_only_waited_for_an_answer_is_not_announced(store):
     """A step that wrote nothing but its question takes up its wait: no StepRestarted."""
     _, seen = await _answered_after_a_crash(store, progress=0)
     assert not any(isinstance(e, StepRestarted) for e in seen)
+
+
+class Solo(Workflow):
+    """One step, taking the start event: it streams, then waits for ``go`` (no checkpoint
+    precedes it)."""
+
+    def __init__(self) -> None:
+        super().__init__(timeout=None)
+        self.go = asyncio.Event()
+        self.started = 0
+
+    @step
+    async def work(self, ctx: Context, ev: StartEvent) -> StopEvent:
+        self.started += 1
+        ctx.write_event_to_stream(Progress(i=0))
+        await self.go.wait()
+        return StopEvent(result="done")
+
+
+async def test_a_run_killed_before_its_first_checkpoint_announces_its_first_step(store):
+    """A run that dies in its first step (no checkpoint yet) starts again from its start
+    event: that step's restart names what it had streamed."""
+    first = Solo()
+    cptr = WorkflowCheckpointer(first, store=store)
+    handler = cptr.run()
+    run_id = str(handler.run_id)
+    async with asyncio.timeout(10):
+        while not first.started:
+            await asyncio.sleep(0.005)
+    cptr.release(run_id)
+    await handler.cancel_run()
+    cptr.detach()
+    assert store.latest(run_id) is None
+    again = Solo()
+    again.go.set()
+    resumed = WorkflowCheckpointer(again, store=store).resume(run_id)
+    assert await resumed == "done"
+    seen = [ev async for ev in resumed.stream_events()]
+    streamed = min(s for s, b in _log(store, run_id) if b["type"] == "Progress")
+    assert seen[0] == StepRestarted(step_name="work", attempt=2, first_event_id=streamed)
