@@ -181,7 +181,8 @@ async def _answered_after_a_crash(store, progress: int) -> tuple[str, list[Event
     handler = cptr.run()
     run_id = str(handler.run_id)
     async with asyncio.timeout(10):
-        while store.run(run_id).status != "waiting":
+        # Waiting, with the snapshot that holds the wait (the resumed run finds it).
+        while store.run(run_id).status != "waiting" or store.latest(run_id) is None:
             await asyncio.sleep(0.005)
     cptr.release(run_id)
     await handler.cancel_run()
