@@ -18,18 +18,22 @@ unless it was only waiting there for an answer: it takes up its wait, nothing to
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..data.events import StepRestarted
+from ..errors import CheckpointError
 from ._store import event_body
 
 if TYPE_CHECKING:
     from ..engine._runtime import Run
     from ..engine._snapshot import RunSnapshot
     from ._store import CheckpointStore
+
+logger = logging.getLogger("batonflow.core")
 
 #: An execution id in an entry's JSON (a field of the event's value may look the same: the
 #: decoded entry is checked).
@@ -125,12 +129,18 @@ def restarts(
 
 def announce(store: CheckpointStore, run: Run, interrupted: Interrupted) -> None:
     """Write the resumed ``run``'s StepRestarted events to its event log and its stream,
-    before any step runs (call it before the run's stream is recorded)."""
-    for eid, event in restarts(store, run.run_id, rerun(run), interrupted):
-        store.append_event(
-            run.run_id, "event", event_body(event, step=event.step_name, execution=eid)
-        )
-        run.stream.put(event)
+    before any step runs (call it before the run's stream is recorded).
+
+    A store that fails meanwhile costs the announcement, not the resume (it is logged): the
+    run is launched already, and goes on as it would have without it.
+    """
+    try:
+        for eid, event in restarts(store, run.run_id, rerun(run), interrupted):
+            body = event_body(event, step=event.step_name, execution=eid)
+            store.append_event(run.run_id, "event", body)
+            run.stream.put(event)
+    except CheckpointError as exc:
+        logger.warning("Run %s: its restarted steps could not be recorded: %s", run.run_id, exc)
 
 
 __all__ = ["RESTARTED", "Interrupted", "announce", "rerun", "restarts"]

@@ -9,10 +9,12 @@ from batonflow.core import (
     Context,
     Event,
     HumanResponseEvent,
+    InMemoryCheckpointStore,
     InputRequiredEvent,
     StartEvent,
     StepRestarted,
     StopEvent,
+    StoreFullError,
     Workflow,
     WorkflowCheckpointer,
     step,
@@ -247,3 +249,21 @@ async def test_a_run_killed_before_its_first_checkpoint_announces_its_first_step
     seen = [ev async for ev in resumed.stream_events()]
     streamed = min(s for s, b in _log(store, run_id) if b["type"] == "Progress")
     assert seen[0] == StepRestarted(step_name="work", attempt=2, first_event_id=streamed)
+
+
+class FullForRestarts(InMemoryCheckpointStore):
+    """A memory store that refuses to log a StepRestarted, as a full disk would."""
+
+    def append_event(self, run_id, kind, body, *, waiting=False):  # type: ignore[no-untyped-def]
+        if '"StepRestarted"' in body:
+            raise StoreFullError("The store is full; nothing was written. Free space.")
+        return super().append_event(run_id, kind, body, waiting=waiting)
+
+
+async def test_a_store_refusing_the_announcement_costs_it_not_the_resume(caplog):
+    """The resumed run goes on without its StepRestarted, with a warning saying why."""
+    store = FullForRestarts()
+    run_id = await _stopped_midway(store, Report())
+    seen = await _resumed(store, run_id)
+    assert not any(isinstance(e, StepRestarted) for e in seen)
+    assert "its restarted steps could not be recorded: The store is full" in caplog.text
