@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from restart_stream import SERVE  # noqa: E402
+
 from tests.apps.sse import read_sse  # noqa: E402
 from tests.apps.test_server_restart import ServerProcess  # noqa: E402
 
