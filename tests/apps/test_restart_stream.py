@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from batonflow.client import RunEvent
 from restart_stream import SERVE, check_restart
 
 from .sse import read_sse, wait_status
@@ -50,3 +51,27 @@ def test_a_run_that_never_crashes_streams_no_step_restarted(tmp_path: Path) -> N
         assert [m["data"].get("step") for m in stream[:3]] == ["report"] * 3
     finally:
         server.kill()
+
+
+def _event(seq: int, type_: str, step: str, execution: int, **extra) -> RunEvent:
+    data = {"seq": seq, "type": type_, "value": extra.pop("value", {}), "step": step}
+    return RunEvent(seq, "event", {**data, "execution": execution, **extra})
+
+
+def test_a_restart_supersedes_only_its_executions_earlier_output() -> None:
+    """RunEvent.supersedes: the same step execution, from the first event id up to the
+    restart; not another execution, not a question, not the re-run."""
+    restart = _event(
+        6, "StepRestarted", "report", 2, value={"step_name": "report", "first_event_id": 2}
+    )
+    assert restart.is_restart and (restart.step, restart.execution) == ("report", 2)
+    earlier = {
+        1: _event(1, "Progress", "report", 2),  # before the interrupted attempt's first
+        2: _event(2, "Progress", "report", 2),
+        3: _event(3, "Progress", "side", 3),  # another step
+        4: _event(4, "Progress", "report", 5),  # another execution of the step
+        5: _event(5, "InputRequiredEvent", "report", 2, waiting_for=[]),  # a question
+        7: _event(7, "Progress", "report", 2),  # the re-run's
+    }
+    assert [seq for seq, e in earlier.items() if restart.supersedes(e)] == [2]
+    assert not earlier[2].supersedes(earlier[1])  # only a StepRestarted supersedes
