@@ -10,10 +10,12 @@ from __future__ import annotations
 import socket
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 from restart_stream import SERVE
 
 from .browser import NEEDS_CHROMIUM, Console
+from .sse import wait_status
 from .test_server_restart import ServerProcess
 
 pytestmark = NEEDS_CHROMIUM
@@ -34,7 +36,8 @@ def test_the_console_drops_the_interrupted_attempts_output(browser, tmp_path, re
     db = str(tmp_path / "runs.db")
     if backend == "postgres":
         db = request.getfixturevalue("postgres_url")
-    options = (*SERVE, "--port", str(_free_port()), "--lease-seconds", "2")
+    # --quiet: nobody reads the servers' stderr, which access logs would fill until they block.
+    options = (*SERVE, "--quiet", "--port", str(_free_port()), "--lease-seconds", "2")
     first = ServerProcess(db, None, True, *options)
     ui = Console(browser, first)  # type: ignore[arg-type]  # a server at first.url
     second = None
@@ -47,7 +50,13 @@ def test_the_console_drops_the_interrupted_attempts_output(browser, tmp_path, re
         expect(rows.nth(2)).to_be_attached()
         first.kill()
         second = ServerProcess(db, None, True, *options)
-        page.locator("#timeline li.end").wait_for(timeout=60_000)
+        assert wait_status(second.client, run_id, {"completed"}, timeout=60)
+        try:
+            page.locator("#timeline li.end").wait_for(timeout=30_000)
+        except PlaywrightTimeoutError as exc:  # what the page saw, for the report
+            state = page.locator(".stream-state").first.inner_text()
+            shown = page.locator("#timeline").inner_text()
+            raise AssertionError(f"the page did not see the end ({state}):\n{shown}") from exc
         restart = page.locator("#timeline li.restart")
         expect(restart).to_have_count(1)
         expect(restart).to_contain_text("report runs again (attempt 2)")
