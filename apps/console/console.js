@@ -289,6 +289,11 @@
         var state = await api("runs/" + encodeURIComponent(runId) + "/state");
         stateBox.textContent = JSON.stringify(state.state, null, 2);
       } catch (e) {
+        if (e.status === undefined || e.status === 503) {
+          // The server is away (a restart): the stream reconnects, the next refresh tries again.
+          drawingNote.textContent = "The server did not answer; trying again.";
+          return;
+        }
         if (e.status !== 404) throw e;
         drawingNote.textContent = e.message + " Drawn: all possible flows.";
         stateBox.textContent = "not recorded";

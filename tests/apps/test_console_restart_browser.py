@@ -54,9 +54,8 @@ def test_the_console_drops_the_interrupted_attempts_output(browser, tmp_path, re
         try:
             page.locator("#timeline li.end").wait_for(timeout=30_000)
         except PlaywrightTimeoutError as exc:  # what the page saw, for the report
-            state = page.locator(".stream-state").first.inner_text()
-            shown = page.locator("#timeline").inner_text()
-            raise AssertionError(f"the page did not see the end ({state}):\n{shown}") from exc
+            shown = page.locator("body").inner_text()
+            raise AssertionError(f"the page did not see the end:\n{shown}") from exc
         restart = page.locator("#timeline li.restart")
         expect(restart).to_have_count(1)
         expect(restart).to_contain_text("report runs again (attempt 2)")
