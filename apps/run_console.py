@@ -66,6 +66,7 @@ _OWN_ASSETS = (
     "restarts.js",
     "chat.js",
     "schedules.js",
+    "queue.js",
     "console.js",
     "console.css",
     "api-docs.js",

@@ -46,9 +46,13 @@ def new_run(
     info: RunInfo,
     kwargs: dict[str, Any],
     key: str | None = None,
+    *,
+    look_up: bool = True,
 ) -> tuple[RunRecord, StartEvent, bool]:
     """The record of a new run (see ``WorkflowCheckpointer.start``), its start event and
-    whether it runs stepwise; ``key`` is its (checked) idempotency key.
+    whether it runs stepwise; ``key`` is its (checked) idempotency key. With ``look_up``,
+    a key that started a run already is found first (a read); without, the record's insert
+    finds it (the unique index refuses it; the caller then raises what a retry gets).
 
     Raises:
         SerializationError: The start event or the start fields cannot be encoded.
@@ -61,7 +65,7 @@ def new_run(
     event = self.workflow._start_event(graph, start_event, kwargs)
     encoded = encode(self.serializer, event, "the start event")
     name = info.name or self.workflow.workflow_name
-    if key is not None:
+    if key is not None and look_up:
         _idempotency.started(self, key, name, encoded)
     shown = dict(info.input) if info.input is not None else event.model_dump(mode="json")
     try:
@@ -85,6 +89,7 @@ def new_run(
         pid=os.getpid(),
         flow_ref=info.flow_ref,
         idempotency_key=key,
+        workflow_version=self.workflow.version,
     )
     return record, event, stepwise
 
