@@ -61,6 +61,7 @@ from ._records import (
     RunRecord,
     StoredEvent,
 )
+from ._restarts import Interrupted
 from ._sqlite_store import SqliteCheckpointStore
 from ._store import CheckpointStore, OffLoopWrites, encode, event_body
 from ._versions import RunCheck
@@ -232,8 +233,13 @@ class WorkflowCheckpointer:
                 self._acquire(run_id, None)
                 last = self.store.latest(run_id)
                 self._track(run_id, start=(last.seq + 1) if last is not None else 0)
+                interrupted = Interrupted.from_snapshot(snap)
                 handler = self._launch(ctx=ctx, **kwargs)
-                self._attach(handler, inbox_seq=last.inbox_seq if last is not None else 0)
+                self._attach(
+                    handler,
+                    inbox_seq=last.inbox_seq if last is not None else 0,
+                    resumed=interrupted,
+                )
                 if last is None:
                     self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
                 self._watch(handler)
