@@ -39,6 +39,14 @@ PYTHON = sys.executable
 FIRST_BATONFLOW = "from batonflow.core import Context, StartEvent, StopEvent, Workflow, step"
 #: What any engine with pydantic events pays: asyncio, pydantic, and one model built.
 FLOOR = "import asyncio\nfrom pydantic import BaseModel\nclass A(BaseModel):\n    x: int\n"
+#: What any typer command line with rich help pays before its own commands: typer and its help
+#: renderer (``typer.rich_utils``, without rich's Markdown and traceback modules, as batonflow
+#: loads it), and the console it prints with.
+FLOOR_CLI = (
+    "from batonflow.apps._typer_help import load_help_renderer\n"
+    "load_help_renderer()\n"
+    "import rich.console"
+)
 FIRST_WORKFLOWS = (
     "from workflows import Context, Workflow, step; "
     "from workflows.events import StartEvent, StopEvent"
@@ -127,6 +135,9 @@ def report(median: dict[str, float], tag: str, with_workflows: bool) -> None:
     help_ratio = median[f"batonflow --help{tag}"] / cli_floor
     print(f"\n{tag.strip() or 'this install'}:")
     print(f"batonflow --help: {help_ratio:.1f}x python -c pass (goal <= 5)")
+    if not tag:
+        typer_ratio = median["floor: typer + its help renderer"] / cli_floor
+        print(f"floor: typer + its help renderer: {typer_ratio:.1f}x python -c pass")
     if not with_workflows:
         return
     wf_floor = median["python -c pass (workflows venv)"]
@@ -204,6 +215,7 @@ def main() -> None:
     if args.before_core_python:
         timed |= batonflow_commands(args.before_core_python, args.before_cli_python, " [before]")
         tags.append(" [before]")
+    timed["floor: typer + its help renderer"] = [args.cli_python, "-c", FLOOR_CLI]
     if args.workflows_python:
         timed |= workflows_commands(args.workflows_python)
     runs: dict[str, list[float]] = {name: [] for name in timed}
