@@ -22,7 +22,7 @@ from batonflow.core.durable._sql_schema import (
     create_table,
 )
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 COMPONENT = "checkpoints"
 EVENTS_CHANNEL = "batonflow_events"
 INBOX_CHANNEL = "batonflow_inbox"
@@ -81,6 +81,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     9: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS workflow_version TEXT",),
     # The run queue: queued runs claimed under limits (core/durable/_queue.py).
     10: queue_statements(real="DOUBLE PRECISION"),
+    # A run's budget and its LLM calls' usage per step: core/durable/_budget.py.
+    11: (
+        create_table("run_budgets", real="DOUBLE PRECISION"),
+        create_table("run_usage", real="DOUBLE PRECISION"),
+    ),
 }
 #: True in a write's WHERE while the run's lease is held by the store whose token is the
 #: second parameter, or while the first parameter (the replica id) is NULL: no fencing.

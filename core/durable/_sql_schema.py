@@ -83,6 +83,25 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("body", "TEXT NOT NULL"),
         ("created_at", "REAL NOT NULL"),
     ),
+    # A run's budget (core/durable/_budget.py) and the call that waits for it to be raised:
+    # version 8 (SQLite), 11 (PostgreSQL).
+    "run_budgets": (
+        ("run_id", "TEXT PRIMARY KEY"),
+        ("budget", "TEXT NOT NULL"),
+        ("blocked", "TEXT"),
+        ("updated_at", "REAL NOT NULL"),
+    ),
+    # What a run's LLM calls used, per step (cost NULL: a call's price was unknown).
+    "run_usage": (
+        ("run_id", "TEXT NOT NULL"),
+        ("step", "TEXT NOT NULL"),
+        ("calls", "INTEGER NOT NULL"),
+        ("prompt_tokens", "INTEGER NOT NULL"),
+        ("completion_tokens", "INTEGER NOT NULL"),
+        ("total_tokens", "INTEGER NOT NULL"),
+        ("cost", "REAL"),
+        ("first_at", "REAL NOT NULL"),
+    ),
     "run_inbox": (
         ("run_id", "TEXT NOT NULL"),
         ("seq", "INTEGER NOT NULL"),
@@ -96,6 +115,7 @@ _KEYS = {
     "checkpoints": ("UNIQUE (run_id, seq)",),
     "run_events": ("PRIMARY KEY (run_id, seq)",),
     "run_journal": ("PRIMARY KEY (run_id, step, execution_id, call_index)",),
+    "run_usage": ("PRIMARY KEY (run_id, step)",),
     # One question takes one answer: an answer's key is "answer:<seq of the question>".
     "run_inbox": ("PRIMARY KEY (run_id, seq)", "UNIQUE (run_id, key)"),
 }
@@ -364,6 +384,8 @@ class Statements:
             "run_inbox",
             "run_journal",
             "run_queue",
+            "run_budgets",
+            "run_usage",
             "checkpoint_runs",
         )
         delete = tuple(f"DELETE FROM {table} WHERE run_id = ?" for table in tables)
