@@ -252,7 +252,9 @@ class QdrantStore(AsyncStoreMethods):
                 "with one model."
             )
         size = sizes.pop() if sizes else None
-        terms = [self.encoder.tokenize(c.text) for c in chunks]
+        tokenize = self.encoder.tokenize
+        terms = [tokenize(c.text) for c in chunks]
+        ids = [c.id for c in chunks]  # a SHA-256 and a UUID5 each: computed once
         with self._lock:
             layout = self._ensure_collection(size)
             if layout.sparse is None and layout.dense is None:
@@ -261,16 +263,16 @@ class QdrantStore(AsyncStoreMethods):
                     "dense one batonflow knows; use another collection=."
                 )
             lengths = self._load_lengths()
-            for chunk, stems in zip(chunks, terms, strict=True):
-                lengths.set(chunk.id, len(stems), 0.0)
+            for pid, stems in zip(ids, terms, strict=True):
+                lengths.set(pid, len(stems), 0.0)
             mean = lengths.mean()
             points = []
-            for chunk, stems in zip(chunks, terms, strict=True):
-                payload = payload_of(chunk, chunk.content_hash)
+            encode = self.encoder.encode_terms
+            for pid, chunk, stems in zip(ids, chunks, terms, strict=True):
+                payload = payload_of(chunk, chunk.content_hash, pid)
                 payload["bm25_len"], payload["bm25_avg"] = len(stems), mean
-                lengths.set(chunk.id, len(stems), mean)
-                vector = [float(x) for x in chunk.dense] if chunk.dense is not None else None
-                points.append((chunk.id, self.encoder.encode_terms(stems, mean), vector, payload))
+                lengths.set(pid, len(stems), mean)
+                points.append((pid, encode(stems, mean), _floats(chunk.dense), payload))
             for start in range(0, len(points), self.batch_size):
                 self._engine.upsert(
                     self.collection, layout, points[start : start + self.batch_size]
@@ -571,6 +573,15 @@ class QdrantStore(AsyncStoreMethods):
 
     def __repr__(self) -> str:
         return f"QdrantStore(collection={self.collection!r}, engine={self.engine!r})"
+
+
+def _floats(vector: Sequence[float] | None) -> list[float] | None:
+    """A dense vector as a list of floats (as given when it already is one)."""
+    if vector is None:
+        return None
+    if type(vector) is list and all(type(x) is float for x in vector):
+        return vector
+    return [float(x) for x in vector]
 
 
 def collection_not_found(store: QdrantStore) -> CollectionNotFoundError:
