@@ -315,7 +315,7 @@ def report(r: dict[str, Any], n: int, workers: int) -> None:
 
     for kind in ("sparse", "hybrid"):
         print(f"  store/qdrant-client {kind}: {ratio(r[f'store-{kind}'], r[f'client-{kind}'])}")
-    for label in ("pipeline-w0", f"pipeline-w{workers}"):
+    for label in dict.fromkeys(("pipeline-w0", f"pipeline-w{workers}")):
         if label in r:
             ours, llama = r[label], r["llama"]
             print(
