@@ -30,6 +30,7 @@ their dense vectors; they have no BM25 vector). Collections from earlier batonfl
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -163,6 +164,15 @@ def _copy(value: Any) -> Any:
     return value
 
 
+def dense_floats(vector: Sequence[float] | None) -> list[float] | None:
+    """A dense vector as the list of floats the engines take (as given when it is one)."""
+    if vector is None:
+        return None
+    if type(vector) is list and all(type(x) is float for x in vector):
+        return vector
+    return [float(x) for x in vector]
+
+
 def hit_of(point_id: Any, score: float, payload: dict[str, Any] | None) -> Hit:
     """A :class:`Hit` from a stored point, in batonflow's layout, llama-index's, or an older one.
 
@@ -209,6 +219,7 @@ __all__ = [
     "RESERVED",
     "SPARSE",
     "Layout",
+    "dense_floats",
     "detect",
     "hit_of",
     "payload_of",

@@ -35,7 +35,7 @@ from ._search import search
 from .chunks import Chunk, Hit, StoredSource, chunks_of, point_id
 from .errors import CollectionNotFoundError, StoreConfigError, collection_missing
 from .fusion import RRF_K
-from .layout import DENSE, READ_FIELDS, SPARSE, Layout, hit_of, payload_of
+from .layout import DENSE, READ_FIELDS, SPARSE, Layout, dense_floats, hit_of, payload_of
 from .lengths import MeanLength
 from .sparse import BM25SparseEncoder, SparseVector
 
@@ -272,7 +272,7 @@ class QdrantStore(AsyncStoreMethods):
                 payload = payload_of(chunk, chunk.content_hash, pid)
                 payload["bm25_len"], payload["bm25_avg"] = len(stems), mean
                 lengths.set(pid, len(stems), mean)
-                points.append((pid, encode(stems, mean), _floats(chunk.dense), payload))
+                points.append((pid, encode(stems, mean), dense_floats(chunk.dense), payload))
             for start in range(0, len(points), self.batch_size):
                 self._engine.upsert(
                     self.collection, layout, points[start : start + self.batch_size]
@@ -573,15 +573,6 @@ class QdrantStore(AsyncStoreMethods):
 
     def __repr__(self) -> str:
         return f"QdrantStore(collection={self.collection!r}, engine={self.engine!r})"
-
-
-def _floats(vector: Sequence[float] | None) -> list[float] | None:
-    """A dense vector as a list of floats (as given when it already is one)."""
-    if vector is None:
-        return None
-    if type(vector) is list and all(type(x) is float for x in vector):
-        return vector
-    return [float(x) for x in vector]
 
 
 def collection_not_found(store: QdrantStore) -> CollectionNotFoundError:
