@@ -89,6 +89,7 @@ class RunManager:
             restarted server resumes runs that were in progress from their last completed
             step. Without it runs are recorded in ``store`` with no step checkpoints (a
             restarted server brings back only runs waiting for an answer).
+        budgets: The budget of every run of a workflow, by name (``""``: the others').
     """
 
     def __init__(
@@ -97,10 +98,16 @@ class RunManager:
         store: RunStore,
         heartbeat: float = 15.0,
         checkpoints: Any = None,
+        budgets: dict[str, Any] | None = None,
     ) -> None:
         from batonflow.core.checkpoints import WorkflowCheckpointer
 
         self.workflows = workflows
+        from ._budget_view import default_budget, load_seam
+
+        load_seam(
+            needed=bool(budgets)
+        )  # the served flows loaded llama-index: count their runs' LLM calls
         self.durable = checkpoints is not None
         self.store = RunStore(backend=checkpoints) if checkpoints is not None else store
         self.records = self.store.backend
@@ -116,11 +123,14 @@ class RunManager:
                 store=self.records,
                 disabled_steps=() if self.durable else list(workflow._graph().steps),
                 on_end=self._ended,
+                budget=default_budget(budgets, name),
             )
             for name, workflow in workflows.items()
         }
         from ._replicas import ReplicaSet, can_replicate
 
+        #: The queues of workflows with limits (``apps/_queue.py``), else ``None``.
+        self.queue: Any = None
         #: This server's part among replicas sharing a PostgreSQL store (else ``None``).
         self.replicas = ReplicaSet(self) if can_replicate(self.records) else None
 
@@ -133,9 +143,11 @@ class RunManager:
         start_fields: dict[str, Any],
         traceparent: str | None,
         idempotency_key: str | None = None,
+        budget: Any = None,
     ) -> LiveRun:
-        """Record a run of workflow ``name`` (off the loop where the store writes so), start
-        it and its pump; return the live run.
+        """Record a run of workflow ``name`` (off the loop where the store writes so), with its
+        ``budget`` (``None``: the workflow's, if any), start it and its pump; return the live
+        run.
 
         Raises:
             SerializationError: The start event cannot be encoded (nothing ran).
@@ -155,7 +167,7 @@ class RunManager:
             ) from exc
         info = RunInfo(shown, traceparent, owner="server", name=name)
         handler = await self.checkpointers[name].astart(
-            start_event=start_event, info=info, idempotency_key=idempotency_key
+            start_event=start_event, info=info, idempotency_key=idempotency_key, budget=budget
         )
         return self._follow(LiveRun(str(handler.run_id), name, self.workflows[name], handler))
 
@@ -193,17 +205,23 @@ class RunManager:
             )
         return resumed
 
-    def adopt(self, row: Any) -> bool:
+    def adopt(self, row: Any, *, checked: bool = False) -> bool:
         """Resume a stored unfinished run here; mark it interrupted when it cannot continue.
 
         A run another live process holds is left to it (``False``, nothing recorded).
         """
-        from batonflow.core.errors import LeaseLostError, RunBusyError
+        from batonflow.core.errors import IncompatibleRunError, LeaseLostError, RunBusyError
 
         try:
+            if not checked and self.replicas is not None and self.replicas.cannot_continue(row):
+                return False  # left, not marked, to a replica whose code can continue it
             handler = self._reopen(row)
         except (RunBusyError, LeaseLostError) as exc:
             logger.warning("Run %s is not resumed here: %s", row.run_id, exc)
+            return False
+        except IncompatibleRunError as exc:  # checked before anything ran (see _versions)
+            logger.warning("Run %s is not resumed: %s", row.run_id, exc)
+            self._finish_stored(row.run_id, "interrupted", None, error_text(exc))
             return False
         if handler is None:
             self._finish_stored(row.run_id, "interrupted", None, INTERRUPTED)
@@ -236,12 +254,17 @@ class RunManager:
             return None
         if not self.durable and row.status != "waiting":
             return None
-        from batonflow.core.errors import LeaseLostError, RunBusyError
+        from batonflow.core.errors import IncompatibleRunError, LeaseLostError, RunBusyError
+
+        from ._budget_view import load_seam
+
+        budget = getattr(self.records, "budget", None)
+        load_seam(needed=budget is not None and budget(row.run_id) is not None)
 
         try:
             return checkpointer.resume(row.run_id)
-        except (RunBusyError, LeaseLostError):
-            raise  # another process runs it: adopt leaves it alone
+        except (RunBusyError, LeaseLostError, IncompatibleRunError):
+            raise  # another process runs it, or this code cannot: adopt says so
         except Exception as exc:
             logger.warning("Run %s could not be restored: %s", row.run_id, exc)
         return None

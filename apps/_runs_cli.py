@@ -18,7 +18,9 @@ import typer
 from rich.table import Table
 
 from . import _remote
+from ._budget_view import usage_lines
 from ._console import cli_errors, err, out, print_json, print_result
+from ._queue_view import cancel_local, local_place, queue_line
 from ._statuses import FINISHED
 from ._statuses import STATUSES as RUN_STATUSES
 from ._stream_printer import event_lines
@@ -83,7 +85,11 @@ def _check_status(status: str | None) -> None:
 
 def _local_rows(store: RunStore, workflow: str | None, status: str | None) -> list[dict[str, Any]]:
     """Every run of the local store, newest first, filtered."""
-    return [r.public() for r in store.list(workflow, status, limit=2**62)]
+    rows = [r.public() for r in store.list(workflow, status, limit=2**62)]
+    from ._budget_view import usage_of_runs
+
+    usage = usage_of_runs(store.backend, [r["run_id"] for r in rows])
+    return [{**r, "usage": usage.get(r["run_id"])} for r in rows]
 
 
 def _unknown_run(run_id: str) -> BadParameterError:
@@ -123,11 +129,13 @@ def list_runs(
             err.print("no runs")
             return
         table = Table(box=None, pad_edge=False)
-        for name in ("run id", "workflow", "status", "started"):
+        for name in ("run id", "workflow", "status", "started", "tokens"):
             table.add_column(name, no_wrap=True)
         for r in rows:
             started = dt.datetime.fromtimestamp(r["created"]).strftime("%m-%d %H:%M:%S")
-            table.add_row(r["run_id"], r["workflow"], r["status"], started)
+            used = r.get("usage") or {}
+            tokens = str(used["total_tokens"]) if used else ""
+            table.add_row(r["run_id"], r["workflow"], r["status"], started, tokens)
         out.print(table)
 
 
@@ -155,6 +163,8 @@ def show(
         for key in ("run_id", "workflow", "status", "start", "error"):
             if data.get(key) is not None:
                 out.print(f"{key}: {data[key]}", markup=False)
+        if data.get("queue"):
+            out.print(queue_line(data["queue"]), markup=False)
         if data["status"] == "interrupted":
             gone = f", pid {data['pid']}, is gone" if data.get("pid") else " stopped"
             out.print(
@@ -169,6 +179,8 @@ def show(
         steps = [f"{c['step']} (seq {c['seq']})" for c in data["checkpoints"] if c["step"]]
         if steps:  # a seq is what 'batonflow runs fork RUN --at SEQ' continues after
             out.print(f"checkpoints after: {', '.join(steps)}", markup=False)
+        for line in usage_lines(data):
+            out.print(line, markup=False)
         if data.get("result") is not None:
             out.print("result:", markup=False)
             print_result(data["result"])
@@ -193,6 +205,8 @@ def _show_local(db: str | None, run_id: str, events: bool) -> dict[str, Any]:
         ]
         if events:
             data["events"] = [e.body for e in store.events(run_id)]
+        if data["status"] == "queued":
+            data["queue"] = local_place(store.backend, run_id)
     finally:
         store.close()
     return data
@@ -233,7 +247,7 @@ def resume(
             workflow = _workflow_for(flow or row.flow_ref, row.workflow, run_id)
             pending = list(answers)
             first = None
-            if row.status == "waiting":
+            if row.status == "waiting" and data.get("waiting_reason") != "budget":
                 text = pending.pop(0) if pending else _ask(_last_prefix(store, run_id))
                 first = _stored_answer(workflow, store, row, text)
             import asyncio  # not at the top: it costs `batonflow --help` 28 ms
@@ -298,6 +312,10 @@ async def _answering(handler: Any, answers: list[str], cptr: Any) -> Any:
 async def _resume(workflow: Any, backend: Any, run_id: str, first: Any, answers: list[str]) -> Any:
     from batonflow.core.checkpoints import WorkflowCheckpointer
 
+    from ._budget_view import load_seam
+
+    budget = getattr(backend, "budget", None)
+    load_seam(needed=budget is not None and budget(run_id) is not None)  # count its calls
     cptr = WorkflowCheckpointer(workflow, store=backend)
     if first is not None:
         # Committed to the run's inbox first: the resumed run takes it in.
@@ -311,7 +329,14 @@ def _state(store: RunStore, run_id: str) -> dict[str, Any]:
     row = store.get(run_id)
     if row is None:
         raise _unknown_run(run_id)
-    return {**row.public(), "pid": row.pid, "owner": row.owner}
+    from ._budget_view import budget_fields
+
+    return {
+        **row.public(),
+        "pid": row.pid,
+        "owner": row.owner,
+        **budget_fields(store.backend, run_id, row.status),
+    }
 
 
 #: The error of a run cancelled by ``batonflow runs cancel``.
@@ -366,6 +391,9 @@ def cancel(
                     f"Run {run_id!r} has already ended ({data['status']}); nothing to cancel "
                     f"(batonflow runs delete {run_id} forgets it)."
                 )
+            if data["status"] == "queued" and cancel_local(store.backend, run_id):
+                out.print(f"run {run_id}: cancelled (was queued; it never started)", markup=False)
+                return
             _refuse_running(store, data, "cancel")
             store.backend.set_status(run_id, "cancelled", error=CANCELLED_HERE)
         finally:

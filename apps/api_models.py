@@ -13,7 +13,7 @@ schema per workflow by :mod:`batonflow.apps._openapi`.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -130,14 +130,38 @@ class Awaited(_Body):
     )
 
 
+class Usage(_Body):
+    """What a run's (or a step's) LLM calls used, as their providers reported it."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost: float | None = Field(
+        description="US dollars at the price table of batonflow.budgets; null when a call's "
+        "model has no known price."
+    )
+    calls: int = Field(description="How many LLM calls.")
+
+
+class BudgetLimit(_Body):
+    """A run's budget: what its LLM calls may use at most."""
+
+    tokens: int | None = Field(description="Tokens (prompt and completion), or null.")
+    cost: float | None = Field(description="US dollars, or null.")
+    on_exceed: Literal["wait", "fail"] = Field(
+        description="A call that would pass it waits for a raise, or fails the run."
+    )
+
+
 class Run(_Body):
     """One run: ``GET /runs/{id}``, and ``?wait=true`` starts once the run has ended."""
 
     run_id: str
     workflow: str = Field(description="The workflow's served name.")
     status: str = Field(
-        description="running, waiting (it asked a human), completed, failed (a step raised or "
-        "the run timed out), cancelled, or interrupted (stopped from outside; resumable)."
+        description="queued (it waits for its workflow's limits), running, waiting (it asked a "
+        "human), completed, failed (a step raised or the run timed out), cancelled, or "
+        "interrupted (stopped from outside; resumable)."
     )
     start: dict[str, Any] = Field(description="The start event's fields it was started with.")
     result: Any = Field(None, description="The StopEvent's result, once completed.")
@@ -156,6 +180,11 @@ class Run(_Body):
     parent_seq: int | None = Field(
         None, description="The parent's checkpoint it continues from (a fork's)."
     )
+    workflow_version: str | None = Field(
+        None,
+        description="The version of the workflow that started it (declared, or the hash of "
+        "its steps, events and state); null for runs recorded before versions.",
+    )
     question: Question | None = Field(
         None, description="While waiting (GET /runs/{id}): the question the run asked."
     )
@@ -168,11 +197,42 @@ class Run(_Body):
     schedule: ScheduleLink | None = Field(
         None, description="The schedule firing that started it, if a schedule did."
     )
+    budget: BudgetLimit | None = Field(None, description="Its budget, if it was given one.")
+    usage: Usage | None = Field(
+        None, description="What its LLM calls used (in a durable run), if they used any."
+    )
+    usage_by_step: dict[str, Usage] | None = Field(
+        None, description="GET /runs/{id}: the usage of each step's LLM calls, by step name."
+    )
+    waiting_reason: Literal["input", "budget"] | None = Field(
+        None,
+        description="While waiting (GET /runs/{id}): 'input' (it asked a question) or "
+        "'budget' (an LLM call would pass its budget: POST /runs/{id}/budget raises it).",
+    )
+    budget_blocked: dict[str, Any] | None = Field(
+        None,
+        description="While waiting for its budget: the step, the tokens (or dollars) used, "
+        "in flight, the refused call's estimate, and the budget.",
+    )
+    queue: QueuePlace | None = Field(
+        None, description="While queued: its place in the run queue and the limit it waits on."
+    )
 
 
 class RunAccepted(Run):
     """A run that was started and goes on in the background (poll or stream it): the whole
     run, as ``GET /runs/{id}`` shows it, with the status it has now (usually running)."""
+
+
+class QueuePlace(BaseModel):
+    """Where a queued run waits."""
+
+    position: int = Field(description="Its place in its workflow's queue, from 1 (next).")
+    waiting_on: str = Field(
+        description="The limit it waits on: concurrency, key_concurrency, rate, max_running "
+        "(every replica's own limit), or position (runs ahead of it take the free slots).",
+        examples=["concurrency"],
+    )
 
 
 class ScheduleLink(BaseModel):
@@ -252,6 +312,15 @@ class StreamedEvent(BaseModel):
     type: str = Field(description="The event's class name.")
     qualified_name: str = Field(description="module.Class of the event.")
     value: dict[str, Any] = Field(description="The event's fields.")
+    step: str | None = Field(
+        None,
+        description="The step that wrote it (a durable run's events; absent when not known).",
+    )
+    execution: int | None = Field(
+        None,
+        description="The id of the step execution that wrote it; a StepRestarted names the "
+        "execution that runs again, whose events from value.first_event_id on it supersedes.",
+    )
 
 
 class StreamEnd(BaseModel):
@@ -285,6 +354,11 @@ STATUS_TEXT: dict[int, tuple[str, type[BaseModel] | None]] = {
         Problem,
     ),
     422: ("A body, field or parameter that does not validate; the detail names it.", InvalidInput),
+    429: (
+        "The workflow's run queue is full (max_queued): nothing was recorded; start it again "
+        "after Retry-After seconds.",
+        Problem,
+    ),
     500: ("An unexpected error; the server log has it under error_id.", InternalError),
     507: ("The run store is out of space; nothing was started or sent.", Problem),
 }

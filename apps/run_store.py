@@ -54,6 +54,8 @@ class RunRow:
     parent_seq: int | None = None
     #: The event-log ``seq`` of the question a waiting run asked.
     waiting_seq: int | None = None
+    #: The version of the workflow that started it (``Workflow.version``).
+    workflow_version: str | None = None
 
     def public(self) -> dict[str, Any]:
         """The run as the HTTP API and ``batonflow runs show`` present it."""
@@ -73,6 +75,7 @@ class RunRow:
             "updated": self.updated_at,
             "parent_run_id": self.parent_run_id,
             "parent_seq": self.parent_seq,
+            "workflow_version": self.workflow_version,
         }
 
 
@@ -234,6 +237,7 @@ def _row(record: RunRecord) -> RunRow:
         parent_run_id=record.parent_run_id,
         parent_seq=record.parent_seq,
         waiting_seq=record.waiting_seq if status == "waiting" else None,
+        workflow_version=record.workflow_version,
     )
 
 

@@ -35,6 +35,13 @@ class Run:
             ``type``, ``requirements`` (values the answer must have), ``schema`` (its
             fields), ``example`` (a body for :meth:`~batonflow.client.Client.send_event`).
         schedule: The schedule firing that started it (``{"name", "fire_at"}``), if any.
+        usage: What its LLM calls used (``prompt_tokens``, ``completion_tokens``,
+            ``total_tokens``, ``cost`` in US dollars or ``None`` when unknown, ``calls``).
+        budget: Its budget (``tokens``, ``cost``, ``on_exceed``), if it has one.
+        waiting_reason: While it waits: ``"input"`` (a question) or ``"budget"`` (an LLM
+            call would pass its budget: :meth:`~batonflow.client.Client.raise_budget`).
+        queue: While ``queued``: ``{"position", "waiting_on"}`` (its place in the run queue,
+            from 1, and the limit it waits on).
         raw: The whole JSON object the server sent.
     """
 
@@ -50,6 +57,10 @@ class Run:
     question: dict[str, Any] | None = None
     waiting_for: list[dict[str, Any]] = field(default_factory=list)
     schedule: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
+    budget: dict[str, Any] | None = None
+    waiting_reason: str | None = None
+    queue: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -73,6 +84,10 @@ class Run:
             question=data.get("question") if isinstance(data.get("question"), dict) else None,
             waiting_for=[w for w in data.get("waiting_for") or [] if isinstance(w, dict)],
             schedule=data.get("schedule"),
+            usage=data.get("usage") if isinstance(data.get("usage"), dict) else None,
+            budget=data.get("budget") if isinstance(data.get("budget"), dict) else None,
+            waiting_reason=data.get("waiting_reason"),
+            queue=data.get("queue") if isinstance(data.get("queue"), dict) else None,
             raw=data,
         )
 
@@ -94,7 +109,8 @@ class RunEvent:
         seq: Its sequence number (the SSE ``id``): 1, 2, 3, ... for each run.
         kind: ``"event"`` for an event the run streamed, ``"end"`` for the last message.
         data: The message's JSON: ``{"seq", "type", "qualified_name", "value"}`` for an
-            event, ``{"seq", "status", "result", "error"}`` for the end.
+            event (with ``"step"`` and ``"execution"`` when a step execution of a durable run
+            wrote it), ``{"seq", "status", "result", "error"}`` for the end.
     """
 
     seq: int
@@ -112,6 +128,41 @@ class RunEvent:
         """The event's fields (empty for the end)."""
         value = self.data.get("value")
         return value if isinstance(value, dict) else {}
+
+    @property
+    def step(self) -> str | None:
+        """The step that wrote the event (a durable run's), ``None`` when not known."""
+        value = self.data.get("step")
+        return value if isinstance(value, str) else None
+
+    @property
+    def execution(self) -> int | None:
+        """The id of the step execution that wrote it (with :attr:`step`), else ``None``."""
+        value = self.data.get("execution")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def is_restart(self) -> bool:
+        """Whether this is a ``StepRestarted``: a step interrupted by a crash runs again."""
+        return self.kind == "event" and self.type == "StepRestarted"
+
+    def supersedes(self, earlier: RunEvent) -> bool:
+        """Whether ``earlier`` is output of the interrupted attempt this ``StepRestarted``
+        announces (written again by the re-run): drop it from what you show.
+
+        It is when it came before this one, from the same step execution, at or after the
+        interrupted attempt's first event; a question (``waiting_for``) never is.
+        """
+        first = self.value.get("first_event_id")
+        return (
+            self.is_restart
+            and isinstance(first, int)
+            and first <= earlier.seq < self.seq
+            and earlier.kind == "event"
+            and earlier.step == self.step
+            and earlier.execution == self.execution
+            and "waiting_for" not in earlier.data
+        )
 
     @property
     def is_end(self) -> bool:

@@ -21,13 +21,16 @@ from .context import Context as Context
 from .engine._durability import make_durable as _make_durable
 from .engine._durability import plug_durability as _plug_durability
 from .errors import BatonflowError as BatonflowError
+from .errors import BudgetExceededError as BudgetExceededError
 from .errors import CheckpointError as CheckpointError
 from .errors import ContextSerdeError as ContextSerdeError
 from .errors import ContextStateError as ContextStateError
 from .errors import DuplicateStartError as DuplicateStartError
 from .errors import IdempotencyKeyError as IdempotencyKeyError
+from .errors import IncompatibleRunError as IncompatibleRunError
 from .errors import JournalMismatchError as JournalMismatchError
 from .errors import LeaseLostError as LeaseLostError
+from .errors import QueueFullError as QueueFullError
 from .errors import ResourceError as ResourceError
 from .errors import RunBusyError as RunBusyError
 from .errors import RunConflictError as RunConflictError
@@ -65,6 +68,7 @@ from .events import SerializableOptionalEvent as SerializableOptionalEvent
 from .events import SerializableOptionalException as SerializableOptionalException
 from .events import StartEvent as StartEvent
 from .events import StepFailedEvent as StepFailedEvent
+from .events import StepRestarted as StepRestarted
 from .events import StepState as StepState
 from .events import StepStateChanged as StepStateChanged
 from .events import StopEvent as StopEvent
@@ -136,6 +140,7 @@ from .workflow import Workflow as Workflow
 # `import batonflow.core` (medians of 6 in-process timings, `pip install .` in a fresh
 # virtualenv; bench/startup.py). mypy reads the imports below; Python reads _LAZY.
 if TYPE_CHECKING:
+    from .checkpoints import Budget as Budget
     from .checkpoints import Checkpoint as Checkpoint
     from .checkpoints import CheckpointStore as CheckpointStore
     from .checkpoints import InMemoryCheckpointStore as InMemoryCheckpointStore
@@ -150,6 +155,7 @@ if TYPE_CHECKING:
     from .drawing import draw_all_possible_flows_mermaid as draw_all_possible_flows_mermaid
     from .drawing import draw_most_recent_execution as draw_most_recent_execution
     from .drawing import draw_most_recent_execution_mermaid as draw_most_recent_execution_mermaid
+    from .queue import RunLimits as RunLimits
     from .representation import WorkflowEventNode as WorkflowEventNode
     from .representation import WorkflowExternalNode as WorkflowExternalNode
     from .representation import WorkflowGenericNode as WorkflowGenericNode
@@ -164,6 +170,7 @@ if TYPE_CHECKING:
     from .stores import open_store as open_store
 
 _LAZY = {
+    "Budget": "checkpoints",
     "Checkpoint": "checkpoints",
     "CheckpointStore": "checkpoints",
     "InMemoryCheckpointStore": "checkpoints",
@@ -190,6 +197,7 @@ _LAZY = {
     "get_workflow_representation": "representation",
     "open_store": "stores",
     "Retention": "retention",
+    "RunLimits": "queue",
 }
 
 
@@ -222,6 +230,8 @@ __all__ = [
     "AnyRetryPolicy",
     "BaseSerializer",
     "BatonflowError",
+    "Budget",
+    "BudgetExceededError",
     "Checkpoint",
     "CheckpointError",
     "CheckpointStore",
@@ -241,6 +251,7 @@ __all__ = [
     "IdleReleasedEvent",
     "InMemoryCheckpointStore",
     "InMemoryStateStore",
+    "IncompatibleRunError",
     "InputRequiredEvent",
     "Instrument",
     "InternalDispatchEvent",
@@ -251,6 +262,7 @@ __all__ = [
     "LeaseLostError",
     "PickleSerializer",
     "PrintingInstrument",
+    "QueueFullError",
     "Resource",
     "ResourceConfig",
     "ResourceError",
@@ -262,6 +274,7 @@ __all__ = [
     "RetryPolicyWithoutSeed",
     "RunBusyError",
     "RunConflictError",
+    "RunLimits",
     "RunRecord",
     "SerializableEvent",
     "SerializableException",
@@ -278,6 +291,7 @@ __all__ = [
     "StateValidationError",
     "StepBoundary",
     "StepFailedEvent",
+    "StepRestarted",
     "StepState",
     "StepStateChanged",
     "StepTimeoutError",

@@ -49,11 +49,13 @@ from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
 import psycopg
+from batonflow.core.durable._queue import QueueEntry, RunLimits
 from batonflow.core.durable._rechecks import (
     NOT_COMMITTED,
     Recheck,
     checkpoint_stored,
     event_appended,
+    run_recorded,
     status_written,
 )
 from batonflow.core.durable._records import (
@@ -62,13 +64,23 @@ from batonflow.core.durable._records import (
     RunRecord,
     check_status,
     checkpoint_taken_error,
+    run_exists_error,
 )
+from batonflow.core.durable._sql_schema import run_row
 from batonflow.core.durable._text import text_problem, unstorable_error
 from batonflow.core.errors import CheckpointError, LeaseLostError, StoreCorruptError
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ._errors import TextCursor, lease_lost, reason, redacted, store_error
+from ._errors import (
+    TextCursor,
+    lease_lost,
+    no_free_slot,
+    no_slot_advice,
+    reason,
+    redacted,
+    store_error,
+)
 from ._leasing import LeaseMethods
 from ._offloop import OffLoopStore, Writers
 from ._outage import Calls, Outage, OutagePolicy, pool_options
@@ -81,6 +93,11 @@ from ._sql import (
     INBOX_CHANNEL,
     MIGRATIONS,
     PUT_FENCED,
+    QUEUE_CLAIM_FREE,
+    QUEUE_CLAIMED,
+    QUEUE_INSERT,
+    QUEUE_LEASED,
+    QUEUE_LOCK,
     RELEASE_CHANNEL,
     SCHEMA_TABLE,
     SCHEMA_VERSION,
@@ -150,6 +167,8 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
         #: The seq of the last log entry this store appended to each run in progress: after
         #: a lost answer, the entry right after it is this store's (see append_event).
         self._last_seq: dict[str, int] = {}
+        #: The most connections the store's pool opens.
+        self.pool_size = max_size
         self._writers = Writers(max_size)  # the a... methods' threads, up to one per connection
         self._completed: OrderedDict[str, RunRecord] = OrderedDict()
         self._pool = ConnectionPool(
@@ -171,14 +190,10 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
         try:
             # One connection first: the pool retries a refused or rejected one until the
             # timeout, and a wrong port or password should say so at once, with the reason.
-            psycopg.connect(url, connect_timeout=max(1, int(connect_timeout))).close()
-        except psycopg.OperationalError as exc:
+            self._first_connection(max_size)
+        except BaseException:
             self._pool.close()
-            raise CheckpointError(
-                f"Cannot connect to PostgreSQL at {self._where} ({reason(exc, url)}); check "
-                "that the server runs and the URL (user, password, host, port, database) is "
-                "right."
-            ) from exc
+            raise
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
         except PoolTimeout as exc:
@@ -195,6 +210,33 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
             raise
 
     # -- set-up ---------------------------------------------------------------------------------
+
+    def _first_connection(self, pool_size: int) -> None:
+        """Connect once, to fail at once with the reason on a wrong URL or a server that is
+        down; a server without a free connection slot (other replicas hold them all, or some
+        are closing) is waited for up to ``connect_timeout``, then named as such."""
+        deadline = time.monotonic() + self.connect_timeout
+        pause = 0.05
+        while True:
+            try:
+                psycopg.connect(self.url, connect_timeout=max(1, int(self.connect_timeout))).close()
+                return
+            except psycopg.OperationalError as exc:
+                why = reason(exc, self.url)
+                if not no_free_slot(exc):
+                    raise CheckpointError(
+                        f"Cannot connect to PostgreSQL at {self._where} ({why}); check that "
+                        "the server runs and the URL (user, password, host, port, database) "
+                        "is right."
+                    ) from exc
+                if time.monotonic() + pause > deadline:
+                    raise CheckpointError(
+                        f"Cannot connect to PostgreSQL at {self._where}: it had no free "
+                        f"connection for {self.connect_timeout:g} s ({why}); "
+                        f"{no_slot_advice(pool_size)}."
+                    ) from exc
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         # A process stopped inside one of its transactions (SIGSTOP, a frozen VM) would hold
@@ -328,6 +370,80 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
             self.lease_seconds,
             self.replica_id is not None,
         )
+
+    # -- the run queue (core/durable/_queue.py): claims one replica at a time per workflow ----
+
+    skip_locked = " FOR UPDATE SKIP LOCKED"
+
+    def _lock_queue(self, conn: psycopg.Connection[Any], workflow: str) -> None:
+        conn.execute(QUEUE_LOCK, (workflow,))
+
+    def enqueue(self, record: RunRecord, entry: QueueEntry, max_queued: int | None) -> None:
+        """As :meth:`SqlQueue.enqueue`; without ``max_queued``, one statement."""
+        if max_queued is not None:
+            super().enqueue(record, entry, max_queued)
+            return
+        check_status(record.status)
+        args = (
+            *run_row(record),
+            record.workflow_name,
+            entry.key,
+            entry.priority,
+            record.created_at,
+        )
+
+        def insert(conn: psycopg.Connection[Any]) -> None:
+            try:
+                conn.execute(QUEUE_INSERT, args)
+            except self.unique_violation as exc:
+                raise run_exists_error(record.run_id, self._where, record.idempotency_key) from exc
+
+        self._write(
+            "queue a run", insert, transaction=False, recheck=run_recorded(self.sql, record)
+        )
+        self._recorded.add(record.run_id)
+
+    def claim_queued(self, workflow: str, limits: RunLimits, want: int) -> builtins.list[RunRecord]:
+        """As :meth:`SqlQueue.claim_queued`; when only ``max_running`` bounds it, one
+        statement (the queue's row locks, no advisory lock and no counts)."""
+        if limits.counts_store or want <= 0:
+            return super().claim_queued(workflow, limits, want)
+        claim = uuid.uuid4().hex
+        args = {
+            "workflow": workflow,
+            "want": want,
+            "now": time.time(),
+            "replica": self.replica_id,
+            "token": self.lease_token,
+            "lease": self.lease_seconds,
+            "claim": claim,
+        }
+        rows = self._write(
+            "claim queued runs",
+            lambda conn: conn.execute(QUEUE_CLAIM_FREE, args).fetchall(),
+            transaction=False,
+            recheck=self._claim_recheck(claim),
+        )
+        return [r if isinstance(r, RunRecord) else RunRecord(*r) for r in rows]
+
+    def _queued_args(self, record: RunRecord) -> tuple[Any, ...]:
+        # No lease: whichever replica claims the run leases it then.
+        return (*run_row(record), None, None, False, self.lease_seconds, False)
+
+    def _hold_claimed(
+        self, conn: psycopg.Connection[Any], run_ids: builtins.list[str], claim: str
+    ) -> None:
+        conn.execute(
+            QUEUE_LEASED,
+            (self.replica_id, self.lease_token, self.lease_seconds, claim, run_ids),
+        )
+
+    def _claim_recheck(self, claim: str) -> Recheck[builtins.list[RunRecord]]:
+        def claimed(conn: psycopg.Connection[Any]) -> Any:
+            rows = conn.execute(QUEUE_CLAIMED, (claim,)).fetchall()
+            return [RunRecord(*r) for r in rows] or NOT_COMMITTED
+
+        return Recheck(("queue-claim", claim), claimed)
 
     def finish_run(
         self,

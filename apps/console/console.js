@@ -13,7 +13,8 @@
 // window.batonflow: dom.js (building the page), api.js (the token, requests, a run's event
 // stream), forms.js (forms from JSON schemas), answer.js (the answer form of a waiting run),
 // fork.js (a run's forks and lineage), chat.js (an agent's run as a conversation, and the chat
-// page), schedules.js (the schedules page, "#/schedules"), then this file: the token prompt, the
+// page), schedules.js (the schedules page, "#/schedules"), budget.js (a run's budget, usage and
+// its raise), then this file: the token prompt, the
 // views and the routing.
 (function () {
   "use strict";
@@ -131,7 +132,8 @@
           el("td", {}, run.workflow),
           el("td", {}, statusBadge(run.status)),
           el("td", {}, clock(run.created)),
-          el("td", {}, runDuration(run))));
+          el("td", {}, runDuration(run)),
+          el("td", { className: "tokens" }, bf.tokensCell(run))));
       });
       note.textContent = runs.length ? "" : "No runs" + (byWorkflow.value || byStatus.value ? " match these filters." : " yet: start one above.");
     }
@@ -147,7 +149,7 @@
         el("div", { className: "filters" }, byWorkflow, byStatus,
           el("button", { type: "button", onclick: refresh }, "Refresh")),
         el("table", {},
-          el("thead", {}, el("tr", {}, ["run", "workflow", "status", "started", "duration"].map(function (h) { return el("th", {}, h); }))),
+          el("thead", {}, el("tr", {}, ["run", "workflow", "status", "started", "duration", "tokens"].map(function (h) { return el("th", {}, h); }))),
           rows),
         note));
     await refresh();
@@ -221,6 +223,8 @@
         el("dt", {}, "start fields"), el("dd", { className: "mono" }, compact(run.start, 300)),
         el("dt", {}, "lineage"), lineage);
       bf.scheduleFacts(run).forEach(function (node) { facts.appendChild(node); });
+      bf.queueFacts(run).forEach(function (node) { facts.appendChild(node); });
+      bf.budgetFacts(run, refresh).forEach(function (node) { facts.appendChild(node); });
       var live = FINISHED.indexOf(run.status) < 0;
       actions.replaceChildren(
         el("button", { type: "button", className: "danger", name: "cancel", disabled: !live, onclick: async function () {
@@ -250,7 +254,7 @@
     }
 
     async function renderAnswer() {
-      if (run.status !== "waiting" || chat) {
+      if (run.status !== "waiting" || chat || run.waiting_reason === "budget") {
         answerBox.textContent = "";
         return;
       }
@@ -289,6 +293,11 @@
         var state = await api("runs/" + encodeURIComponent(runId) + "/state");
         stateBox.textContent = JSON.stringify(state.state, null, 2);
       } catch (e) {
+        if (e.status === undefined || e.status === 503) {
+          // The server is away (a restart): the stream reconnects, the next refresh tries again.
+          drawingNote.textContent = "The server did not answer; trying again.";
+          return;
+        }
         if (e.status !== 404) throw e;
         drawingNote.textContent = e.message + " Drawn: all possible flows.";
         stateBox.textContent = "not recorded";
@@ -321,6 +330,12 @@
       var body = message.data;
       var item;
       if (chat) chat.add(message);
+      if (message.event === "event" && bf.restarts.isRestart(body)) {
+        timeline.appendChild(bf.restarts.restarted(timeline, body));
+        timeline.scrollTop = timeline.scrollHeight;
+        soon();
+        return;
+      }
       if (grewStreamRow(body)) {
         timeline.scrollTop = timeline.scrollHeight;
         return;
@@ -340,7 +355,7 @@
           if (shown) shown.textContent = prompt;
         }
         var streamed = body.type === "AgentStream";
-        var data = { seq: body.seq, type: body.type };
+        var data = Object.assign({ seq: body.seq, type: body.type }, bf.restarts.tags(body));
         if (streamed) Object.assign(data, { agent: String(value.current_agent_name), count: 1 });
         item = el("li", { className: asks ? "ask" : "", dataset: data },
           el("span", { className: "seq" }, body.seq),

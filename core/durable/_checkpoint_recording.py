@@ -21,11 +21,14 @@ from typing import TYPE_CHECKING, Any
 from ..data._state_serde import encode_untyped
 from ..data.events import Event, InputRequiredEvent, InternalDispatchEvent, StartEvent, StopEvent
 from ..data.serialization import qualified_name
+from ..engine._lanes import CURRENT_EXECUTION
 from ..engine._snapshot import dump
 from ..errors import CheckpointError, SerializationError, StoreUnreachableError
 from . import _idempotency
+from ._budget import Budget, guard_for
 from ._journal import RunJournal
 from ._records import Checkpoint, RunRecord, checkpoint_id, with_state_values
+from ._restarts import Interrupted, announce
 from ._store import encode, event_body, outcome
 
 if TYPE_CHECKING:
@@ -44,9 +47,13 @@ def new_run(
     info: RunInfo,
     kwargs: dict[str, Any],
     key: str | None = None,
+    *,
+    look_up: bool = True,
 ) -> tuple[RunRecord, StartEvent, bool]:
     """The record of a new run (see ``WorkflowCheckpointer.start``), its start event and
-    whether it runs stepwise; ``key`` is its (checked) idempotency key.
+    whether it runs stepwise; ``key`` is its (checked) idempotency key. With ``look_up``,
+    a key that started a run already is found first (a read); without, the record's insert
+    finds it (the unique index refuses it; the caller then raises what a retry gets).
 
     Raises:
         SerializationError: The start event or the start fields cannot be encoded.
@@ -59,7 +66,7 @@ def new_run(
     event = self.workflow._start_event(graph, start_event, kwargs)
     encoded = encode(self.serializer, event, "the start event")
     name = info.name or self.workflow.workflow_name
-    if key is not None:
+    if key is not None and look_up:
         _idempotency.started(self, key, name, encoded)
     shown = dict(info.input) if info.input is not None else event.model_dump(mode="json")
     try:
@@ -83,6 +90,7 @@ def new_run(
         pid=os.getpid(),
         flow_ref=info.flow_ref,
         idempotency_key=key,
+        workflow_version=self.workflow.version,
     )
     return record, event, stepwise
 
@@ -93,11 +101,12 @@ def begin(
     event: StartEvent,
     ctx: Context[Any] | None,
     stepwise: bool,
+    budget: Budget | None = None,
 ) -> WorkflowHandler:
-    """Start the recorded run ``run_id`` and record it as it goes."""
+    """Start the recorded run ``run_id`` (its ``budget`` given) and record it as it goes."""
     self._track(run_id, start=0 if ctx is not None else 1)
     handler = self._launch(run_id=run_id, start_event=event, ctx=ctx, stepwise=stepwise)
-    self._attach(handler)
+    self._attach(handler, budget=budget)
     if ctx is not None:
         # A run that starts from an existing state: resuming it needs that state.
         self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
@@ -109,15 +118,46 @@ def track(self: WorkflowCheckpointer, run_id: str, start: int) -> None:
     self._seq[run_id] = itertools.count(start)
 
 
-def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: int = 0) -> None:
-    """Record the run's stream events in the store's event log as they are written."""
+def attach(
+    self: WorkflowCheckpointer,
+    handler: WorkflowHandler,
+    *,
+    inbox_seq: int = 0,
+    budget: Budget | bool | None = True,
+    resumed: Interrupted | None = None,
+) -> None:
+    """Record the run's stream events in the store's event log as they are written; a
+    ``resumed`` run first says which steps run again (``StepRestarted``); guard its LLM calls
+    with its ``budget`` (``True``: the one the store keeps for it, a resume)."""
     run_id = handler.run_id
     self._live[run_id] = handler
     self._inbox[run_id] = inbox_seq
     run = handler._run
     store = self.store
+    if resumed is not None:
+        announce(store, run, resumed)
     if hasattr(store, "journal_put"):  # ctx.journal records its calls in the run store
         handler.ctx._journal = RunJournal(store, self.serializer, run_id)
+    handler.ctx._budget = guard_for(store, run_id, budget)
+
+    def unanswered(waiter_id: str) -> None:
+        # The question the expired wait asked: its waiter_event, or one written before it.
+        waiter = run.waiters.get(waiter_id)
+        asked = waiter.question if waiter is not None else None
+        if asked is None:
+            asked = self._asked.get(run_id, {}).get(waiter_id)
+        if asked is not None:
+            run.loop.call_soon(self._unwait, run_id, asked)
+
+    run.waits.on_unanswered.append(unanswered)
+
+    def tagged(event: Any) -> str:
+        # The step execution writing it, if any: after a crash, its entries are told apart.
+        cell = CURRENT_EXECUTION.get()
+        ex = None if cell is None else cell[0]
+        if ex is None or ex.run is not run:
+            return event_body(event)
+        return event_body(event, step=ex.lane.spec.name, execution=ex.id)
 
     def record(event: Any) -> None:
         if isinstance(event, InternalDispatchEvent):
@@ -128,7 +168,7 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
         )
         backlog = self._backlog.get(run_id)
         if backlog is not None:
-            backlog.append((event if asks else event_body(event), asks))  # in order
+            backlog.append((event if asks else tagged(event), asks))  # in order
             return
         if asks:
             # A question is written once its step has settled (a step may write it before
@@ -141,11 +181,12 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
         if off_loop is not None and not asks:
             # Written off the loop, before the run's next checkpoint (the store keeps a run's
             # writes in order); a failure fails the run, as it would have failed the step.
-            written = off_loop.aappend_event(run_id, "event", event_body(event))
+            written = off_loop.aappend_event(run_id, "event", tagged(event))
             written.add_done_callback(lambda done: _appended(run, event, done))
             return
+        body = tagged(event)
         try:
-            store.append_event(run_id, "event", event_body(event), waiting=asks)
+            store.append_event(run_id, "event", body, waiting=asks)
         except StoreUnreachableError as exc:
             if exc.retry_after is None:
                 if not isinstance(event, StopEvent):
@@ -156,7 +197,7 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
                 return
             # The store's server is away (a restart): the event waits, in order, and is
             # written before the step's checkpoint (on_step) or by a timer, whichever first.
-            self._backlog[run_id] = [(event_body(event), False)]
+            self._backlog[run_id] = [(body, False)]
             run.loop.call_later(exc.retry_after, self._flush_later, run_id)
             return
         except CheckpointError as exc:
@@ -232,6 +273,42 @@ def ask_again(self: WorkflowCheckpointer, run_id: str) -> None:
         return
     self._backlog[run_id] = [(questions[-1], True)]
     self._flush_later(run_id)
+
+
+def unwait(self: WorkflowCheckpointer, run_id: str, question: Any) -> None:
+    """After a ``wait_for_event`` that asked ``question`` timed out: a run ``waiting`` for that
+    question is ``running`` again (its step went on), so the console offers no answer form and
+    an answer is refused (``409``) instead of being taken and dropped. Another step's question
+    that still waits is asked again (:func:`ask_again`)."""
+    handler = self._live.get(run_id)
+    if handler is None or handler.is_done() or run_id in self._backlog:
+        return  # ended, or a question is about to be written (it decides the status)
+    if any(
+        w.question is question or self._asked.get(run_id, {}).get(w.waiter_id) is question
+        for w in handler._run.waiters.values()
+        if w.future is not None and not w.future.done()
+    ):
+        return  # another wait asked the same question and still waits
+    record = self.store.run(run_id)
+    if record is None or record.status != "waiting" or record.waiting_seq is None:
+        return
+    logged = self.store.events(run_id, after=record.waiting_seq - 1, limit=1)
+    if not logged or not _same_event(logged[0].body, question):
+        return  # the run waits for another question now
+    self.store.set_status(run_id, "running")
+    self._ask_again(run_id)
+
+
+def _same_event(body: str, event: Any) -> bool:
+    """Whether the log entry ``body`` is ``event`` (its type and fields)."""
+    try:
+        logged, mine = json.loads(body), json.loads(event_body(event))
+    except (ValueError, TypeError):
+        return False
+    return bool(
+        logged.get("qualified_name") == mine["qualified_name"]
+        and logged.get("value") == mine["value"]
+    )
 
 
 def question_body(event: Any, handler: WorkflowHandler | None) -> str:

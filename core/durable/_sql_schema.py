@@ -44,6 +44,8 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         # The run it was forked from, and the checkpoint (seq) it continues from: version 4.
         ("parent_run_id", "TEXT"),
         ("parent_seq", "INTEGER"),
+        # The version of the workflow that started it (Workflow.version): SQLite 6, PG 9.
+        ("workflow_version", "TEXT"),
         # For stores shared by several servers (PostgreSQL): who holds the run, until when.
         ("lease_owner", "TEXT"),
         ("lease_until", "REAL"),
@@ -81,6 +83,25 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("body", "TEXT NOT NULL"),
         ("created_at", "REAL NOT NULL"),
     ),
+    # A run's budget (core/durable/_budget.py) and the call that waits for it to be raised:
+    # version 8 (SQLite), 11 (PostgreSQL).
+    "run_budgets": (
+        ("run_id", "TEXT PRIMARY KEY"),
+        ("budget", "TEXT NOT NULL"),
+        ("blocked", "TEXT"),
+        ("updated_at", "REAL NOT NULL"),
+    ),
+    # What a run's LLM calls used, per step (cost NULL: a call's price was unknown).
+    "run_usage": (
+        ("run_id", "TEXT NOT NULL"),
+        ("step", "TEXT NOT NULL"),
+        ("calls", "INTEGER NOT NULL"),
+        ("prompt_tokens", "INTEGER NOT NULL"),
+        ("completion_tokens", "INTEGER NOT NULL"),
+        ("total_tokens", "INTEGER NOT NULL"),
+        ("cost", "REAL"),
+        ("first_at", "REAL NOT NULL"),
+    ),
     "run_inbox": (
         ("run_id", "TEXT NOT NULL"),
         ("seq", "INTEGER NOT NULL"),
@@ -94,6 +115,7 @@ _KEYS = {
     "checkpoints": ("UNIQUE (run_id, seq)",),
     "run_events": ("PRIMARY KEY (run_id, seq)",),
     "run_journal": ("PRIMARY KEY (run_id, step, execution_id, call_index)",),
+    "run_usage": ("PRIMARY KEY (run_id, step)",),
     # One question takes one answer: an answer's key is "answer:<seq of the question>".
     "run_inbox": ("PRIMARY KEY (run_id, seq)", "UNIQUE (run_id, key)"),
 }
@@ -135,7 +157,7 @@ def create_statements(real: str = "REAL") -> tuple[str, ...]:
 #: The checkpoint columns, in the order of :func:`checkpoint_row`.
 CHECKPOINT_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoints"])
 #: The run columns a :class:`RunRecord` holds (the lease columns are PostgreSQL's business).
-RUN_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoint_runs"][:17])
+RUN_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoint_runs"][:18])
 #: A journaled call's columns after ``run_id``, in the order of ``JournalEntry``'s fields.
 JOURNAL_COLUMNS = ", ".join(name for name, _ in TABLES["run_journal"][1:])
 #: One run per idempotency key: the index makes two starts with one key (two replicas racing
@@ -172,6 +194,7 @@ def run_row(record: RunRecord) -> tuple[Any, ...]:
         record.idempotency_key,
         record.parent_run_id,
         record.parent_seq,
+        record.workflow_version,
     )
 
 
@@ -278,7 +301,7 @@ class Statements:
         """
         checkpoints = f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints"
         text = {
-            "insert_run": f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}) VALUES ({_marks(17)})",
+            "insert_run": f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}) VALUES ({_marks(18)})",
             "record_implicit": "INSERT INTO checkpoint_runs (run_id, workflow_name, status, "
             "created_at, updated_at) VALUES (?, ?, 'running', ?, ?) ON CONFLICT (run_id) DO NOTHING",
             # An ended run never changes again, whoever writes late (the WHERE, not a read
@@ -355,7 +378,16 @@ class Statements:
             "last_event": "SELECT seq, kind, body FROM run_events WHERE run_id = ? "
             "ORDER BY seq DESC LIMIT 1",
         }
-        tables = ("checkpoints", "run_events", "run_inbox", "run_journal", "checkpoint_runs")
+        tables = (
+            "checkpoints",
+            "run_events",
+            "run_inbox",
+            "run_journal",
+            "run_queue",
+            "run_budgets",
+            "run_usage",
+            "checkpoint_runs",
+        )
         delete = tuple(f"DELETE FROM {table} WHERE run_id = ?" for table in tables)
         return cls(
             param=param,

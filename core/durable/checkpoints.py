@@ -40,17 +40,31 @@ from ..errors import (
     RunConflictError,
     WorkflowRuntimeError,
 )
-from . import _checkpoint_query, _checkpoint_recording, _continuing, _idempotency
+from . import (
+    _budget_runs,
+    _checkpoint_query,
+    _checkpoint_recording,
+    _continuing,
+    _idempotency,
+    _queuing,
+    _versions,
+)
+from ._budget import Budget, parse_budget
+from ._dispatch import Dispatcher
 from ._memory_store import InMemoryCheckpointStore
+from ._queue import RunLimits
 from ._records import (
+    ENDED,
     STATUSES,
     Checkpoint,
     InboxItem,
     RunRecord,
     StoredEvent,
 )
+from ._restarts import Interrupted
 from ._sqlite_store import SqliteCheckpointStore
 from ._store import CheckpointStore, OffLoopWrites, encode, event_body
+from ._versions import RunCheck
 
 #: The inbox body of a cancel request (see ``request_cancel``). No serializer writes it for an
 #: event: they all encode an event's class with it.
@@ -118,6 +132,15 @@ class WorkflowCheckpointer:
         on_end: Called as ``on_end(run_id, status, result, error)`` when a run ends, instead
             of recording its outcome: the caller records it (the server writes it together
             with the run's last log entry, so a crash cannot split the two).
+        limits: A :class:`~batonflow.core.RunLimits`: runs are recorded ``queued`` and start
+            as the limits allow, counted across every process sharing the store; start them
+            with ``await cptr.astart(...)`` (waits for its turn) or ``cptr.enqueue(...)``.
+        budget: The token or cost budget of every run started here (a :class:`Budget`, a
+            number of tokens, or a text such as ``"5000 tokens"``; see ``docs/budgets.md``);
+            ``start(budget=...)`` gives one run another.
+
+    Raises:
+        ValueError: A budget that is not one (a negative amount, an unknown unit).
     """
 
     def __init__(
@@ -129,7 +152,11 @@ class WorkflowCheckpointer:
         checkpoint_serializer: BaseSerializer | None = None,
         disabled_steps: Iterable[str] = (),
         on_end: Callable[[str, str, str | None, str | None], None] | None = None,
+        limits: RunLimits | None = None,
+        budget: Budget | str | int | None = None,
     ) -> None:
+        #: The budget of every run started here (``None``: none).
+        self.budget = None if budget is None else parse_budget(budget)
         # One bound-method object, so detach() can remove exactly what was added.
         self._listener = self._on_step
         #: Every workflow instance this checkpointer recorded runs of (see the setter).
@@ -158,6 +185,14 @@ class WorkflowCheckpointer:
         #: The store, when it writes off the loop too (a step's checkpoint is then awaited).
         self._off_loop = self.store if isinstance(self.store, OffLoopWrites) else None
         self._cancelling: set[asyncio.Future[None]] = set()  # kept referenced until done
+        #: The limits runs queue under (``None``: runs start at once, nothing is queued).
+        self.limits = limits if limits is not None and limits.queues else None
+        self._dispatcher: Dispatcher | None = None
+        self._serving: asyncio.Task[None] | None = None
+        #: Callers of ``started`` waiting for a queued run to start here.
+        self._starting: dict[str, asyncio.Future[WorkflowHandler]] = {}
+        #: The store last found to keep a run queue (see ``_queuing._queue_store``).
+        self._queue_checked: CheckpointStore | None = None
 
     @property
     def workflow(self) -> Workflow:
@@ -198,8 +233,13 @@ class WorkflowCheckpointer:
                 self._acquire(run_id, None)
                 last = self.store.latest(run_id)
                 self._track(run_id, start=(last.seq + 1) if last is not None else 0)
+                interrupted = Interrupted.from_snapshot(snap)
                 handler = self._launch(ctx=ctx, **kwargs)
-                self._attach(handler, inbox_seq=last.inbox_seq if last is not None else 0)
+                self._attach(
+                    handler,
+                    inbox_seq=last.inbox_seq if last is not None else 0,
+                    resumed=interrupted,
+                )
                 if last is None:
                     self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
                 self._watch(handler)
@@ -270,6 +310,7 @@ class WorkflowCheckpointer:
         ctx: Context[Any] | None = None,
         info: RunInfo | None = None,
         idempotency_key: str | None = None,
+        budget: Budget | str | int | None = None,
         **kwargs: Any,
     ) -> WorkflowHandler:
         """Record a run, then start it: :meth:`run` with what the record should also keep.
@@ -283,6 +324,8 @@ class WorkflowCheckpointer:
                 as the run is kept: a start whose key started a run already raises
                 :class:`~batonflow.core.errors.DuplicateStartError` naming that run (and
                 holding its handler when it runs here), also when two processes race.
+            budget: This run's token or cost budget (default: the checkpointer's); its LLM
+                calls are counted and stopped before they would pass it (``docs/budgets.md``).
             **kwargs: The start event's fields, and ``stepwise=``.
 
         Raises:
@@ -290,19 +333,28 @@ class WorkflowCheckpointer:
             DuplicateStartError: ``idempotency_key`` started a run already; nothing ran.
             IdempotencyKeyError: ``idempotency_key`` started a run with another workflow or
                 start event; nothing ran.
-            ValueError: An ``idempotency_key`` that is not 1 to 255 characters of text.
+            ValueError: An ``idempotency_key`` that is not 1 to 255 characters of text, or a
+                budget that is not one.
             CheckpointError: The store refused the record; nothing ran.
         """
         key = None if idempotency_key is None else _idempotency.check_key(idempotency_key)
         if _continues(ctx):
             return self._run_durable(ctx, **kwargs)  # it continues a run: nothing to record
+        if self.limits is not None:
+            raise WorkflowRuntimeError(
+                "This checkpointer queues its runs (it has limits), so a run may not start at "
+                "once; use `await cptr.astart(...)`, which waits for its turn, or "
+                "cptr.enqueue(...)."
+            )
+        limit = self._budget_of(budget)
         record, event, stepwise = self._new_run(start_event, run_id, info or RunInfo(), kwargs, key)
         try:
             self.store.create_run(record)
         except RunConflictError:
             self._lost_race(record)
             raise
-        return self._begin(record.run_id, event, ctx, stepwise)
+        self._set_budget(record.run_id, limit)
+        return self._begin(record.run_id, event, ctx, stepwise, limit)
 
     async def astart(
         self,
@@ -312,15 +364,35 @@ class WorkflowCheckpointer:
         ctx: Context[Any] | None = None,
         info: RunInfo | None = None,
         idempotency_key: str | None = None,
+        budget: Budget | str | int | None = None,
         **kwargs: Any,
     ) -> WorkflowHandler:
         """:meth:`start`, recording the run off the event loop where the store can
         (:class:`~batonflow.core.durable._store.OffLoopWrites`): the loop serves the other
-        runs meanwhile. Same arguments, result and errors."""
+        runs meanwhile. Same arguments, result and errors.
+
+        With ``limits``, the run is recorded ``queued`` and this waits until it starts here
+        (``priority=`` and ``key=`` as :meth:`enqueue`); ``QueueFullError`` when its queue is
+        full (nothing recorded)."""
+        if self.limits is not None and not _continues(ctx):
+            return await self._astart_queued(
+                start_event,
+                run_id=run_id,
+                info=info,
+                idempotency_key=idempotency_key,
+                budget=budget,
+                **kwargs,
+            )
         key = None if idempotency_key is None else _idempotency.check_key(idempotency_key)
         if _continues(ctx):
             return self._run_durable(ctx, **kwargs)
-        record, event, stepwise = self._new_run(start_event, run_id, info or RunInfo(), kwargs, key)
+        limit = self._budget_of(budget)
+        # Written off the loop, the key is not looked up first: that read would be a round
+        # trip on the loop (PostgreSQL) for every start the client sends with a key. The
+        # insert finds a key that started a run (its unique index), and _lost_race answers.
+        record, event, stepwise = self._new_run(
+            start_event, run_id, info or RunInfo(), kwargs, key, look_up=self._off_loop is None
+        )
         try:
             if self._off_loop is None:
                 self.store.create_run(record)
@@ -329,7 +401,8 @@ class WorkflowCheckpointer:
         except RunConflictError:
             self._lost_race(record)
             raise
-        return self._begin(record.run_id, event, ctx, stepwise)
+        self._set_budget(record.run_id, limit)
+        return self._begin(record.run_id, event, ctx, stepwise, limit)
 
     def _lost_race(self, record: RunRecord) -> None:
         """After the store refused ``record``: another start with its key won the race, so
@@ -365,18 +438,28 @@ class WorkflowCheckpointer:
         still runs it, a resume elsewhere is refused before anything runs (a process killed
         with ``kill -9`` holds nothing).
 
+        A run started by another version of the workflow is checked first (``check``):
+        one this code cannot continue is recorded ``interrupted`` with the reason as its
+        error, and nothing runs.
+
         Raises:
             RunBusyError: Another live process runs it (its message names the process).
+            IncompatibleRunError: This code cannot continue it (the message says why).
             CheckpointError: The store has no record of that run, or it cannot be restored.
         """
         latest = self.store.latest(run_id)
+        record = self.store.run(run_id)
+        if latest is None and (record is None or record.start_event is None):
+            raise CheckpointError(
+                f"No checkpoint for run {run_id!r} in {self.store!r}; start it with "
+                "cptr.run(...), or pass the store the run was recorded in."
+            )
+        if record is not None and record.status not in ENDED:  # an ended run: its result
+            found = _versions.check_record(self.workflow, self.serializer, record, latest)
+            if not found.ok:
+                raise _versions.refuse(self, found)
         if latest is None:
-            record = self.store.run(run_id)
-            if record is None or record.start_event is None:
-                raise CheckpointError(
-                    f"No checkpoint for run {run_id!r} in {self.store!r}; start it with "
-                    "cptr.run(...), or pass the store the run was recorded in."
-                )
+            assert record is not None  # checked above
             return self._restart(record)
         return self._continue(latest, run_id, {})
 
@@ -512,6 +595,25 @@ class WorkflowCheckpointer:
                 if item.key is not None:  # an answer: is another question still open?
                     handler._run.loop.call_soon(self._ask_again, run_id)
 
+    # Whether this code can continue a run (started by another version): _versions.py.
+    check = _versions.check_run
+    check_runs = _versions.check_runs
+
+    @staticmethod
+    def run_info() -> RunInfo:
+        """A record's extra fields, all left to their defaults (see :class:`RunInfo`)."""
+        return RunInfo()
+
+    # The run queue, when the checkpointer has limits: _queuing.py.
+    enqueue = _queuing.enqueue
+    started = _queuing.started
+    serve_queue = _queuing.serve_queue
+    close_queue = _queuing.close_queue
+    queue_place = _queuing.queue_place
+    cancel_queued = _queuing.cancel_queued
+    start_claimed = _queuing.start_claimed
+    _astart_queued = _queuing.astart_queued
+
     # Continuing a run from a checkpoint (its own, or a fork's): _continuing.py.
     _restart = _continuing.restart
     _continue = _continuing.continue_from
@@ -524,12 +626,19 @@ class WorkflowCheckpointer:
     _attach = _checkpoint_recording.attach
     _waiting_snapshot = _checkpoint_recording.waiting_snapshot
     _ask_again = _checkpoint_recording.ask_again
+    _unwait = _checkpoint_recording.unwait
     _flush_events = _checkpoint_recording.flush_events
     _flush_later = _checkpoint_recording.flush_later
     _on_step = _checkpoint_recording.on_step
     _changes = _checkpoint_recording.changes
     _put = _checkpoint_recording.put
     _watch = _checkpoint_recording.watch
+
+    # Budgets: _budget.py.
+    _budget_of = _budget_runs.budget_of
+    _set_budget = _budget_runs.set_run_budget
+    raise_budget = _budget_runs.raise_budget
+    usage = _budget_runs.run_usage
 
     # Reading the checkpoints back: _checkpoint_query.py.
     checkpoints = property(_checkpoint_query.checkpoints)
@@ -538,10 +647,12 @@ class WorkflowCheckpointer:
 
 __all__ = [
     "STATUSES",
+    "Budget",
     "Checkpoint",
     "CheckpointStore",
     "InMemoryCheckpointStore",
     "InboxItem",
+    "RunCheck",
     "RunInfo",
     "RunRecord",
     "SqliteCheckpointStore",
