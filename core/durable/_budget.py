@@ -28,6 +28,7 @@ from typing import Any
 
 from ..engine._lanes import current_execution
 from ..errors import BudgetExceededError, CheckpointError, RunConflictError
+from ._store import OffLoopWrites
 
 #: How the run goes on when a call would pass its budget.
 ON_EXCEED = ("wait", "fail")
@@ -296,6 +297,10 @@ class RunBudget:
         self._reserved_tokens = 0
         self._reserved_cost = 0.0
         self._raised = asyncio.Event()
+        #: A store over the network (PostgreSQL): an async call's reads and writes go to a
+        #: thread, as its steps' writes do, so one run's LLM call never blocks the loop
+        #: that runs the others. A local file (SQLite) is written where it is cheaper.
+        self._remote = isinstance(store, OffLoopWrites)
 
     def wake(self) -> None:
         """Look at the store again now: the budget was raised in this process."""
@@ -361,21 +366,27 @@ class RunBudget:
             return
         blocked = False
         while True:
-            state = self._state()
+            state = await self._off_loop(self._state)
             over = self._fits(state.budget, need)
             if over is None:
                 break
             if state.budget.on_exceed == "fail":
                 raise self._refused(step, over)
             if not blocked:
-                self.store.budget_block(self.run_id, {"step": step, **over})
+                await self._off_loop(self.store.budget_block, self.run_id, {"step": step, **over})
                 blocked = True
             self._raised.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._raised.wait(), POLL)
         if blocked or state.blocked is not None:
-            self.store.budget_unblock(self.run_id)
+            await self._off_loop(self.store.budget_unblock, self.run_id)
         self._reserve(need)
+
+    async def _off_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)``: in a thread for a store over the network, else here."""
+        if self._remote:
+            return await asyncio.to_thread(fn, *args)
+        return fn(*args)
 
     def before_sync(self, step: str, need: Estimate) -> None:
         """:meth:`before` for a sync LLM call: it waits in its thread, or, when called on a
@@ -409,10 +420,18 @@ class RunBudget:
 
     def after(self, step: str, need: Estimate, used: Usage) -> None:
         """Record a call's usage (in the store, for its step) and free its reservation."""
+        self._release(need, used)
+        self.store.usage_add(self.run_id, step, used)
+
+    async def aafter(self, step: str, need: Estimate, used: Usage) -> None:
+        """:meth:`after` for an async call: a store over the network is written in a thread."""
+        self._release(need, used)
+        await self._off_loop(self.store.usage_add, self.run_id, step, used)
+
+    def _release(self, need: Estimate, used: Usage) -> None:
         self._reserved_tokens -= need.tokens
         self._reserved_cost -= need.cost or 0.0
         self._used = self._used + used
-        self.store.usage_add(self.run_id, step, used)
 
 
 def no_run_error(run_id: str) -> CheckpointError:

@@ -205,7 +205,7 @@ def _wrap(original: Any, name: str) -> Any:
                 response = await original.__get__(self, type(self))(*args, **kwargs)
             finally:
                 _INSIDE.reset(token)
-                _counted(budget, step, need, _used(self, response, name, args, kwargs))
+                await _acounted(budget, step, need, _used(self, response, name, args, kwargs))
             return response
 
         return async_call
@@ -224,7 +224,7 @@ def _wrap(original: Any, name: str) -> Any:
             try:
                 gen = await original.__get__(self, type(self))(*args, **kwargs)
             except BaseException:
-                _counted(budget, step, need, _used(self, None, name, args, kwargs))
+                await _acounted(budget, step, need, _used(self, None, name, args, kwargs))
                 raise
             finally:
                 _INSIDE.reset(token)
@@ -236,7 +236,7 @@ def _wrap(original: Any, name: str) -> Any:
                         last = item
                         yield item
                 finally:
-                    _counted(budget, step, need, _used(self, last, name, args, kwargs))
+                    await _acounted(budget, step, need, _used(self, last, name, args, kwargs))
 
             return counted()
 
@@ -310,6 +310,16 @@ _BY_SPAN: weakref.WeakKeyDictionary[Any, Usage] = weakref.WeakKeyDictionary()
 def _counted(budget: _budget.RunBudget, step: str, need: Estimate, used: Usage) -> None:
     """Record a call's usage, and add it to the current (step) span's usage attributes."""
     budget.after(step, need, used)
+    _add_to_span(used)
+
+
+async def _acounted(budget: _budget.RunBudget, step: str, need: Estimate, used: Usage) -> None:
+    """:func:`_counted` for an async call (the store written off the loop where it is remote)."""
+    await budget.aafter(step, need, used)
+    _add_to_span(used)
+
+
+def _add_to_span(used: Usage) -> None:
     span = trace.get_current_span()
     if not span.is_recording():
         return

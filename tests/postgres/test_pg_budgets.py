@@ -31,3 +31,38 @@ def test_a_version_10_database_gets_the_budget_tables(postgres_url):
     with psycopg.connect(postgres_url) as conn:
         assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (SCHEMA_VERSION,)
     assert SCHEMA_VERSION == 11
+
+
+async def test_an_async_llm_calls_budget_reads_and_writes_leave_the_loop(postgres_url) -> None:
+    """On PostgreSQL, an async LLM call's budget read and usage write are made in a thread:
+    one run's call never blocks the loop that runs the others (a round trip each)."""
+    import threading
+
+    import batonflow.budgets  # noqa: F401  (counts the calls)
+    from batonflow.agents.testing import ScriptedLLM, ScriptedResponse
+    from batonflow.core import StartEvent, StopEvent, Workflow, WorkflowCheckpointer, step
+    from llama_index.core.llms import ChatMessage
+
+    llm = ScriptedLLM([ScriptedResponse(text="four", usage=(5, 1))])
+
+    class Ask(Workflow):
+        @step
+        async def ask(self, ev: StartEvent) -> StopEvent:
+            reply = await llm.achat([ChatMessage(content="2+2?")])
+            return StopEvent(result=str(reply.message.content))
+
+    on_loop: list[str] = []
+    with PostgresCheckpointStore(postgres_url) as store:
+        loop_thread = threading.current_thread()
+        for name in ("budget", "usage_add"):
+            real = getattr(store, name)
+
+            def watched(*args, _real=real, _name=name):
+                if threading.current_thread() is loop_thread:
+                    on_loop.append(_name)
+                return _real(*args)
+
+            setattr(store, name, watched)
+        handler = WorkflowCheckpointer(Ask(timeout=30), store=store).start(budget=1000)
+        assert await handler == "four"
+    assert on_loop == []
