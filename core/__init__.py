@@ -51,6 +51,7 @@ from .errors import WorkflowRuntimeError as WorkflowRuntimeError
 from .errors import WorkflowStepDoesNotExistError as WorkflowStepDoesNotExistError
 from .errors import WorkflowTimeoutError as WorkflowTimeoutError
 from .errors import WorkflowValidationError as WorkflowValidationError
+from .events import ChildRunEvent as ChildRunEvent
 from .events import CollectedEvents as CollectedEvents
 from .events import CollectionReleaseEvent as CollectionReleaseEvent
 from .events import Event as Event
@@ -225,6 +226,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointError",
     "CheckpointStore",
+    "ChildRunEvent",
     "Collect",
     "CollectedEvents",
     "CollectionReleaseEvent",

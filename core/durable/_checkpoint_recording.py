@@ -83,6 +83,9 @@ def new_run(
         pid=os.getpid(),
         flow_ref=info.flow_ref,
         idempotency_key=key,
+        parent_run_id=info.parent_run_id,
+        parent_step=info.parent_step,
+        parent_kind="child" if info.parent_run_id is not None else None,
     )
     return record, event, stepwise
 
@@ -117,7 +120,7 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
     run = handler._run
     store = self.store
     if hasattr(store, "journal_put"):  # ctx.journal records its calls in the run store
-        handler.ctx._journal = RunJournal(store, self.serializer, run_id)
+        handler.ctx._journal = RunJournal(store, self.serializer, run_id, self)
 
     def record(event: Any) -> None:
         if isinstance(event, InternalDispatchEvent):

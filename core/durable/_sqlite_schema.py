@@ -47,7 +47,7 @@ def create_private(path: Path) -> None:
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """Bring a fresh file, or one of versions 1 to 4, to version 5 (inside the set-up
+    """Bring a fresh file, or one of versions 1 to 5, to version 6 (inside the set-up
     transaction)."""
     # A fresh file gets the tables whole; a version-1 file keeps its two tables, which get
     # the columns version 2 added (in the same order, so both files read alike).
@@ -64,6 +64,8 @@ def migrate(conn: sqlite3.Connection) -> None:
     # Version 5: the schedules and their firings (core/durable/_schedules.py).
     for statement in schedule_statements():
         conn.execute(statement)
+    # Version 6: a child run's parent step and a run's parent kind (columns _add_version_2
+    # adds as it added version 4's).
 
 
 def _rebuild_checkpoints(conn: sqlite3.Connection) -> None:
