@@ -13,7 +13,7 @@ schema per workflow by :mod:`batonflow.apps._openapi`.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -152,9 +152,17 @@ class Run(_Body):
     )
     created: float = Field(description="created_at as Unix time (seconds since the epoch).")
     updated: float = Field(description="updated_at as Unix time (seconds since the epoch).")
-    parent_run_id: str | None = Field(None, description="The run it was forked from, if any.")
+    parent_run_id: str | None = Field(
+        None, description="The run it was forked from, or started by as a child run, if any."
+    )
     parent_seq: int | None = Field(
         None, description="The parent's checkpoint it continues from (a fork's)."
+    )
+    parent_step: str | None = Field(
+        None, description="The parent's step that started it (a child run's)."
+    )
+    parent_kind: Literal["fork", "child"] | None = Field(
+        None, description="How it came from its parent: forked from it, or run as its child."
     )
     question: Question | None = Field(
         None, description="While waiting (GET /runs/{id}): the question the run asked."

@@ -258,11 +258,13 @@ class ChildRunEvent(Event):
     Attributes:
         child_run_id: The child run that wrote it.
         workflow_name: The child's workflow.
+        event_type: The class name of ``event`` (what a consumer of the JSON form reads it by).
         event: The event the child wrote (itself a ``ChildRunEvent`` for a grandchild's).
     """
 
     child_run_id: str
     workflow_name: str
+    event_type: str
     event: Event
 
 

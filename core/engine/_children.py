@@ -66,7 +66,12 @@ async def follow(
         async for event in handler.stream_events():
             if not isinstance(event, StopEvent):
                 ctx.write_event_to_stream(
-                    ChildRunEvent(child_run_id=child_id, workflow_name=name, event=event)
+                    ChildRunEvent(
+                        child_run_id=child_id,
+                        workflow_name=name,
+                        event_type=type(event).__name__,
+                        event=event,
+                    )
                 )
         return await handler
     except asyncio.CancelledError:
