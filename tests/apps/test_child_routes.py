@@ -11,7 +11,6 @@ from __future__ import annotations
 import httpx
 import pytest
 from batonflow.apps.cli import app
-from batonflow.apps.run_store import RunStore
 from batonflow.apps.server import BackgroundServer, create_app
 from batonflow.core.stores import open_store
 from typer.testing import CliRunner
