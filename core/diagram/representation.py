@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, TypeAlias
 
 from .._public import publish
@@ -309,6 +309,7 @@ class StepView:
         description: First docstring line, if any.
         num_workers: Concurrency bound, if known.
         workflows: ``(parameter name, Workflow class)`` of the nested workflows it takes.
+        children: The workflow classes it runs as child runs (``@step(children=...)``).
     """
 
     name: str
@@ -318,6 +319,7 @@ class StepView:
     description: str | None = None
     num_workers: int | None = None
     workflows: tuple[tuple[str, type], ...] = ()
+    children: tuple[type, ...] = ()
 
 
 def read_steps(workflow_or_class: Any) -> tuple[str, str | None, tuple[StepView, ...]]:
@@ -352,6 +354,7 @@ def read_steps(workflow_or_class: Any) -> tuple[str, str | None, tuple[StepView,
                 _first_line(getattr(func, "__doc__", None)),
                 shape.num_workers,
                 tuple(shape.workflows),
+                tuple(shape.children),
             )
         )
     return cls.__name__, _first_line(cls.__doc__), tuple(views)
@@ -459,12 +462,49 @@ def build_graph(
                     description=_first_line(cls.__doc__) or "nested workflow",
                 )
             edges.append(WorkflowGraphEdge(child, f"step:{s.name}", param))
+    for s in steps:
+        for cls in s.children:
+            _add_child_run(s.name, cls, nodes, edges)
     return WorkflowGraph(name, tuple(nodes.values()), tuple(edges), description)
+
+
+#: The child workflows being drawn now (a workflow that is its own descendant is drawn once).
+_DRAWING: set[type] = set()
+
+
+def _add_child_run(
+    step: str, cls: type, nodes: dict[str, WorkflowGraphNode], edges: list[WorkflowGraphEdge]
+) -> None:
+    """Nest the graph of ``cls``, which ``step`` runs with ``ctx.run_child``: a node for the
+    child run (``child:<Class>``, an edge from the step labelled ``run_child``) and the
+    child's own nodes and edges, their ids prefixed with ``child:<Class>/``."""
+    box = f"child:{cls.__name__}"
+    if box not in nodes:
+        nodes[box] = WorkflowGenericNode(
+            box, cls.__name__, "child_workflow", _first_line(cls.__doc__) or "child run"
+        )
+        if cls not in _DRAWING:
+            _DRAWING.add(cls)
+            try:
+                inner = get_workflow_representation(cls)
+            finally:
+                _DRAWING.discard(cls)
+            prefix = f"{box}/"
+            for node in inner.nodes:
+                nodes[prefix + node.id] = replace(node, id=prefix + node.id)
+            for edge in inner.edges:
+                edges.append(
+                    WorkflowGraphEdge(prefix + edge.source, prefix + edge.target, edge.label)
+                )
+            start = next((n for n in inner.events if n.role == "start"), None)
+            if start is not None:
+                edges.append(WorkflowGraphEdge(box, prefix + start.id))
+    edges.append(WorkflowGraphEdge(f"step:{step}", box, "run_child"))
 
 
 def without_child_workflows(graph: WorkflowGraph) -> WorkflowGraph:
     """``graph`` without its nested-workflow nodes (``include_child_workflows=False``)."""
-    dropped = {n.id for n in graph.nodes if n.id.startswith("workflow:")}
+    dropped = {n.id for n in graph.nodes if n.id.startswith(("workflow:", "child:"))}
     if not dropped:
         return graph
     return WorkflowGraph(

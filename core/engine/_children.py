@@ -79,7 +79,14 @@ async def follow(
             on_cancel(handler)
         else:
             handler._run.cancel()
+        # Its outcome (cancelled) is the parent's business no more: nobody awaits it.
+        handler.add_done_callback(_retrieved)
         raise
+
+
+def _retrieved(handler: asyncio.Future[Any]) -> None:
+    if not handler.cancelled():
+        handler.exception()
 
 
 async def run_in_process(ctx: Context[Any], workflow: Workflow, fields: dict[str, Any]) -> Any:

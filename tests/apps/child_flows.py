@@ -29,6 +29,6 @@ class Book(Workflow):
         super().__init__(**kwargs)
         self.child = child
 
-    @step
+    @step(children=[Outline])
     async def plan(self, ctx: Context, ev: StartEvent) -> StopEvent:
         return StopEvent(result=await ctx.run_child(self.child, topic=ev.topic))
