@@ -14,6 +14,7 @@ and goes through :func:`follow` as well.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -85,7 +86,9 @@ async def follow(
 
 
 def _retrieved(handler: asyncio.Future[Any]) -> None:
-    if not handler.cancelled():
+    # A handler says cancelled() for a run cancelled by the user too, which still holds
+    # its exception: ask for it either way (a cancelled future raises CancelledError).
+    with contextlib.suppress(asyncio.CancelledError):
         handler.exception()
 
 
