@@ -221,3 +221,21 @@ async def test_a_fork_is_recorded_as_a_fork(store):
     await forked
     record = store.run(str(forked.run_id))
     assert (record.parent_kind, record.parent_step) == ("fork", None)
+
+
+async def test_a_grandchilds_events_come_wrapped_twice(store):
+    """A child's child: its event reaches the top run inside two ChildRunEvents."""
+
+    class Top(Workflow):
+        @step
+        async def top(self, ctx: Context, ev: StartEvent) -> StopEvent:
+            return StopEvent(result=await ctx.run_child(Parent(Child())))
+
+    handler = WorkflowCheckpointer(Top(timeout=None), store=store).run()
+    events = [ev async for ev in handler.stream_events()]
+    assert await handler == {"child": 41}
+    (outer,) = [ev for ev in events if isinstance(ev, ChildRunEvent)]
+    assert outer.event_type == "ChildRunEvent" and outer.event.event.note == "doubled"
+    (middle,) = store.children(str(handler.run_id))
+    (inner,) = store.children(middle.run_id)
+    assert (outer.child_run_id, outer.event.child_run_id) == (middle.run_id, inner.run_id)
