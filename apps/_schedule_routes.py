@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from batonflow.core.durable._schedules import ScheduleExistsError, ScheduleStore
+from batonflow.core.errors import DuplicateStartError
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import JSONResponse
 
@@ -35,8 +36,11 @@ def install_schedules(app: FastAPI, manager: Any, *, poll: float) -> Scheduler |
     scheduler = None
     if isinstance(store, ScheduleStore):
 
-        async def start(name: str, event: Any, fields: dict[str, Any]) -> str:
-            return str((await manager.start(name, event, fields, None)).run_id)
+        async def start(name: str, event: Any, fields: dict[str, Any], key: str) -> str:
+            try:
+                return str((await manager.start(name, event, fields, None, key)).run_id)
+            except DuplicateStartError as exc:  # the firing's run was started already
+                return str(exc.run_id)
 
         scheduler = Scheduler(store, workflows, start, poll=poll)
 

@@ -16,8 +16,11 @@ schedule's ``missed`` policy:
 * ``once``: the latest time that was missed is fired once (the others are not), then the
   schedule goes on as usual.
 
-A time is fired at most once, by whichever replica claims it first; a replica that dies between
-claiming a time and recording its run loses that firing (it is not made again).
+A time is fired once. The replica that claims it first starts its run, with the firing as the
+start's idempotency key (``schedule:NAME@TIME``, see :mod:`batonflow.core.durable._idempotency`);
+a replica that finds the time claimed by another but no run linked to it yet starts it too, with
+the same key. So a claimant that died (or stalled) between its claim and its start does not lose
+the firing, and two replicas starting it get one run: the store keeps one run per key.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from batonflow.core.durable._schedules import (
     ScheduleRecord,
     ScheduleStore,
 )
+from batonflow.core.errors import IdempotencyKeyError
 
 from ._introspect import StartFieldsError, build_start_event
 from ._wire import rfc3339
@@ -123,6 +127,11 @@ def check_schedule(
     )
 
 
+def firing_key(record: ScheduleRecord, at: int) -> str:
+    """The idempotency key of the run ``record``'s firing at ``at`` starts."""
+    return f"schedule:{record.name}@{at}"
+
+
 def _utc(ts: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(ts, dt.UTC)
 
@@ -145,8 +154,10 @@ class Scheduler:
     Args:
         store: The run store, keeping the schedules and their firings.
         workflows: The served workflows by name.
-        start: Starts a run: ``start(workflow_name, start_event, fields)`` returns its id, or
-            an awaitable of it (the server's start records the run off the loop).
+        start: Starts a run: ``start(workflow_name, start_event, fields, key)`` returns its
+            id, or an awaitable of it (the server's start records the run off the loop).
+            ``key`` is the firing's idempotency key: a start given a key that started a run
+            already returns that run's id and starts nothing.
         poll: Seconds between looks at the stored schedules while no firing is due.
         clock: Seconds since the epoch (injectable for tests).
     """
@@ -224,12 +235,34 @@ class Scheduler:
         won = await asyncio.to_thread(self.store.claim_firing, record.name, at, self.claimant)
         # Only once the store answered: a claim that raised is asked again at the next tick
         # (the store answers a claimant's own claim with True).
+        if not won:
+            firing = await asyncio.to_thread(self.store.firing, record.name, at)
+            if firing is not None and firing.run_id is not None:
+                self._done[record.name] = at
+                return None  # another replica fired it
+            # Claimed by another replica that has not linked a run: it may have died or
+            # stalled before starting it. Start it here with the firing's key: if the claimant
+            # started it (or does so now), the key answers with its run and nothing more runs.
+        try:
+            started = self._start(
+                record.workflow, start_event, record.fields, firing_key(record, at)
+            )
+            run_id = await started if inspect.isawaitable(started) else started
+        except IdempotencyKeyError as exc:  # the key started another start's run
+            self._done[record.name] = at  # said once, not at every tick
+            logger.error("Schedule %r did not fire at %s: %s", record.name, _utc(at), exc)
+            return None
+        await asyncio.to_thread(self.store.link_firing, record.name, at, run_id)
         self._done[record.name] = at
         if not won:
-            return None  # another replica fired it
-        started = self._start(record.workflow, start_event, record.fields)
-        run_id = await started if inspect.isawaitable(started) else started
-        await asyncio.to_thread(self.store.link_firing, record.name, at, run_id)
+            logger.info(
+                "Schedule %r at %s was claimed by another replica that started no run yet; "
+                "run %s carries it",
+                record.name,
+                _utc(at).isoformat(),
+                run_id,
+            )
+            return None
         logger.info("Schedule %r fired at %s: run %s", record.name, _utc(at).isoformat(), run_id)
         return run_id
 
@@ -285,6 +318,7 @@ __all__ = [
     "Scheduler",
     "check_cron",
     "check_schedule",
+    "firing_key",
     "latest_time",
     "next_time",
     "schedule_json",

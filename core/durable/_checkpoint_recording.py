@@ -122,6 +122,17 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
     if hasattr(store, "journal_put"):  # ctx.journal records its calls in the run store
         handler.ctx._journal = RunJournal(store, self.serializer, run_id, self)
 
+    def unanswered(waiter_id: str) -> None:
+        # The question the expired wait asked: its waiter_event, or one written before it.
+        waiter = run.waiters.get(waiter_id)
+        asked = waiter.question if waiter is not None else None
+        if asked is None:
+            asked = self._asked.get(run_id, {}).get(waiter_id)
+        if asked is not None:
+            run.loop.call_soon(self._unwait, run_id, asked)
+
+    run.waits.on_unanswered.append(unanswered)
+
     def record(event: Any) -> None:
         if isinstance(event, InternalDispatchEvent):
             return
@@ -235,6 +246,42 @@ def ask_again(self: WorkflowCheckpointer, run_id: str) -> None:
         return
     self._backlog[run_id] = [(questions[-1], True)]
     self._flush_later(run_id)
+
+
+def unwait(self: WorkflowCheckpointer, run_id: str, question: Any) -> None:
+    """After a ``wait_for_event`` that asked ``question`` timed out: a run ``waiting`` for that
+    question is ``running`` again (its step went on), so the console offers no answer form and
+    an answer is refused (``409``) instead of being taken and dropped. Another step's question
+    that still waits is asked again (:func:`ask_again`)."""
+    handler = self._live.get(run_id)
+    if handler is None or handler.is_done() or run_id in self._backlog:
+        return  # ended, or a question is about to be written (it decides the status)
+    if any(
+        w.question is question or self._asked.get(run_id, {}).get(w.waiter_id) is question
+        for w in handler._run.waiters.values()
+        if w.future is not None and not w.future.done()
+    ):
+        return  # another wait asked the same question and still waits
+    record = self.store.run(run_id)
+    if record is None or record.status != "waiting" or record.waiting_seq is None:
+        return
+    logged = self.store.events(run_id, after=record.waiting_seq - 1, limit=1)
+    if not logged or not _same_event(logged[0].body, question):
+        return  # the run waits for another question now
+    self.store.set_status(run_id, "running")
+    self._ask_again(run_id)
+
+
+def _same_event(body: str, event: Any) -> bool:
+    """Whether the log entry ``body`` is ``event`` (its type and fields)."""
+    try:
+        logged, mine = json.loads(body), json.loads(event_body(event))
+    except (ValueError, TypeError):
+        return False
+    return bool(
+        logged.get("qualified_name") == mine["qualified_name"]
+        and logged.get("value") == mine["value"]
+    )
 
 
 def question_body(event: Any, handler: WorkflowHandler | None) -> str:

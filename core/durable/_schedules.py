@@ -93,6 +93,10 @@ class ScheduleStore(Protocol):
         """Record the run a firing started."""
         ...
 
+    def firing(self, name: str, fire_at: int) -> Firing | None:
+        """The firing of ``name`` at ``fire_at``, if one was claimed."""
+        ...
+
     def firings(
         self, *, schedule: str | None = None, run_ids: Iterable[str] | None = None
     ) -> builtins.list[Firing]:
@@ -236,6 +240,15 @@ class SqlSchedules:
             idempotent=True,
         )
 
+    def firing(self, name: str, fire_at: int) -> Firing | None:
+        """The firing of ``name`` at ``fire_at``, if one was claimed."""
+        sql = self._p(
+            "SELECT schedule, fire_at, run_id FROM schedule_firings "
+            "WHERE schedule = ? AND fire_at = ?"
+        )
+        rows = self._query(sql, (name, fire_at))
+        return Firing(rows[0][0], int(rows[0][1]), rows[0][2]) if rows else None
+
     def firings(
         self, *, schedule: str | None = None, run_ids: Iterable[str] | None = None
     ) -> builtins.list[Firing]:
@@ -303,6 +316,12 @@ class MemorySchedules:
             row = self._tables()[1].get((name, fire_at))
             if row is not None:
                 row[1] = run_id
+
+    def firing(self, name: str, fire_at: int) -> Firing | None:
+        """The firing of ``name`` at ``fire_at``, if one was claimed."""
+        with self._lock:
+            row = self._tables()[1].get((name, fire_at))
+        return None if row is None else Firing(name, fire_at, row[1])
 
     def firings(
         self, *, schedule: str | None = None, run_ids: Iterable[str] | None = None

@@ -504,6 +504,7 @@ class WorkflowCheckpointer:
     _attach = _checkpoint_recording.attach
     _waiting_snapshot = _checkpoint_recording.waiting_snapshot
     _ask_again = _checkpoint_recording.ask_again
+    _unwait = _checkpoint_recording.unwait
     _flush_events = _checkpoint_recording.flush_events
     _flush_later = _checkpoint_recording.flush_later
     _on_step = _checkpoint_recording.on_step

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from ..data.events import Event
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ._lanes import Execution
     from ._snapshot import RunSnapshot
 
@@ -74,7 +76,7 @@ def type_name(cls: type) -> str:
 class Waits:
     """The steps of one run waiting in ``ctx.wait_for_event``, and the answers they have."""
 
-    __slots__ = ("emitted", "results", "waiters", "waiting")
+    __slots__ = ("emitted", "on_unanswered", "results", "waiters", "waiting")
 
     def __init__(self) -> None:
         self.waiters: dict[str, Waiter] = {}
@@ -84,6 +86,9 @@ class Waits:
         self.emitted: set[str] = set()
         #: How many executions are parked in ``wait_for_event`` now.
         self.waiting = 0
+        #: Called with a waiter's id when its wait ends unanswered (its ``timeout`` ran out):
+        #: a durable run that was ``waiting`` for it is running again (the checkpointer).
+        self.on_unanswered: list[Callable[[str], None]] = []
 
     def offer(self, event: Event) -> bool:
         """Give ``event`` to the first waiter it answers; whether one took it."""
@@ -155,6 +160,8 @@ class Waits:
             except TimeoutError:
                 if not timer.expired():
                     raise
+                for listener in self.on_unanswered:
+                    listener(waiter_id)
                 raise TimeoutError(
                     f"Step {ex.lane.spec.name} waited {timeout} seconds for "
                     f"{event_type.__name__} (waiter_id {waiter_id!r}) and none arrived. Send it "

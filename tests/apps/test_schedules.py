@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 from batonflow.apps.schedules import ScheduleError, Scheduler, check_schedule
+from batonflow.core import DuplicateStartError, WorkflowCheckpointer
 from batonflow.core.checkpoints import SqliteCheckpointStore
+from batonflow.core.stores import open_store
 
 from . import flows
 
@@ -33,9 +35,24 @@ class Clock:
 def _scheduler(
     store: Any, clock: Callable[[], float], started: list[tuple[str, dict[str, Any]]]
 ) -> Scheduler:
-    def start(name: str, event: Any, fields: dict[str, Any]) -> str:
+    def start(name: str, event: Any, fields: dict[str, Any], key: str) -> str:
         started.append((name, fields))
         return f"run-{len(started)}"
+
+    return Scheduler(store, FLOWS, start, clock=clock)
+
+
+def _keyed_scheduler(
+    store: Any, clock: Callable[[], float], cptr: WorkflowCheckpointer
+) -> Scheduler:
+    """A scheduler starting runs as the server does: through a checkpointer, with the firing's
+    idempotency key (a key that started a run answers with that run)."""
+
+    async def start(name: str, event: Any, fields: dict[str, Any], key: str) -> str:
+        try:
+            return str(cptr.start(start_event=event, idempotency_key=key).run_id)
+        except DuplicateStartError as exc:
+            return exc.run_id
 
     return Scheduler(store, FLOWS, start, clock=clock)
 
@@ -118,6 +135,70 @@ async def test_two_schedulers_on_one_store_start_one_run_per_firing(tmp_path: Pa
             clock.now = at + 0.5
             assert len(await one.tick()) + len(await two.tick()) == 1
         assert len(started) == 3
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_store(request, tmp_path: Path):
+    """A SQLite store, or one on a real PostgreSQL."""
+    where = (
+        request.getfixturevalue("postgres_url")
+        if request.param == "postgres"
+        else str(tmp_path / "runs.db")
+    )
+    with open_store(where) as s:
+        yield s
+
+
+async def test_a_firing_whose_claimant_died_before_starting_it_is_started_by_another(
+    any_store,
+) -> None:
+    """A replica claimed 03:05 and died before it started the run: the next replica to look
+    starts it (with the firing's key) and links it; it is not started again after."""
+    _add(any_store, "skip", T0 - 10)
+    clock = Clock(T0 + 300.5)
+    assert any_store.claim_firing("five", T0 + 300, "a-replica-that-died")
+    cptr = WorkflowCheckpointer(flows.TypedFlow(), store=any_store)
+    taker = _keyed_scheduler(any_store, clock, cptr)
+    taker.started_at = T0  # it was up before 03:05
+    assert await taker.tick() == []  # not its own claim: it carries it, it did not fire it
+    runs = any_store.runs()
+    assert len(runs) == 1 and runs[0].idempotency_key == f"schedule:five@{T0 + 300}"
+    assert any_store.firing("five", T0 + 300).run_id == runs[0].run_id
+    await taker.tick()
+    assert len(any_store.runs()) == 1
+
+
+async def test_a_stalled_claimant_and_the_replica_carrying_its_firing_start_one_run(
+    tmp_path: Path,
+) -> None:
+    """The claimant stalls between its claim and its start while another replica starts the
+    firing; when the claimant goes on, its start finds the run by the key: one run, linked."""
+    path = tmp_path / "runs.db"
+    with SqliteCheckpointStore(path) as a, SqliteCheckpointStore(path) as b:
+        _add(a, "skip", T0 - 10)
+        go_on, stalled = asyncio.Event(), asyncio.Event()
+        clock = Clock(T0 - 5)  # both replicas were up before 03:05
+        carried = _keyed_scheduler(a, clock, WorkflowCheckpointer(flows.TypedFlow(), store=a))
+        other = _keyed_scheduler(b, clock, WorkflowCheckpointer(flows.TypedFlow(), store=b))
+        clock.now = T0 + 300.5
+        stalling = carried._start
+
+        async def stall_then_start(*args: Any) -> str:
+            stalled.set()
+            await go_on.wait()
+            return await stalling(*args)
+
+        carried._start = stall_then_start
+        first = asyncio.create_task(carried.tick())
+        await asyncio.wait_for(stalled.wait(), 10)
+        assert await other.tick() == []
+        go_on.set()
+        assert len(await asyncio.wait_for(first, 10)) == 1
+        runs = a.runs()
+        assert len(runs) == 1
+        assert [(f.fire_at, f.run_id) for f in a.firings(schedule="five")] == [
+            (T0 + 300, runs[0].run_id)
+        ]
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pytest
 from batonflow.apps.run_store import RunStore
@@ -111,3 +111,40 @@ def test_schedules_are_kept_in_the_run_store_file(start_server, tmp_path) -> Non
     _, second = start_server(store=RunStore(tmp_path / "kept.db"))
     (kept,) = second.get("/schedules").json()["schedules"]
     assert (kept["name"], kept["cron"], kept["missed"]) == ("kept", "0 3 * * *", "once")
+
+
+def test_a_firing_started_by_a_replica_that_died_before_linking_it_runs_once(
+    start_server, tmp_path
+) -> None:
+    """A replica claimed this year's firing, started its run (with the firing's key) and died
+    before linking it: the next server links that run to the firing and starts no other."""
+    import asyncio
+
+    from batonflow.apps.schedules import firing_key
+    from batonflow.core import WorkflowCheckpointer
+    from batonflow.core.checkpoints import RunInfo, SqliteCheckpointStore
+    from batonflow.core.durable._schedules import ScheduleRecord
+
+    from .flows import Numbers, TypedFlow
+
+    record = ScheduleRecord("yearly", "typed", "0 0 1 1 *", {"n": 3}, "once", 0.0)
+    at = int(datetime(datetime.now(UTC).year, 1, 1, tzinfo=UTC).timestamp())
+    with SqliteCheckpointStore(tmp_path / "runs.db") as store:
+        store.add_schedule(record)
+        assert store.claim_firing("yearly", at, "a-replica-that-died")
+        cptr = WorkflowCheckpointer(TypedFlow(), store=store)
+        info = RunInfo({"n": 3}, None, owner="server", name="typed")
+
+        async def run_it() -> tuple[str, object]:
+            handler = cptr.start(
+                start_event=Numbers(n=3), info=info, idempotency_key=firing_key(record, at)
+            )
+            return handler.run_id, await handler
+
+        run_id, result = asyncio.run(run_it())
+        assert result == {"label": "x", "double": 6}
+    _, client = start_server()
+    runs = _wait_for_runs(client, "yearly", 1)
+    assert [r["run_id"] for r in runs] == [run_id]
+    time.sleep(0.5)  # a second start would have been recorded by now
+    assert [r["run_id"] for r in client.get("/runs").json()["runs"]] == [run_id]
