@@ -100,3 +100,6 @@ def test_runs_show_prints_the_parent_and_the_child_runs(served):
     assert f"child runs: {child} (Outline, completed)" in shown.stdout
     shown = runner.invoke(app, ["runs", "show", child, *target])
     assert f"parent: {parent} (child run of its step plan)" in shown.stdout
+    remote = runner.invoke(app, ["runs", "show", parent, "--server", str(http.base_url)])
+    assert remote.exit_code == 0, remote.output
+    assert f"child runs: {child} (Outline, completed)" in remote.stdout
