@@ -20,17 +20,22 @@ return annotation names. Around that core:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, TypeAlias
 
 from .._public import publish
-from ..data.events import Event, HumanResponseEvent, InputRequiredEvent, StartEvent, StopEvent
+from ..data.events import Event, InputRequiredEvent, StartEvent, StopEvent
 from ..engine.graph import workflow_graph
 from ..engine.resource import Resource, ResourceConfig
 from ..engine.workflow import Workflow
+from ._naming import EventRole as EventRole
+from ._naming import event_ids as _event_ids
+from ._naming import event_lineage as _event_lineage
+from ._naming import first_line as _first_line
+from ._naming import return_type_name as _return_type_name
+from ._naming import role as _role
 
-EventRole = Literal["start", "stop", "input_required", "human_response", "event"]
 EXTERNAL_ID = "external"
 
 
@@ -563,56 +568,6 @@ def _resource_node(descriptor: Any) -> WorkflowResourceNode | WorkflowResourceCo
             descriptor.path_selector,
             descriptor.description,
         )
-    return None
-
-
-def _return_type_name(factory: Any) -> str | None:
-    ann = getattr(factory, "__annotations__", {}).get("return")
-    if isinstance(ann, type):
-        return ann.__name__
-    return ann if isinstance(ann, str) else None
-
-
-def _event_ids(classes: Iterable[type[Event]]) -> dict[type[Event], str]:
-    """``event:<Name>``; qualified by module, then numbered, when classes share a name."""
-    classes = list(classes)
-    names = [c.__name__ for c in classes]
-    ids: dict[type[Event], str] = {}
-    taken: set[str] = set()
-    for c in classes:
-        base = f"event:{c.__name__}"
-        if names.count(c.__name__) > 1:
-            base = f"event:{c.__module__}.{c.__qualname__}"
-        candidate, k = base, 2
-        while candidate in taken:
-            candidate, k = f"{base}#{k}", k + 1
-        taken.add(candidate)
-        ids[c] = candidate
-    return ids
-
-
-def _event_lineage(ev: type[Event]) -> tuple[str, ...]:
-    return tuple(c.__name__ for c in ev.__mro__ if isinstance(c, type) and issubclass(c, Event))
-
-
-def _role(ev: type[Event]) -> EventRole:
-    if issubclass(ev, StartEvent):
-        return "start"
-    if issubclass(ev, StopEvent):
-        return "stop"
-    if issubclass(ev, InputRequiredEvent):
-        return "input_required"
-    if issubclass(ev, HumanResponseEvent):
-        return "human_response"
-    return "event"
-
-
-def _first_line(doc: str | None) -> str | None:
-    if not doc:
-        return None
-    for line in doc.strip().splitlines():
-        if line.strip():
-            return line.strip()
     return None
 
 

@@ -20,7 +20,10 @@ from batonflow.core import (
     StopEvent,
     Workflow,
     WorkflowCancelledByUser,
+    retry_policy,
     step,
+    stop_after_attempt,
+    wait_fixed,
 )
 from batonflow.core.checkpoints import WorkflowCheckpointer
 
@@ -239,3 +242,34 @@ async def test_a_grandchilds_events_come_wrapped_twice(store):
     (middle,) = store.children(str(handler.run_id))
     (inner,) = store.children(middle.run_id)
     assert (outer.child_run_id, outer.event.child_run_id) == (middle.run_id, inner.run_id)
+
+
+async def test_two_children_of_a_step_and_a_retry_each_get_their_own_run(store):
+    """Two run_child calls in a step are two child runs; a retry of the step after a child
+    failed runs a new child, while the child that completed keeps its journaled result."""
+
+    class Flaky(Child):
+        failures = 1
+
+        @step
+        async def first(self, ctx: Context, ev: StartEvent) -> Half:
+            self.ran.append("first")
+            if int(ev.n) == 2 and self.failures:
+                self.failures -= 1
+                raise ValueError("flaky")
+            return Half(n=int(ev.n))
+
+    child = Flaky()
+
+    class Twice(Workflow):
+        @step(retry_policy=retry_policy(wait=wait_fixed(0), stop=stop_after_attempt(2)))
+        async def both(self, ctx: Context, ev: StartEvent) -> StopEvent:
+            a = await ctx.run_child(child, n=1)
+            b = await ctx.run_child(child, n=2)
+            return StopEvent(result=[a, b])
+
+    handler = WorkflowCheckpointer(Twice(timeout=None), store=store).run()
+    assert await handler == [2, 3]
+    kids = store.children(str(handler.run_id))
+    assert sorted(r.status for r in kids) == ["completed", "completed", "failed"]
+    assert child.ran.count("first") == 3  # n=1 once (replayed on the retry), n=2 twice
