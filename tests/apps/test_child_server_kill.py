@@ -1,0 +1,44 @@
+"""A parent and its child run in a real `batonflow serve` killed with SIGKILL: the restarted
+server resumes the parent, which resumes its child; the child's finished step and the
+parent's journaled call make their side effects once."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import httpx
+
+from .sse import wait_status
+
+CHILD_FLOWS = str(Path(__file__).with_name("child_flows.py"))
+
+
+def _until(check, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never: {what}")
+        time.sleep(0.02)
+
+
+def test_a_killed_server_resumes_the_parent_and_its_unfinished_child(serve, tmp_path):
+    """kill -9 while the child waits in its second step; after the restart the run completes,
+    one child run, ``pay`` and the child's ``first`` made once."""
+    args = ("--no-prebuilt", "-w", f"filebook={CHILD_FLOWS}:FileBook")
+    first = serve(*args)
+    with httpx.Client(base_url=first.url, timeout=20) as http:
+        parent = http.post("/workflows/filebook/runs", json={"folder": str(tmp_path)}).json()
+    _until((tmp_path / "second-started").exists, "the child's second step")
+    first.proc.kill()  # SIGKILL: no shutdown hook runs
+    first.proc.wait(10)
+    (tmp_path / "second-started").unlink()
+    second = serve(*args)
+    with httpx.Client(base_url=second.url, timeout=20) as http:
+        _until((tmp_path / "second-started").exists, "the resumed child's second step")
+        (tmp_path / "go").touch()
+        done = wait_status(http, parent["run_id"], {"completed"}, timeout=60)
+        assert done["result"] == "pay, chained"
+        children = http.get(f"/runs/{parent['run_id']}/lineage").json()["children"]
+    assert [c["status"] for c in children] == ["completed"]
+    assert (tmp_path / "effects").read_text().splitlines() == ["pay", "first", "second"]
