@@ -14,17 +14,19 @@ result journaled resumes the child from its latest checkpoint (its finished step
 again), or takes the outcome of a child that had ended.
 
 When the parent's step is cancelled, the child is cancelled too, unless the parent was
-released (a server shutting down): the child is then released too, to be resumed with its
-parent by the next process.
+released (a server shutting down): the child is then released too (and its lease, on
+PostgreSQL replicas), to be resumed with its parent by the next process. A replica that takes
+a parent over claims the child's lease before it resumes the child.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..engine._children import follow
-from ..errors import WorkflowRuntimeError
+from ..errors import CheckpointError, WorkflowRuntimeError
 from ._records import RunInfo
 
 if TYPE_CHECKING:
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     from ..engine.handler import WorkflowHandler
     from ..engine.workflow import Workflow
     from ._journal import RunJournal
+
+logger = logging.getLogger("batonflow.core")
 
 #: The namespace of child run ids (uuid5 of the child's position in its parent).
 _CHILDREN = uuid.UUID("8d3f1c52-5a8e-4c59-9a3e-6f1f0c2b7e41")
@@ -86,16 +90,36 @@ async def _child(
                 f"{record.status}: {record.error}. Fork or resume the child to run it again."
             )
         else:
+            if _leased(store):
+                # A replica that took the parent over takes its child along (its lease ran
+                # out with the parent's, or was released with it); a live holder keeps it.
+                store.claim(child_id)
             handler = cptr.resume(child_id)
 
         def stop(child: WorkflowHandler) -> None:
             if journal.run_id in parent._released:
                 cptr.release(child_id)  # a shutdown: the next process resumes both
+                if _leased(store):
+                    _release_lease(store, child_id)
             child._run.cancel()
 
         return await follow(ctx, handler, stop)
     finally:
         cptr.detach()
+
+
+def _leased(store: Any) -> bool:
+    """Whether ``store`` leases its runs to server replicas (PostgreSQL with a replica id)."""
+    return getattr(store, "replica_id", None) is not None and hasattr(store, "claim")
+
+
+def _release_lease(store: Any, run_id: str) -> None:
+    """Give up the replica's lease on a released parent's child, so that the replica taking
+    the parent over takes the child at once (not after the lease runs out)."""
+    try:
+        store.release(run_id)
+    except CheckpointError as exc:  # the lease then runs out
+        logger.warning("Child run %s: could not release its lease: %s", run_id, exc)
 
 
 __all__ = ["child_run_id", "run_child"]

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from .sse import wait_status
 
@@ -22,10 +23,17 @@ def _until(check, what: str, timeout: float = 60) -> None:
         time.sleep(0.02)
 
 
-def test_a_killed_server_resumes_the_parent_and_its_unfinished_child(serve, tmp_path):
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_killed_server_resumes_the_parent_and_its_unfinished_child(
+    serve, tmp_path, request, backend
+):
     """kill -9 while the child waits in its second step; after the restart the run completes,
-    one child run, ``pay`` and the child's ``first`` made once."""
-    args = ("--no-prebuilt", "-w", f"filebook={CHILD_FLOWS}:FileBook")
+    one child run, ``pay`` and the child's ``first`` made once (on PostgreSQL the new replica
+    takes the parent over, and the child's lease with it)."""
+    args: tuple[str, ...] = ("--no-prebuilt", "-w", f"filebook={CHILD_FLOWS}:FileBook")
+    if backend == "postgres":  # the last --db wins over the one serve gives
+        args += ("--db", request.getfixturevalue("postgres_url"))
     first = serve(*args)
     with httpx.Client(base_url=first.url, timeout=20) as http:
         parent = http.post("/workflows/filebook/runs", json={"folder": str(tmp_path)}).json()
@@ -35,7 +43,9 @@ def test_a_killed_server_resumes_the_parent_and_its_unfinished_child(serve, tmp_
     (tmp_path / "second-started").unlink()
     second = serve(*args)
     with httpx.Client(base_url=second.url, timeout=20) as http:
-        _until((tmp_path / "second-started").exists, "the resumed child's second step")
+        # On PostgreSQL the restarted server (a new replica) takes the parent over once the
+        # killed one's lease runs out.
+        _until((tmp_path / "second-started").exists, "the resumed child's second step", 120)
         (tmp_path / "go").touch()
         done = wait_status(http, parent["run_id"], {"completed"}, timeout=60)
         assert done["result"] == "pay, chained"
