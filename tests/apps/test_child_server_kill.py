@@ -1,6 +1,6 @@
-"""A parent and its child run in a real `batonflow serve` killed with SIGKILL: the restarted
-server resumes the parent, which resumes its child; the child's finished step and the
-parent's journaled call make their side effects once."""
+"""A parent and its child run in a real `batonflow serve` killed with SIGKILL (or stopped with
+SIGTERM): the restarted server resumes the parent, which resumes its child; the child's
+finished step and the parent's journaled call make their side effects once."""
 
 from __future__ import annotations
 
@@ -24,9 +24,10 @@ def _until(check, what: str, timeout: float = 60) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("how", ["kill", "terminate"])
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_a_killed_server_resumes_the_parent_and_its_unfinished_child(
-    serve, tmp_path, request, backend
+    serve, tmp_path, request, backend, how
 ):
     """kill -9 while the child waits in its second step; after the restart the run completes,
     one child run, ``pay`` and the child's ``first`` made once (on PostgreSQL the new replica
@@ -38,8 +39,9 @@ def test_a_killed_server_resumes_the_parent_and_its_unfinished_child(
     with httpx.Client(base_url=first.url, timeout=20) as http:
         parent = http.post("/workflows/filebook/runs", json={"folder": str(tmp_path)}).json()
     _until((tmp_path / "second-started").exists, "the child's second step")
-    first.proc.kill()  # SIGKILL: no shutdown hook runs
-    first.proc.wait(10)
+    # SIGKILL: no shutdown hook runs; SIGTERM: a clean stop releases the parent and its child.
+    getattr(first.proc, how)()
+    first.proc.wait(30)
     (tmp_path / "second-started").unlink()
     second = serve(*args)
     with httpx.Client(base_url=second.url, timeout=20) as http:
