@@ -62,6 +62,8 @@ async def run_child(
     async def start_or_resume() -> Any:
         return await _child(journal, ctx, step, child_id, workflow, fields)
 
+    # What a journal error names: "the result of 'child run <id> (Outline)' cannot be recorded".
+    start_or_resume.__qualname__ = f"child run {child_id} ({workflow.workflow_name})"
     name = f"child:{workflow.workflow_name}"
     return await journal.call(step, ex.id, ex.attempt, name, start_or_resume, (), {})
 
