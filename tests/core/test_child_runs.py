@@ -273,4 +273,3 @@ async def test_two_children_of_a_step_and_a_retry_each_get_their_own_run(store):
     kids = store.children(str(handler.run_id))
     assert sorted(r.status for r in kids) == ["completed", "completed", "failed"]
     assert child.ran.count("first") == 3  # n=1 once (replayed on the retry), n=2 twice
-
