@@ -10,6 +10,8 @@
                                          from, before ``state`` changes it)
 ``GET /runs/{id}/lineage``               the run's parent (and fork point) and its forks
 ``GET /runs/{id}/journal``               its journaled calls (:mod:`._journal_routes`)
+``GET /workflows/{name}/check``          the runs in flight this code cannot continue
+                                         (:mod:`._version_routes`)
 =======================================  ==================================================
 
 The steps route of the console (``GET /runs/{id}/steps``) names each step's ``checkpoint``
@@ -101,8 +103,10 @@ def _event(workflow: Any, body: Any) -> Any:
 def install_forks(app: FastAPI, manager: Any) -> None:
     """Add the fork, checkpoint-state, lineage and journal routes to ``app`` for ``manager``."""
     from ._journal_routes import install_journal
+    from ._version_routes import install_versions
 
     install_journal(app, manager)  # GET /runs/{id}/journal: a durable run's calls too
+    install_versions(app, manager)  # GET /workflows/{name}/check: what this code cannot continue
     store = manager.records
 
     def known(run_id: str) -> Any:

@@ -104,6 +104,27 @@ class ReplicaSet:
                 len(released),
             )
 
+    def cannot_continue(self, row: Any) -> bool:
+        """Whether this replica's code cannot continue ``row``'s run (checked before it runs:
+        ``WorkflowCheckpointer.check``). Such a run is left as it is, not marked: its lease is
+        released at once for a replica whose code can (one still running the old version,
+        during a rolling deploy), and this process never claims it again."""
+        checkpointer = self.manager.checkpointers.get(row.workflow)
+        if checkpointer is None:
+            return False
+        found = checkpointer.check(row.run_id)
+        if found.ok:
+            return False
+        logger.warning(
+            "replica %s leaves run %s to a replica whose code can continue it: %s",
+            self.replica_id,
+            row.run_id,
+            "; ".join(found.reasons),
+        )
+        self.replication.refused.add(row.run_id)
+        self.store.release(row.run_id)
+        return True
+
     def changed(self, run_id: str) -> asyncio.Event:
         """An event set when the log of a run held elsewhere grows (for SSE readers here)."""
         event = self._changed.get(run_id)
@@ -121,7 +142,7 @@ class ReplicaSet:
         if record.run_id in self.manager.live:
             return
         row = self.manager.store.get(record.run_id)
-        if row is None:
+        if row is None or self.cannot_continue(row):
             return
         logger.warning(
             "replica %s resumes run %s (%s) from its last checkpoint",
@@ -129,7 +150,7 @@ class ReplicaSet:
             row.run_id,
             row.workflow,
         )
-        self.manager.adopt(row)
+        self.manager.adopt(row, checked=True)
 
     def _inbox(self, run_id: str, seq: int) -> None:
         live = self.manager.live.get(run_id)

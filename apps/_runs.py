@@ -121,6 +121,8 @@ class RunManager:
         }
         from ._replicas import ReplicaSet, can_replicate
 
+        #: The queues of workflows with limits (``apps/_queue.py``), else ``None``.
+        self.queue: Any = None
         #: This server's part among replicas sharing a PostgreSQL store (else ``None``).
         self.replicas = ReplicaSet(self) if can_replicate(self.records) else None
 
@@ -193,17 +195,23 @@ class RunManager:
             )
         return resumed
 
-    def adopt(self, row: Any) -> bool:
+    def adopt(self, row: Any, *, checked: bool = False) -> bool:
         """Resume a stored unfinished run here; mark it interrupted when it cannot continue.
 
         A run another live process holds is left to it (``False``, nothing recorded).
         """
-        from batonflow.core.errors import LeaseLostError, RunBusyError
+        from batonflow.core.errors import IncompatibleRunError, LeaseLostError, RunBusyError
 
         try:
+            if not checked and self.replicas is not None and self.replicas.cannot_continue(row):
+                return False  # left, not marked, to a replica whose code can continue it
             handler = self._reopen(row)
         except (RunBusyError, LeaseLostError) as exc:
             logger.warning("Run %s is not resumed here: %s", row.run_id, exc)
+            return False
+        except IncompatibleRunError as exc:  # checked before anything ran (see _versions)
+            logger.warning("Run %s is not resumed: %s", row.run_id, exc)
+            self._finish_stored(row.run_id, "interrupted", None, error_text(exc))
             return False
         if handler is None:
             self._finish_stored(row.run_id, "interrupted", None, INTERRUPTED)
@@ -236,12 +244,12 @@ class RunManager:
             return None
         if not self.durable and row.status != "waiting":
             return None
-        from batonflow.core.errors import LeaseLostError, RunBusyError
+        from batonflow.core.errors import IncompatibleRunError, LeaseLostError, RunBusyError
 
         try:
             return checkpointer.resume(row.run_id)
-        except (RunBusyError, LeaseLostError):
-            raise  # another process runs it: adopt leaves it alone
+        except (RunBusyError, LeaseLostError, IncompatibleRunError):
+            raise  # another process runs it, or this code cannot: adopt says so
         except Exception as exc:
             logger.warning("Run %s could not be restored: %s", row.run_id, exc)
         return None

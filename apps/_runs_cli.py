@@ -19,6 +19,7 @@ from rich.table import Table
 
 from . import _remote
 from ._console import cli_errors, err, out, print_json, print_result
+from ._queue_view import cancel_local, local_place, queue_line
 from ._statuses import FINISHED
 from ._statuses import STATUSES as RUN_STATUSES
 from ._stream_printer import event_lines
@@ -155,6 +156,8 @@ def show(
         for key in ("run_id", "workflow", "status", "start", "error"):
             if data.get(key) is not None:
                 out.print(f"{key}: {data[key]}", markup=False)
+        if data.get("queue"):
+            out.print(queue_line(data["queue"]), markup=False)
         if data["status"] == "interrupted":
             gone = f", pid {data['pid']}, is gone" if data.get("pid") else " stopped"
             out.print(
@@ -206,6 +209,8 @@ def _show_local(db: str | None, run_id: str, events: bool) -> dict[str, Any]:
         ]
         if events:
             data["events"] = [e.body for e in store.events(run_id)]
+        if data["status"] == "queued":
+            data["queue"] = local_place(store.backend, run_id)
     finally:
         store.close()
     return data
@@ -403,6 +408,9 @@ def cancel(
                     f"Run {run_id!r} has already ended ({data['status']}); nothing to cancel "
                     f"(batonflow runs delete {run_id} forgets it)."
                 )
+            if data["status"] == "queued" and cancel_local(store.backend, run_id):
+                out.print(f"run {run_id}: cancelled (was queued; it never started)", markup=False)
+                return
             _refuse_running(store, data, "cancel")
             store.backend.set_status(run_id, "cancelled", error=CANCELLED_HERE)
         finally:

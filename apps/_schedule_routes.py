@@ -38,6 +38,9 @@ def install_schedules(app: FastAPI, manager: Any, *, poll: float) -> Scheduler |
 
         async def start(name: str, event: Any, fields: dict[str, Any], key: str) -> str:
             try:
+                if manager.queue is not None and manager.queue.applies(name):
+                    # A limited workflow's firing waits in its queue like any start.
+                    return str(await manager.queue.enqueue(name, event, fields, None, key, {}, 0))
                 return str((await manager.start(name, event, fields, None, key)).run_id)
             except DuplicateStartError as exc:  # the firing's run was started already
                 return str(exc.run_id)

@@ -9,4 +9,4 @@ from __future__ import annotations
 #: Statuses of a run that has ended; nothing changes it any more.
 FINISHED = frozenset({"completed", "failed", "cancelled"})
 #: Every status, in the one vocabulary of the store.
-STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
+STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted", "queued")

@@ -136,8 +136,9 @@ class Run(_Body):
     run_id: str
     workflow: str = Field(description="The workflow's served name.")
     status: str = Field(
-        description="running, waiting (it asked a human), completed, failed (a step raised or "
-        "the run timed out), cancelled, or interrupted (stopped from outside; resumable)."
+        description="queued (it waits for its workflow's limits), running, waiting (it asked a "
+        "human), completed, failed (a step raised or the run timed out), cancelled, or "
+        "interrupted (stopped from outside; resumable)."
     )
     start: dict[str, Any] = Field(description="The start event's fields it was started with.")
     result: Any = Field(None, description="The StopEvent's result, once completed.")
@@ -164,6 +165,11 @@ class Run(_Body):
     parent_kind: Literal["fork", "child"] | None = Field(
         None, description="How it came from its parent: forked from it, or run as its child."
     )
+    workflow_version: str | None = Field(
+        None,
+        description="The version of the workflow that started it (declared, or the hash of "
+        "its steps, events and state); null for runs recorded before versions.",
+    )
     question: Question | None = Field(
         None, description="While waiting (GET /runs/{id}): the question the run asked."
     )
@@ -176,11 +182,25 @@ class Run(_Body):
     schedule: ScheduleLink | None = Field(
         None, description="The schedule firing that started it, if a schedule did."
     )
+    queue: QueuePlace | None = Field(
+        None, description="While queued: its place in the run queue and the limit it waits on."
+    )
 
 
 class RunAccepted(Run):
     """A run that was started and goes on in the background (poll or stream it): the whole
     run, as ``GET /runs/{id}`` shows it, with the status it has now (usually running)."""
+
+
+class QueuePlace(BaseModel):
+    """Where a queued run waits."""
+
+    position: int = Field(description="Its place in its workflow's queue, from 1 (next).")
+    waiting_on: str = Field(
+        description="The limit it waits on: concurrency, key_concurrency, rate, max_running "
+        "(every replica's own limit), or position (runs ahead of it take the free slots).",
+        examples=["concurrency"],
+    )
 
 
 class ScheduleLink(BaseModel):
@@ -293,6 +313,11 @@ STATUS_TEXT: dict[int, tuple[str, type[BaseModel] | None]] = {
         Problem,
     ),
     422: ("A body, field or parameter that does not validate; the detail names it.", InvalidInput),
+    429: (
+        "The workflow's run queue is full (max_queued): nothing was recorded; start it again "
+        "after Retry-After seconds.",
+        Problem,
+    ),
     500: ("An unexpected error; the server log has it under error_id.", InternalError),
     507: ("The run store is out of space; nothing was started or sent.", Problem),
 }

@@ -32,7 +32,7 @@ require_extra("the batonflow command line", "cli", {"typer": "typer", "rich": "r
 
 import typer
 
-from . import _fork_cli, _journal_cli  # noqa: F401  (add 'runs fork', 'runs journal', 'runs export')
+from . import _check_cli, _fork_cli, _journal_cli  # noqa: F401  (add runs check, fork, journal, export)
 from ._console import cli_errors, err, one_line, print_json, print_result, setup_tracing
 from ._runs_cli import runs_app
 from ._schedule_cli import schedule_app

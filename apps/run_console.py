@@ -65,6 +65,7 @@ _OWN_ASSETS = (
     "fork.js",
     "chat.js",
     "schedules.js",
+    "queue.js",
     "console.js",
     "console.css",
     "api-docs.js",

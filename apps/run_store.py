@@ -57,6 +57,8 @@ class RunRow:
     parent_kind: str | None = None
     #: The event-log ``seq`` of the question a waiting run asked.
     waiting_seq: int | None = None
+    #: The version of the workflow that started it (``Workflow.version``).
+    workflow_version: str | None = None
 
     def public(self) -> dict[str, Any]:
         """The run as the HTTP API and ``batonflow runs show`` present it."""
@@ -79,6 +81,7 @@ class RunRow:
             "parent_step": self.parent_step,
             # A fork recorded before runs had a parent kind is a fork all the same.
             "parent_kind": self.parent_kind or ("fork" if self.parent_run_id else None),
+            "workflow_version": self.workflow_version,
         }
 
 
@@ -242,6 +245,7 @@ def _row(record: RunRecord) -> RunRow:
         parent_step=record.parent_step,
         parent_kind=record.parent_kind,
         waiting_seq=record.waiting_seq if status == "waiting" else None,
+        workflow_version=record.workflow_version,
     )
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import typer
 
 from ._console import cli_errors, err, one_line, setup_tracing
-from .config import Settings
+from .config import ConfigError, Settings
 from .registry import PREBUILT, BadParameterError, load_workflow
 
 
@@ -83,6 +83,25 @@ def serve(
         help="A different period for one workflow's runs (repeatable) "
         "\\[env BATONFLOW_KEEP_FINISHED_FOR, comma-separated].",
     ),
+    max_running: int | None = typer.Option(
+        None,
+        "--max-running",
+        metavar="N",
+        help="Queue runs and run at most N at once in this server (replica).",
+    ),
+    max_queued: int | None = typer.Option(
+        None,
+        "--max-queued",
+        metavar="N",
+        help="Queue runs; a workflow with N queued runs answers 429 with Retry-After.",
+    ),
+    limits: list[str] = typer.Option(
+        [],
+        "--limit",
+        metavar="NAME:SETTING=VALUE",
+        help="Queue NAME's runs under a limit (repeatable; NAME * = all): concurrency=N, "
+        "key_field=FIELD, key_header=HEADER, key_concurrency=N, rate=N/SECONDS, max_queued=N.",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No access log line per request."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
@@ -125,6 +144,14 @@ def serve(
             checkpoints = settings.open_store() if durable else None
         traces = setup_tracing("batonflow-server")  # a bad OTEL_* setting says so first
         served = _served_workflows(settings, extra, prebuilt)
+        from ._queue import LimitError, parse_limits
+
+        try:
+            queue_limits = parse_limits(
+                served, max_running=max_running, max_queued=max_queued, items=limits
+            )
+        except LimitError as exc:
+            raise ConfigError(str(exc)) from None
         from .server import create_app
         from .server import serve as run_server
 
@@ -136,6 +163,7 @@ def serve(
             checkpoints=checkpoints,
             allowed_hosts=hosts,
             retention=retention,
+            limits=queue_limits,
         )
         if settings.host not in ("127.0.0.1", "localhost", "::1") and not settings.api_token:
             err.print(

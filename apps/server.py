@@ -41,7 +41,7 @@ import json
 import logging
 import math
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Literal
 
 from batonflow.core.durable._text import text_problem
@@ -49,6 +49,7 @@ from batonflow.core.errors import (
     CheckpointError,
     DuplicateStartError,
     IdempotencyKeyError,
+    IncompatibleRunError,
     RunConflictError,
     SerializationError,
     StoreUnreachableError,
@@ -66,6 +67,8 @@ from ._introspect import (
     start_schema,
 )
 from ._openapi import install_openapi
+from ._queue import cancel_queued, queue_place
+from ._queued_routes import start_queued
 from ._runs import RunManager, RunStateError
 from ._security import BearerAuth, BodyLimit, HostGuard, JsonBody
 from ._uvicorn import BackgroundServer as BackgroundServer
@@ -154,6 +157,8 @@ def create_app(
     allowed_hosts: tuple[str, ...] | list[str] = (),
     retention: Any = None,
     schedule_poll: float = 15.0,
+    limits: Mapping[str, Any] | None = None,
+    queue_poll: float = 0.2,
 ) -> FastAPI:
     """Build the FastAPI application that serves ``workflows``.
 
@@ -176,6 +181,11 @@ def create_app(
         schedule_poll: Seconds between the scheduler's looks at the stored schedules while
             no firing is due (it also wakes at every firing time); see
             :mod:`batonflow.apps.schedules`.
+        limits: :class:`~batonflow.core.RunLimits` by workflow name: those workflows' runs
+            are recorded ``queued`` and start as the limits allow (``apps/_queue.py``); a
+            full queue answers ``429``.
+        queue_poll: Seconds between a queue's looks at the store when nothing here frees a
+            slot (runs ending on other replicas are seen then).
 
     Returns:
         The FastAPI application; ``app.state.manager`` holds its runs.
@@ -196,10 +206,16 @@ def create_app(
         checkpoints=checkpoints,
     )
     run_store = manager.store  # the one record of every run, also with checkpoints=
+    if limits:
+        from ._queue import ServerQueue
+
+        manager.queue = ServerQueue(manager, limits, poll=queue_poll)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await manager.restore()
+        if manager.queue is not None:
+            manager.queue.start()
         sweeper = (
             asyncio.create_task(retention.run_forever(manager.records))
             if retention is not None
@@ -213,6 +229,8 @@ def create_app(
                 sweeper.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await sweeper
+            if manager.queue is not None:
+                await manager.queue.stop()
             await manager.close()
 
     app = FastAPI(title=title, lifespan=lifespan, docs_url=None, redoc_url=None)
@@ -298,6 +316,7 @@ def create_app(
                 413,
                 415,
                 422,
+                429,
                 507,
             ),
             200: {
@@ -315,6 +334,9 @@ def create_app(
         key: str | None = Header(
             None, alias="Idempotency-Key", description="one run per key: a retry gets its run"
         ),
+        priority: int = Query(
+            0, description="with limits: higher leaves the run queue first (then the oldest)"
+        ),
     ) -> JSONResponse:
         workflow = workflows.get(name)
         if workflow is None:
@@ -331,6 +353,10 @@ def create_app(
                 status_code=422,
             )
         traceparent = request.headers.get("traceparent")
+        if manager.queue is not None and manager.queue.applies(name):
+            return await start_queued(
+                manager, name, start_event, fields, request, key, priority, wait, timeout
+            )
         try:
             with _caller_trace(request):
                 live = await manager.start(name, start_event, fields, traceparent, key)
@@ -377,6 +403,8 @@ def create_app(
         if row is None:
             raise _not_found_run(run_id)
         link = schedule_links(manager.records, [run_id]).get(run_id)
+        if row.status == "queued":
+            return {**row.public(), "schedule": link, "queue": queue_place(manager, row)}
         if row.status != "waiting":
             return {**row.public(), "schedule": link}
         live = manager.live.get(run_id)
@@ -465,8 +493,11 @@ def create_app(
         responses=responses(200, Cancelled, "The run was cancelled.", 404, 409, 413, 415),
     )
     async def cancel(run_id: str) -> dict[str, Any]:
-        if run_store.get(run_id) is None:
+        row = run_store.get(run_id)
+        if row is None:
             raise _not_found_run(run_id)
+        if row.status == "queued" and cancel_queued(manager, run_id):
+            return {"run_id": run_id, "status": "cancelled"}
         try:
             status = await manager.cancel(run_id)
         except RunStateError as exc:
@@ -482,7 +513,7 @@ def create_app(
             raise _not_found_run(run_id)
         try:
             live = manager.resume(run_id)
-        except RunStateError as exc:
+        except (RunStateError, IncompatibleRunError) as exc:  # the latter: see _versions
             raise HTTPException(409, str(exc)) from None
         except CheckpointError as exc:
             return _not_recorded(exc)

@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python bench/journal_bench.py                # old core: git archive main
+    .venv/bin/python bench/journal_bench.py                # old core: before journaled calls
     .venv/bin/python bench/journal_bench.py --old-ref 33454b7 --rounds 20
     .venv/bin/python bench/journal_bench.py --old /tmp/old/core
 
@@ -31,6 +31,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from core_ab import chain_flow, durable_chain, load  # noqa: E402
+
+#: The last commit of main before #29 (journaled calls) was merged. The default was ``main``
+#: while #29 was a branch; once merged, main has journaled calls too and compared with itself.
+BEFORE_JOURNAL = "914744f"
 
 
 def journaled_chain(core: Any, folder: Path) -> Any:
@@ -88,7 +92,9 @@ def main() -> None:
     """Measure and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--old", type=Path, help="the old core/ folder (else --old-ref)")
-    parser.add_argument("--old-ref", default="main", help="git ref of the old core")
+    parser.add_argument(
+        "--old-ref", default=BEFORE_JOURNAL, help="git ref of the old core (before journaling)"
+    )
     parser.add_argument("--rounds", type=int, default=20, help="rounds (best one kept)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

@@ -121,6 +121,7 @@ class Client:
         wait: bool = False,
         timeout: float | None = None,
         idempotency_key: str | None = None,
+        queue_priority: int | None = None,
         **more_fields: Any,
     ) -> Run:
         """Start a run of ``workflow`` with the start event's fields.
@@ -139,6 +140,8 @@ class Client:
             idempotency_key: The key (default: a new UUID for this call). Pass your own,
                 kept with the request, to make a start made again after your process
                 restarts return the run the first one started.
+            queue_priority: For a workflow the server queues (it has limits): higher leaves
+                the queue first (the server's ``?priority=``); default 0.
             **more_fields: More start fields, as keywords.
 
         Returns:
@@ -152,6 +155,8 @@ class Client:
             ServerUnavailableError: The server cannot be reached.
         """
         path, params, body = _base.start_request(workflow, fields, more_fields, wait, timeout)
+        if queue_priority is not None:
+            params["priority"] = int(queue_priority)
         # A server-side wait can last longer than one request normally does.
         request_timeout = (
             None if wait and timeout is None else self._options.timeout + (timeout or 0)

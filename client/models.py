@@ -35,6 +35,8 @@ class Run:
             ``type``, ``requirements`` (values the answer must have), ``schema`` (its
             fields), ``example`` (a body for :meth:`~batonflow.client.Client.send_event`).
         schedule: The schedule firing that started it (``{"name", "fire_at"}``), if any.
+        queue: While ``queued``: ``{"position", "waiting_on"}`` (its place in the run queue,
+            from 1, and the limit it waits on).
         raw: The whole JSON object the server sent.
     """
 
@@ -50,6 +52,7 @@ class Run:
     question: dict[str, Any] | None = None
     waiting_for: list[dict[str, Any]] = field(default_factory=list)
     schedule: dict[str, Any] | None = None
+    queue: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -73,6 +76,7 @@ class Run:
             question=data.get("question") if isinstance(data.get("question"), dict) else None,
             waiting_for=[w for w in data.get("waiting_for") or [] if isinstance(w, dict)],
             schedule=data.get("schedule"),
+            queue=data.get("queue") if isinstance(data.get("queue"), dict) else None,
             raw=data,
         )
 

@@ -26,8 +26,10 @@ from .errors import ContextSerdeError as ContextSerdeError
 from .errors import ContextStateError as ContextStateError
 from .errors import DuplicateStartError as DuplicateStartError
 from .errors import IdempotencyKeyError as IdempotencyKeyError
+from .errors import IncompatibleRunError as IncompatibleRunError
 from .errors import JournalMismatchError as JournalMismatchError
 from .errors import LeaseLostError as LeaseLostError
+from .errors import QueueFullError as QueueFullError
 from .errors import ResourceError as ResourceError
 from .errors import RunBusyError as RunBusyError
 from .errors import RunConflictError as RunConflictError
@@ -151,6 +153,7 @@ if TYPE_CHECKING:
     from .drawing import draw_all_possible_flows_mermaid as draw_all_possible_flows_mermaid
     from .drawing import draw_most_recent_execution as draw_most_recent_execution
     from .drawing import draw_most_recent_execution_mermaid as draw_most_recent_execution_mermaid
+    from .queue import RunLimits as RunLimits
     from .representation import WorkflowEventNode as WorkflowEventNode
     from .representation import WorkflowExternalNode as WorkflowExternalNode
     from .representation import WorkflowGenericNode as WorkflowGenericNode
@@ -191,6 +194,7 @@ _LAZY = {
     "get_workflow_representation": "representation",
     "open_store": "stores",
     "Retention": "retention",
+    "RunLimits": "queue",
 }
 
 
@@ -243,6 +247,7 @@ __all__ = [
     "IdleReleasedEvent",
     "InMemoryCheckpointStore",
     "InMemoryStateStore",
+    "IncompatibleRunError",
     "InputRequiredEvent",
     "Instrument",
     "InternalDispatchEvent",
@@ -253,6 +258,7 @@ __all__ = [
     "LeaseLostError",
     "PickleSerializer",
     "PrintingInstrument",
+    "QueueFullError",
     "Resource",
     "ResourceConfig",
     "ResourceError",
@@ -264,6 +270,7 @@ __all__ = [
     "RetryPolicyWithoutSeed",
     "RunBusyError",
     "RunConflictError",
+    "RunLimits",
     "RunRecord",
     "SerializableEvent",
     "SerializableException",

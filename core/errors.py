@@ -28,6 +28,8 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
     │   └── StateValidationError (ValueError) a value that does not fit the typed state
     ├── SerializationError (TypeError, ValueError)  a value the serializer cannot encode
     ├── ContextSerdeError (ValueError)       a serialized context that cannot be restored
+    ├── QueueFullError                      a workflow's run queue is full (``max_queued``):
+    │                                       nothing was recorded; try again ``retry_after``
     └── CheckpointError                     a checkpoint that is missing, old or corrupt
         ├── StoreFullError (OSError)         the store's disk is full: nothing was written
         ├── StoreReadOnlyError (OSError)     the store cannot be written (permissions, mount)
@@ -35,6 +37,8 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
         ├── StoreUnreachableError            the store's server cannot be reached (a restart,
         │                                    a network failure): try again ``retry_after``
         ├── StoreCorruptError                the store's file or a row in it is damaged
+        ├── IncompatibleRunError             the code changed so that a run in flight
+        │                                    cannot continue from its checkpoint
         ├── UnstorableTextError (ValueError) text the store cannot hold (a NUL character
         │                                    or a lone surrogate in an id, a name, a filter)
         └── RunConflictError                 the run's state does not allow that (e.g. a
@@ -173,6 +177,27 @@ class ContextSerdeError(BatonflowError, ValueError):
     """A serialized context that cannot be restored (corrupt, foreign or from another version)."""
 
 
+class QueueFullError(BatonflowError):
+    """A start refused because its workflow's queue holds ``max_queued`` runs already.
+
+    Nothing was recorded. A server answers it ``429`` with ``Retry-After``.
+
+    Args:
+        workflow: The workflow whose queue is full.
+        max_queued: Its limit.
+        retry_after: Seconds until trying again makes sense (``None``: the limits' default).
+    """
+
+    def __init__(self, workflow: str, max_queued: int, retry_after: float | None) -> None:
+        super().__init__(
+            f"The queue of workflow {workflow!r} is full ({max_queued} runs wait already), so "
+            "nothing was recorded; start the run again later, or raise its max_queued."
+        )
+        self.workflow = workflow
+        self.max_queued = max_queued
+        self.retry_after = retry_after
+
+
 class CheckpointError(BatonflowError):
     """A checkpoint that is missing, from an older format, corrupt, or for changed steps."""
 
@@ -210,6 +235,20 @@ class StoreUnreachableError(CheckpointError):
 
 class StoreCorruptError(CheckpointError):
     """The run store's file, or a row in it, is damaged or not a batonflow store."""
+
+
+class IncompatibleRunError(CheckpointError):
+    """A run in flight cannot continue with this code: a step its checkpoint has in progress
+    (or pending events for) is gone, an event or state field changed incompatibly.
+
+    Raised before anything runs; the message names the run and every reason, and
+    :attr:`reasons` holds them one by one. A resume records the run as ``interrupted`` with
+    this message as its error (see ``WorkflowCheckpointer.check``).
+    """
+
+    def __init__(self, message: str, reasons: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.reasons = reasons
 
 
 class UnstorableTextError(CheckpointError, ValueError):
@@ -311,8 +350,10 @@ __all__ = [
     "ContextStateError",
     "DuplicateStartError",
     "IdempotencyKeyError",
+    "IncompatibleRunError",
     "JournalMismatchError",
     "LeaseLostError",
+    "QueueFullError",
     "ResourceCycleError",
     "ResourceError",
     "ResourceFileNotFoundError",

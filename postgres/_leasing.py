@@ -64,6 +64,7 @@ class LeaseMethods:
         owner: str | None = "server",
         workflows: Iterable[str] | None = None,
         limit: int = 50,
+        exclude: Iterable[str] = (),
     ) -> builtins.list[RunRecord]:
         """Take over runs nobody runs any more, at most ``limit``.
 
@@ -75,15 +76,17 @@ class LeaseMethods:
         (the ones this replica can run). Replicas racing for the same run never both get it
         (``FOR UPDATE SKIP LOCKED`` and a conditional update): each run goes to exactly one.
         The runs are marked with the claim's own id, so a claim whose answer was lost finds
-        and returns the runs it took (nobody would run them otherwise).
+        and returns the runs it took (nobody would run them otherwise). The runs in
+        ``exclude`` are never taken (those this replica's code cannot continue).
         """
         names = None if workflows is None else sorted(workflows)
+        skipped = sorted(exclude)
         me = self._replica()
         active = sorted(ACTIVE)
         claim = uuid.uuid4().hex
         args = (
             *(me, self.lease_token, self.lease_seconds, claim, [*active, "interrupted"]),
-            *(owner, owner, names, names, self.lease_token, active, limit),
+            *(owner, owner, names, names, skipped, self.lease_token, active, limit),
         )
 
         def claimed(conn: psycopg.Connection[Any]) -> Any:
@@ -94,7 +97,8 @@ class LeaseMethods:
             "claim expired runs",
             lambda conn: conn.execute(CLAIM_EXPIRED, args).fetchall(),
             recheck=Recheck(
-                ("claim", owner, None if names is None else tuple(names), limit), claimed
+                ("claim", owner, None if names is None else tuple(names), limit, *skipped),
+                claimed,
             ),
         )
         return [RunRecord(*row) for row in rows]

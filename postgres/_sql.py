@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from batonflow.core.durable._queue import queue_statements
 from batonflow.core.durable._schedules import schedule_statements
 from batonflow.core.durable._sql_schema import (
     CHECKPOINT_COLUMNS,
@@ -22,7 +23,7 @@ from batonflow.core.durable._sql_schema import (
     create_table,
 )
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 11
 COMPONENT = "checkpoints"
 EVENTS_CHANNEL = "batonflow_events"
 INBOX_CHANNEL = "batonflow_inbox"
@@ -76,8 +77,13 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     # The schedules and their firings, keyed by (schedule, time): core/durable/_schedules.py.
     8: schedule_statements(real="DOUBLE PRECISION"),
+    # The version of the workflow that started a run (Workflow.version), checked before a
+    # resume or a takeover (core/durable/_versions.py).
+    9: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS workflow_version TEXT",),
+    # The run queue: queued runs claimed under limits (core/durable/_queue.py).
+    10: queue_statements(real="DOUBLE PRECISION"),
     # A child run's parent step, and how a run came from its parent ("fork", "child").
-    9: (
+    11: (
         "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS parent_step TEXT",
         "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS parent_kind TEXT",
     ),
@@ -159,7 +165,7 @@ CLAIM_EXPIRED = (
     f"lease_until = {NOW} + %s, lease_since = {NOW}, lease_change = %s "
     "WHERE run_id IN (SELECT run_id FROM checkpoint_runs "
     "WHERE status = ANY(%s) AND (%s::text IS NULL OR owner = %s) "
-    "AND (%s::text[] IS NULL OR workflow_name = ANY(%s)) "
+    "AND (%s::text[] IS NULL OR workflow_name = ANY(%s)) AND NOT run_id = ANY(%s::text[]) "
     "AND ((lease_owner IS NOT NULL AND lease_token IS DISTINCT FROM %s "
     f"AND {EXPIRED}) OR (lease_owner IS NULL AND status = ANY(%s))) "
     "ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED) "
@@ -192,6 +198,38 @@ INBOX_HEADS = (
     "WHERE r.lease_owner = %s AND r.lease_token = %s GROUP BY r.run_id"
 )
 LEASE_OF = f"SELECT lease_owner, lease_until - {NOW} FROM checkpoint_runs WHERE run_id = %s"
+#: One claim (or admission) of a workflow's queued runs at a time, across replicas.
+QUEUE_LOCK = "SELECT pg_advisory_xact_lock(hashtext('batonflow.queue:' || %s))"
+#: Claimed runs are leased to the claiming store, marked with the claim's id.
+QUEUE_LEASED = (
+    "UPDATE checkpoint_runs SET lease_owner = %s, lease_token = %s, "
+    f"lease_until = {NOW} + %s, lease_since = {NOW}, lease_change = %s WHERE run_id = ANY(%s)"
+)
+#: A queued run recorded in one statement (no ``max_queued`` to check): the run, unleased,
+#: and its place in the queue.
+QUEUE_INSERT = (
+    f"WITH run AS (INSERT INTO checkpoint_runs ({RUN_COLUMNS}) "
+    f"VALUES ({', '.join(['%s'] * RUN_FIELDS)}) RETURNING run_id) "
+    "INSERT INTO run_queue (run_id, workflow_name, queue_key, priority, enqueued_at) "
+    "SELECT run_id, %s, %s, %s, %s FROM run"
+)
+#: A claim under ``max_running`` alone (nothing store-wide to count) in one statement: the
+#: queue's rows are locked and skipped by the other replicas' claims, each run goes to one.
+QUEUE_CLAIM_FREE = (
+    "WITH picked AS (SELECT q.run_id FROM run_queue q JOIN checkpoint_runs r "
+    "ON r.run_id = q.run_id WHERE q.workflow_name = %(workflow)s AND q.started_at IS NULL "
+    "AND r.status = 'queued' ORDER BY q.priority DESC, q.enqueued_at, q.run_id "
+    "LIMIT %(want)s FOR UPDATE SKIP LOCKED), "
+    "started AS (UPDATE run_queue SET started_at = %(now)s "
+    "WHERE run_id IN (SELECT run_id FROM picked)) "
+    "UPDATE checkpoint_runs SET status = 'running', updated_at = %(now)s, "
+    f"lease_owner = %(replica)s, lease_token = %(token)s, lease_until = {NOW} + %(lease)s, "
+    f"lease_since = {NOW}, lease_change = %(claim)s "
+    "WHERE run_id IN (SELECT run_id FROM picked) AND status = 'queued' "
+    f"RETURNING {RUN_COLUMNS}"
+)
+#: What a claim whose answer was lost took.
+QUEUE_CLAIMED = f"SELECT {RUN_COLUMNS} FROM checkpoint_runs WHERE lease_change = %s ORDER BY run_id"
 SETUP_LOCK = "SELECT pg_advisory_xact_lock(hashtext('batonflow.schema'))"
 SCHEMA_TABLE = (
     "CREATE TABLE IF NOT EXISTS batonflow_schema "
@@ -218,6 +256,11 @@ __all__ = [
     "MIGRATIONS",
     "NOW",
     "PUT_FENCED",
+    "QUEUE_CLAIMED",
+    "QUEUE_CLAIM_FREE",
+    "QUEUE_INSERT",
+    "QUEUE_LEASED",
+    "QUEUE_LOCK",
     "RELEASE",
     "RELEASED",
     "RELEASE_CHANNEL",

@@ -94,6 +94,9 @@ class Replication:
         self._on_resync = on_resync
         self.workflows = None if workflows is None else frozenset(workflows)
         self._held: set[str] = set()
+        #: Runs this replica's code cannot continue (a newer or older version of the
+        #: workflow): never claimed by this process, left to the replicas that can.
+        self.refused: set[str] = set()
         self._tasks: list[asyncio.Task[None]] = []
         self.listening = asyncio.Event()
 
@@ -124,7 +127,7 @@ class Replication:
 
     async def _take_over(self) -> list[RunRecord]:
         records = await asyncio.to_thread(
-            lambda: self.store.claim_expired(workflows=self.workflows)
+            lambda: self.store.claim_expired(workflows=self.workflows, exclude=self.refused)
         )
         for record in records:
             log.warning(

@@ -222,6 +222,7 @@
         el("dt", {}, "start fields"), el("dd", { className: "mono" }, compact(run.start, 300)),
         el("dt", {}, "lineage"), lineage);
       bf.scheduleFacts(run).forEach(function (node) { facts.appendChild(node); });
+      bf.queueFacts(run).forEach(function (node) { facts.appendChild(node); });
       var live = FINISHED.indexOf(run.status) < 0;
       actions.replaceChildren(
         el("button", { type: "button", className: "danger", name: "cancel", disabled: !live, onclick: async function () {

@@ -4,7 +4,7 @@
 (function (bf) {
   "use strict";
 
-  var STATUSES = ["running", "waiting", "completed", "failed", "cancelled", "timed_out", "interrupted"];
+  var STATUSES = ["queued", "running", "waiting", "completed", "failed", "cancelled", "timed_out", "interrupted"];
   var FINISHED = ["completed", "failed", "cancelled", "timed_out", "interrupted"];
   // What the current view started (timers, streams): stopped when the view changes.
   var cleanups = [];

@@ -86,6 +86,7 @@ def new_run(
         parent_run_id=info.parent_run_id,
         parent_step=info.parent_step,
         parent_kind="child" if info.parent_run_id is not None else None,
+        workflow_version=self.workflow.version,
     )
     return record, event, stepwise
 

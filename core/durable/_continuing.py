@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.events import Event, StartEvent
 from ..engine.context import Context
-from ..errors import CheckpointError, ContextSerdeError
+from ..errors import CheckpointError, ContextSerdeError, IncompatibleRunError
+from . import _versions
 from ._records import Checkpoint, RunRecord
 
 if TYPE_CHECKING:
@@ -45,8 +46,14 @@ class Fork:
     event: Event | None = None
 
 
-def restart(self: WorkflowCheckpointer, record: RunRecord) -> WorkflowHandler:
-    """Run a recorded run that died before its first checkpoint from its start event."""
+def restart(
+    self: WorkflowCheckpointer, record: RunRecord, *, claimed: bool = False
+) -> WorkflowHandler:
+    """Run a recorded run that died before its first checkpoint from its start event.
+
+    ``claimed``: a run this store just took out of the run queue (it holds it already, and
+    nothing can be in the inbox of a run that never started).
+    """
     assert record.start_event is not None  # resume() checked it
     try:
         event = self.serializer.deserialize(record.start_event)
@@ -59,11 +66,13 @@ def restart(self: WorkflowCheckpointer, record: RunRecord) -> WorkflowHandler:
             f"Run {record.run_id}'s recorded start event decoded to "
             f"{type(event).__name__}, not a StartEvent; delete the run and start it again."
         )
-    self._acquire(record.run_id, record.status)
+    if not claimed:
+        self._acquire(record.run_id, record.status)
     self._track(record.run_id, start=1)
     handler = self._launch(run_id=record.run_id, start_event=event)
     self._attach(handler)
-    self._deliver(record.run_id)
+    if not claimed:
+        self._deliver(record.run_id)
     self._watch(handler)
     return handler
 
@@ -144,6 +153,24 @@ def _restored(
     return ctx, final
 
 
+def _check_version(
+    self: WorkflowCheckpointer, checkpoint: Checkpoint, same_run: bool, plan: Fork | None
+) -> None:
+    """Refuse, before anything runs, a checkpoint this code cannot continue (``_versions``);
+    a resume (``same_run``) checked its run already."""
+    if same_run:
+        return
+    source = self.store.run(checkpoint.run_id)
+    if source is None:  # a checkpoint of another store: its data says it all
+        source = RunRecord(checkpoint.run_id, checkpoint.workflow_name, "running", 0.0, 0.0)
+    data = dict(checkpoint.ctx_data)
+    if plan is not None and plan.event is not None:
+        data["queue"] = []  # the fork's event replaces them
+    found = _versions.check_record(self.workflow, self.serializer, source, checkpoint, data)
+    if not found.ok:
+        raise IncompatibleRunError(found.message(), found.reasons)
+
+
 def continue_from(
     self: WorkflowCheckpointer,
     checkpoint: Checkpoint,
@@ -160,8 +187,9 @@ def continue_from(
             f"{checkpoint.workflow_name!r}, not {name!r}; continue it with a "
             f"{checkpoint.workflow_name} instance."
         )
-    ctx, final = _restored(self, checkpoint, run_id, plan)
     same_run = run_id == checkpoint.run_id
+    _check_version(self, checkpoint, same_run, plan)
+    ctx, final = _restored(self, checkpoint, run_id, plan)
     last = checkpoint if same_run else self.store.latest(run_id)
     if last is None:
         record = self.store.run(checkpoint.run_id)
@@ -182,6 +210,7 @@ def continue_from(
                 parent_run_id=plan.parent if plan is not None else None,
                 parent_seq=checkpoint.seq if plan is not None else None,
                 parent_kind="fork" if plan is not None else None,
+                workflow_version=self.workflow.version,
             )
         )
     else:

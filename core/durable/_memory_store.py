@@ -14,6 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Collection
 
+from ._memory_queue import MemoryQueue
 from ._records import (
     ENDED,
     Checkpoint,
@@ -55,7 +56,7 @@ class _Run:
     )
 
 
-class InMemoryCheckpointStore(MemorySchedules):
+class InMemoryCheckpointStore(MemorySchedules, MemoryQueue):
     """Runs, checkpoints, event logs and inboxes in dicts: fast, gone with the process.
 
     Args:
@@ -164,6 +165,7 @@ class InMemoryCheckpointStore(MemorySchedules):
             if run.record is not None and run.record.idempotency_key is not None:
                 self._keys.pop(run.record.idempotency_key, None)
         self._ended.pop(run_id, None)
+        self.__dict__.get("_queue_entries", {}).pop(run_id, None)
 
     def runs(
         self,

@@ -6,6 +6,7 @@ once runs against each of them.
 
 The status vocabulary is the same for library, CLI and server runs:
 
+``queued``       the run waits in the run queue for its limits to let it start (nothing ran)
 ``running``      the run is in progress (or its process died and nobody resumed it yet)
 ``waiting``      the run asked for input (an ``InputRequiredEvent``) and waits for an answer
 ``completed``    the run returned its result
@@ -26,7 +27,7 @@ from typing import Any
 from ..errors import CheckpointError, RunConflictError
 
 #: Every status a stored run can have.
-STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted")
+STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted", "queued")
 #: Statuses of a run that is still going on (or was left so by a crash).
 ACTIVE = frozenset({"running", "waiting"})
 #: Statuses of a run that ended; its record does not change any more.
@@ -148,9 +149,11 @@ class RunRecord:
         parent_run_id: The run this one was forked from (``cptr.fork``) or started by as a
             child (``ctx.run_child``), else ``None``.
         parent_seq: The checkpoint of the parent a fork continues from (its ``seq``).
+        workflow_version: The version of the workflow that started it (``Workflow.version``:
+            declared, or the hash of its shape); ``None`` for runs recorded before versions.
         parent_step: The parent's step that started a child run.
         parent_kind: How it came from its parent: ``"fork"`` or ``"child"`` (``None`` for a
-            run without a parent, and for a fork recorded before schema version 6).
+            run without a parent, and for a fork recorded before schema version 8).
     """
 
     run_id: str
@@ -170,6 +173,7 @@ class RunRecord:
     idempotency_key: str | None = None
     parent_run_id: str | None = None
     parent_seq: int | None = None
+    workflow_version: str | None = None
     parent_step: str | None = None
     parent_kind: str | None = None
 

@@ -1,6 +1,6 @@
 """The run store's SQL, written once for every dialect: its tables, rows and statements.
 
-:data:`TABLES` is the schema (SQLite's version 6) column by column, :func:`create_statements` creates
+:data:`TABLES` is the schema (SQLite's version 8) column by column, :func:`create_statements` creates
 it, :func:`run_row`/:func:`checkpoint_row` turn records into rows of it, and
 :class:`Statements` holds every statement :class:`~batonflow.core.durable._sql_store.SqlRunStore`
 makes, in a dialect's parameter style. The SQL is what SQLite (3.35 and later) and PostgreSQL
@@ -44,8 +44,10 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         # The run it was forked from, and the checkpoint (seq) it continues from: version 4.
         ("parent_run_id", "TEXT"),
         ("parent_seq", "INTEGER"),
+        # The version of the workflow that started it (Workflow.version): SQLite 6, PG 9.
+        ("workflow_version", "TEXT"),
         # A child run's parent step, and how a run came from its parent ("fork", "child"):
-        # SQLite version 6, PostgreSQL version 9.
+        # SQLite version 8, PostgreSQL version 11.
         ("parent_step", "TEXT"),
         ("parent_kind", "TEXT"),
         # For stores shared by several servers (PostgreSQL): who holds the run, until when.
@@ -139,7 +141,7 @@ def create_statements(real: str = "REAL") -> tuple[str, ...]:
 #: The checkpoint columns, in the order of :func:`checkpoint_row`.
 CHECKPOINT_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoints"])
 #: How many of the run columns a :class:`RunRecord` holds.
-RUN_FIELDS = 19
+RUN_FIELDS = 20
 #: The run columns a :class:`RunRecord` holds (the lease columns are PostgreSQL's business).
 RUN_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoint_runs"][:RUN_FIELDS])
 #: A journaled call's columns after ``run_id``, in the order of ``JournalEntry``'s fields.
@@ -178,6 +180,7 @@ def run_row(record: RunRecord) -> tuple[Any, ...]:
         record.idempotency_key,
         record.parent_run_id,
         record.parent_seq,
+        record.workflow_version,
         record.parent_step,
         record.parent_kind,
     )
@@ -363,7 +366,14 @@ class Statements:
             "last_event": "SELECT seq, kind, body FROM run_events WHERE run_id = ? "
             "ORDER BY seq DESC LIMIT 1",
         }
-        tables = ("checkpoints", "run_events", "run_inbox", "run_journal", "checkpoint_runs")
+        tables = (
+            "checkpoints",
+            "run_events",
+            "run_inbox",
+            "run_journal",
+            "run_queue",
+            "checkpoint_runs",
+        )
         delete = tuple(f"DELETE FROM {table} WHERE run_id = ?" for table in tables)
         return cls(
             param=param,

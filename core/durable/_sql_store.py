@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Self, TypeVar
 from ..errors import CheckpointError, RunBusyError, StoreCorruptError
 from . import _sql_journal
 from ._holds import describe, holder_alive
+from ._queue import SqlQueue
 from ._rechecks import (
     Recheck,
     checkpoint_stored,
@@ -74,7 +75,7 @@ T = TypeVar("T")
 Conn = Any
 
 
-class SqlRunStore(SqlSchedules):
+class SqlRunStore(SqlSchedules, SqlQueue):
     """Runs, checkpoints, event logs and inboxes in SQL tables; a dialect says how to connect.
 
     Subclasses set :attr:`sql` and :attr:`unique_violation`, call ``super().__init__(where)``,

@@ -17,6 +17,7 @@ from ..errors import (
     StoreLockedError,
     StoreReadOnlyError,
 )
+from ._queue import queue_statements
 from ._schedules import schedule_statements
 from ._sql_schema import (
     CHECKPOINT_COLUMNS,
@@ -47,7 +48,7 @@ def create_private(path: Path) -> None:
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """Bring a fresh file, or one of versions 1 to 5, to version 6 (inside the set-up
+    """Bring a fresh file, or one of versions 1 to 7, to version 8 (inside the set-up
     transaction)."""
     # A fresh file gets the tables whole; a version-1 file keeps its two tables, which get
     # the columns version 2 added (in the same order, so both files read alike).
@@ -64,7 +65,12 @@ def migrate(conn: sqlite3.Connection) -> None:
     # Version 5: the schedules and their firings (core/durable/_schedules.py).
     for statement in schedule_statements():
         conn.execute(statement)
-    # Version 6: a child run's parent step and a run's parent kind (columns _add_version_2
+    # Version 6: checkpoint_runs.workflow_version, added by _add_version_2 as every column a
+    # run's table lacks (a run recorded before it has none: its check reads its checkpoint).
+    # Version 7: the run queue (core/durable/_queue.py).
+    for statement in queue_statements():
+        conn.execute(statement)
+    # Version 8: a child run's parent step and a run's parent kind (columns _add_version_2
     # adds as it added version 4's).
 
 

@@ -39,9 +39,19 @@ from ..errors import (
     RunConflictError,
     WorkflowRuntimeError,
 )
-from . import _checkpoint_query, _checkpoint_recording, _continuing, _idempotency
+from . import (
+    _checkpoint_query,
+    _checkpoint_recording,
+    _continuing,
+    _idempotency,
+    _queuing,
+    _versions,
+)
+from ._dispatch import Dispatcher
 from ._memory_store import InMemoryCheckpointStore
+from ._queue import RunLimits
 from ._records import (
+    ENDED,
     STATUSES,
     Checkpoint,
     InboxItem,
@@ -51,6 +61,7 @@ from ._records import (
 )
 from ._sqlite_store import SqliteCheckpointStore
 from ._store import CheckpointStore, OffLoopWrites, encode, event_body
+from ._versions import RunCheck
 
 #: The inbox body of a cancel request (see ``request_cancel``). No serializer writes it for an
 #: event: they all encode an event's class with it.
@@ -98,6 +109,9 @@ class WorkflowCheckpointer:
         on_end: Called as ``on_end(run_id, status, result, error)`` when a run ends, instead
             of recording its outcome: the caller records it (the server writes it together
             with the run's last log entry, so a crash cannot split the two).
+        limits: A :class:`~batonflow.core.RunLimits`: runs are recorded ``queued`` and start
+            as the limits allow, counted across every process sharing the store; start them
+            with ``await cptr.astart(...)`` (waits for its turn) or ``cptr.enqueue(...)``.
     """
 
     def __init__(
@@ -109,6 +123,7 @@ class WorkflowCheckpointer:
         checkpoint_serializer: BaseSerializer | None = None,
         disabled_steps: Iterable[str] = (),
         on_end: Callable[[str, str, str | None, str | None], None] | None = None,
+        limits: RunLimits | None = None,
     ) -> None:
         # One bound-method object, so detach() can remove exactly what was added.
         self._listener = self._on_step
@@ -138,6 +153,14 @@ class WorkflowCheckpointer:
         #: The store, when it writes off the loop too (a step's checkpoint is then awaited).
         self._off_loop = self.store if isinstance(self.store, OffLoopWrites) else None
         self._cancelling: set[asyncio.Future[None]] = set()  # kept referenced until done
+        #: The limits runs queue under (``None``: runs start at once, nothing is queued).
+        self.limits = limits if limits is not None and limits.queues else None
+        self._dispatcher: Dispatcher | None = None
+        self._serving: asyncio.Task[None] | None = None
+        #: Callers of ``started`` waiting for a queued run to start here.
+        self._starting: dict[str, asyncio.Future[WorkflowHandler]] = {}
+        #: The store last found to keep a run queue (see ``_queuing._queue_store``).
+        self._queue_checked: CheckpointStore | None = None
 
     @property
     def workflow(self) -> Workflow:
@@ -276,6 +299,12 @@ class WorkflowCheckpointer:
         key = None if idempotency_key is None else _idempotency.check_key(idempotency_key)
         if _continues(ctx):
             return self._run_durable(ctx, **kwargs)  # it continues a run: nothing to record
+        if self.limits is not None:
+            raise WorkflowRuntimeError(
+                "This checkpointer queues its runs (it has limits), so a run may not start at "
+                "once; use `await cptr.astart(...)`, which waits for its turn, or "
+                "cptr.enqueue(...)."
+            )
         record, event, stepwise = self._new_run(start_event, run_id, info or RunInfo(), kwargs, key)
         try:
             self.store.create_run(record)
@@ -296,7 +325,15 @@ class WorkflowCheckpointer:
     ) -> WorkflowHandler:
         """:meth:`start`, recording the run off the event loop where the store can
         (:class:`~batonflow.core.durable._store.OffLoopWrites`): the loop serves the other
-        runs meanwhile. Same arguments, result and errors."""
+        runs meanwhile. Same arguments, result and errors.
+
+        With ``limits``, the run is recorded ``queued`` and this waits until it starts here
+        (``priority=`` and ``key=`` as :meth:`enqueue`); ``QueueFullError`` when its queue is
+        full (nothing recorded)."""
+        if self.limits is not None and not _continues(ctx):
+            return await self._astart_queued(
+                start_event, run_id=run_id, info=info, idempotency_key=idempotency_key, **kwargs
+            )
         key = None if idempotency_key is None else _idempotency.check_key(idempotency_key)
         if _continues(ctx):
             return self._run_durable(ctx, **kwargs)
@@ -345,18 +382,28 @@ class WorkflowCheckpointer:
         still runs it, a resume elsewhere is refused before anything runs (a process killed
         with ``kill -9`` holds nothing).
 
+        A run started by another version of the workflow is checked first (``check``):
+        one this code cannot continue is recorded ``interrupted`` with the reason as its
+        error, and nothing runs.
+
         Raises:
             RunBusyError: Another live process runs it (its message names the process).
+            IncompatibleRunError: This code cannot continue it (the message says why).
             CheckpointError: The store has no record of that run, or it cannot be restored.
         """
         latest = self.store.latest(run_id)
+        record = self.store.run(run_id)
+        if latest is None and (record is None or record.start_event is None):
+            raise CheckpointError(
+                f"No checkpoint for run {run_id!r} in {self.store!r}; start it with "
+                "cptr.run(...), or pass the store the run was recorded in."
+            )
+        if record is not None and record.status not in ENDED:  # an ended run: its result
+            found = _versions.check_record(self.workflow, self.serializer, record, latest)
+            if not found.ok:
+                raise _versions.refuse(self, found)
         if latest is None:
-            record = self.store.run(run_id)
-            if record is None or record.start_event is None:
-                raise CheckpointError(
-                    f"No checkpoint for run {run_id!r} in {self.store!r}; start it with "
-                    "cptr.run(...), or pass the store the run was recorded in."
-                )
+            assert record is not None  # checked above
             return self._restart(record)
         return self._continue(latest, run_id, {})
 
@@ -492,6 +539,25 @@ class WorkflowCheckpointer:
                 if item.key is not None:  # an answer: is another question still open?
                     handler._run.loop.call_soon(self._ask_again, run_id)
 
+    # Whether this code can continue a run (started by another version): _versions.py.
+    check = _versions.check_run
+    check_runs = _versions.check_runs
+
+    @staticmethod
+    def run_info() -> RunInfo:
+        """A record's extra fields, all left to their defaults (see :class:`RunInfo`)."""
+        return RunInfo()
+
+    # The run queue, when the checkpointer has limits: _queuing.py.
+    enqueue = _queuing.enqueue
+    started = _queuing.started
+    serve_queue = _queuing.serve_queue
+    close_queue = _queuing.close_queue
+    queue_place = _queuing.queue_place
+    cancel_queued = _queuing.cancel_queued
+    start_claimed = _queuing.start_claimed
+    _astart_queued = _queuing.astart_queued
+
     # Continuing a run from a checkpoint (its own, or a fork's): _continuing.py.
     _restart = _continuing.restart
     _continue = _continuing.continue_from
@@ -523,6 +589,7 @@ __all__ = [
     "CheckpointStore",
     "InMemoryCheckpointStore",
     "InboxItem",
+    "RunCheck",
     "RunInfo",
     "RunRecord",
     "SqliteCheckpointStore",

@@ -40,6 +40,7 @@ from ._durability import Durable, make_durable
 from ._runtime import Run, RunStatus, current_execution
 from ._start_event import build_start_event
 from ._validate_resources import resource_problems
+from ._version import check_declared, version_of
 from .context import Context
 from .graph import Graph, check_entry_and_exit, compile_graph
 from .handler import WorkflowHandler
@@ -92,6 +93,7 @@ class Workflow:
             from its latest checkpoint, also in a new process when the store is durable.
             A path or URL opens one with :func:`~batonflow.core.stores.open_store`: a SQLite
             file (``"runs.db"``) or a PostgreSQL database (``"postgresql://..."``).
+        version: The version its durable runs record (or ``version = "2"`` in the class).
 
     Raises:
         WorkflowConfigurationError: ``timeout`` or ``num_concurrent_runs`` is not positive,
@@ -121,6 +123,7 @@ class Workflow:
         clock: Callable[[], float] | None = None,
         sleep: Callable[[float], Coroutine[Any, Any, None]] | None = None,
         checkpoint_store: CheckpointStore | str | os.PathLike[str] | None = None,
+        version: str | None = None,
     ) -> None:
         if timeout is not None and (isinstance(timeout, bool) or not timeout > 0):
             raise WorkflowConfigurationError(
@@ -146,6 +149,7 @@ class Workflow:
         self._workflow_name = workflow_name
         self._serializer = serializer
         self._strict_state = strict_state
+        self._declared_version = check_declared(version, type(self).__name__)
         own = list(instruments)
         if verbose:
             style = verbose if isinstance(verbose, str) else "llama"  # True: LlamaIndex 2.26's
@@ -186,6 +190,12 @@ class Workflow:
     def workflow_name(self) -> str:
         """The workflow's name (``workflow_name=`` or the class name)."""
         return self._workflow_name or type(self).__name__
+
+    @property
+    def version(self) -> str:
+        """The version its durable runs record: the declared one, else a hash of its steps'
+        names, their events' fields and the state's (``core/engine/_version.py``)."""
+        return version_of(self)
 
     @property
     def timeout(self) -> float | None:

@@ -36,6 +36,7 @@ COMMANDS = [
     ("runs", "prune"),
     ("runs", "fork"),
     ("runs", "journal"),
+    ("runs", "check"),
     ("schedule",),
     ("schedule", "add"),
     ("schedule", "list"),

@@ -52,7 +52,7 @@ def test_an_unknown_status_is_an_error_listing_the_valid_ones(tmp_path):
     assert result.exit_code == 1
     assert (
         "error: Unknown status 'bogus'; use one of running, waiting, completed, failed, "
-        "cancelled, interrupted." in result.stderr
+        "cancelled, interrupted, queued." in result.stderr
     )
 
 

@@ -10,7 +10,7 @@ from batonflow.core.checkpoints import (
     SqliteCheckpointStore,
     WorkflowCheckpointer,
 )
-from batonflow.core.errors import CheckpointError
+from batonflow.core.errors import CheckpointError, IncompatibleRunError
 
 
 class JokeEvent(Event):
@@ -246,12 +246,15 @@ class ChangedJokeFlow(Workflow):
 
 
 async def test_checkpoint_of_changed_workflow_names_missing_step() -> None:
-    """A checkpoint whose next step no longer exists says which step is missing."""
+    """A checkpoint whose next step no longer exists says which step is missing (checked
+    before anything runs: IncompatibleRunError, a CheckpointError)."""
     src = WorkflowCheckpointer(workflow=JokeFlow(Calls()))
     handler = src.run(topic="t")
     await handler
     changed = WorkflowCheckpointer(workflow=ChangedJokeFlow(workflow_name="JokeFlow"))
-    with pytest.raises(CheckpointError, match=r"cannot be restored: .*'critique_joke'"):
+    with pytest.raises(
+        IncompatibleRunError, match=r"cannot continue with this code.*step 'critique_joke'"
+    ):
         changed.run_from(checkpoint=src.checkpoints[handler.run_id][0])
 
 

@@ -34,6 +34,9 @@ class Replica:
         log_name: The log file's name in ``tmp`` (default ``<name>.log``); a replica started
             again under the same name gets a log of its own this way.
         start_timeout: Seconds to wait for its start-up line.
+        flows: Its ``-w NAME=MODULE:CLASS`` options (default: ``StepsFlow`` as ``steps``);
+            a module is imported from ``tmp`` too (its working directory).
+        extra: More ``batonflow serve`` options (``--max-running 2``, ``--limit ...``).
 
     Raises:
         AssertionError: It exited or did not print its address within ``start_timeout``
@@ -49,6 +52,8 @@ class Replica:
         *,
         log_name: str | None = None,
         start_timeout: float = 60.0,
+        flows: tuple[str, ...] = (f"steps={FLOWS}:StepsFlow",),
+        extra: tuple[str, ...] = (),
     ) -> None:
         self.name = name
         self.log = tmp / (log_name or f"{name}.log")
@@ -73,8 +78,8 @@ class Replica:
                     str(lease),
                     "--no-prebuilt",
                     "--quiet",
-                    "-w",
-                    f"steps={FLOWS}:StepsFlow",
+                    *(arg for flow in flows for arg in ("-w", flow)),
+                    *extra,
                 ],
                 cwd=tmp,
                 env=env,
