@@ -280,6 +280,15 @@ class StreamedEvent(BaseModel):
     type: str = Field(description="The event's class name.")
     qualified_name: str = Field(description="module.Class of the event.")
     value: dict[str, Any] = Field(description="The event's fields.")
+    step: str | None = Field(
+        None,
+        description="The step that wrote it (a durable run's events; absent when not known).",
+    )
+    execution: int | None = Field(
+        None,
+        description="The id of the step execution that wrote it; a StepRestarted names the "
+        "execution that runs again, whose events from value.first_event_id on it supersedes.",
+    )
 
 
 class StreamEnd(BaseModel):

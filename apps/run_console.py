@@ -63,6 +63,7 @@ _OWN_ASSETS = (
     "forms.js",
     "answer.js",
     "fork.js",
+    "restarts.js",
     "chat.js",
     "schedules.js",
     "queue.js",

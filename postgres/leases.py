@@ -40,6 +40,7 @@ import psycopg
 from batonflow.core.durable._records import RunRecord
 from batonflow.core.errors import StoreUnreachableError
 
+from ._errors import no_free_slot, no_slot_advice, reason
 from .store import EVENTS_CHANNEL, INBOX_CHANNEL, RELEASE_CHANNEL, PostgresCheckpointStore
 
 log = logging.getLogger("batonflow.postgres")
@@ -180,9 +181,20 @@ class Replication:
                         await self._dispatch(note.channel, note.payload)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # the server restarted or the network broke: listen again
+            except Exception as exc:  # the server restarted or the network broke: listen again
                 self.listening.clear()
-                log.warning("LISTEN connection lost; reconnecting in %.1f s", delay)
+                if no_free_slot(exc):
+                    log.warning(
+                        "LISTEN connection of replica %s refused: the server has no free "
+                        "connection (%s); answers and cancels reach its runs at the next "
+                        "heartbeat meanwhile; %s. Retrying in %.1f s",
+                        self.store.replica_id,
+                        reason(exc, self.store.url),
+                        no_slot_advice(self.store.pool_size),
+                        delay,
+                    )
+                else:
+                    log.warning("LISTEN connection lost; reconnecting in %.1f s", delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 10.0)
 

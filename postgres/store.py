@@ -72,7 +72,15 @@ from batonflow.core.errors import CheckpointError, LeaseLostError, StoreCorruptE
 from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ._errors import TextCursor, lease_lost, reason, redacted, store_error
+from ._errors import (
+    TextCursor,
+    lease_lost,
+    no_free_slot,
+    no_slot_advice,
+    reason,
+    redacted,
+    store_error,
+)
 from ._leasing import LeaseMethods
 from ._offloop import OffLoopStore, Writers
 from ._outage import Calls, Outage, OutagePolicy, pool_options
@@ -159,6 +167,8 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
         #: The seq of the last log entry this store appended to each run in progress: after
         #: a lost answer, the entry right after it is this store's (see append_event).
         self._last_seq: dict[str, int] = {}
+        #: The most connections the store's pool opens.
+        self.pool_size = max_size
         self._writers = Writers(max_size)  # the a... methods' threads, up to one per connection
         self._completed: OrderedDict[str, RunRecord] = OrderedDict()
         self._pool = ConnectionPool(
@@ -180,14 +190,10 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
         try:
             # One connection first: the pool retries a refused or rejected one until the
             # timeout, and a wrong port or password should say so at once, with the reason.
-            psycopg.connect(url, connect_timeout=max(1, int(connect_timeout))).close()
-        except psycopg.OperationalError as exc:
+            self._first_connection(max_size)
+        except BaseException:
             self._pool.close()
-            raise CheckpointError(
-                f"Cannot connect to PostgreSQL at {self._where} ({reason(exc, url)}); check "
-                "that the server runs and the URL (user, password, host, port, database) is "
-                "right."
-            ) from exc
+            raise
         try:
             self._pool.open(wait=True, timeout=connect_timeout)
         except PoolTimeout as exc:
@@ -204,6 +210,33 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
             raise
 
     # -- set-up ---------------------------------------------------------------------------------
+
+    def _first_connection(self, pool_size: int) -> None:
+        """Connect once, to fail at once with the reason on a wrong URL or a server that is
+        down; a server without a free connection slot (other replicas hold them all, or some
+        are closing) is waited for up to ``connect_timeout``, then named as such."""
+        deadline = time.monotonic() + self.connect_timeout
+        pause = 0.05
+        while True:
+            try:
+                psycopg.connect(self.url, connect_timeout=max(1, int(self.connect_timeout))).close()
+                return
+            except psycopg.OperationalError as exc:
+                why = reason(exc, self.url)
+                if not no_free_slot(exc):
+                    raise CheckpointError(
+                        f"Cannot connect to PostgreSQL at {self._where} ({why}); check that "
+                        "the server runs and the URL (user, password, host, port, database) "
+                        "is right."
+                    ) from exc
+                if time.monotonic() + pause > deadline:
+                    raise CheckpointError(
+                        f"Cannot connect to PostgreSQL at {self._where}: it had no free "
+                        f"connection for {self.connect_timeout:g} s ({why}); "
+                        f"{no_slot_advice(pool_size)}."
+                    ) from exc
+            time.sleep(pause)
+            pause = min(pause * 2, 1.0)
 
     def _configure(self, conn: psycopg.Connection[Any]) -> None:
         # A process stopped inside one of its transactions (SIGSTOP, a frozen VM) would hold

@@ -202,6 +202,10 @@ class ClientEngine:
             collection, payload=payload, points=[pid for pid, _ in vectors], wait=True
         )
 
+    def memory_index(self, collection: str, layout: Layout) -> None:
+        """No vectors in memory: a Qdrant server searches its own (see ``_memory_index``)."""
+        return None
+
     def flush(self) -> None:
         """Nothing to flush: qdrant-client writes with ``wait=True``."""
 

@@ -36,6 +36,8 @@ from .sparse import SparseVector
 if TYPE_CHECKING:
     from qdrant_client import models
 
+    from ._memory_index import MemoryIndex
+
 _CONFIG = "edge_config.json"
 _PAGE = 1024
 #: Search in one thread. Edge's default pool (one thread per CPU) is no faster for a top-k
@@ -50,11 +52,16 @@ class EdgeEngine:
 
     is_local = True
 
-    def __init__(self, where: str, payload_cache: int = DEFAULT_BUDGET) -> None:
+    def __init__(
+        self, where: str, payload_cache: int = DEFAULT_BUDGET, *, memory_index: bool = False
+    ) -> None:
         self.memory = where == ":memory:"
         # Hits' payloads read recently, per collection (see _payload_cache: why, and why safe).
         self._cache_budget = payload_cache
         self._caches: dict[str, PayloadCache] = {}
+        # Collections' vectors in memory, when asked for (see _memory_index); dropped on writes.
+        self._memory_index = memory_index
+        self._indexes: dict[str, MemoryIndex] = {}
         self.root = (
             Path(tempfile.mkdtemp(prefix="batonflow-qdrant-")) if self.memory else Path(where)
         )
@@ -117,11 +124,75 @@ class EdgeEngine:
 
     def drop(self, collection: str) -> None:
         """Delete the collection's shard and its folder."""
-        self._caches.pop(collection, None)
+        self._forget(collection)
         shard = self._shards.pop(collection, None)
         if shard is not None:
             shard.close()
         shutil.rmtree(self._folder(collection), ignore_errors=True)
+
+    def _forget(self, collection: str) -> None:
+        """Drop what is kept of ``collection`` in memory (before a write changes it)."""
+        self._caches.pop(collection, None)
+        self._indexes.pop(collection, None)
+
+    def memory_index(self, collection: str, layout: Layout) -> MemoryIndex | None:
+        """The collection's vectors in memory (built now if needed), or ``None`` when off."""
+        if not self._memory_index:
+            return None
+        index = self._indexes.get(collection)
+        if index is None:
+            from ._memory_index import MemoryIndex  # numpy: only for a store that asks
+
+            shard = self._need(collection)
+            ids: list[Any] = []
+            sparse: list[tuple[list[int], list[float]]] = []
+            dense: list[list[float]] = []
+            offset: Any = None
+            while True:
+                records, offset = shard.scroll(
+                    qe.ScrollRequest(
+                        offset=offset, limit=_PAGE, with_payload=False, with_vector=True
+                    )
+                )
+                for r in records:
+                    vector = r.vector or {}
+                    ids.append(r.id)
+                    if layout.sparse is not None:
+                        sv = vector.get(layout.sparse)
+                        sparse.append((sv.indices, sv.values) if sv is not None else ([], []))
+                    if layout.dense is not None:
+                        dense.append(vector.get(layout.dense) or [0.0] * (layout.dense_size or 0))
+                if offset is None:
+                    break
+            index = self._indexes[collection] = MemoryIndex(
+                ids,
+                sparse if layout.sparse is not None else None,
+                dense if layout.dense is not None else None,
+            )
+        return index
+
+    def payloads_of(
+        self, collection: str, index: MemoryIndex, rows: Sequence[int]
+    ) -> list[dict[str, Any] | None]:
+        """The :data:`READ_FIELDS` payloads of ``index``'s ``rows`` (``None``: none read)."""
+        shard = self._need(collection)
+        keys = [index.keys[r] for r in rows]
+        if self._cache_budget <= 0:
+            records = shard.retrieve([index.ids[r] for r in rows], READ_FIELDS, False)
+            by_id = {str(rec.id): dict(rec.payload or {}) for rec in records}
+            return [by_id.get(index.ids[r]) for r in rows]
+        cache = self._caches.get(collection)
+        if cache is None:
+            cache = self._caches[collection] = PayloadCache(self._cache_budget)
+        found, missing = cache.get_many(keys)
+        if missing:
+            wanted = {index.keys[r]: index.ids[r] for r in rows}
+            for record in shard.retrieve([wanted[k] for k in missing], READ_FIELDS, False):
+                key = _key(record.id)
+                payload = dict(record.payload or {})
+                found[key] = payload
+                cache.put(key, payload)
+        return [found.get(key) for key in keys]
 
     # --- points ---------------------------------------------------------------------------
 
@@ -141,13 +212,13 @@ class EdgeEngine:
             if dense is not None and layout.dense is not None:
                 vector[layout.dense] = dense
             batch.append(qe.Point(pid, vector, payload))
-        self._caches.pop(collection, None)
+        self._forget(collection)
         shard.update(qe.UpdateOperation.upsert_points(batch))
 
     def delete(self, collection: str, ids: Sequence[str]) -> None:
         """Delete points by id."""
         if ids:
-            self._caches.pop(collection, None)
+            self._forget(collection)
             self._need(collection).update(qe.UpdateOperation.delete_points(list(ids)))
 
     def scroll(
@@ -262,7 +333,7 @@ class EdgeEngine:
         if not vectors or layout.sparse is None:
             return
         shard = self._need(collection)
-        self._caches.pop(collection, None)
+        self._forget(collection)
         shard.update(
             qe.UpdateOperation.update_vectors(
                 [
@@ -293,6 +364,7 @@ class EdgeEngine:
                 shard.close()
         self._shards.clear()
         self._caches.clear()
+        self._indexes.clear()
         with contextlib.suppress(OSError):
             portalocker.unlock(self._lock_file)
         self._lock_file.close()

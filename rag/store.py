@@ -78,10 +78,12 @@ class QdrantStore(AsyncStoreMethods):
             text) to keep in memory for later queries (``0``: none). Reading 100 payloads costs
             Qdrant Edge ten times the search; the local folder has one writer, this store, so
             the cache is never stale (every write drops it).
-
+        memory_index: on the embedded engine, answer hybrid queries without a filter from a
+            copy of the collection's vectors in memory, with numpy (:mod:`batonflow.rag._memory_index`:
+            what it costs, and where it differs from the engine's scores).
     Raises:
-        StoreConfigError: more than one place to store was given, or a negative
-            ``payload_cache_mb``.
+        StoreConfigError: more than one place to store was given, a negative
+            ``payload_cache_mb``, or ``memory_index=True`` on a Qdrant server or client.
         StoreLockedError: the local folder is already open in another store or process.
         StoreUnavailableError: (on first use) the server at ``url`` cannot be reached.
     """
@@ -100,6 +102,7 @@ class QdrantStore(AsyncStoreMethods):
         timeout: int | None = None,
         rrf_k: int = RRF_K,
         payload_cache_mb: float = DEFAULT_BUDGET / 2**20,
+        memory_index: bool = False,
     ) -> None:
         given = [
             name
@@ -134,7 +137,14 @@ class QdrantStore(AsyncStoreMethods):
         embedded = client is None and url is None and location in (None, ":memory:")
         self._engine: EdgeEngine | ClientEngine
         if embedded and not is_client_folder(where):
-            self._engine = EdgeEngine(where, payload_cache=int(payload_cache_mb * 2**20))
+            self._engine = EdgeEngine(
+                where, payload_cache=int(payload_cache_mb * 2**20), memory_index=memory_index
+            )
+        elif memory_index:
+            raise StoreConfigError(
+                "memory_index=True needs the embedded engine (path= or location=':memory:'); "
+                "a Qdrant server searches its own vectors: leave memory_index out."
+            )
         else:
             from ._client import client_engine  # qdrant-client: imported only when used
 

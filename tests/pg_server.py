@@ -47,6 +47,8 @@ class PostgresServer:
     #: Whether a commit waits for its WAL to be written: off (fast) for the fixtures; on for
     #: a test that kills the postmaster, or a commit a client was told of may vanish.
     synchronous_commit: bool = False
+    #: The server's ``max_connections`` (a test of what a full server does lowers it).
+    max_connections: int = 200
 
     def url(self, database: str = "postgres") -> str:
         """The ``postgresql://`` URL of one database on this server."""
@@ -131,7 +133,7 @@ def _pg_ctl(
     options = (
         f"-p {server.port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off "
         f"-c synchronous_commit={'on' if server.synchronous_commit else 'off'} "
-        "-c full_page_writes=off -c max_connections=200"
+        f"-c full_page_writes=off -c max_connections={server.max_connections}"
     )
     return subprocess.run(
         [
@@ -257,12 +259,16 @@ def _kill_leftovers(server: PostgresServer) -> None:
 
 
 @contextlib.contextmanager
-def running_server(*, synchronous_commit: bool = False) -> Iterator[PostgresServer]:
+def running_server(
+    *, synchronous_commit: bool = False, max_connections: int = 200
+) -> Iterator[PostgresServer]:
     """Start a fresh cluster on a free port and stop it (and remove its files) afterwards.
 
     Args:
         synchronous_commit: Make each commit wait for its WAL (see
             :attr:`PostgresServer.synchronous_commit`).
+        max_connections: The server's ``max_connections`` (three of them are kept for
+            superusers, which the tests' role is).
     """
     bindir = find_bindir()
     if bindir is None:
@@ -276,7 +282,7 @@ def running_server(*, synchronous_commit: bool = False) -> Iterator[PostgresServ
     user = "batonflow"
     env = _server_env()
     port = _free_port()
-    server = PostgresServer("127.0.0.1", port, user, datadir, synchronous_commit)
+    server = PostgresServer("127.0.0.1", port, user, datadir, synchronous_commit, max_connections)
     try:
         subprocess.run(
             [

@@ -291,6 +291,11 @@
         var state = await api("runs/" + encodeURIComponent(runId) + "/state");
         stateBox.textContent = JSON.stringify(state.state, null, 2);
       } catch (e) {
+        if (e.status === undefined || e.status === 503) {
+          // The server is away (a restart): the stream reconnects, the next refresh tries again.
+          drawingNote.textContent = "The server did not answer; trying again.";
+          return;
+        }
         if (e.status !== 404) throw e;
         drawingNote.textContent = e.message + " Drawn: all possible flows.";
         stateBox.textContent = "not recorded";
@@ -323,6 +328,12 @@
       var body = message.data;
       var item;
       if (chat) chat.add(message);
+      if (message.event === "event" && bf.restarts.isRestart(body)) {
+        timeline.appendChild(bf.restarts.restarted(timeline, body));
+        timeline.scrollTop = timeline.scrollHeight;
+        soon();
+        return;
+      }
       if (grewStreamRow(body)) {
         timeline.scrollTop = timeline.scrollHeight;
         return;
@@ -342,7 +353,7 @@
           if (shown) shown.textContent = prompt;
         }
         var streamed = body.type === "AgentStream";
-        var data = { seq: body.seq, type: body.type };
+        var data = Object.assign({ seq: body.seq, type: body.type }, bf.restarts.tags(body));
         if (streamed) Object.assign(data, { agent: String(value.current_agent_name), count: 1 });
         item = el("li", { className: asks ? "ask" : "", dataset: data },
           el("span", { className: "seq" }, body.seq),

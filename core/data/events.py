@@ -338,6 +338,27 @@ class StepFailedEvent(Event):
     failed_at: datetime
 
 
+class StepRestarted(Event):
+    """Written to a durable run's stream when a step interrupted by a crash runs again.
+
+    A resumed run re-runs the steps that were running when its process died, and they write
+    their stream events again (at least once). Before the re-run's first event, the stream
+    carries this event, so a reader can drop what the interrupted attempt wrote: the log
+    entries of that step execution from ``first_event_id`` on (each entry names the step and
+    execution that wrote it). A run that never crashes has none.
+
+    Attributes:
+        step_name: The step that runs again.
+        attempt: Which run of the step this is: 2 after the first crash, 3 after a second.
+        first_event_id: The event-log ``seq`` (the SSE id) of the first stream event the
+            interrupted attempt wrote, or ``None`` when it wrote none.
+    """
+
+    step_name: str
+    attempt: int
+    first_event_id: int | None = None
+
+
 class JoinedEvents(Event):
     """The input of a step with several event parameters: one event for each parameter.
 
@@ -538,6 +559,7 @@ __all__ = [
     "SerializableOptionalException",
     "StartEvent",
     "StepFailedEvent",
+    "StepRestarted",
     "StepState",
     "StepStateChanged",
     "StopEvent",

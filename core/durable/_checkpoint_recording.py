@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING, Any
 from ..data._state_serde import encode_untyped
 from ..data.events import Event, InputRequiredEvent, InternalDispatchEvent, StartEvent, StopEvent
 from ..data.serialization import qualified_name
+from ..engine._lanes import CURRENT_EXECUTION
 from ..engine._snapshot import dump
 from ..errors import CheckpointError, SerializationError, StoreUnreachableError
 from . import _idempotency
 from ._journal import RunJournal
 from ._records import Checkpoint, RunRecord, checkpoint_id, with_state_values
+from ._restarts import Interrupted, announce
 from ._store import encode, event_body, outcome
 
 if TYPE_CHECKING:
@@ -44,9 +46,13 @@ def new_run(
     info: RunInfo,
     kwargs: dict[str, Any],
     key: str | None = None,
+    *,
+    look_up: bool = True,
 ) -> tuple[RunRecord, StartEvent, bool]:
     """The record of a new run (see ``WorkflowCheckpointer.start``), its start event and
-    whether it runs stepwise; ``key`` is its (checked) idempotency key.
+    whether it runs stepwise; ``key`` is its (checked) idempotency key. With ``look_up``,
+    a key that started a run already is found first (a read); without, the record's insert
+    finds it (the unique index refuses it; the caller then raises what a retry gets).
 
     Raises:
         SerializationError: The start event or the start fields cannot be encoded.
@@ -59,7 +65,7 @@ def new_run(
     event = self.workflow._start_event(graph, start_event, kwargs)
     encoded = encode(self.serializer, event, "the start event")
     name = info.name or self.workflow.workflow_name
-    if key is not None:
+    if key is not None and look_up:
         _idempotency.started(self, key, name, encoded)
     shown = dict(info.input) if info.input is not None else event.model_dump(mode="json")
     try:
@@ -113,13 +119,22 @@ def track(self: WorkflowCheckpointer, run_id: str, start: int) -> None:
     self._seq[run_id] = itertools.count(start)
 
 
-def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: int = 0) -> None:
-    """Record the run's stream events in the store's event log as they are written."""
+def attach(
+    self: WorkflowCheckpointer,
+    handler: WorkflowHandler,
+    *,
+    inbox_seq: int = 0,
+    resumed: Interrupted | None = None,
+) -> None:
+    """Record the run's stream events in the store's event log as they are written; a
+    ``resumed`` run first says which steps run again (``StepRestarted``)."""
     run_id = handler.run_id
     self._live[run_id] = handler
     self._inbox[run_id] = inbox_seq
     run = handler._run
     store = self.store
+    if resumed is not None:
+        announce(store, run, resumed)
     if hasattr(store, "journal_put"):  # ctx.journal records its calls in the run store
         handler.ctx._journal = RunJournal(store, self.serializer, run_id, self)
 
@@ -134,6 +149,14 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
 
     run.waits.on_unanswered.append(unanswered)
 
+    def tagged(event: Any) -> str:
+        # The step execution writing it, if any: after a crash, its entries are told apart.
+        cell = CURRENT_EXECUTION.get()
+        ex = None if cell is None else cell[0]
+        if ex is None or ex.run is not run:
+            return event_body(event)
+        return event_body(event, step=ex.lane.spec.name, execution=ex.id)
+
     def record(event: Any) -> None:
         if isinstance(event, InternalDispatchEvent):
             return
@@ -143,7 +166,7 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
         )
         backlog = self._backlog.get(run_id)
         if backlog is not None:
-            backlog.append((event if asks else event_body(event), asks))  # in order
+            backlog.append((event if asks else tagged(event), asks))  # in order
             return
         if asks:
             # A question is written once its step has settled (a step may write it before
@@ -156,11 +179,12 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
         if off_loop is not None and not asks:
             # Written off the loop, before the run's next checkpoint (the store keeps a run's
             # writes in order); a failure fails the run, as it would have failed the step.
-            written = off_loop.aappend_event(run_id, "event", event_body(event))
+            written = off_loop.aappend_event(run_id, "event", tagged(event))
             written.add_done_callback(lambda done: _appended(run, event, done))
             return
+        body = tagged(event)
         try:
-            store.append_event(run_id, "event", event_body(event), waiting=asks)
+            store.append_event(run_id, "event", body, waiting=asks)
         except StoreUnreachableError as exc:
             if exc.retry_after is None:
                 if not isinstance(event, StopEvent):
@@ -171,7 +195,7 @@ def attach(self: WorkflowCheckpointer, handler: WorkflowHandler, *, inbox_seq: i
                 return
             # The store's server is away (a restart): the event waits, in order, and is
             # written before the step's checkpoint (on_step) or by a timer, whichever first.
-            self._backlog[run_id] = [(event_body(event), False)]
+            self._backlog[run_id] = [(body, False)]
             run.loop.call_later(exc.retry_after, self._flush_later, run_id)
             return
         except CheckpointError as exc:

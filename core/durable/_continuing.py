@@ -25,6 +25,7 @@ from ..engine.context import Context
 from ..errors import CheckpointError, ContextSerdeError, IncompatibleRunError
 from . import _versions
 from ._records import Checkpoint, RunRecord
+from ._restarts import Interrupted
 
 if TYPE_CHECKING:
     from ..engine.handler import WorkflowHandler
@@ -70,7 +71,7 @@ def restart(
         self._acquire(record.run_id, record.status)
     self._track(record.run_id, start=1)
     handler = self._launch(run_id=record.run_id, start_event=event)
-    self._attach(handler)
+    self._attach(handler, resumed=None if claimed else Interrupted())
     if not claimed:
         self._deliver(record.run_id)
     self._watch(handler)
@@ -221,7 +222,11 @@ def continue_from(
         # The run had ended at this step: hand its StopEvent back instead of waiting.
         ctx.send_event(final)
     handler = self._launch(ctx=ctx, **kwargs)
-    self._attach(handler, inbox_seq=checkpoint.inbox_seq if same_run else 0)
+    self._attach(
+        handler,
+        inbox_seq=checkpoint.inbox_seq if same_run else 0,
+        resumed=Interrupted.from_data(checkpoint.ctx_data) if same_run else None,
+    )
     if last is None:
         self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
     if same_run:

@@ -8,9 +8,12 @@ checkpointer raises :class:`~batonflow.core.errors.DuplicateStartError` naming i
 starting another. A key sent again with another start (another workflow, other start fields)
 is refused with :class:`~batonflow.core.errors.IdempotencyKeyError`: a key names one request.
 
-The first look-up is a read, so a retry costs no failed insert; the insert decides the race
-between two starts that both found nothing (the second is refused by the store, looks again
-and finds the winner's run).
+A start made on the loop's thread (``cptr.start``) reads the key first, so a retry costs no
+failed insert; a start whose writes go off the loop (``cptr.astart`` on PostgreSQL, as the
+server starts runs) skips that read, which would be a round trip on the loop for every start
+the client sends with a key: the insert decides, and a refused one looks the key's run up. Either
+way the insert decides the race between two starts that both found nothing (the second is
+refused by the store, looks again and finds the winner's run).
 """
 
 from __future__ import annotations

@@ -178,19 +178,30 @@ class OffLoopWrites(Protocol):
         ...
 
 
-def event_body(event: Any, *, waiting_for: builtins.list[Any] | None = None) -> str:
+def event_body(
+    event: Any,
+    *,
+    waiting_for: builtins.list[Any] | None = None,
+    step: str | None = None,
+    execution: int | None = None,
+) -> str:
     """One stream event as the event log keeps it: ``{"type", "qualified_name", "value"}``.
 
     ``value`` holds the event's declared and extra fields as JSON (what JSON cannot hold is
     written as its ``repr``); private attributes stay private. A question (an
     ``InputRequiredEvent``) also holds ``waiting_for``: what the run's waiting steps wait for.
+    An event a step execution wrote also holds ``step`` and ``execution`` (its id in the run):
+    after a crash they tell which entries the interrupted attempt wrote (``StepRestarted``).
     """
     cls = type(event)
     fields: Any = {name: getattr(event, name) for name in cls.model_fields}
     fields.update(event.__pydantic_extra__ or {})
     try:
         value = to_jsonable_python(fields, fallback=repr, serialize_unknown=False)
-        extra = {}
+        extra: dict[str, Any] = {}
+        if step is not None:
+            extra["step"] = step
+            extra["execution"] = execution
         if waiting_for is not None:
             extra["waiting_for"] = to_jsonable_python(
                 waiting_for, fallback=repr, serialize_unknown=False
@@ -211,6 +222,7 @@ def event_body(event: Any, *, waiting_for: builtins.list[Any] | None = None) -> 
                 "type": cls.__name__,
                 "qualified_name": f"{cls.__module__}.{cls.__qualname__}",
                 "value": {"repr": repr(event)[:1000]},
+                **({} if step is None else {"step": step, "execution": execution}),
             }
         )
 

@@ -59,6 +59,7 @@ from ._records import (
     RunRecord,
     StoredEvent,
 )
+from ._restarts import Interrupted
 from ._sqlite_store import SqliteCheckpointStore
 from ._store import CheckpointStore, OffLoopWrites, encode, event_body
 from ._versions import RunCheck
@@ -201,8 +202,13 @@ class WorkflowCheckpointer:
                 self._acquire(run_id, None)
                 last = self.store.latest(run_id)
                 self._track(run_id, start=(last.seq + 1) if last is not None else 0)
+                interrupted = Interrupted.from_snapshot(snap)
                 handler = self._launch(ctx=ctx, **kwargs)
-                self._attach(handler, inbox_seq=last.inbox_seq if last is not None else 0)
+                self._attach(
+                    handler,
+                    inbox_seq=last.inbox_seq if last is not None else 0,
+                    resumed=interrupted,
+                )
                 if last is None:
                     self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
                 self._watch(handler)
@@ -337,7 +343,12 @@ class WorkflowCheckpointer:
         key = None if idempotency_key is None else _idempotency.check_key(idempotency_key)
         if _continues(ctx):
             return self._run_durable(ctx, **kwargs)
-        record, event, stepwise = self._new_run(start_event, run_id, info or RunInfo(), kwargs, key)
+        # Written off the loop, the key is not looked up first: that read would be a round
+        # trip on the loop (PostgreSQL) for every start the client sends with a key. The
+        # insert finds a key that started a run (its unique index), and _lost_race answers.
+        record, event, stepwise = self._new_run(
+            start_event, run_id, info or RunInfo(), kwargs, key, look_up=self._off_loop is None
+        )
         try:
             if self._off_loop is None:
                 self.store.create_run(record)

@@ -19,9 +19,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class ServerProcess:
-    """`python -m batonflow.apps serve --port 0` on a given run store."""
+    """`python -m batonflow.apps serve --port 0` on a given run store (a SQLite file or a
+    PostgreSQL URL); ``extra`` arguments are added to the command."""
 
-    def __init__(self, db: Path, token: str | None = None, durable: bool = True) -> None:
+    def __init__(
+        self, db: Path | str, token: str | None = None, durable: bool = True, *extra: str
+    ) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OTEL_"))}
         args = [
             sys.executable,
@@ -46,6 +49,7 @@ class ServerProcess:
             "-w",
             f"orders={FLOWS}:OrderStateFlow",
         ]
+        args += extra  # more workflows (-w), or options
         if not durable:
             args.append("--no-durable")
         if token:

@@ -9,6 +9,7 @@ version 6 gets the key's column and unique index.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import uuid
@@ -16,6 +17,14 @@ import uuid
 import httpx
 import psycopg
 import pytest
+from batonflow.core import (
+    DuplicateStartError,
+    StartEvent,
+    StopEvent,
+    Workflow,
+    WorkflowCheckpointer,
+    step,
+)
 from batonflow.core.durable._records import RunRecord
 from batonflow.core.errors import RunConflictError
 from batonflow.postgres import PostgresCheckpointStore
@@ -100,3 +109,35 @@ def test_a_version_6_database_gets_the_key(postgres_url):
         assert store.run_for_key("k").run_id == "a"
     with psycopg.connect(postgres_url) as conn:
         assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (SCHEMA_VERSION,)
+
+
+async def test_a_start_with_a_key_reads_nothing_on_the_event_loop(postgres_url) -> None:
+    """astart with a fresh key makes no look-up on the loop (the insert decides); a retry with
+    the key still gets the run the first start made."""
+    with PostgresCheckpointStore(postgres_url) as store:
+        looked_up: list[bool] = []
+        real = store.run_for_key
+
+        def watched(key: str):
+            looked_up.append(threading.current_thread() is threading.main_thread())
+            return real(key)
+
+        store.run_for_key = watched  # type: ignore[method-assign]
+        cptr = WorkflowCheckpointer(_Echo(), store=store)
+        handler = await cptr.astart(text="hi", idempotency_key="order-19")
+        assert looked_up == []
+        try:
+            await cptr.astart(text="hi", idempotency_key="order-19")
+        except DuplicateStartError as exc:
+            assert exc.run_id == handler.run_id
+        else:
+            raise AssertionError("a retry with the key started another run")
+        assert await asyncio.wait_for(handler, 30) == "hi"
+
+
+class _Echo(Workflow):
+    """Returns its start field ``text``."""
+
+    @step
+    async def echo(self, ev: StartEvent) -> StopEvent:
+        return StopEvent(result=ev.text)

@@ -1,7 +1,8 @@
 """Hybrid rankings are deterministic; BM25 uses the collection's real mean length (issue #33).
 
-Each test runs on both engines the rag package supports: Qdrant Edge (embedded) and
-qdrant-client (its local mode, the code path of a Qdrant server).
+Each test runs on both engines the rag package supports, Qdrant Edge (embedded) and
+qdrant-client (its local mode, the code path of a Qdrant server), and on Qdrant Edge with
+``memory_index=True``.
 """
 
 from __future__ import annotations
@@ -16,9 +17,15 @@ from qdrant_client import QdrantClient
 
 
 def open_store(engine: str, where: Path | None = None) -> tuple[QdrantStore, QdrantClient | None]:
-    """A store on ``engine`` ("edge" or "client"), in memory or in the folder ``where``."""
-    if engine == "edge":
-        return QdrantStore(path=where) if where else QdrantStore(location=":memory:"), None
+    """A store on ``engine`` ("edge", "memory" or "client"), in memory or in the folder ``where``.
+
+    "memory": Qdrant Edge with ``memory_index=True`` (queries answered from numpy arrays).
+    """
+    if engine in ("edge", "memory"):
+        on = engine == "memory"
+        if where:
+            return QdrantStore(path=where, memory_index=on), None
+        return QdrantStore(location=":memory:", memory_index=on), None
     client = QdrantClient(path=str(where)) if where else QdrantClient(location=":memory:")
     return QdrantStore(client=client), client
 
@@ -29,7 +36,7 @@ def close(store: QdrantStore, client: QdrantClient | None) -> None:
         client.close()
 
 
-ENGINES = pytest.mark.parametrize("engine", ["edge", "client"])
+ENGINES = pytest.mark.parametrize("engine", ["edge", "memory", "client"])
 
 
 def tied_corpus() -> list[Chunk]:
