@@ -22,6 +22,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import batonflow.budgets  # noqa: F401  (a durable run counts its LLM calls: usage per step)
 from batonflow.core import Context
 from batonflow.testing._export import CASSETTE_KEY, capture
 from llama_index.core.base.llms.types import ChatResponse

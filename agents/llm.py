@@ -19,6 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
+from batonflow.core.errors import BudgetExceededError
 from batonflow.core.retry import RetryPolicy
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse
 from llama_index.core.llms import LLM
@@ -265,6 +266,7 @@ async def chat(
 
     Raises:
         LLMCallError: the call failed (and the policy, if any, gave up).
+        BudgetExceededError: the run's budget refused the call (``on_exceed="fail"``).
     """
     started = time.monotonic()
     attempts = 0
@@ -273,6 +275,8 @@ async def chat(
             return await _once(
                 llm, messages, tools, on_delta, on_chunk, options, allow_parallel_tool_calls
             )
+        except BudgetExceededError:
+            raise  # the run's budget refused the call (it was not made): nothing to retry
         except Exception as exc:
             error = llm_call_error(exc, llm)
             error.__cause__ = exc

@@ -59,10 +59,24 @@ class ScriptedToolCall:
 
 @dataclass(frozen=True, slots=True)
 class ScriptedResponse:
-    """A scripted assistant message: text and/or native tool calls."""
+    """A scripted assistant message: text and/or native tool calls, and the usage the call
+    reports as ``(prompt_tokens, completion_tokens)`` (in ``additional_kwargs``, where
+    llama-index's OpenAI LLM puts it; none by default)."""
 
     text: str = ""
     tool_calls: Sequence[ScriptedToolCall] = ()
+    usage: tuple[int, int] | None = None
+
+    def reported(self) -> dict[str, Any]:
+        """The usage as a response's ``additional_kwargs`` (empty when none is scripted)."""
+        if self.usage is None:
+            return {}
+        prompt, completion = self.usage
+        return {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
 
 
 #: One entry of a script.
@@ -188,7 +202,11 @@ class ScriptedLLM(FunctionCallingLLM):
             text += piece
             last = i == len(pieces) - 1
             partial = ScriptedResponse(text=text, tool_calls=response.tool_calls if last else ())
-            yield ChatResponse(message=self._message(partial), delta=piece)
+            yield ChatResponse(
+                message=self._message(partial),
+                delta=piece,
+                additional_kwargs=response.reported() if last else {},
+            )
 
     # -- llama-index LLM interface -----------------------------------------------------------
 
@@ -197,7 +215,8 @@ class ScriptedLLM(FunctionCallingLLM):
 
     def _chat(self, messages: Sequence[ChatMessage], kwargs: dict[str, Any]) -> ChatResponse:
         self._note_tools(kwargs)
-        return ChatResponse(message=self._message(self._next(list(messages))))
+        response = self._next(list(messages))
+        return ChatResponse(message=self._message(response), additional_kwargs=response.reported())
 
     def _stream_chat(
         self, messages: Sequence[ChatMessage], kwargs: dict[str, Any]
@@ -206,14 +225,19 @@ class ScriptedLLM(FunctionCallingLLM):
         return self._chunks(self._next(list(messages)))
 
     def _complete(self, prompt: str) -> CompletionResponse:
-        return CompletionResponse(text=self._next([ChatMessage(content=prompt)]).text)
+        response = self._next([ChatMessage(content=prompt)])
+        return CompletionResponse(text=response.text, additional_kwargs=response.reported())
 
     def _stream_complete(self, prompt: str) -> CompletionResponseGen:
         response = self._next([ChatMessage(content=prompt)])
 
         def gen() -> CompletionResponseGen:
-            for chunk in self._chunks(ScriptedResponse(text=response.text)):
-                yield CompletionResponse(text=chunk.message.content or "", delta=chunk.delta)
+            for chunk in self._chunks(ScriptedResponse(text=response.text, usage=response.usage)):
+                yield CompletionResponse(
+                    text=chunk.message.content or "",
+                    delta=chunk.delta,
+                    additional_kwargs=chunk.additional_kwargs,
+                )
 
         return gen()
 

@@ -46,8 +46,9 @@ def run_remote(
     printer: StreamPrinter,
     sets: list[str] | None = None,
     idempotency_key: str | None = None,
+    budget: str | None = None,
 ) -> tuple[Any, str]:
-    """Start ``flow`` on the server, follow it, answer its questions; return (result, run id).
+    """Start ``flow`` on the server (with its ``budget``, if any), follow it, answer its questions; return (result, run id).
 
     ``printer`` shows the stream to people (with ``stream`` and without ``as_json``) and keeps
     an agent's answer. ``sets`` are the ``--set`` items ``fields`` were parsed from: a value
@@ -66,7 +67,7 @@ def run_remote(
             served = {w["name"]: w for w in client.workflows()}
             if flow in served:
                 fields = text_where_expected(fields, sets, served[flow]["start_event"])
-        run = client.start(flow, fields, idempotency_key=idempotency_key)
+        run = client.start(flow, fields, idempotency_key=idempotency_key, budget=budget)
         err.print(f"run {run.run_id} on {client.base_url}", markup=False)
         for event in client.events(run.run_id):
             if event.is_end:

@@ -89,6 +89,7 @@ class RunManager:
             restarted server resumes runs that were in progress from their last completed
             step. Without it runs are recorded in ``store`` with no step checkpoints (a
             restarted server brings back only runs waiting for an answer).
+        budgets: The budget of every run of a workflow, by name (``""``: the others').
     """
 
     def __init__(
@@ -97,10 +98,16 @@ class RunManager:
         store: RunStore,
         heartbeat: float = 15.0,
         checkpoints: Any = None,
+        budgets: dict[str, Any] | None = None,
     ) -> None:
         from batonflow.core.checkpoints import WorkflowCheckpointer
 
         self.workflows = workflows
+        from ._budget_view import default_budget, load_seam
+
+        load_seam(
+            needed=bool(budgets)
+        )  # the served flows loaded llama-index: count their runs' LLM calls
         self.durable = checkpoints is not None
         self.store = RunStore(backend=checkpoints) if checkpoints is not None else store
         self.records = self.store.backend
@@ -116,6 +123,7 @@ class RunManager:
                 store=self.records,
                 disabled_steps=() if self.durable else list(workflow._graph().steps),
                 on_end=self._ended,
+                budget=default_budget(budgets, name),
             )
             for name, workflow in workflows.items()
         }
@@ -135,9 +143,11 @@ class RunManager:
         start_fields: dict[str, Any],
         traceparent: str | None,
         idempotency_key: str | None = None,
+        budget: Any = None,
     ) -> LiveRun:
-        """Record a run of workflow ``name`` (off the loop where the store writes so), start
-        it and its pump; return the live run.
+        """Record a run of workflow ``name`` (off the loop where the store writes so), with its
+        ``budget`` (``None``: the workflow's, if any), start it and its pump; return the live
+        run.
 
         Raises:
             SerializationError: The start event cannot be encoded (nothing ran).
@@ -157,7 +167,7 @@ class RunManager:
             ) from exc
         info = RunInfo(shown, traceparent, owner="server", name=name)
         handler = await self.checkpointers[name].astart(
-            start_event=start_event, info=info, idempotency_key=idempotency_key
+            start_event=start_event, info=info, idempotency_key=idempotency_key, budget=budget
         )
         return self._follow(LiveRun(str(handler.run_id), name, self.workflows[name], handler))
 
@@ -245,6 +255,11 @@ class RunManager:
         if not self.durable and row.status != "waiting":
             return None
         from batonflow.core.errors import IncompatibleRunError, LeaseLostError, RunBusyError
+
+        from ._budget_view import load_seam
+
+        budget = getattr(self.records, "budget", None)
+        load_seam(needed=budget is not None and budget(row.run_id) is not None)
 
         try:
             return checkpointer.resume(row.run_id)

@@ -18,6 +18,7 @@ import typer
 from rich.table import Table
 
 from . import _remote
+from ._budget_view import usage_lines
 from ._console import cli_errors, err, out, print_json, print_result
 from ._queue_view import cancel_local, local_place, queue_line
 from ._statuses import FINISHED
@@ -84,7 +85,11 @@ def _check_status(status: str | None) -> None:
 
 def _local_rows(store: RunStore, workflow: str | None, status: str | None) -> list[dict[str, Any]]:
     """Every run of the local store, newest first, filtered."""
-    return [r.public() for r in store.list(workflow, status, limit=2**62)]
+    rows = [r.public() for r in store.list(workflow, status, limit=2**62)]
+    from ._budget_view import usage_of_runs
+
+    usage = usage_of_runs(store.backend, [r["run_id"] for r in rows])
+    return [{**r, "usage": usage.get(r["run_id"])} for r in rows]
 
 
 def _unknown_run(run_id: str) -> BadParameterError:
@@ -124,11 +129,13 @@ def list_runs(
             err.print("no runs")
             return
         table = Table(box=None, pad_edge=False)
-        for name in ("run id", "workflow", "status", "started"):
+        for name in ("run id", "workflow", "status", "started", "tokens"):
             table.add_column(name, no_wrap=True)
         for r in rows:
             started = dt.datetime.fromtimestamp(r["created"]).strftime("%m-%d %H:%M:%S")
-            table.add_row(r["run_id"], r["workflow"], r["status"], started)
+            used = r.get("usage") or {}
+            tokens = str(used["total_tokens"]) if used else ""
+            table.add_row(r["run_id"], r["workflow"], r["status"], started, tokens)
         out.print(table)
 
 
@@ -174,6 +181,8 @@ def show(
         steps = [f"{c['step']} (seq {c['seq']})" for c in data["checkpoints"] if c["step"]]
         if steps:  # a seq is what 'batonflow runs fork RUN --at SEQ' continues after
             out.print(f"checkpoints after: {', '.join(steps)}", markup=False)
+        for line in usage_lines(data):
+            out.print(line, markup=False)
         if data.get("result") is not None:
             out.print("result:", markup=False)
             print_result(data["result"])
@@ -275,7 +284,7 @@ def resume(
             workflow = _workflow_for(flow or row.flow_ref, row.workflow, run_id)
             pending = list(answers)
             first = None
-            if row.status == "waiting":
+            if row.status == "waiting" and data.get("waiting_reason") != "budget":
                 text = pending.pop(0) if pending else _ask(_last_prefix(store, run_id))
                 first = _stored_answer(workflow, store, row, text)
             import asyncio  # not at the top: it costs `batonflow --help` 28 ms
@@ -340,6 +349,10 @@ async def _answering(handler: Any, answers: list[str], cptr: Any) -> Any:
 async def _resume(workflow: Any, backend: Any, run_id: str, first: Any, answers: list[str]) -> Any:
     from batonflow.core.checkpoints import WorkflowCheckpointer
 
+    from ._budget_view import load_seam
+
+    budget = getattr(backend, "budget", None)
+    load_seam(needed=budget is not None and budget(run_id) is not None)  # count its calls
     cptr = WorkflowCheckpointer(workflow, store=backend)
     if first is not None:
         # Committed to the run's inbox first: the resumed run takes it in.
@@ -353,7 +366,14 @@ def _state(store: RunStore, run_id: str) -> dict[str, Any]:
     row = store.get(run_id)
     if row is None:
         raise _unknown_run(run_id)
-    return {**row.public(), "pid": row.pid, "owner": row.owner}
+    from ._budget_view import budget_fields
+
+    return {
+        **row.public(),
+        "pid": row.pid,
+        "owner": row.owner,
+        **budget_fields(store.backend, run_id, row.status),
+    }
 
 
 #: The error of a run cancelled by ``batonflow runs cancel``.

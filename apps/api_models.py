@@ -130,6 +130,29 @@ class Awaited(_Body):
     )
 
 
+class Usage(_Body):
+    """What a run's (or a step's) LLM calls used, as their providers reported it."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost: float | None = Field(
+        description="US dollars at the price table of batonflow.budgets; null when a call's "
+        "model has no known price."
+    )
+    calls: int = Field(description="How many LLM calls.")
+
+
+class BudgetLimit(_Body):
+    """A run's budget: what its LLM calls may use at most."""
+
+    tokens: int | None = Field(description="Tokens (prompt and completion), or null.")
+    cost: float | None = Field(description="US dollars, or null.")
+    on_exceed: Literal["wait", "fail"] = Field(
+        description="A call that would pass it waits for a raise, or fails the run."
+    )
+
+
 class Run(_Body):
     """One run: ``GET /runs/{id}``, and ``?wait=true`` starts once the run has ended."""
 
@@ -181,6 +204,23 @@ class Run(_Body):
 
     schedule: ScheduleLink | None = Field(
         None, description="The schedule firing that started it, if a schedule did."
+    )
+    budget: BudgetLimit | None = Field(None, description="Its budget, if it was given one.")
+    usage: Usage | None = Field(
+        None, description="What its LLM calls used (in a durable run), if they used any."
+    )
+    usage_by_step: dict[str, Usage] | None = Field(
+        None, description="GET /runs/{id}: the usage of each step's LLM calls, by step name."
+    )
+    waiting_reason: Literal["input", "budget"] | None = Field(
+        None,
+        description="While waiting (GET /runs/{id}): 'input' (it asked a question) or "
+        "'budget' (an LLM call would pass its budget: POST /runs/{id}/budget raises it).",
+    )
+    budget_blocked: dict[str, Any] | None = Field(
+        None,
+        description="While waiting for its budget: the step, the tokens (or dollars) used, "
+        "in flight, the refused call's estimate, and the budget.",
     )
     queue: QueuePlace | None = Field(
         None, description="While queued: its place in the run queue and the limit it waits on."

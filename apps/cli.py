@@ -32,7 +32,8 @@ require_extra("the batonflow command line", "cli", {"typer": "typer", "rich": "r
 
 import typer
 
-from . import _check_cli, _fork_cli, _journal_cli  # noqa: F401  (add runs check, fork, journal, export)
+from . import _budget_cli, _check_cli, _fork_cli, _journal_cli  # noqa: F401  (runs budget, check, fork, journal, export)
+from ._budget_cli import cli_budget
 from ._console import cli_errors, err, one_line, print_json, print_result, setup_tracing
 from ._runs_cli import runs_app
 from ._schedule_cli import schedule_app
@@ -130,6 +131,13 @@ def run(
         help="Start at most one run with this key (--durable or --server): run again with "
         "it, the run it started is followed instead of a new one.",
     ),
+    budget: str | None = typer.Option(
+        None,
+        "--budget",
+        metavar="AMOUNT",
+        help="The run's LLM budget (--durable or --server): tokens ('5000') or US dollars "
+        "('$0.50'); a call that would pass it waits for 'batonflow runs budget RUN --raise N'.",
+    ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
     """Run a flow and print its result.
@@ -155,6 +163,7 @@ def run(
                 durable,
                 sets=sets,
                 idempotency_key=idempotency_key,
+                budget=budget,
             )
             return
         if idempotency_key is not None and not durable:
@@ -162,6 +171,12 @@ def run(
                 "--idempotency-key needs a run store that keeps the key: add --durable (or "
                 "--server URL)."
             )
+        if budget is not None and not durable:
+            raise BadParameterError(
+                "--budget needs a run store that keeps the run's usage: add --durable (or "
+                "--server URL)."
+            )
+        limit = None if budget is None else cli_budget(budget)
         settings = Settings.load(db=db)
         # Cheap checks first: the flow's store, the run store (a flow may load for seconds).
         prebuilt = PREBUILT.get(flow)
@@ -201,6 +216,7 @@ def run(
                         on_start=on_run,
                         flow_ref=flow_ref,
                         idempotency_key=idempotency_key,
+                        budget=limit,
                     )
                 )
         except Interrupted as exc:
@@ -265,6 +281,7 @@ def _run_on_server(
     durable: bool,
     sets: list[str],
     idempotency_key: str | None = None,
+    budget: str | None = None,
 ) -> None:
     from ._remote import run_remote
 
@@ -288,6 +305,7 @@ def _run_on_server(
         printer=printer,
         sets=sets,
         idempotency_key=idempotency_key,
+        budget=budget,
     )
     _print_outcome(result, run_id, flow, as_json, printer, stdout)
 
@@ -330,6 +348,7 @@ async def run_flow(
     on_start: Any = None,
     flow_ref: str | None = None,
     idempotency_key: str | None = None,
+    budget: Any = None,
 ) -> tuple[Any, str]:
     """Run ``workflow`` with start fields, answering input requests; return (result, run id).
 
@@ -372,7 +391,7 @@ async def run_flow(
 
         try:
             handler = checkpointer.start(
-                start_event=start, info=info, idempotency_key=idempotency_key
+                start_event=start, info=info, idempotency_key=idempotency_key, budget=budget
             )
         except DuplicateStartError as exc:
             raise BadParameterError(

@@ -67,6 +67,7 @@ _OWN_ASSETS = (
     "chat.js",
     "schedules.js",
     "queue.js",
+    "budget.js",
     "console.js",
     "console.css",
     "api-docs.js",

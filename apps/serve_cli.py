@@ -83,6 +83,13 @@ def serve(
         help="A different period for one workflow's runs (repeatable) "
         "\\[env BATONFLOW_KEEP_FINISHED_FOR, comma-separated].",
     ),
+    budgets: list[str] = typer.Option(
+        [],
+        "--budget",
+        metavar="[NAME=]AMOUNT",
+        help="The LLM budget of every run (AMOUNT: '5000' tokens, '$0.50'), or of workflow "
+        "NAME's runs (repeatable); a start's ?budget= gives one run another.",
+    ),
     max_running: int | None = typer.Option(
         None,
         "--max-running",
@@ -144,6 +151,12 @@ def serve(
             checkpoints = settings.open_store() if durable else None
         traces = setup_tracing("batonflow-server")  # a bad OTEL_* setting says so first
         served = _served_workflows(settings, extra, prebuilt)
+        from ._budget_view import budget_options
+
+        try:
+            budget_limits = budget_options(list(budgets), served)
+        except ValueError as exc:
+            raise BadParameterError(str(exc)) from None
         from ._queue import LimitError, parse_limits
 
         try:
@@ -163,6 +176,7 @@ def serve(
             checkpoints=checkpoints,
             allowed_hosts=hosts,
             retention=retention,
+            budgets=budget_limits,
             limits=queue_limits,
         )
         if settings.host not in ("127.0.0.1", "localhost", "::1") and not settings.api_token:

@@ -22,6 +22,7 @@ when a token is set):
 ``POST /runs/{id}/cancel``               cancel a run
 ``POST /runs/{id}/resume``               continue an interrupted or failed run as a new run
 ``POST /runs/{id}/fork``                 a checkpoint continued as a new run (``_forks``)
+``POST /runs/{id}/budget``               raise a run's budget (``_budget_routes``)
 ``GET|POST /schedules``                  list or add schedules (:mod:`.schedules`)
 ``DELETE /schedules/{name}``             remove a schedule
 ``GET /``, ``/docs``, ``/redoc``         the run console and the API docs, with the
@@ -56,6 +57,7 @@ from batonflow.core.errors import (
 )
 
 from ._answers import Refused, check_event, waiting_info
+from ._budget_view import budget_fields, budget_of, usage_of_runs
 from ._forks import install_forks
 from ._idempotent import key_refused, started_already
 from ._introspect import (
@@ -99,6 +101,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "The batonflow server needs FastAPI and uvicorn; install them with "
         "pip install 'batonflow[server]'."
     ) from exc
+
+from ._budget_routes import install_budgets  # noqa: E402 (FastAPI is there by now)
 
 
 def _not_found_workflow(name: str, served: dict[str, Any]) -> HTTPException:
@@ -157,6 +161,7 @@ def create_app(
     allowed_hosts: tuple[str, ...] | list[str] = (),
     retention: Any = None,
     schedule_poll: float = 15.0,
+    budgets: dict[str, Any] | None = None,
     limits: Mapping[str, Any] | None = None,
     queue_poll: float = 0.2,
 ) -> FastAPI:
@@ -181,6 +186,9 @@ def create_app(
         schedule_poll: Seconds between the scheduler's looks at the stored schedules while
             no firing is due (it also wakes at every firing time); see
             :mod:`batonflow.apps.schedules`.
+        budgets: The budget of every run of a workflow, by its served name (``""``: every
+            workflow without its own); a start's ``?budget=`` gives one run another. See
+            ``docs/budgets.md``.
         limits: :class:`~batonflow.core.RunLimits` by workflow name: those workflows' runs
             are recorded ``queued`` and start as the limits allow (``apps/_queue.py``); a
             full queue answers ``429``.
@@ -204,6 +212,7 @@ def create_app(
         store if store is not None else RunStore(":memory:"),
         heartbeat=heartbeat,
         checkpoints=checkpoints,
+        budgets=budgets,
     )
     run_store = manager.store  # the one record of every run, also with checkpoints=
     if limits:
@@ -334,6 +343,11 @@ def create_app(
         key: str | None = Header(
             None, alias="Idempotency-Key", description="one run per key: a retry gets its run"
         ),
+        budget: str | None = Query(
+            None,
+            description="the run's budget: tokens ('5000') or US dollars ('$0.50'), both "
+            "joined by ','; its LLM calls wait (or fail) before they would pass it",
+        ),
         priority: int = Query(
             0, description="with limits: higher leaves the run queue first (then the oldest)"
         ),
@@ -341,6 +355,10 @@ def create_app(
         workflow = workflows.get(name)
         if workflow is None:
             raise _not_found_workflow(name, workflows)
+        try:
+            limit = budget_of(budget)
+        except ValueError as exc:
+            raise HTTPException(422, f"Invalid budget: {exc}") from None
         fields = await _json_object(request, 'the start event\'s fields, e.g. {"topic": "x"}')
         try:
             start_event = build_start_event(workflow, fields)
@@ -354,12 +372,19 @@ def create_app(
             )
         traceparent = request.headers.get("traceparent")
         if manager.queue is not None and manager.queue.applies(name):
+            if limit is not None:
+                raise HTTPException(
+                    422,
+                    f"Workflow {name!r} queues its runs, and a queued run cannot be given its "
+                    "own budget yet; start it without ?budget= (batonflow serve --budget "
+                    "NAME=AMOUNT gives the workflow's runs one).",
+                )
             return await start_queued(
                 manager, name, start_event, fields, request, key, priority, wait, timeout
             )
         try:
             with _caller_trace(request):
-                live = await manager.start(name, start_event, fields, traceparent, key)
+                live = await manager.start(name, start_event, fields, traceparent, key, limit)
         except DuplicateStartError as exc:
             return await started_already(manager, exc.run_id, wait, timeout)
         except (ValueError, IdempotencyKeyError) as exc:  # a bad key, or one reused
@@ -374,7 +399,10 @@ def create_app(
             return JSONResponse(await _accepted(live), status_code=202)
         row = await run_store.aget(live.run_id)
         assert row is not None
-        return JSONResponse(row.public(), status_code=200)
+        return JSONResponse(
+            {**row.public(), **budget_fields(manager.records, row.run_id, row.status)},
+            status_code=200,
+        )
 
     @app.get("/runs", responses=responses(200, RunList, "The runs, newest first.", 422))
     async def list_runs(
@@ -395,7 +423,13 @@ def create_app(
             )
         rows = run_store.list(workflow, status, limit)
         links = schedule_links(manager.records, [r.run_id for r in rows])
-        return {"runs": [{**r.public(), "schedule": links.get(r.run_id)} for r in rows]}
+        usage = usage_of_runs(manager.records, [r.run_id for r in rows])
+        return {
+            "runs": [
+                {**r.public(), "schedule": links.get(r.run_id), "usage": usage.get(r.run_id)}
+                for r in rows
+            ]
+        }
 
     @app.get("/runs/{run_id}", responses=responses(200, Run, "The run.", 404))
     async def get_run(run_id: str) -> dict[str, Any]:
@@ -403,15 +437,17 @@ def create_app(
         if row is None:
             raise _not_found_run(run_id)
         link = schedule_links(manager.records, [run_id]).get(run_id)
+        budgets = budget_fields(manager.records, run_id, row.status)
         if row.status == "queued":
-            return {**row.public(), "schedule": link, "queue": queue_place(manager, row)}
-        if row.status != "waiting":
-            return {**row.public(), "schedule": link}
+            queue = queue_place(manager, row)
+            return {**row.public(), "schedule": link, "queue": queue, **budgets}
+        if row.status != "waiting" or budgets.get("waiting_reason") == "budget":
+            return {**row.public(), "schedule": link, **budgets}
         live = manager.live.get(run_id)
         waits = waiting_info(
             run_store, row, workflows.get(row.workflow), live.handler if live else None
         )
-        return {**row.public(), "schedule": link, **waits}
+        return {**row.public(), "schedule": link, **waits, **budgets}
 
     @app.get(
         "/runs/{run_id}/events",
@@ -521,6 +557,7 @@ def create_app(
         return row.public() if row is not None else {"run_id": live.run_id, "status": "running"}
 
     install_forks(app, manager)
+    install_budgets(app, manager)
     install_console(app, workflows, run_store.get, token, checkpoints=run_store.backend)
     install_openapi(app, workflows, token)
     # Without a token, bodies must be declared JSON and requests addressed to this server:

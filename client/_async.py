@@ -121,6 +121,7 @@ class AsyncClient:
         wait: bool = False,
         timeout: float | None = None,
         idempotency_key: str | None = None,
+        budget: str | int | None = None,
         queue_priority: int | None = None,
         **more_fields: Any,
     ) -> Run:
@@ -140,6 +141,9 @@ class AsyncClient:
             idempotency_key: The key (default: a new UUID for this call). Pass your own,
                 kept with the request, to make a start made again after your process
                 restarts return the run the first one started.
+            budget: The run's token or cost budget (``5000``, ``"5000 tokens"``,
+                ``"$0.50"``): its LLM calls wait for a raise before they would pass it
+                (see :meth:`raise_budget`).
             queue_priority: For a workflow the server queues (it has limits): higher leaves
                 the queue first (the server's ``?priority=``); default 0.
             **more_fields: More start fields, as keywords.
@@ -154,7 +158,9 @@ class AsyncClient:
                 or a key that started a run with other fields.
             ServerUnavailableError: The server cannot be reached.
         """
-        path, params, body = _base.start_request(workflow, fields, more_fields, wait, timeout)
+        path, params, body = _base.start_request(
+            workflow, fields, more_fields, wait, timeout, budget
+        )
         if queue_priority is not None:
             params["priority"] = int(queue_priority)
         # A server-side wait can last longer than one request normally does.
@@ -240,6 +246,18 @@ class AsyncClient:
         """
         removed: dict[str, Any] = await self._request("DELETE", f"/schedules/{name}")
         return removed
+
+    async def raise_budget(self, run_id: str, *, tokens: int = 0, cost: float = 0.0) -> Run:
+        """Add ``tokens`` (and ``cost``, US dollars) to a run's budget; a run waiting for it
+        goes on. Returns the run as it is now.
+
+        Raises:
+            NotFoundError: No run with that id.
+            ConflictError: The run has ended, or has no budget.
+            InvalidRequestError: Negative amounts, or nothing to add.
+        """
+        await self._request("POST", f"/runs/{run_id}/budget", json={"tokens": tokens, "cost": cost})
+        return await self.get(run_id)
 
     async def cancel(self, run_id: str) -> Run:
         """Cancel a run in progress and return it as it ended.

@@ -117,10 +117,11 @@ def start_request(
     extra: dict[str, Any],
     wait: bool,
     timeout: float | None,
+    budget: str | int | None = None,
 ) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """Path, query parameters and JSON body of ``POST /workflows/{name}/runs``."""
     body = {**(fields or {}), **extra}
-    params: dict[str, Any] = {}
+    params: dict[str, Any] = {} if budget is None else {"budget": str(budget)}
     if wait:
         params["wait"] = "true"
         if timeout is not None:

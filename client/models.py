@@ -35,6 +35,11 @@ class Run:
             ``type``, ``requirements`` (values the answer must have), ``schema`` (its
             fields), ``example`` (a body for :meth:`~batonflow.client.Client.send_event`).
         schedule: The schedule firing that started it (``{"name", "fire_at"}``), if any.
+        usage: What its LLM calls used (``prompt_tokens``, ``completion_tokens``,
+            ``total_tokens``, ``cost`` in US dollars or ``None`` when unknown, ``calls``).
+        budget: Its budget (``tokens``, ``cost``, ``on_exceed``), if it has one.
+        waiting_reason: While it waits: ``"input"`` (a question) or ``"budget"`` (an LLM
+            call would pass its budget: :meth:`~batonflow.client.Client.raise_budget`).
         queue: While ``queued``: ``{"position", "waiting_on"}`` (its place in the run queue,
             from 1, and the limit it waits on).
         raw: The whole JSON object the server sent.
@@ -52,6 +57,9 @@ class Run:
     question: dict[str, Any] | None = None
     waiting_for: list[dict[str, Any]] = field(default_factory=list)
     schedule: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
+    budget: dict[str, Any] | None = None
+    waiting_reason: str | None = None
     queue: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -76,6 +84,9 @@ class Run:
             question=data.get("question") if isinstance(data.get("question"), dict) else None,
             waiting_for=[w for w in data.get("waiting_for") or [] if isinstance(w, dict)],
             schedule=data.get("schedule"),
+            usage=data.get("usage") if isinstance(data.get("usage"), dict) else None,
+            budget=data.get("budget") if isinstance(data.get("budget"), dict) else None,
+            waiting_reason=data.get("waiting_reason"),
             queue=data.get("queue") if isinstance(data.get("queue"), dict) else None,
             raw=data,
         )

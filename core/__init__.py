@@ -21,6 +21,7 @@ from .context import Context as Context
 from .engine._durability import make_durable as _make_durable
 from .engine._durability import plug_durability as _plug_durability
 from .errors import BatonflowError as BatonflowError
+from .errors import BudgetExceededError as BudgetExceededError
 from .errors import CheckpointError as CheckpointError
 from .errors import ContextSerdeError as ContextSerdeError
 from .errors import ContextStateError as ContextStateError
@@ -140,6 +141,7 @@ from .workflow import Workflow as Workflow
 # `import batonflow.core` (medians of 6 in-process timings, `pip install .` in a fresh
 # virtualenv; bench/startup.py). mypy reads the imports below; Python reads _LAZY.
 if TYPE_CHECKING:
+    from .checkpoints import Budget as Budget
     from .checkpoints import Checkpoint as Checkpoint
     from .checkpoints import CheckpointStore as CheckpointStore
     from .checkpoints import InMemoryCheckpointStore as InMemoryCheckpointStore
@@ -169,6 +171,7 @@ if TYPE_CHECKING:
     from .stores import open_store as open_store
 
 _LAZY = {
+    "Budget": "checkpoints",
     "Checkpoint": "checkpoints",
     "CheckpointStore": "checkpoints",
     "InMemoryCheckpointStore": "checkpoints",
@@ -228,6 +231,8 @@ __all__ = [
     "AnyRetryPolicy",
     "BaseSerializer",
     "BatonflowError",
+    "Budget",
+    "BudgetExceededError",
     "Checkpoint",
     "CheckpointError",
     "CheckpointStore",

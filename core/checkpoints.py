@@ -16,6 +16,9 @@ from .data.serialization import (
 from .data.serialization import (
     JsonSerializer as JsonSerializer,
 )
+from .durable._budget import (
+    Budget as Budget,
+)
 from .durable._memory_store import (
     InMemoryCheckpointStore as InMemoryCheckpointStore,
 )

@@ -19,6 +19,8 @@ errors (a run that went wrong). Where a builtin exception fits, the error inheri
     │   │   (raised as its subclasses named ``WorkflowRuntimeError`` or ``ValueError``, see below)
     │   ├── JournalMismatchError                  a re-run made another journaled call than
     │   │                                         the one its run recorded at that position
+    │   ├── BudgetExceededError                   an LLM call would pass the run's budget
+    │   │                                         (its ``on_exceed="fail"``): not made
     │   └── ResourceError                         a resource factory failed
     │       ├── ResourceCycleError (ValueError)   factories that depend on each other
     │       └── ResourceFileNotFoundError (FileNotFoundError)   a ResourceConfig file is missing
@@ -124,6 +126,11 @@ class JournalMismatchError(WorkflowRuntimeError):
     """A step re-run after a crash made a journaled call (``ctx.journal``) other than the one
     its run recorded at that position: the step's code or its inputs changed its calls, so
     the recorded results cannot be matched to them. The message names both calls."""
+
+
+class BudgetExceededError(WorkflowRuntimeError):
+    """An LLM call would pass the run's token or cost budget, and the budget says to fail
+    (``Budget(on_exceed="fail")``) rather than wait for a raise: the call was not made."""
 
 
 class ResourceError(WorkflowRuntimeError):
@@ -344,6 +351,7 @@ def _rebuild_named(base: type[BaseException], name: str, args: tuple[Any, ...]) 
 
 __all__ = [
     "BatonflowError",
+    "BudgetExceededError",
     "CheckpointError",
     "ConfigFileNotFoundError",
     "ContextSerdeError",

@@ -23,7 +23,7 @@ from batonflow.core.durable._sql_schema import (
     create_table,
 )
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 COMPONENT = "checkpoints"
 EVENTS_CHANNEL = "batonflow_events"
 INBOX_CHANNEL = "batonflow_inbox"
@@ -82,8 +82,13 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     9: ("ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS workflow_version TEXT",),
     # The run queue: queued runs claimed under limits (core/durable/_queue.py).
     10: queue_statements(real="DOUBLE PRECISION"),
-    # A child run's parent step, and how a run came from its parent ("fork", "child").
+    # A run's budget and its LLM calls' usage per step: core/durable/_budget.py.
     11: (
+        create_table("run_budgets", real="DOUBLE PRECISION"),
+        create_table("run_usage", real="DOUBLE PRECISION"),
+    ),
+    # A child run's parent step, and how a run came from its parent ("fork", "child").
+    12: (
         "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS parent_step TEXT",
         "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS parent_kind TEXT",
     ),

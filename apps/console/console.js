@@ -13,7 +13,8 @@
 // window.batonflow: dom.js (building the page), api.js (the token, requests, a run's event
 // stream), forms.js (forms from JSON schemas), answer.js (the answer form of a waiting run),
 // fork.js (a run's forks and lineage), chat.js (an agent's run as a conversation, and the chat
-// page), schedules.js (the schedules page, "#/schedules"), then this file: the token prompt, the
+// page), schedules.js (the schedules page, "#/schedules"), budget.js (a run's budget, usage and
+// its raise), then this file: the token prompt, the
 // views and the routing.
 (function () {
   "use strict";
@@ -132,7 +133,8 @@
           el("td", {}, run.workflow),
           el("td", {}, statusBadge(run.status)),
           el("td", {}, clock(run.created)),
-          el("td", {}, runDuration(run))));
+          el("td", {}, runDuration(run)),
+          el("td", { className: "tokens" }, bf.tokensCell(run))));
       });
       note.textContent = runs.length ? "" : "No runs" + (byWorkflow.value || byStatus.value ? " match these filters." : " yet: start one above.");
     }
@@ -148,7 +150,7 @@
         el("div", { className: "filters" }, byWorkflow, byStatus,
           el("button", { type: "button", onclick: refresh }, "Refresh")),
         el("table", {},
-          el("thead", {}, el("tr", {}, ["run", "workflow", "status", "started", "duration"].map(function (h) { return el("th", {}, h); }))),
+          el("thead", {}, el("tr", {}, ["run", "workflow", "status", "started", "duration", "tokens"].map(function (h) { return el("th", {}, h); }))),
           rows),
         note));
     await refresh();
@@ -223,6 +225,7 @@
         el("dt", {}, "lineage"), lineage);
       bf.scheduleFacts(run).forEach(function (node) { facts.appendChild(node); });
       bf.queueFacts(run).forEach(function (node) { facts.appendChild(node); });
+      bf.budgetFacts(run, refresh).forEach(function (node) { facts.appendChild(node); });
       var live = FINISHED.indexOf(run.status) < 0;
       actions.replaceChildren(
         el("button", { type: "button", className: "danger", name: "cancel", disabled: !live, onclick: async function () {
@@ -252,7 +255,7 @@
     }
 
     async function renderAnswer() {
-      if (run.status !== "waiting" || chat) {
+      if (run.status !== "waiting" || chat || run.waiting_reason === "budget") {
         answerBox.textContent = "";
         return;
       }

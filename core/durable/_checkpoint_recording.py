@@ -25,6 +25,7 @@ from ..engine._lanes import CURRENT_EXECUTION
 from ..engine._snapshot import dump
 from ..errors import CheckpointError, SerializationError, StoreUnreachableError
 from . import _idempotency
+from ._budget import Budget, guard_for
 from ._journal import RunJournal
 from ._records import Checkpoint, RunRecord, checkpoint_id, with_state_values
 from ._restarts import Interrupted, announce
@@ -103,11 +104,12 @@ def begin(
     event: StartEvent,
     ctx: Context[Any] | None,
     stepwise: bool,
+    budget: Budget | None = None,
 ) -> WorkflowHandler:
-    """Start the recorded run ``run_id`` and record it as it goes."""
+    """Start the recorded run ``run_id`` (its ``budget`` given) and record it as it goes."""
     self._track(run_id, start=0 if ctx is not None else 1)
     handler = self._launch(run_id=run_id, start_event=event, ctx=ctx, stepwise=stepwise)
-    self._attach(handler)
+    self._attach(handler, budget=budget)
     if ctx is not None:
         # A run that starts from an existing state: resuming it needs that state.
         self._put(run_id, None, None, (), dict(handler.ctx.to_dict(self.serializer)))
@@ -124,10 +126,12 @@ def attach(
     handler: WorkflowHandler,
     *,
     inbox_seq: int = 0,
+    budget: Budget | bool | None = True,
     resumed: Interrupted | None = None,
 ) -> None:
     """Record the run's stream events in the store's event log as they are written; a
-    ``resumed`` run first says which steps run again (``StepRestarted``)."""
+    ``resumed`` run first says which steps run again (``StepRestarted``); guard its LLM calls
+    with its ``budget`` (``True``: the one the store keeps for it, a resume)."""
     run_id = handler.run_id
     self._live[run_id] = handler
     self._inbox[run_id] = inbox_seq
@@ -137,6 +141,7 @@ def attach(
         announce(store, run, resumed)
     if hasattr(store, "journal_put"):  # ctx.journal records its calls in the run store
         handler.ctx._journal = RunJournal(store, self.serializer, run_id, self)
+    handler.ctx._budget = guard_for(store, run_id, budget)
 
     def unanswered(waiter_id: str) -> None:
         # The question the expired wait asked: its waiter_event, or one written before it.

@@ -13,7 +13,9 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Collection
+from typing import Any
 
+from ._budget import Budget, BudgetState, Usage, check_raise, no_run_error, total
 from ._memory_queue import MemoryQueue
 from ._records import (
     ENDED,
@@ -50,6 +52,9 @@ class _Run:
     inbox: builtins.list[InboxItem] = dataclasses.field(default_factory=builtins.list)
     #: Journaled calls by (step, execution, call).
     journal: dict[tuple[str, int, int], JournalEntry] = dataclasses.field(default_factory=dict)
+    #: Its budget (``None``: none) and usage per step.
+    budget: BudgetState | None = None
+    usage: dict[str, Usage] = dataclasses.field(default_factory=dict)
     #: Untyped state as of each checkpoint that recorded changes: (seq, full?, changes).
     state: builtins.list[tuple[int, bool, dict[str, str | None]]] = dataclasses.field(
         default_factory=builtins.list
@@ -386,6 +391,82 @@ class InMemoryCheckpointStore(MemorySchedules, MemoryQueue):
             run = self._runs.get(run_id)
             entries = [] if run is None else list(run.journal.values())
         return sorted(entries, key=lambda e: (e.created_at, e.step, e.execution, e.call))
+
+    # -- budgets (see core/durable/_budget.py) ------------------------------------------------
+
+    def _budgeted(self, run_id: str) -> _Run:
+        run = self._runs.get(run_id)
+        if run is None or run.record is None:
+            raise no_run_error(run_id)
+        return run
+
+    def set_budget(self, run_id: str, budget: Budget) -> None:
+        """Give run ``run_id`` ``budget`` (replacing one it had)."""
+        with self._lock:
+            run = self._budgeted(run_id)
+            blocked = None if run.budget is None else run.budget.blocked
+            run.budget = BudgetState(budget, blocked)
+
+    def budget(self, run_id: str) -> BudgetState | None:
+        """Run ``run_id``'s budget, or ``None``."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            return None if run is None else run.budget
+
+    def budget_block(self, run_id: str, blocked: dict[str, Any]) -> None:
+        """Mark the budget blocked by a call (``blocked``), the run ``waiting``."""
+        with self._lock:
+            run = self._budgeted(run_id)
+            if run.budget is not None:
+                run.budget = BudgetState(run.budget.budget, blocked)
+            if run.record is not None and run.record.status == "running":
+                run.record = with_status(run.record, "waiting", None, None)
+
+    def budget_unblock(self, run_id: str) -> None:
+        """The blocked call goes on: the budget is not blocked, the run ``running``."""
+        with self._lock:
+            run = self._budgeted(run_id)
+            if run.budget is not None:
+                run.budget = BudgetState(run.budget.budget, None)
+            record = run.record
+            if record is not None and record.status == "waiting" and record.waiting_seq is None:
+                run.record = with_status(record, "running", None, None)
+
+    def raise_budget(self, run_id: str, tokens: int = 0, cost: float = 0.0) -> BudgetState:
+        """Add ``tokens`` and ``cost`` to run ``run_id``'s budget; return it as it is now.
+
+        Raises:
+            CheckpointError: The store has no such run.
+            RunConflictError: The run has ended, or has no budget.
+        """
+        with self._lock:
+            run = self._budgeted(run_id)
+            state = check_raise(run_id, run.record, run.budget)
+            run.budget = BudgetState(state.budget.raised(tokens, cost), state.blocked)
+            return run.budget
+
+    def usage_add(self, run_id: str, step: str, usage: Usage) -> None:
+        """Add one call's ``usage`` to step ``step`` of run ``run_id``."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            if run is None:
+                run = self._runs[run_id] = _Run(None)
+            run.usage[step] = run.usage.get(step, Usage()) + usage
+
+    def usage(self, run_id: str) -> dict[str, Usage]:
+        """Run ``run_id``'s usage per step (steps in the order they first used any)."""
+        with self._lock:
+            run = self._runs.get(run_id)
+            return {} if run is None else dict(run.usage)
+
+    def usage_totals(self, run_ids: Collection[str]) -> dict[str, Usage]:
+        """The usage of each of ``run_ids`` that used any, summed over its steps."""
+        found = {}
+        for run_id in run_ids:
+            by_step = self.usage(run_id)
+            if by_step:
+                found[run_id] = total(by_step)
+        return found
 
     def close(self) -> None:
         """Nothing to close (the store's data stays until it is dropped)."""

@@ -48,6 +48,7 @@ def enqueue(
     idempotency_key: str | None = None,
     priority: int = 0,
     key: str | None = None,
+    budget: Any = None,
     **kwargs: Any,
 ) -> str:
     """Record a run ``queued``; it starts here (or in any process serving the same store's
@@ -60,6 +61,7 @@ def enqueue(
         idempotency_key: One run per key (see :meth:`start`).
         priority: Higher leaves the queue first (then the oldest first).
         key: The run's key for ``key_concurrency`` (default: the ``key_field`` start field).
+        budget: The run's budget (default: the checkpointer's; see :meth:`start`).
         **kwargs: The start event's fields.
 
     Raises:
@@ -79,6 +81,7 @@ def enqueue(
         key = limits.key_of(kwargs)
     if info is None:
         info = type(self).run_info()
+    limit = self._budget_of(budget)
     record, _, _ = self._new_run(start_event, run_id, info, kwargs, checked)
     record = dataclasses.replace(record, status="queued")
     try:
@@ -86,6 +89,7 @@ def enqueue(
     except RunConflictError:
         self._lost_race(record)
         raise
+    self._set_budget(record.run_id, limit)  # kept before the run is offered to this process
     if self._dispatcher is not None:
         self._dispatcher.wake()
     return record.run_id

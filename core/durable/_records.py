@@ -153,7 +153,7 @@ class RunRecord:
             declared, or the hash of its shape); ``None`` for runs recorded before versions.
         parent_step: The parent's step that started a child run.
         parent_kind: How it came from its parent: ``"fork"`` or ``"child"`` (``None`` for a
-            run without a parent, and for a fork recorded before schema version 8).
+            run without a parent, and for a fork recorded before SQLite schema 9, PostgreSQL 12).
     """
 
     run_id: str

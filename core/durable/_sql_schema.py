@@ -1,6 +1,6 @@
 """The run store's SQL, written once for every dialect: its tables, rows and statements.
 
-:data:`TABLES` is the schema (SQLite's version 8) column by column, :func:`create_statements` creates
+:data:`TABLES` is the schema (SQLite's version 9) column by column, :func:`create_statements` creates
 it, :func:`run_row`/:func:`checkpoint_row` turn records into rows of it, and
 :class:`Statements` holds every statement :class:`~batonflow.core.durable._sql_store.SqlRunStore`
 makes, in a dialect's parameter style. The SQL is what SQLite (3.35 and later) and PostgreSQL
@@ -47,7 +47,7 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         # The version of the workflow that started it (Workflow.version): SQLite 6, PG 9.
         ("workflow_version", "TEXT"),
         # A child run's parent step, and how a run came from its parent ("fork", "child"):
-        # SQLite version 8, PostgreSQL version 11.
+        # SQLite version 9, PostgreSQL version 12.
         ("parent_step", "TEXT"),
         ("parent_kind", "TEXT"),
         # For stores shared by several servers (PostgreSQL): who holds the run, until when.
@@ -87,6 +87,25 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("body", "TEXT NOT NULL"),
         ("created_at", "REAL NOT NULL"),
     ),
+    # A run's budget (core/durable/_budget.py) and the call that waits for it to be raised:
+    # version 8 (SQLite), 11 (PostgreSQL).
+    "run_budgets": (
+        ("run_id", "TEXT PRIMARY KEY"),
+        ("budget", "TEXT NOT NULL"),
+        ("blocked", "TEXT"),
+        ("updated_at", "REAL NOT NULL"),
+    ),
+    # What a run's LLM calls used, per step (cost NULL: a call's price was unknown).
+    "run_usage": (
+        ("run_id", "TEXT NOT NULL"),
+        ("step", "TEXT NOT NULL"),
+        ("calls", "INTEGER NOT NULL"),
+        ("prompt_tokens", "INTEGER NOT NULL"),
+        ("completion_tokens", "INTEGER NOT NULL"),
+        ("total_tokens", "INTEGER NOT NULL"),
+        ("cost", "REAL"),
+        ("first_at", "REAL NOT NULL"),
+    ),
     "run_inbox": (
         ("run_id", "TEXT NOT NULL"),
         ("seq", "INTEGER NOT NULL"),
@@ -100,6 +119,7 @@ _KEYS = {
     "checkpoints": ("UNIQUE (run_id, seq)",),
     "run_events": ("PRIMARY KEY (run_id, seq)",),
     "run_journal": ("PRIMARY KEY (run_id, step, execution_id, call_index)",),
+    "run_usage": ("PRIMARY KEY (run_id, step)",),
     # One question takes one answer: an answer's key is "answer:<seq of the question>".
     "run_inbox": ("PRIMARY KEY (run_id, seq)", "UNIQUE (run_id, key)"),
 }
@@ -372,6 +392,8 @@ class Statements:
             "run_inbox",
             "run_journal",
             "run_queue",
+            "run_budgets",
+            "run_usage",
             "checkpoint_runs",
         )
         delete = tuple(f"DELETE FROM {table} WHERE run_id = ?" for table in tables)

@@ -65,6 +65,7 @@ from ._records import (
     with_state_values,
 )
 from ._schedules import SqlSchedules
+from ._sql_budget import SqlBudgets
 from ._sql_schema import ENDED_SQL, RUN_COLUMNS, Statements, checkpoint_row, run_row
 
 T = TypeVar("T")
@@ -75,7 +76,7 @@ T = TypeVar("T")
 Conn = Any
 
 
-class SqlRunStore(SqlSchedules, SqlQueue):
+class SqlRunStore(SqlBudgets, SqlSchedules, SqlQueue):
     """Runs, checkpoints, event logs and inboxes in SQL tables; a dialect says how to connect.
 
     Subclasses set :attr:`sql` and :attr:`unique_violation`, call ``super().__init__(where)``,

@@ -35,11 +35,11 @@ from ..engine._snapshot import register_workflow
 from ..engine.context import Context
 from ..errors import (
     CheckpointError,
-    ContextSerdeError,
     RunConflictError,
     WorkflowRuntimeError,
 )
 from . import (
+    _budget_runs,
     _checkpoint_query,
     _checkpoint_recording,
     _continuing,
@@ -47,7 +47,10 @@ from . import (
     _queuing,
     _versions,
 )
+from ._budget import Budget, parse_budget
 from ._dispatch import Dispatcher
+from ._inbox import CANCEL_REQUEST as CANCEL_REQUEST
+from ._inbox import RunInbox
 from ._memory_store import InMemoryCheckpointStore
 from ._queue import RunLimits
 from ._records import (
@@ -61,12 +64,8 @@ from ._records import (
 )
 from ._restarts import Interrupted
 from ._sqlite_store import SqliteCheckpointStore
-from ._store import CheckpointStore, OffLoopWrites, encode, event_body
+from ._store import CheckpointStore, OffLoopWrites, event_body
 from ._versions import RunCheck
-
-#: The inbox body of a cancel request (see ``request_cancel``). No serializer writes it for an
-#: event: they all encode an event's class with it.
-CANCEL_REQUEST = '{"batonflow_request": "cancel"}'
 
 logger = logging.getLogger("batonflow.core")
 
@@ -82,7 +81,7 @@ def _continues(ctx: Context[Any] | None) -> bool:
     )
 
 
-class WorkflowCheckpointer:
+class WorkflowCheckpointer(RunInbox):
     """Runs a workflow durably: recorded before it starts, a checkpoint after every step.
 
     ::
@@ -113,6 +112,12 @@ class WorkflowCheckpointer:
         limits: A :class:`~batonflow.core.RunLimits`: runs are recorded ``queued`` and start
             as the limits allow, counted across every process sharing the store; start them
             with ``await cptr.astart(...)`` (waits for its turn) or ``cptr.enqueue(...)``.
+        budget: The token or cost budget of every run started here (a :class:`Budget`, a
+            number of tokens, or a text such as ``"5000 tokens"``; see ``docs/budgets.md``);
+            ``start(budget=...)`` gives one run another.
+
+    Raises:
+        ValueError: A budget that is not one (a negative amount, an unknown unit).
     """
 
     def __init__(
@@ -125,7 +130,10 @@ class WorkflowCheckpointer:
         disabled_steps: Iterable[str] = (),
         on_end: Callable[[str, str, str | None, str | None], None] | None = None,
         limits: RunLimits | None = None,
+        budget: Budget | str | int | None = None,
     ) -> None:
+        #: The budget of every run started here (``None``: none).
+        self.budget = None if budget is None else parse_budget(budget)
         # One bound-method object, so detach() can remove exactly what was added.
         self._listener = self._on_step
         #: Every workflow instance this checkpointer recorded runs of (see the setter).
@@ -279,6 +287,7 @@ class WorkflowCheckpointer:
         ctx: Context[Any] | None = None,
         info: RunInfo | None = None,
         idempotency_key: str | None = None,
+        budget: Budget | str | int | None = None,
         **kwargs: Any,
     ) -> WorkflowHandler:
         """Record a run, then start it: :meth:`run` with what the record should also keep.
@@ -292,6 +301,8 @@ class WorkflowCheckpointer:
                 as the run is kept: a start whose key started a run already raises
                 :class:`~batonflow.core.errors.DuplicateStartError` naming that run (and
                 holding its handler when it runs here), also when two processes race.
+            budget: This run's token or cost budget (default: the checkpointer's); its LLM
+                calls are counted and stopped before they would pass it (``docs/budgets.md``).
             **kwargs: The start event's fields, and ``stepwise=``.
 
         Raises:
@@ -299,7 +310,8 @@ class WorkflowCheckpointer:
             DuplicateStartError: ``idempotency_key`` started a run already; nothing ran.
             IdempotencyKeyError: ``idempotency_key`` started a run with another workflow or
                 start event; nothing ran.
-            ValueError: An ``idempotency_key`` that is not 1 to 255 characters of text.
+            ValueError: An ``idempotency_key`` that is not 1 to 255 characters of text, or a
+                budget that is not one.
             CheckpointError: The store refused the record; nothing ran.
         """
         key = None if idempotency_key is None else _idempotency.check_key(idempotency_key)
@@ -311,13 +323,15 @@ class WorkflowCheckpointer:
                 "once; use `await cptr.astart(...)`, which waits for its turn, or "
                 "cptr.enqueue(...)."
             )
+        limit = self._budget_of(budget)
         record, event, stepwise = self._new_run(start_event, run_id, info or RunInfo(), kwargs, key)
         try:
             self.store.create_run(record)
         except RunConflictError:
             self._lost_race(record)
             raise
-        return self._begin(record.run_id, event, ctx, stepwise)
+        self._set_budget(record.run_id, limit)
+        return self._begin(record.run_id, event, ctx, stepwise, limit)
 
     async def astart(
         self,
@@ -327,6 +341,7 @@ class WorkflowCheckpointer:
         ctx: Context[Any] | None = None,
         info: RunInfo | None = None,
         idempotency_key: str | None = None,
+        budget: Budget | str | int | None = None,
         **kwargs: Any,
     ) -> WorkflowHandler:
         """:meth:`start`, recording the run off the event loop where the store can
@@ -338,11 +353,17 @@ class WorkflowCheckpointer:
         full (nothing recorded)."""
         if self.limits is not None and not _continues(ctx):
             return await self._astart_queued(
-                start_event, run_id=run_id, info=info, idempotency_key=idempotency_key, **kwargs
+                start_event,
+                run_id=run_id,
+                info=info,
+                idempotency_key=idempotency_key,
+                budget=budget,
+                **kwargs,
             )
         key = None if idempotency_key is None else _idempotency.check_key(idempotency_key)
         if _continues(ctx):
             return self._run_durable(ctx, **kwargs)
+        limit = self._budget_of(budget)
         # Written off the loop, the key is not looked up first: that read would be a round
         # trip on the loop (PostgreSQL) for every start the client sends with a key. The
         # insert finds a key that started a run (its unique index), and _lost_race answers.
@@ -357,7 +378,8 @@ class WorkflowCheckpointer:
         except RunConflictError:
             self._lost_race(record)
             raise
-        return self._begin(record.run_id, event, ctx, stepwise)
+        self._set_budget(record.run_id, limit)
+        return self._begin(record.run_id, event, ctx, stepwise, limit)
 
     def _lost_race(self, record: RunRecord) -> None:
         """After the store refused ``record``: another start with its key won the race, so
@@ -427,53 +449,6 @@ class WorkflowCheckpointer:
         elif status in ("interrupted", "failed", "cancelled"):
             self.store.set_status(run_id, "running")  # a store of the protocol alone
 
-    def send_event(self, run_id: str, event: Event, *, answer: bool = False) -> int:
-        """Send ``event`` to a run durably: committed to its inbox, then delivered.
-
-        The event is in the store before this returns; the run takes it in at once when it
-        runs in this process, else when it is resumed. A checkpoint records how many inbox
-        events the run had taken in, so a resume delivers exactly the ones after it.
-
-        Args:
-            run_id: The run.
-            event: The event (a ``HumanResponseEvent``, or any event the run accepts).
-            answer: It answers the question the run waits for: only one answer per
-                question is accepted, atomically in the store.
-
-        Returns:
-            The event's position in the run's inbox.
-
-        Raises:
-            RunConflictError: The run has ended, or (``answer``) waits for nothing or was
-                answered already.
-            SerializationError: The event cannot be encoded.
-            CheckpointError: The store refused the write (``StoreFullError``, ...).
-        """
-        body = encode(self.serializer, event, f"the event sent to run {run_id}")
-        seq = self.store.post_event(run_id, body, answer=answer)
-        if run_id in self._live:
-            self._deliver(run_id)
-        return seq
-
-    def request_cancel(self, run_id: str) -> int:
-        """Ask a run to cancel itself, durably: the request is committed to its inbox.
-
-        The process that runs it (this one, another server replica, or whichever resumes it
-        after a crash) cancels it when it takes the request in, so an accepted cancel is
-        never lost.
-
-        Returns:
-            The request's position in the run's inbox.
-
-        Raises:
-            RunConflictError: The run has ended already.
-            CheckpointError: The store refused the write.
-        """
-        seq = self.store.post_event(run_id, CANCEL_REQUEST)
-        if run_id in self._live:
-            self._deliver(run_id)
-        return seq
-
     def release(self, run_id: str) -> None:
         """Stop recording run ``run_id`` in this process and leave its record as it is.
 
@@ -505,50 +480,6 @@ class WorkflowCheckpointer:
             StoreUnreachableError: The store is still away (the events keep waiting).
         """
         self._flush_events(run_id)
-
-    def deliver(self, run_id: str) -> None:
-        """Give run ``run_id``, if it runs here, the inbox events it has not taken in yet.
-
-        For events committed to the inbox by another process (a server replica that took an
-        answer): :meth:`send_event` delivers its own events already.
-        """
-        self._deliver(run_id)
-
-    def taken_in(self, run_id: str) -> int | None:
-        """The inbox ``seq`` up to which run ``run_id`` has been given its inbox events here.
-
-        ``None`` when the run does not run in this process. A server compares it with the
-        inbox's last ``seq`` to deliver only what is new (:meth:`deliver` is idempotent
-        anyway: an entry is given to the run once, however often it is called).
-        """
-        return self._inbox.get(run_id) if run_id in self._live else None
-
-    def _deliver(self, run_id: str) -> None:
-        """Give the live run the inbox events it has not taken in yet, in order."""
-        handler = self._live.get(run_id)
-        if handler is None:
-            return
-        for item in self.store.inbox(run_id, after=self._inbox.get(run_id, 0)):
-            self._inbox[run_id] = item.seq
-            if item.body == CANCEL_REQUEST:
-                self._cancelling.add(asyncio.ensure_future(handler.cancel_run()))
-                self._cancelling = {t for t in self._cancelling if not t.done()}
-                continue
-            try:
-                event = self.serializer.deserialize(item.body)
-            except ContextSerdeError as exc:
-                logger.warning("Run %s: inbox event %d cannot be read: %s", run_id, item.seq, exc)
-                event = None
-            if isinstance(event, Event):
-                try:
-                    handler.ctx.send_event(event)
-                except WorkflowRuntimeError as exc:  # its wait ended meanwhile (a timeout)
-                    logger.warning(
-                        "Run %s: inbox event %d is taken by no step: %s", run_id, item.seq, exc
-                    )
-                    continue
-                if item.key is not None:  # an answer: is another question still open?
-                    handler._run.loop.call_soon(self._ask_again, run_id)
 
     # Whether this code can continue a run (started by another version): _versions.py.
     check = _versions.check_run
@@ -589,6 +520,12 @@ class WorkflowCheckpointer:
     _put = _checkpoint_recording.put
     _watch = _checkpoint_recording.watch
 
+    # Budgets: _budget.py.
+    _budget_of = _budget_runs.budget_of
+    _set_budget = _budget_runs.set_run_budget
+    raise_budget = _budget_runs.raise_budget
+    usage = _budget_runs.run_usage
+
     # Reading the checkpoints back: _checkpoint_query.py.
     checkpoints = property(_checkpoint_query.checkpoints)
     filter_checkpoints = _checkpoint_query.filter_checkpoints
@@ -596,6 +533,7 @@ class WorkflowCheckpointer:
 
 __all__ = [
     "STATUSES",
+    "Budget",
     "Checkpoint",
     "CheckpointStore",
     "InMemoryCheckpointStore",

@@ -104,6 +104,8 @@ class Context(Generic[StateT]):
         #: A durable run's journal of calls (durable/_journal.py: RunJournal), set by the
         #: WorkflowCheckpointer that records the run; ``None`` for other runs.
         self._journal: Any = None
+        #: A durable run's budget guard (durable/_budget.py: RunBudget) when it has a budget.
+        self._budget: Any = None
         #: Per-run string metadata saved with the context (e.g. a trace's ``traceparent``).
         self.meta: dict[str, str] = {}
         if previous_context is not None:

@@ -82,6 +82,13 @@ ATTR_WILL_RETRY = "batonflow.step.will_retry"
 ATTR_PAUSED = "batonflow.step.paused"
 ATTR_LINK_KIND = "batonflow.link.kind"
 ATTR_ERROR_TYPE = "error.type"
+# What a run's (or a step's) LLM calls used, when its calls are counted (batonflow.budgets):
+# the GenAI semantic conventions' usage names, summed over the calls, and their cost.
+ATTR_USAGE_INPUT = "gen_ai.usage.input_tokens"
+ATTR_USAGE_OUTPUT = "gen_ai.usage.output_tokens"
+ATTR_USAGE_TOTAL = "batonflow.usage.total_tokens"
+ATTR_USAGE_COST = "batonflow.usage.cost"
+ATTR_USAGE_CALLS = "batonflow.usage.llm_calls"
 
 # The run an OpenTelemetryInstrument last agreed to trace. The engine asks a run's instruments
 # in order (the workflow's own, the installed ones, the global-provider one last) within one
@@ -123,6 +130,8 @@ class _RunTrace:
     open_steps: dict[tuple[int, int], Span] = field(default_factory=dict)
     # execution id of an open attempt -> types of the events it sent with ctx.send_event
     sent: dict[int, list[str]] = field(default_factory=dict)
+    # the run's Context: a counted run's usage is read from it when the run ends
+    ctx: Any = None
 
 
 class OpenTelemetryInstrument(Instrument):
@@ -188,7 +197,7 @@ class OpenTelemetryInstrument(Instrument):
         run_ctx = trace.set_span_in_context(span, otel_context.Context())
         if saved is None or "traceparent" not in record.meta:
             _PROPAGATOR.inject(record.meta, context=run_ctx)
-        self._runs[record.run_id] = _RunTrace(span=span, context=run_ctx)
+        self._runs[record.run_id] = _RunTrace(span=span, context=run_ctx, ctx=record.context)
 
     def run_finished(self, record: RunFinished) -> None:
         """Close the run span (and any step span the run left open)."""
@@ -207,6 +216,10 @@ class OpenTelemetryInstrument(Instrument):
             step_span.end()
         span = run.span
         span.set_attribute(ATTR_RUN_STATUS, "paused" if paused else record.status)
+        # A durable run whose LLM calls are counted (core/durable/_budget.py: RunBudget.used).
+        used = getattr(getattr(run.ctx, "_budget", None), "used", None)
+        if used is not None and used.calls:
+            span.set_attributes(usage_attributes(used))
         if paused:
             span.set_attribute("batonflow.run.paused_steps", list(record.paused_steps))
         if record.error is not None and record.status != "cancelled":
@@ -343,6 +356,20 @@ class GlobalProviderInstrument(OpenTelemetryInstrument):
         if _claimed_run[0] == run_id:
             return False
         return super().wants_run(run_id, workflow_name)
+
+
+def usage_attributes(usage: Any) -> dict[str, Any]:
+    """The span attributes of a usage (``prompt_tokens``, ``completion_tokens``,
+    ``total_tokens``, ``cost`` or ``None``, ``calls``)."""
+    attributes: dict[str, Any] = {
+        ATTR_USAGE_INPUT: usage.prompt_tokens,
+        ATTR_USAGE_OUTPUT: usage.completion_tokens,
+        ATTR_USAGE_TOTAL: usage.total_tokens,
+        ATTR_USAGE_CALLS: usage.calls,
+    }
+    if usage.cost is not None:
+        attributes[ATTR_USAGE_COST] = usage.cost
+    return attributes
 
 
 def _links_of(span: Span) -> Iterable[Link]:

@@ -1,6 +1,6 @@
-"""Schema version 8 of the SQLite run store: a run's parent step and parent kind (child runs).
+"""Schema version 9 of the SQLite run store: a run's parent step and parent kind (child runs).
 
-A file of version 7 (without the two columns) opens as version 8; its runs stay readable and
+A file of version 8 (without the two columns) opens as version 9; its runs stay readable and
 a child run recorded in it keeps its parent link."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from batonflow.core.durable._sqlite_store import SCHEMA_VERSION
 from batonflow.core.stores import open_store
 
 
-def test_a_version_7_sqlite_file_gets_the_parent_columns(tmp_path: Path) -> None:
-    """Version 7 to 8: the old run reads with no parent kind; a child keeps its link."""
+def test_a_version_8_sqlite_file_gets_the_parent_columns(tmp_path: Path) -> None:
+    """Version 8 to 9: the old run reads with no parent kind; a child keeps its link."""
     path = tmp_path / "runs.db"
     now = time.time()
     with open_store(path) as store:
@@ -25,7 +25,7 @@ def test_a_version_7_sqlite_file_gets_the_parent_columns(tmp_path: Path) -> None
         """
         ALTER TABLE checkpoint_runs DROP COLUMN parent_step;
         ALTER TABLE checkpoint_runs DROP COLUMN parent_kind;
-        UPDATE schema_version SET version = 7;
+        UPDATE schema_version SET version = 8;
         """
     )
     conn.close()

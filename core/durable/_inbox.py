@@ -1,0 +1,140 @@
+"""Sending events to a durable run: its inbox, and the delivery of what it holds to the run.
+
+An event sent to a run (an answer, a cancel request, any event it accepts) is committed to the
+run's inbox in the store first, then given to the run if it runs in this process; a run that
+runs elsewhere (another replica), or is resumed later, takes it in from the inbox there. A
+checkpoint records how far the run had taken its inbox in, so each entry reaches it once.
+:class:`RunInbox` holds these methods of
+:class:`~batonflow.core.durable.checkpoints.WorkflowCheckpointer`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..data.events import Event
+from ..data.serialization import BaseSerializer
+from ..errors import ContextSerdeError, WorkflowRuntimeError
+from ._store import CheckpointStore, encode
+
+if TYPE_CHECKING:
+    from ..engine.handler import WorkflowHandler
+
+logger = logging.getLogger("batonflow.core")
+
+#: The inbox body of a cancel request (see :meth:`RunInbox.request_cancel`). No serializer
+#: writes it for an event: they all encode an event's class with it.
+CANCEL_REQUEST = '{"batonflow_request": "cancel"}'
+
+
+class RunInbox:
+    """The inbox methods of ``WorkflowCheckpointer`` (see the module docs)."""
+
+    store: CheckpointStore
+    serializer: BaseSerializer
+    #: The runs recorded by this checkpointer that run in this process, by id.
+    _live: dict[str, WorkflowHandler]
+    #: How far each live run has taken its inbox in (the last ``seq`` given to it).
+    _inbox: dict[str, int]
+    #: Cancellations started by inbox requests (kept until done).
+    _cancelling: set[asyncio.Future[Any]]
+
+    #: After an answer was taken: ask a question still open again (_checkpoint_recording).
+    _ask_again: Callable[[str], None]
+
+    def send_event(self, run_id: str, event: Event, *, answer: bool = False) -> int:
+        """Send ``event`` to a run durably: committed to its inbox, then delivered.
+
+        The event is in the store before this returns; the run takes it in at once when it
+        runs in this process, else when it is resumed. A checkpoint records how many inbox
+        events the run had taken in, so a resume delivers exactly the ones after it.
+
+        Args:
+            run_id: The run.
+            event: The event (a ``HumanResponseEvent``, or any event the run accepts).
+            answer: It answers the question the run waits for: only one answer per
+                question is accepted, atomically in the store.
+
+        Returns:
+            The event's position in the run's inbox.
+
+        Raises:
+            RunConflictError: The run has ended, or (``answer``) waits for nothing or was
+                answered already.
+            SerializationError: The event cannot be encoded.
+            CheckpointError: The store refused the write (``StoreFullError``, ...).
+        """
+        body = encode(self.serializer, event, f"the event sent to run {run_id}")
+        seq = self.store.post_event(run_id, body, answer=answer)
+        if run_id in self._live:
+            self._deliver(run_id)
+        return seq
+
+    def request_cancel(self, run_id: str) -> int:
+        """Ask a run to cancel itself, durably: the request is committed to its inbox.
+
+        The process that runs it (this one, another server replica, or whichever resumes it
+        after a crash) cancels it when it takes the request in, so an accepted cancel is
+        never lost.
+
+        Returns:
+            The request's position in the run's inbox.
+
+        Raises:
+            RunConflictError: The run has ended already.
+            CheckpointError: The store refused the write.
+        """
+        seq = self.store.post_event(run_id, CANCEL_REQUEST)
+        if run_id in self._live:
+            self._deliver(run_id)
+        return seq
+
+    def deliver(self, run_id: str) -> None:
+        """Give run ``run_id``, if it runs here, the inbox events it has not taken in yet.
+
+        For events committed to the inbox by another process (a server replica that took an
+        answer): :meth:`send_event` delivers its own events already.
+        """
+        self._deliver(run_id)
+
+    def taken_in(self, run_id: str) -> int | None:
+        """The inbox ``seq`` up to which run ``run_id`` has been given its inbox events here.
+
+        ``None`` when the run does not run in this process. A server compares it with the
+        inbox's last ``seq`` to deliver only what is new (:meth:`deliver` is idempotent
+        anyway: an entry is given to the run once, however often it is called).
+        """
+        return self._inbox.get(run_id) if run_id in self._live else None
+
+    def _deliver(self, run_id: str) -> None:
+        """Give the live run the inbox events it has not taken in yet, in order."""
+        handler = self._live.get(run_id)
+        if handler is None:
+            return
+        for item in self.store.inbox(run_id, after=self._inbox.get(run_id, 0)):
+            self._inbox[run_id] = item.seq
+            if item.body == CANCEL_REQUEST:
+                self._cancelling.add(asyncio.ensure_future(handler.cancel_run()))
+                self._cancelling = {t for t in self._cancelling if not t.done()}
+                continue
+            try:
+                event = self.serializer.deserialize(item.body)
+            except ContextSerdeError as exc:
+                logger.warning("Run %s: inbox event %d cannot be read: %s", run_id, item.seq, exc)
+                event = None
+            if isinstance(event, Event):
+                try:
+                    handler.ctx.send_event(event)
+                except WorkflowRuntimeError as exc:  # its wait ended meanwhile (a timeout)
+                    logger.warning(
+                        "Run %s: inbox event %d is taken by no step: %s", run_id, item.seq, exc
+                    )
+                    continue
+                if item.key is not None:  # an answer: is another question still open?
+                    handler._run.loop.call_soon(self._ask_again, run_id)
+
+
+__all__ = ["CANCEL_REQUEST", "RunInbox"]
