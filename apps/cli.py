@@ -32,6 +32,10 @@ require_extra("the batonflow command line", "cli", {"typer": "typer", "rich": "r
 
 import typer
 
+from ._typer_help import load_help_renderer
+
+load_help_renderer()
+
 from . import _budget_cli, _check_cli, _fork_cli, _journal_cli  # noqa: F401  (runs budget, check, fork, journal, export)
 from ._budget_cli import cli_budget
 from ._console import cli_errors, err, one_line, print_json, print_result, setup_tracing

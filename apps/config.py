@@ -31,7 +31,6 @@ setting                    environment variable            default
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -210,6 +209,8 @@ class Settings:
             # How long the store rides out a database it cannot reach (PostgreSQL's option).
             options["outage_seconds"] = self.outage_seconds
         if replica:
+            import socket  # not at the top: `batonflow --help` needs none of it
+
             options |= {
                 "replica_id": self.replica_id or f"{socket.gethostname()}-{os.getpid()}",
                 "lease_seconds": self.lease_seconds,

@@ -12,7 +12,6 @@ names what was looked for and how to fix it.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -278,6 +277,8 @@ def _import(module_name: str, spec: str) -> Any:
             )
         # A stable name: restoring a snapshot in another process imports its event classes
         # by module name, and that process loads the same file under the same name.
+        import hashlib  # not at the top: `batonflow --help` needs none of it
+
         digest = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:12]
         name = f"_batonflow_file_{path.stem}_{digest}"
         if name in sys.modules:

@@ -30,9 +30,12 @@ READY = "batonflow server on "
 
 
 class Replica:
-    """A ``batonflow serve`` subprocess on ``db`` serving chain, ask and steps."""
+    """A ``batonflow serve`` subprocess on ``db`` serving chain, ask and steps (of the
+    batonflow whose ``src`` folder is ``code``, when given: another version's, to compare)."""
 
-    def __init__(self, db: str, tmp: Path, name: str, lease: float = 15.0) -> None:
+    def __init__(
+        self, db: str, tmp: Path, name: str, lease: float = 15.0, code: Path | None = None
+    ) -> None:
         self.name = name
         self.log = tmp / f"{name}.err"
         args = [
@@ -42,6 +45,8 @@ class Replica:
             "-w", f"steps={HTTP_FLOWS}:ThreeSteps",
         ]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OTEL_"))}
+        if code is not None:
+            env["PYTHONPATH"] = str(code)
         with open(self.log, "w") as err:
             self.proc = subprocess.Popen(
                 args, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=err

@@ -180,11 +180,17 @@ WORKLOADS = {
 }
 
 
-def throughput(server: Any, tmp: Path, replicas: int, workload: str, clients: int) -> dict:
-    """One figure: fresh database and replicas, the load, CPU and samples."""
+def throughput(
+    server: Any, tmp: Path, replicas: int, workload: str, clients: int, code: Path | None = None
+) -> dict:
+    """One figure: fresh database and replicas (of the batonflow in ``code``, when given), the
+    load, CPU and samples."""
     flow, body, steps = WORKLOADS[workload]
     name, url = _database(server)
-    group = [Replica(url, tmp, f"t{replicas}-{k}-{uuid.uuid4().hex[:4]}") for k in range(replicas)]
+    group = [
+        Replica(url, tmp, f"t{replicas}-{k}-{uuid.uuid4().hex[:4]}", code=code)
+        for k in range(replicas)
+    ]
     try:
         if not all(r.ready() for r in group):
             raise RuntimeError("a replica did not start")
@@ -194,8 +200,10 @@ def throughput(server: Any, tmp: Path, replicas: int, workload: str, clients: in
         sampler = Sampler(server.url(name))
         sampler.start()
         runs = clients * 6
+        me0 = time.process_time()  # the load generator's CPU (and the sampler's, small)
         got = load([r.address for r in group], flow, body, clients, runs)  # type: ignore[misc]
         seen = sampler.stop()
+        me = time.process_time() - me0
         own = _cpu_seconds(pids) - own0
         pg = sum(_cpu_seconds([p]) - pg0.get(p, 0.0) for p in _postgres_pids(server.datadir))
         done = sum(n for s, n in got["status"].items() if s == 200)
@@ -210,23 +218,27 @@ def throughput(server: Any, tmp: Path, replicas: int, workload: str, clients: in
         "steps_per_s": got["runs_per_s"] * steps,
         "replica_ms_per_run": own / runs * 1000,
         "pg_ms_per_run": pg / runs * 1000,
+        "client_ms_per_run": me / runs * 1000,
+        "cores": (own + pg + me) / got["seconds"],  # replicas, PostgreSQL and the load
         "load": os.getloadavg()[0],
         **seen,
     }
 
 
-def print_throughput(figs: dict[tuple[str, int], list[dict]], replicas: list[int]) -> None:
+def print_throughput(
+    figs: dict[tuple[str, int], list[dict]], replicas: list[int], title: str = ""
+) -> None:
     for workload in WORKLOADS:
         rows = [(n, figs.get((workload, n), [])) for n in replicas]
         if not any(f for _, f in rows):
             continue
         base = statistics.median(f["runs_per_s"] for f in rows[0][1]) if rows[0][1] else None
-        print(f"\n### {workload} (median of the rounds; range in brackets)\n")
+        print(f"\n### {workload}{title} (median of the rounds; range in brackets)\n")
         print(
             "| replicas | runs/s | durable steps/s | vs 1 replica | CPU ms/run: replicas "
-            "| PostgreSQL | most backends | load |"
+            "| PostgreSQL | load generator | cores in use | most backends | load |"
         )
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for n, f in rows:
             if not f:
                 continue
@@ -238,6 +250,8 @@ def print_throughput(figs: dict[tuple[str, int], list[dict]], replicas: list[int
                 f"| {statistics.median(x['steps_per_s'] for x in f):.0f} | {rel} "
                 f"| {statistics.median(x['replica_ms_per_run'] for x in f):.2f} "
                 f"| {statistics.median(x['pg_ms_per_run'] for x in f):.2f} "
+                f"| {statistics.median(x['client_ms_per_run'] for x in f):.2f} "
+                f"| {statistics.median(x['cores'] for x in f):.2f} "
                 f"| {max(x['most_backends'] for x in f)} "
                 f"| {statistics.median(x['load'] for x in f):.1f} |"
             )
@@ -421,6 +435,12 @@ def main() -> None:
     parser.add_argument("--crowd", default="8,16,32", help="replica counts of the crowd")
     parser.add_argument("--max-connections", type=int, default=40)
     parser.add_argument("--json", type=Path, help="also write every figure here")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="throughput: also measure replicas running the batonflow whose src folder is "
+        "here (e.g. an older commit's, from git archive), interleaved with this one's",
+    )
     args = parser.parse_args()
     from pg_server import running_server
 
@@ -439,23 +459,32 @@ def main() -> None:
                     everything["notify"] = notify_cost(server, levels, args.rounds, 3.0)
                 if "throughput" in only:
                     counts = [int(n) for n in args.replicas.split(",")]
-                    figs: dict[tuple[str, int], list[dict]] = {}
+                    codes: dict[str, Path | None] = {"": None}
+                    if args.before is not None:
+                        codes = {" (before)": args.before, " (this tree)": None}
+                    figs: dict[str, dict[tuple[str, int], list[dict]]] = {c: {} for c in codes}
                     for r in range(args.rounds):
                         for workload in WORKLOADS:
                             order = counts[r % len(counts) :] + counts[: r % len(counts)]
                             for n in order:
-                                fig = throughput(server, tmp, n, workload, args.clients)
-                                figs.setdefault((workload, n), []).append(fig)
-                                print(
-                                    f"round {r + 1} {workload} {n} replica(s): "
-                                    f"{fig['runs_per_s']:.1f} runs/s, "
-                                    f"{fig['steps_per_s']:.0f} steps/s, load {fig['load']:.1f}",
-                                    file=sys.stderr,
-                                    flush=True,
-                                )
-                    everything["throughput"] = {f"{w} / {n}": f for (w, n), f in figs.items()}
-                    print_throughput(figs, counts)
-                    print_model(figs, counts[0])
+                                turn = list(codes.items())[:: -1 if r % 2 else 1]
+                                for title, code in turn:
+                                    fig = throughput(server, tmp, n, workload, args.clients, code)
+                                    figs[title].setdefault((workload, n), []).append(fig)
+                                    print(
+                                        f"round {r + 1} {workload}{title} {n} replica(s): "
+                                        f"{fig['runs_per_s']:.1f} runs/s, "
+                                        f"{fig['steps_per_s']:.0f} steps/s, "
+                                        f"load {fig['load']:.1f}",
+                                        file=sys.stderr,
+                                        flush=True,
+                                    )
+                    everything["throughput"] = {
+                        f"{w}{t} / {n}": f for t, fs in figs.items() for (w, n), f in fs.items()
+                    }
+                    for title in codes:
+                        print_throughput(figs[title], counts, title)
+                    print_model(figs[""] if "" in figs else figs[" (this tree)"], counts[0])
         if "crowd" in only:
             print(
                 f"\n## A crowd of replicas on a server of max_connections={args.max_connections}"

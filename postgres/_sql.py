@@ -115,11 +115,12 @@ SET_STATUS = (
     f"WHERE run_id = %s AND NOT {ENDED_SQL} AND {HELD} RETURNING 1"
 )
 #: A run's status change (with its ``end`` log entry when the 2nd parameter is true) in one
-#: round trip, as ``_fence`` + ``append_end`` + ``NOTIFY`` + :data:`SET_STATUS` in one
-#: transaction made it: the run's row is locked, and nothing is written unless this store may
+#: round trip, as ``_fence`` + ``append_end`` + :data:`SET_STATUS` in one transaction made
+#: it: the run's row is locked, and nothing is written unless this store may
 #: (it holds the run, or no replica id: the 1st parameter) and the run has not ended. Returns
-#: the row's lease_owner and status as locked, the NOTIFY's NULL, and the run's record as
-#: written (its columns NULL when nothing was).
+#: the row's lease_owner and status as locked, the end entry's seq (NULL without one; the
+#: store announces it after the commit, see ``_notes``), and the run's record as written (its
+#: columns NULL when nothing was).
 FINISH = (
     "WITH run AS (SELECT lease_owner, lease_token, status FROM checkpoint_runs "
     "WHERE run_id = %(run_id)s FOR UPDATE), "
@@ -137,7 +138,7 @@ FINISH = (
     "lease_until = CASE WHEN %(ended)s THEN NULL ELSE lease_until END "
     f"WHERE run_id = %(run_id)s AND EXISTS (SELECT 1 FROM ok) RETURNING {RUN_COLUMNS}) "
     "SELECT r.lease_owner, r.status, "
-    "(SELECT pg_notify(%(channel)s, %(run_id)s || ' ' || seq) FROM ins), u.* "
+    "(SELECT seq FROM ins), u.* "
     "FROM (SELECT 1) AS one LEFT JOIN run AS r ON TRUE LEFT JOIN upd AS u ON TRUE"
 )
 #: The checkpoint of a recorded run in one round trip: the run's row is locked for the
@@ -150,14 +151,18 @@ PUT_FENCED = (
     f"(SELECT 1 FROM run WHERE NOT {HELD}) RETURNING 1) "
     "SELECT (SELECT count(*) FROM run), (SELECT count(*) FROM ins)"
 )
-#: A stream event in one round trip, fenced as :data:`PUT_FENCED`, with its NOTIFY.
+#: A stream event in one round trip, fenced as :data:`PUT_FENCED`; returns its seq (announced
+#: after the commit: no ``NOTIFY`` in the statement, see ``_notes``).
 APPEND_FENCED = (
     "WITH run AS (SELECT lease_token FROM checkpoint_runs WHERE run_id = %s FOR UPDATE), "
     "ins AS (INSERT INTO run_events (run_id, seq, kind, body) "
     "SELECT %s, COALESCE((SELECT MAX(seq) FROM run_events WHERE run_id = %s), 0) + 1, %s, %s "
     f"WHERE NOT EXISTS (SELECT 1 FROM run WHERE NOT {HELD}) RETURNING seq) "
-    "SELECT seq, pg_notify(%s, %s || ' ' || seq) FROM ins"
+    "SELECT seq FROM ins"
 )
+#: Log entries committed meanwhile, announced in one transaction (``_notes``): one
+#: ``NOTIFY`` per payload (``"run_id seq"``), the commit lock taken once for all of them.
+ANNOUNCE = "SELECT pg_notify(%s, p) FROM unnest(%s::text[]) AS p"
 #: The fence of a transaction: locks the run's row and tells who holds it.
 FENCE = "SELECT lease_owner, lease_token, status FROM checkpoint_runs WHERE run_id = %s FOR UPDATE"
 RENEW = (
@@ -246,6 +251,7 @@ SET_VERSION = (
 )
 
 __all__ = [
+    "ANNOUNCE",
     "APPEND_FENCED",
     "CLAIMED",
     "CLAIM_EXPIRED",

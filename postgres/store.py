@@ -82,9 +82,11 @@ from ._errors import (
     store_error,
 )
 from ._leasing import LeaseMethods
+from ._notes import Announcer
 from ._offloop import OffLoopStore, Writers
 from ._outage import Calls, Outage, OutagePolicy, pool_options
 from ._sql import (
+    ANNOUNCE,
     APPEND_FENCED,
     COMPONENT,
     EVENTS_CHANNEL,
@@ -171,6 +173,8 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
         self.pool_size = max_size
         self._writers = Writers(max_size)  # the a... methods' threads, up to one per connection
         self._completed: OrderedDict[str, RunRecord] = OrderedDict()
+        #: Announces new log entries after their commits, batched (see ``_notes``).
+        self._announcer = Announcer(self._announce)
         self._pool = ConnectionPool(
             url,
             min_size=min_size,
@@ -475,11 +479,12 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
             "error": error,
             "stamp": stamp,
             "ended": ended,
-            "channel": EVENTS_CHANNEL,
         }
 
         def finish(conn: psycopg.Connection[Any]) -> None:
-            owner, current, _, *record = conn.execute(FINISH, params).fetchone()
+            owner, current, end_seq, *record = conn.execute(FINISH, params).fetchone()
+            if end_seq is not None:
+                self._announcer.announce(run_id, int(end_seq))
             if record[0] is None:
                 if self.replica_id is not None:
                     raise self._lost(run_id, owner, current)
@@ -535,7 +540,7 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
             args = (run_id, run_id, run_id, kind, body, self.replica_id, self.lease_token)
 
             def one(conn: psycopg.Connection[Any]) -> int | None:
-                found = conn.execute(APPEND_FENCED, (*args, EVENTS_CHANNEL, run_id)).fetchone()
+                found = conn.execute(APPEND_FENCED, args).fetchone()
                 return None if found is None else int(found[0])
 
             seq = self._write(
@@ -546,6 +551,7 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
             )
             if seq is None:
                 raise self._lost(run_id)
+            self._announcer.announce(run_id, seq)  # committed: autocommit, one statement
         else:
 
             def append(conn: psycopg.Connection[Any]) -> int:
@@ -561,8 +567,18 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
         self._last_seq[run_id] = seq
         return seq
 
+    def _announce(self, payloads: builtins.list[str]) -> None:
+        """One ``NOTIFY batonflow_events`` per payload, all in one transaction."""
+        self._write(
+            "announce new log entries",
+            lambda conn: conn.execute(ANNOUNCE, (EVENTS_CHANNEL, payloads)),
+            transaction=False,
+            idempotent=True,  # a hint: sent twice, readers read the log once more
+        )
+
     def _appended(self, conn: psycopg.Connection[Any], run_id: str, seq: int) -> None:
-        # Every replica streaming the run wakes up on commit.
+        # Every replica streaming the run wakes up on commit (the transactions of several
+        # statements that call this are rare: a run's waiting mark, a queued run's start).
         conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, f"{run_id} {seq}"))
 
     def _posted(self, conn: psycopg.Connection[Any], run_id: str, seq: int) -> None:
@@ -579,6 +595,7 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
     def close(self) -> None:
         """Close the pool's connections (the store cannot be used afterwards)."""
         self._writers.close()
+        self._announcer.close()
         self._pool.close()
 
     def __repr__(self) -> str:

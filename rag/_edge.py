@@ -63,7 +63,9 @@ class EdgeEngine:
         self._memory_index = memory_index
         self._indexes: dict[str, MemoryIndex] = {}
         self.root = (
-            Path(tempfile.mkdtemp(prefix="batonflow-qdrant-")) if self.memory else Path(where)
+            Path(tempfile.mkdtemp(prefix="batonflow-qdrant-", dir=_memory_folder()))
+            if self.memory
+            else Path(where)
         )
         self.where = where
         self.root.mkdir(parents=True, exist_ok=True)
@@ -383,6 +385,13 @@ def _key(pid: Any) -> Any:
         except ValueError:
             return pid
     return pid
+
+
+def _memory_folder() -> str | None:
+    """Where an in-memory store's shards go: a RAM-backed folder when there is one (Linux's
+    ``/dev/shm``), so its writes wait for no disk; else the system's temporary folder."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
 def _config(layout: Layout) -> qe.EdgeConfig:

@@ -93,8 +93,8 @@ class Sender:
 
     async def _send(self, batch: list[PendingChunk]) -> None:
         await self.gate.acquire()
+        self.ctx.send_event(EmbedBatchEvent(chunks=batch, seq=self.batches))
         self.batches += 1
-        self.ctx.send_event(EmbedBatchEvent(chunks=batch))
 
     @staticmethod
     def stored(ctx: Context) -> None:

@@ -33,6 +33,9 @@ class EmbedBatchEvent(Event):
 
     chunks: list[PendingChunk]
     total_batches: int = 0  # unused: kept so checkpoints of earlier versions load
+    #: the batch's place in the run (0, 1, ...): with worker processes, batches are stored
+    #: in this order, so the store's BM25 mean moves as it does without them
+    seq: int = 0
 
 
 class BatchStoredEvent(Event):

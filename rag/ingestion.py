@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections import deque
 from collections.abc import Collection
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,8 @@ from pydantic import BaseModel, Field
 from . import progress
 from ._ingest_run import Plan as _Plan
 from ._ingest_run import Sender as _Sender
+from ._workers import Workers as _Workers
+from ._workers import check_num_workers, workers_for
 from .errors import StoreConfigError
 from .events import BatchStoredEvent, EmbedBatchEvent, IngestPlanEvent
 from .files import FileSelection, SkippedFile, discover, read_files
@@ -101,6 +105,11 @@ class IngestionWorkflow(Workflow):
             files without one); see :mod:`batonflow.rag.files` for the default.
         file_extractor: a llama-index reader per suffix (``{".html": reader}``).
         exclude_hidden: leave out files and folders whose name starts with a dot (reported).
+        num_workers: worker processes that read and split files (and embed them, when the
+            embedding model pickles), as llama-index's ``IngestionPipeline(num_workers=)``:
+            ``None`` (the default) starts one per core for a run reading at least 200 files
+            on a machine with more than one core, and none otherwise; ``0`` never starts any;
+            ``N`` starts ``N``. The chunks and the report are the same either way.
         timeout: the run's time limit in seconds (``None``: no limit).
         **kwargs: passed to :class:`~batonflow.core.Workflow`.
 
@@ -110,7 +119,8 @@ class IngestionWorkflow(Workflow):
 
     Raises:
         RAGConfigError: ``splitter=`` holds something that is not a llama-index transformation,
-            or ``required_exts`` / ``file_extractor`` are malformed.
+            ``required_exts`` / ``file_extractor`` are malformed, or ``num_workers`` is not
+            ``None`` or a count.
         StoreConfigError: ``embed_batch_size < 1``.
     """
 
@@ -125,8 +135,10 @@ class IngestionWorkflow(Workflow):
         required_exts: list[str] | None = None,
         file_extractor: dict[str, Any] | None = None,
         exclude_hidden: bool = True,
+        num_workers: int | None = None,
         **kwargs: Any,
     ) -> None:
+        check_num_workers(num_workers)
         if embed_batch_size < 1:
             raise StoreConfigError(f"embed_batch_size must be at least 1, got {embed_batch_size}.")
         self.transformations = check_transformations(splitter)
@@ -140,6 +152,7 @@ class IngestionWorkflow(Workflow):
         self.embed_model = embed_model
         self.splitter = splitter
         self.embed_batch_size = embed_batch_size
+        self.num_workers = num_workers
 
     @step
     async def load(
@@ -161,23 +174,28 @@ class IngestionWorkflow(Workflow):
         sender = _Sender(ctx, self.embed_batch_size, show)
         if found:
             progress.report(ctx, "read", 0, len(found), show=show)
-        for start in range(0, len(found), _READ_BATCH):
-            batch = found[start : start + _READ_BATCH]
-            docs, read, more_skipped = await asyncio.to_thread(read_files, batch, self.files)
-            plan.files += len(read)
-            skipped += more_skipped
-            progress.report(ctx, "read", start + len(batch), len(found), show=show)
-            await self._ingest(ctx, docs, plan, sender)
-        by_source: dict[str, list[Document]] = {}
-        for doc in documents:
-            by_source.setdefault(source_of(doc), []).append(doc)
-        group: list[Document] = []
-        for docs in by_source.values():
-            group += docs
-            if len(group) >= _SPLIT_BATCH:
+        groups = _source_groups(documents)
+        count = workers_for(self.num_workers, len(found))
+        if count:
+            workers = _Workers(
+                count, self.transformations, self.embed_model, self.files, stored, force
+            )
+            _Workers.of_run[ctx] = workers
+            try:
+                skipped += await self._load_in_workers(ctx, workers, found, groups, plan, sender)
+            except BaseException:
+                workers.close()
+                raise
+        else:
+            for start in range(0, len(found), _READ_BATCH):
+                batch = found[start : start + _READ_BATCH]
+                docs, read, more_skipped = await asyncio.to_thread(read_files, batch, self.files)
+                plan.files += len(read)
+                skipped += more_skipped
+                progress.report(ctx, "read", start + len(batch), len(found), show=show)
+                await self._ingest(ctx, docs, plan, sender)
+            for group in groups:
                 await self._ingest(ctx, group, plan, sender)
-                group = []
-        await self._ingest(ctx, group, plan, sender)
         await sender.flush()
         gone = _gone_sources(paths, stored, plan.seen, skipped)
         chunks_removed = await self.store.adelete_sources(gone) if gone else 0
@@ -194,6 +212,7 @@ class IngestionWorkflow(Workflow):
         if not sender.batches:
             # Sources that changed into nothing (all blank chunks) lose their old chunks too.
             report["chunks_removed"] += await self.store.aprune_stale(plan.changed)
+            _close_workers(ctx)
             progress.close(ctx)
             return StopEvent(
                 result=IngestionReport(**{**report, "skipped": [SkippedFile(*s) for s in skipped]})
@@ -224,17 +243,70 @@ class IngestionWorkflow(Workflow):
         progress.report(ctx, "split", plan.split_done, plan.split_total, show=sender.show)
         await sender.add(pending)
 
+    async def _load_in_workers(
+        self,
+        ctx: Context,
+        workers: _Workers,
+        found: list[Path],
+        groups: list[list[Document]],
+        plan: _Plan,
+        sender: _Sender,
+    ) -> list[SkippedFile]:
+        """:meth:`load`'s reading and splitting done by worker processes: a few batches per
+        worker in flight, their results taken in order (so the same as in this process)."""
+        skipped: list[SkippedFile] = []
+        jobs: list[tuple[list[Path], list[Document], int]] = [
+            (found[i : i + _READ_BATCH], [], min(i + _READ_BATCH, len(found)))
+            for i in range(0, len(found), _READ_BATCH)
+        ] + [([], group, 0) for group in groups]
+        waiting = iter(jobs)
+        in_flight: deque[tuple[Future[Any], int]] = deque()
+
+        def top_up() -> None:
+            while len(in_flight) < 2 * workers.count:
+                job = next(waiting, None)
+                if job is None:
+                    return
+                in_flight.append((workers.parse(job[0], job[1]), job[2]))
+
+        top_up()
+        while in_flight:
+            future, read_so_far = in_flight.popleft()
+            hashes, read, more_skipped, split, pending = await asyncio.wrap_future(future)
+            top_up()
+            if read_so_far:
+                plan.files += len(read)
+                skipped += more_skipped
+                progress.report(ctx, "read", read_so_far, len(found), show=sender.show)
+            plan.decide(hashes)
+            if not split:
+                continue
+            plan.split_total += split
+            progress.report(ctx, "split", plan.split_done, plan.split_total, show=sender.show)
+            plan.split_done += split
+            progress.report(ctx, "split", plan.split_done, plan.split_total, show=sender.show)
+            await sender.add(pending)
+        return skipped
+
     @step(num_workers=4)
-    async def embed_and_store(self, ev: EmbedBatchEvent) -> BatchStoredEvent:
-        """Embed one batch (when a model is set) and upsert it."""
+    async def embed_and_store(self, ctx: Context, ev: EmbedBatchEvent) -> BatchStoredEvent:
+        """Embed one batch (when a model is set; in a worker process when there are) and
+        upsert it."""
         if self.embed_model is not None:
-            vectors = await self.embed_model.aget_text_embedding_batch(
-                [p.embed_text for p in ev.chunks]
-            )
+            texts = [p.embed_text for p in ev.chunks]
+            runs = _Workers.of_run.get(ctx)
+            if runs is not None and runs.embeds:
+                vectors = await runs.embed(texts)
+            else:
+                vectors = await self.embed_model.aget_text_embedding_batch(texts)
             chunks = [p.to_chunk(v) for p, v in zip(ev.chunks, vectors, strict=True)]
         else:
             chunks = [p.to_chunk() for p in ev.chunks]
-        await self.store.aupsert(chunks)
+        workers = _Workers.of_run.get(ctx)
+        if workers is not None:
+            await workers.in_turn(ev.seq, lambda: self.store.aupsert(chunks))
+        else:
+            await self.store.aupsert(chunks)
         return BatchStoredEvent(count=len(chunks))
 
     @step(num_workers=1)
@@ -259,6 +331,7 @@ class IngestionWorkflow(Workflow):
         if plan is None or batches < plan["total_batches"]:
             return None
         removed = await self.store.aprune_stale(plan["changed_hashes"])
+        _close_workers(ctx)
         progress.close(ctx)
         return StopEvent(
             result=IngestionReport(
@@ -273,6 +346,29 @@ class IngestionWorkflow(Workflow):
                 repaired=plan["repaired"],
             )
         )
+
+
+def _source_groups(documents: list[Document]) -> list[list[Document]]:
+    """``documents`` in groups of about :data:`_SPLIT_BATCH`, a source's all in one group."""
+    by_source: dict[str, list[Document]] = {}
+    for doc in documents:
+        by_source.setdefault(source_of(doc), []).append(doc)
+    groups: list[list[Document]] = []
+    group: list[Document] = []
+    for docs in by_source.values():
+        group += docs
+        if len(group) >= _SPLIT_BATCH:
+            groups.append(group)
+            group = []
+    if group:
+        groups.append(group)
+    return groups
+
+
+def _close_workers(ctx: Context) -> None:
+    workers = _Workers.of_run.pop(ctx, None)
+    if workers is not None:
+        workers.close()
 
 
 def _gone_sources(

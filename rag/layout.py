@@ -29,6 +29,8 @@ their dense vectors; they have no BM25 vector). Collections from earlier batonfl
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,19 +76,51 @@ def detect(dense: dict[str, int], sparse: set[str]) -> Layout:
     )
 
 
-def payload_of(chunk: Chunk, content_hash: str | None = None) -> dict[str, Any]:
-    """The payload of ``chunk``: llama-index's fields plus batonflow's (see the module docs)."""
-    # Imported here: opening a store or reading hits needs no llama-index (see rag/__init__).
-    from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
-    from llama_index.core.vector_stores.utils import node_to_metadata_dict
+def payload_of(
+    chunk: Chunk, content_hash: str | None = None, point_id: str | None = None
+) -> dict[str, Any]:
+    """The payload of ``chunk``: llama-index's fields plus batonflow's (see the module docs).
 
-    node = TextNode(
-        id_=chunk.id,
-        text=chunk.text,
-        metadata=dict(chunk.metadata),
-        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=chunk.source)},
-    )
-    payload = node_to_metadata_dict(node, remove_text=False, flat_metadata=False)
+    Built here, field for field as llama-index's ``node_to_metadata_dict`` builds a
+    ``TextNode``'s (a test pins the two equal), so a write neither imports llama-index nor
+    pays for validating and dumping a pydantic node per chunk. Metadata holding other than
+    JSON values (a date, a tuple) goes through llama-index, whose JSON dump converts them.
+    ``point_id`` saves recomputing ``chunk.id`` when the caller has it.
+    """
+    pid = point_id if point_id is not None else chunk.id
+    if not _plain(chunk.metadata):
+        payload = _llama_payload(chunk, pid)
+    else:
+        metadata = _copy(chunk.metadata)
+        node = {
+            "id_": pid,
+            "embedding": None,
+            "metadata": metadata,
+            "excluded_embed_metadata_keys": [],
+            "excluded_llm_metadata_keys": [],
+            "relationships": {
+                "1": {
+                    "node_id": chunk.source,
+                    "node_type": None,
+                    "metadata": {},
+                    "hash": None,
+                    "class_name": "RelatedNodeInfo",
+                }
+            },
+            "metadata_template": "{key}: {value}",
+            "metadata_separator": "\n",
+            "text": chunk.text,
+            "mimetype": "text/plain",
+            "start_char_idx": None,
+            "end_char_idx": None,
+            "text_template": "{metadata_str}\n\n{content}",
+            "class_name": "TextNode",
+        }
+        payload = _copy(metadata)
+        payload["_node_content"] = json.dumps(node, ensure_ascii=False)
+        payload["_node_type"] = "TextNode"
+        ref = chunk.source or "None"
+        payload["document_id"] = payload["doc_id"] = payload["ref_doc_id"] = ref
     payload.pop("text", None)  # a metadata key named "text": the text lives in _node_content
     payload.update(source=chunk.source, chunk=chunk.index)
     if content_hash is not None:
@@ -94,6 +128,49 @@ def payload_of(chunk: Chunk, content_hash: str | None = None) -> dict[str, Any]:
     if chunk.source_chunks is not None:
         payload["source_chunks"] = chunk.source_chunks
     return payload
+
+
+def _llama_payload(chunk: Chunk, pid: str) -> dict[str, Any]:
+    # Imported here: only metadata that is not plain JSON needs llama-index's dump.
+    from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+    from llama_index.core.vector_stores.utils import node_to_metadata_dict
+
+    node = TextNode(
+        id_=pid,
+        text=chunk.text,
+        metadata=dict(chunk.metadata),
+        relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=chunk.source)},
+    )
+    return node_to_metadata_dict(node, remove_text=False, flat_metadata=False)
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is JSON as it is (str keys; str, int, float, bool, None, list, dict)."""
+    if value is None or type(value) in (str, int, float, bool):
+        return True
+    if type(value) is list:
+        return all(_plain(v) for v in value)
+    if type(value) is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    return False
+
+
+def _copy(value: Any) -> Any:
+    """A copy of plain JSON ``value`` whose lists and dicts are new (as a JSON dump gives)."""
+    if type(value) is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy(v) for v in value]
+    return value
+
+
+def dense_floats(vector: Sequence[float] | None) -> list[float] | None:
+    """A dense vector as the list of floats the engines take (as given when it is one)."""
+    if vector is None:
+        return None
+    if type(vector) is list and all(type(x) is float for x in vector):
+        return vector
+    return [float(x) for x in vector]
 
 
 def hit_of(point_id: Any, score: float, payload: dict[str, Any] | None) -> Hit:
@@ -142,6 +219,7 @@ __all__ = [
     "RESERVED",
     "SPARSE",
     "Layout",
+    "dense_floats",
     "detect",
     "hit_of",
     "payload_of",

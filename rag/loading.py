@@ -146,21 +146,33 @@ def _describe(component: Any) -> Any:
 _VOLATILE_METADATA = frozenset({"creation_date", "last_modified_date", "last_accessed_date"})
 
 
+def pipeline_of(transformations: Sequence[Any], embed_model: Any = None) -> str:
+    """How documents are processed (the splitter's and the embedding's settings), hashed with
+    each source by :func:`content_hashes`."""
+    return json.dumps(
+        [_describe(t) for t in transformations]
+        + [[type(embed_model).__name__, getattr(embed_model, "model_name", None)]],
+        sort_keys=True,
+        default=lambda o: type(o).__name__,
+    )
+
+
 def content_hashes(
-    documents: Sequence[Document], transformations: Sequence[Any], embed_model: Any = None
+    documents: Sequence[Document],
+    transformations: Sequence[Any],
+    embed_model: Any = None,
+    *,
+    pipeline: str | None = None,
 ) -> dict[str, str]:
     """A hash per source of its documents' text and metadata and of how they are processed.
 
     Ingestion skips a source whose hash matches the one its stored chunks carry: the same
     content, split and embedded the same way, gives the same chunks. Changing the splitter's
     settings or the embedding model changes every hash, so everything is re-ingested.
+    ``pipeline`` is :func:`pipeline_of` the transformations and model, when already known.
     """
-    pipeline = json.dumps(
-        [_describe(t) for t in transformations]
-        + [[type(embed_model).__name__, getattr(embed_model, "model_name", None)]],
-        sort_keys=True,
-        default=lambda o: type(o).__name__,
-    )
+    if pipeline is None:
+        pipeline = pipeline_of(transformations, embed_model)
     digests: dict[str, Any] = {}
     for doc in documents:
         source = source_of(doc)
@@ -194,6 +206,7 @@ __all__ = [
     "content_hashes",
     "discover",
     "load_files",
+    "pipeline_of",
     "read_file",
     "source_of",
     "split_documents",

@@ -110,15 +110,13 @@ class BM25SparseEncoder:
         """The BM25 term-frequency vector of a tokenised document (``avg_len``: the mean)."""
         if not stems:
             return SparseVector([], [])
-        counts: dict[int, int] = {}
-        for stem, n in Counter(stems).items():
-            tid = _cached_term_id(stem)
-            counts[tid] = counts.get(tid, 0) + n  # two stems colliding on an id add up
+        # Ids counted (not stems): two stems colliding on an id add up.
+        counts = Counter(map(_cached_term_id, stems))
         mean = avg_len if avg_len is not None and avg_len > 0 else self.avg_len
         norm = self.k1 * (1.0 - self.b + self.b * len(stems) / mean)
         k1_plus_1 = self.k1 + 1.0
         indices = sorted(counts)
-        values = [counts[i] * k1_plus_1 / (counts[i] + norm) for i in indices]
+        values = [(n := counts[i]) * k1_plus_1 / (n + norm) for i in indices]
         return SparseVector(indices, values)
 
     def encode_documents(

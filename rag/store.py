@@ -35,7 +35,7 @@ from ._search import search
 from .chunks import Chunk, Hit, StoredSource, chunks_of, point_id
 from .errors import CollectionNotFoundError, StoreConfigError, collection_missing
 from .fusion import RRF_K
-from .layout import DENSE, READ_FIELDS, SPARSE, Layout, hit_of, payload_of
+from .layout import DENSE, READ_FIELDS, SPARSE, Layout, dense_floats, hit_of, payload_of
 from .lengths import MeanLength
 from .sparse import BM25SparseEncoder, SparseVector
 
@@ -262,7 +262,9 @@ class QdrantStore(AsyncStoreMethods):
                 "with one model."
             )
         size = sizes.pop() if sizes else None
-        terms = [self.encoder.tokenize(c.text) for c in chunks]
+        tokenize = self.encoder.tokenize
+        terms = [tokenize(c.text) for c in chunks]
+        ids = [c.id for c in chunks]  # a SHA-256 and a UUID5 each: computed once
         with self._lock:
             layout = self._ensure_collection(size)
             if layout.sparse is None and layout.dense is None:
@@ -271,16 +273,16 @@ class QdrantStore(AsyncStoreMethods):
                     "dense one batonflow knows; use another collection=."
                 )
             lengths = self._load_lengths()
-            for chunk, stems in zip(chunks, terms, strict=True):
-                lengths.set(chunk.id, len(stems), 0.0)
+            for pid, stems in zip(ids, terms, strict=True):
+                lengths.set(pid, len(stems), 0.0)
             mean = lengths.mean()
             points = []
-            for chunk, stems in zip(chunks, terms, strict=True):
-                payload = payload_of(chunk, chunk.content_hash)
+            encode = self.encoder.encode_terms
+            for pid, chunk, stems in zip(ids, chunks, terms, strict=True):
+                payload = payload_of(chunk, chunk.content_hash, pid)
                 payload["bm25_len"], payload["bm25_avg"] = len(stems), mean
-                lengths.set(chunk.id, len(stems), mean)
-                vector = [float(x) for x in chunk.dense] if chunk.dense is not None else None
-                points.append((chunk.id, self.encoder.encode_terms(stems, mean), vector, payload))
+                lengths.set(pid, len(stems), mean)
+                points.append((pid, encode(stems, mean), dense_floats(chunk.dense), payload))
             for start in range(0, len(points), self.batch_size):
                 self._engine.upsert(
                     self.collection, layout, points[start : start + self.batch_size]

@@ -49,11 +49,15 @@ class Event(BaseModel):
     (``MyEvent(_token=t)``) and are never part of the event's fields.
     """
 
-    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+    # The engine's own events build their pydantic schema when first used, not when
+    # `import batonflow.core` defines them (see _build_now: every other subclass builds at once).
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True, defer_build=True)
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
+        if not cls.__module__.startswith(_DEFERRED_MODULES):
+            _build_now(cls)
         if cls.__private_attributes__ and not hasattr(cls.model_post_init, _MOVES_PRIVATE):
             _move_private_keywords(cls)
 
@@ -150,6 +154,23 @@ class Event(BaseModel):
 
 #: Marks a ``model_post_init`` that already moves private keywords (see below).
 _MOVES_PRIVATE = "_batonflow_moves_private"
+
+
+#: Modules whose Event subclasses build their schema on first use: the engine's own events.
+_DEFERRED_MODULES = ("batonflow.core.",)
+
+
+def _build_now(cls: type[Event]) -> None:
+    """Build ``cls``'s schema now, as pydantic does for a class without ``defer_build``.
+
+    Only the engine's own events defer it (``import batonflow.core`` builds none). Any other
+    subclass, a user's event above all, is built when its class statement runs, as before: a
+    field type pydantic cannot handle raises there, a forward reference not yet defined waits
+    for first use, and its own subclasses inherit ``defer_build=False``.
+    """
+    cls.model_config = {**cls.model_config, "defer_build": False}
+    # The namespace pydantic resolves names in is the one it kept at class creation.
+    cls.model_rebuild(raise_errors=False, _parent_namespace_depth=0)
 
 
 def _move_private_keywords(cls: type[Event]) -> None:

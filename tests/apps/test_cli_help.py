@@ -45,6 +45,21 @@ COMMANDS = [
 
 #: Modules that ``batonflow --help`` must not import: the engine and what only it needs.
 ENGINE = ("batonflow.core", "pydantic", "asyncio", "batonflow.apps.run_store")
+#: What help renders without: rich's Markdown (markdown-it) and tracebacks (pygments, attrs), the
+#: HTTP client, and the standard modules only a command's work needs (a file flow's digest, a
+#: replica's host name). Each cost `--help` time in bench/startup.py.
+NOT_FOR_HELP = (
+    "rich.markdown",
+    "rich.traceback",
+    "rich.pretty",
+    "markdown_it",
+    "pygments",
+    "attr",
+    "httpx",
+    "batonflow.client",
+    "hashlib",
+    "socket",
+)
 
 
 def _flags(path: tuple[str, ...]) -> list[str]:
@@ -105,6 +120,68 @@ def test_help_in_a_fresh_process_imports_no_engine(path: tuple[str, ...]) -> Non
         m
         for m in imported
         if m.split(".")[0] in {"pydantic", "asyncio"}
-        or any(m == name or m.startswith(name + ".") for name in ENGINE)
+        or any(m == name or m.startswith(name + ".") for name in ENGINE + NOT_FOR_HELP)
     )
     assert loaded == [], f"batonflow {' '.join(path)} --help imported {loaded}"
+
+
+#: Runs the command line as the console script does, with rich's Markdown and traceback modules
+#: imported first when the first argument is "preload" (then typer's help renderer uses them).
+_HELP_RUNNER = """
+import sys
+if sys.argv[1] == "preload":
+    import rich.markdown, rich.traceback
+sys.argv = ["batonflow", *sys.argv[2:]]
+from batonflow.__main__ import main
+main()
+"""
+
+
+@pytest.mark.parametrize("path", [(), ("runs",), ("run",)], ids=" ".join)
+def test_help_text_is_what_typer_renders_with_rich_markdown_loaded(path: tuple[str, ...]) -> None:
+    """Help rendered without rich.markdown and rich.traceback loaded is the same text."""
+    env = {"COLUMNS": "100", "TERM": "dumb", "PATH": "/usr/bin:/bin"}
+    texts = []
+    for mode in ("preload", "light"):
+        proc = subprocess.run(
+            [sys.executable, "-c", _HELP_RUNNER, mode, *path, "--help"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stderr
+        texts.append(proc.stdout)
+    assert "Usage: batonflow" in texts[0]
+    assert texts[1] == texts[0]
+
+
+def test_the_stand_ins_build_rich_objects_when_used() -> None:
+    """typer's Markdown help and pretty tracebacks still get rich's own objects."""
+    from batonflow.apps._typer_help import _Markdown, _Traceback
+    from rich.markdown import Markdown
+    from rich.traceback import Traceback
+
+    assert isinstance(_Markdown("**bold**"), Markdown)
+    try:
+        raise ValueError("boom")
+    except ValueError as exc:
+        built = _Traceback.from_exception(type(exc), exc, exc.__traceback__)
+    assert isinstance(built, Traceback)
+
+
+def test_a_typer_that_needs_other_names_gets_rich_modules() -> None:
+    """If typer imports a name the stand-ins lack, typer.rich_utils loads rich's own modules."""
+    code = """
+import sys
+from batonflow.apps import _typer_help
+_typer_help._STAND_INS = {"rich.markdown": ("NotInRich", _typer_help._Markdown)}
+_typer_help.load_help_renderer()
+import typer.rich_utils
+from rich.markdown import Markdown
+assert typer.rich_utils.Markdown is Markdown, typer.rich_utils.Markdown
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
