@@ -193,15 +193,22 @@ def install_forks(app: FastAPI, manager: Any) -> None:
 
     @app.get(
         "/runs/{run_id}/lineage",
-        summary="A run's parent and forks",
-        responses=responses(200, None, "Its parent (and fork point) and its forks.", 404),
+        summary="A run's parent, forks and child runs",
+        responses=responses(
+            200, None, "Its parent (fork point or step) and its forks and child runs.", 404
+        ),
     )
     async def lineage(run_id: str) -> dict[str, Any]:
         row = known(run_id)
         children = getattr(store, "children", None)
         forks = children(run_id) if children is not None else []
         parent = (
-            {"run_id": row.parent_run_id, "seq": row.parent_seq}
+            {
+                "run_id": row.parent_run_id,
+                "seq": row.parent_seq,
+                "step": row.parent_step,
+                "kind": row.parent_kind or "fork",  # a fork recorded before kinds
+            }
             if row.parent_run_id is not None
             else None
         )
@@ -209,7 +216,15 @@ def install_forks(app: FastAPI, manager: Any) -> None:
             "run_id": run_id,
             "parent": parent,
             "children": [
-                {"run_id": r.run_id, "seq": r.parent_seq, "status": r.status} for r in forks
+                {
+                    "run_id": r.run_id,
+                    "seq": r.parent_seq,
+                    "status": r.status,
+                    "step": r.parent_step,
+                    "kind": r.parent_kind or "fork",
+                    "workflow": r.workflow_name,
+                }
+                for r in forks
             ],
         }
 

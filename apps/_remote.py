@@ -133,6 +133,7 @@ def show_remote(url: str, token: str | None, run_id: str, events: bool) -> dict[
     with connect(url, token) as client:
         run = client.get(run_id)
         data: dict[str, Any] = {**run.raw, "source": url, "checkpoints": []}
+        data["children"] = client.lineage(run_id)["children"]
         if events and run.done:
             data["events"] = [event.data for event in client.events(run_id)]
     return data

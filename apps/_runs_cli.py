@@ -176,6 +176,8 @@ def show(
             f"started: {_when(data['created'])}  updated: {_when(data['updated'])}",
             markup=False,
         )
+        for line in lineage_lines(data):
+            out.print(line, markup=False)
         steps = [f"{c['step']} (seq {c['seq']})" for c in data["checkpoints"] if c["step"]]
         if steps:  # a seq is what 'batonflow runs fork RUN --at SEQ' continues after
             out.print(f"checkpoints after: {', '.join(steps)}", markup=False)
@@ -203,6 +205,17 @@ def _show_local(db: str | None, run_id: str, events: bool) -> dict[str, Any]:
             }
             for c in store.backend.list(run_id)
         ]
+        data["children"] = [
+            {
+                "run_id": r.run_id,
+                "seq": r.parent_seq,
+                "status": r.status,
+                "step": r.parent_step,
+                "kind": r.parent_kind or "fork",  # a fork recorded before kinds
+                "workflow": r.workflow_name,
+            }
+            for r in store.backend.children(run_id)
+        ]
         if events:
             data["events"] = [e.body for e in store.events(run_id)]
         if data["status"] == "queued":
@@ -210,6 +223,30 @@ def _show_local(db: str | None, run_id: str, events: bool) -> dict[str, Any]:
     finally:
         store.close()
     return data
+
+
+def lineage_lines(data: dict[str, Any]) -> list[str]:
+    """``batonflow runs show``'s lines for a run's parent, child runs and forks."""
+    lines = []
+    parent = data.get("parent_run_id")
+    if parent is not None:
+        if data.get("parent_kind") == "child":
+            lines.append(f"parent: {parent} (child run of its step {data.get('parent_step')})")
+        else:
+            lines.append(f"parent: {parent} (forked at checkpoint {data.get('parent_seq')})")
+    children = data.get("children") or []
+    started = [c for c in children if c.get("kind") == "child"]
+    if started:
+        lines.append(
+            "child runs: "
+            + ", ".join(f"{c['run_id']} ({c['workflow']}, {c['status']})" for c in started)
+        )
+    forks = [c for c in children if c.get("kind") != "child"]
+    if forks:
+        lines.append(
+            "forks: " + ", ".join(f"{c['run_id']} (at {c['seq']}, {c['status']})" for c in forks)
+        )
+    return lines
 
 
 @runs_app.command()

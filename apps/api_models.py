@@ -176,9 +176,17 @@ class Run(_Body):
     )
     created: float = Field(description="created_at as Unix time (seconds since the epoch).")
     updated: float = Field(description="updated_at as Unix time (seconds since the epoch).")
-    parent_run_id: str | None = Field(None, description="The run it was forked from, if any.")
+    parent_run_id: str | None = Field(
+        None, description="The run it was forked from, or started by as a child run, if any."
+    )
     parent_seq: int | None = Field(
         None, description="The parent's checkpoint it continues from (a fork's)."
+    )
+    parent_step: str | None = Field(
+        None, description="The parent's step that started it (a child run's)."
+    )
+    parent_kind: Literal["fork", "child"] | None = Field(
+        None, description="How it came from its parent: forked from it, or run as its child."
     )
     workflow_version: str | None = Field(
         None,

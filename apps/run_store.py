@@ -52,6 +52,9 @@ class RunRow:
     flow_ref: str | None = None
     parent_run_id: str | None = None
     parent_seq: int | None = None
+    #: A child run's parent step; how the run came from its parent ("fork", "child").
+    parent_step: str | None = None
+    parent_kind: str | None = None
     #: The event-log ``seq`` of the question a waiting run asked.
     waiting_seq: int | None = None
     #: The version of the workflow that started it (``Workflow.version``).
@@ -75,6 +78,9 @@ class RunRow:
             "updated": self.updated_at,
             "parent_run_id": self.parent_run_id,
             "parent_seq": self.parent_seq,
+            "parent_step": self.parent_step,
+            # A fork recorded before runs had a parent kind is a fork all the same.
+            "parent_kind": self.parent_kind or ("fork" if self.parent_run_id else None),
             "workflow_version": self.workflow_version,
         }
 
@@ -236,6 +242,8 @@ def _row(record: RunRecord) -> RunRow:
         flow_ref=record.flow_ref,
         parent_run_id=record.parent_run_id,
         parent_seq=record.parent_seq,
+        parent_step=record.parent_step,
+        parent_kind=record.parent_kind,
         waiting_seq=record.waiting_seq if status == "waiting" else None,
         workflow_version=record.workflow_version,
     )

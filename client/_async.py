@@ -313,7 +313,8 @@ class AsyncClient:
         return builtins.list((await self._request("GET", f"/runs/{run_id}/journal"))["calls"])
 
     async def lineage(self, run_id: str) -> dict[str, Any]:
-        """The run's ``parent`` (``{"run_id", "seq"}`` or ``None``) and ``children`` (its forks).
+        """The run's ``parent`` (``{"run_id", "seq", "step", "kind"}`` or ``None``) and
+        ``children`` (its forks and child runs; ``kind`` says which: ``"fork"``, ``"child"``).
 
         Raises:
             NotFoundError: No run with that id.

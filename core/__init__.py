@@ -54,6 +54,7 @@ from .errors import WorkflowRuntimeError as WorkflowRuntimeError
 from .errors import WorkflowStepDoesNotExistError as WorkflowStepDoesNotExistError
 from .errors import WorkflowTimeoutError as WorkflowTimeoutError
 from .errors import WorkflowValidationError as WorkflowValidationError
+from .events import ChildRunEvent as ChildRunEvent
 from .events import CollectedEvents as CollectedEvents
 from .events import CollectionReleaseEvent as CollectionReleaseEvent
 from .events import Event as Event
@@ -235,6 +236,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointError",
     "CheckpointStore",
+    "ChildRunEvent",
     "Collect",
     "CollectedEvents",
     "CollectionReleaseEvent",

@@ -5,6 +5,9 @@ functions say ``__module__ == "batonflow.core.events"``: stored runs and pickles
 """
 
 from .data.events import (
+    ChildRunEvent as ChildRunEvent,
+)
+from .data.events import (
     CollectedEvents as CollectedEvents,
 )
 from .data.events import (

@@ -17,12 +17,13 @@ from batonflow.core.durable._sql_schema import (
     KEY_INDEX,
     PARENT_INDEX,
     RUN_COLUMNS,
+    RUN_FIELDS,
     Statements,
     create_statements,
     create_table,
 )
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 COMPONENT = "checkpoints"
 EVENTS_CHANNEL = "batonflow_events"
 INBOX_CHANNEL = "batonflow_inbox"
@@ -86,6 +87,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         create_table("run_budgets", real="DOUBLE PRECISION"),
         create_table("run_usage", real="DOUBLE PRECISION"),
     ),
+    # A child run's parent step, and how a run came from its parent ("fork", "child").
+    12: (
+        "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS parent_step TEXT",
+        "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS parent_kind TEXT",
+    ),
 }
 #: True in a write's WHERE while the run's lease is held by the store whose token is the
 #: second parameter, or while the first parameter (the replica id) is NULL: no fencing.
@@ -95,7 +101,7 @@ SQL = replace(
     Statements.build("%s", state_json="(ctx_data::json -> 'state')::text", lock_row=" FOR UPDATE"),
     # A replica's new run is leased to it (to this store's token) from the start.
     insert_run=f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}, lease_owner, lease_token, "
-    f"lease_until, lease_since) VALUES ({', '.join(['%s'] * 18)}, %s, %s, "
+    f"lease_until, lease_since) VALUES ({', '.join(['%s'] * RUN_FIELDS)}, %s, %s, "
     f"CASE WHEN %s THEN {NOW} + %s END, CASE WHEN %s THEN {NOW} END)",
 )
 #: A status change, made only while this store holds the run and it has not ended; an ended

@@ -128,7 +128,8 @@
       rows.textContent = "";
       runs.forEach(function (run) {
         rows.appendChild(el("tr", { dataset: { runId: run.run_id, status: run.status } },
-          el("td", {}, el("a", { className: "mono", href: "#/runs/" + run.run_id }, run.run_id.slice(0, 12))),
+          el("td", {}, el("a", { className: "mono", href: "#/runs/" + run.run_id }, run.run_id.slice(0, 12)),
+            el("div", { className: "muted lineage" }, bf.rowLineage(run, runs))),
           el("td", {}, run.workflow),
           el("td", {}, statusBadge(run.status)),
           el("td", {}, clock(run.created)),
@@ -282,6 +283,7 @@
       }
       renderFacts();
       renderAnswer();
+      await showLineage(runId, lineage);  // also for a run whose steps this server cannot show
       try {
         showDrawing(drawing, await api("runs/" + encodeURIComponent(runId) + "/drawing"));
         drawingNote.textContent = "";
@@ -289,7 +291,6 @@
         steps.replaceChildren.apply(steps, recorded.steps.map(function (s) {
           return el("tr", {}, el("td", {}, s.step), el("td", {}, s.input_event + " → " + (s.output_events.join(", ") || "nothing")), el("td", {}, s.duration == null ? "" : duration(s.duration)), el("td", {}, forkButton(runId, s, forkBox)));
         }));
-        await showLineage(runId, lineage);
         var state = await api("runs/" + encodeURIComponent(runId) + "/state");
         stateBox.textContent = JSON.stringify(state.state, null, 2);
       } catch (e) {

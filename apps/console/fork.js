@@ -1,6 +1,7 @@
 // Forks and lineage on the run page: "fork from here" on each step that wrote a checkpoint (the
 // state there shown and editable, POST runs/ID/fork starts the new run) and the run's lineage
-// (the run it was forked from, its forks), linked both ways.
+// (the run it was forked from or whose step ran it as a child run, its forks and child runs),
+// linked both ways; rowLineage links a child and its parent in the runs list.
 (function (bf) {
   "use strict";
 
@@ -57,20 +58,45 @@
     return el("a", { href: "#/runs/" + encodeURIComponent(id), className: "mono" }, text || id);
   }
 
-  // Fills ``holder`` with the run's lineage (GET runs/ID/lineage): its parent and fork point,
-  // its forks; "—" when it has neither, left as it is when the server gives none.
+  // Fills ``holder`` with the run's lineage (GET runs/ID/lineage): its parent (the run it was
+  // forked from, at a checkpoint, or the run whose step started it as a child run), its forks
+  // and its child runs; "—" when it has none, left as it is when the server gives none.
   async function showLineage(runId, holder) {
     var found = await api("runs/" + encodeURIComponent(runId) + "/lineage").catch(function () { return null; });
     if (!found) return;
     var parts = [];
-    if (found.parent) parts.push(el("span", { id: "parent-run" }, "forked from ", runLink(found.parent.run_id), " at checkpoint " + found.parent.seq));
-    if (found.children.length) {
-      parts.push(el("span", { id: "child-runs" }, (parts.length ? "; " : "") + "forks: ",
-        found.children.map(function (c, i) { return [i ? ", " : "", runLink(c.run_id), " (at " + c.seq + ", " + c.status + ")"]; })));
+    var up = found.parent;
+    if (up && up.kind === "child") parts.push(el("span", { id: "parent-run" }, "child run of ", runLink(up.run_id), " (its step " + up.step + ")"));
+    else if (up) parts.push(el("span", { id: "parent-run" }, "forked from ", runLink(up.run_id), " at checkpoint " + up.seq));
+    var forks = found.children.filter(function (c) { return c.kind !== "child"; });
+    var started = found.children.filter(function (c) { return c.kind === "child"; });
+    if (forks.length) {
+      parts.push(el("span", { id: "fork-runs" }, (parts.length ? "; " : "") + "forks: ",
+        forks.map(function (c, i) { return [i ? ", " : "", runLink(c.run_id), " (at " + c.seq + ", " + c.status + ")"]; })));
+    }
+    if (started.length) {
+      parts.push(el("span", { id: "child-runs" }, (parts.length ? "; " : "") + "child runs: ",
+        started.map(function (c, i) { return [i ? ", " : "", runLink(c.run_id), " (" + c.workflow + " from " + c.step + ", " + c.status + ")"]; })));
     }
     holder.replaceChildren.apply(holder, parts.length ? parts : ["—"]);
   }
 
+  // The lineage cell of a row in the runs list: a child run links its parent; a parent links
+  // the child runs that are in the same list (``runs``).
+  function rowLineage(run, runs) {
+    var parts = [];
+    if (run.parent_kind === "child" && run.parent_run_id) {
+      parts.push(el("span", { className: "parent-link" }, "child of ", runLink(run.parent_run_id, run.parent_run_id.slice(0, 12))));
+    }
+    var kids = runs.filter(function (r) { return r.parent_kind === "child" && r.parent_run_id === run.run_id; });
+    if (kids.length) {
+      parts.push(el("span", { className: "child-links" }, (parts.length ? "; " : "") + "children: ",
+        kids.map(function (k, i) { return [i ? ", " : "", runLink(k.run_id, k.run_id.slice(0, 12))]; })));
+    }
+    return parts;
+  }
+
   bf.forkButton = forkButton;
   bf.showLineage = showLineage;
+  bf.rowLineage = rowLineage;
 })(window.batonflow = window.batonflow || {});

@@ -273,6 +273,22 @@ class InputRequiredEvent(Event):
     prefix: Any = ""
 
 
+class ChildRunEvent(Event):
+    """A stream event of a child run (``ctx.run_child``), written to its parent's stream.
+
+    Attributes:
+        child_run_id: The child run that wrote it.
+        workflow_name: The child's workflow.
+        event_type: The class name of ``event`` (what a consumer of the JSON form reads it by).
+        event: The event the child wrote (itself a ``ChildRunEvent`` for a grandchild's).
+    """
+
+    child_run_id: str
+    workflow_name: str
+    event_type: str
+    event: Event
+
+
 class HumanResponseEvent(Event):
     """A human's answer, sent into the run with ``handler.ctx.send_event(...)``.
 
@@ -551,6 +567,7 @@ class WorkflowIdleEvent(InternalDispatchEvent):
 
 
 __all__ = [
+    "ChildRunEvent",
     "CollectedEvents",
     "CollectionReleaseEvent",
     "Event",

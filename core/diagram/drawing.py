@@ -291,11 +291,24 @@ def to_mermaid(
     if runs is not None:
         nodes, edges, counts = _executed_part(graph, runs)
     lines = ["flowchart TD"]
-    for node in nodes:
+
+    def define(node: WorkflowGraphNode, indent: str) -> None:
         label = truncate(node.label, max_label_length)
         if node.id in counts:
             label = f"{label} ×{counts[node.id]}"
-        lines.append(f"    {ids[node.id]}{_mermaid_shape(kind_of(node), _mermaid_text(label))}")
+        lines.append(f"{indent}{ids[node.id]}{_mermaid_shape(kind_of(node), _mermaid_text(label))}")
+        # A child run (@step(children=...)): its own nodes in a subgraph after its node.
+        inside = [n for n in nodes if _container(n.id) == node.id]
+        if inside:
+            title = _mermaid_text(f"{node.label} (child run)")
+            lines.append(f'{indent}subgraph {ids[node.id]}_run ["{title}"]')
+            for member in inside:
+                define(member, indent + "    ")
+            lines.append(f"{indent}end")
+
+    for node in nodes:
+        if _container(node.id) is None:
+            define(node, "    ")
     for source, target, edge_label in edges:
         arrow = "-.->" if source.startswith(("resource:", "config:")) else "-->"
         text = f'|"{_mermaid_text(edge_label)}"|' if edge_label else ""
@@ -309,6 +322,11 @@ def to_mermaid(
         lines.append(f"    classDef ran {_MERMAID_CLASSES['ran']}")
         lines.append(f"    class {','.join(ids[n] for n in counts)} ran")
     return "\n".join(lines) + "\n"
+
+
+def _container(node_id: str) -> str | None:
+    """The id of the child-run node whose subgraph holds ``node_id`` (``child:X/...``)."""
+    return node_id.rsplit("/", 1)[0] if node_id.startswith("child:") and "/" in node_id else None
 
 
 def _executed_part(

@@ -20,17 +20,22 @@ return annotation names. Around that core:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, TypeAlias
 
 from .._public import publish
-from ..data.events import Event, HumanResponseEvent, InputRequiredEvent, StartEvent, StopEvent
+from ..data.events import Event, InputRequiredEvent, StartEvent, StopEvent
 from ..engine.graph import workflow_graph
 from ..engine.resource import Resource, ResourceConfig
 from ..engine.workflow import Workflow
+from ._naming import EventRole as EventRole
+from ._naming import event_ids as _event_ids
+from ._naming import event_lineage as _event_lineage
+from ._naming import first_line as _first_line
+from ._naming import return_type_name as _return_type_name
+from ._naming import role as _role
 
-EventRole = Literal["start", "stop", "input_required", "human_response", "event"]
 EXTERNAL_ID = "external"
 
 
@@ -309,6 +314,7 @@ class StepView:
         description: First docstring line, if any.
         num_workers: Concurrency bound, if known.
         workflows: ``(parameter name, Workflow class)`` of the nested workflows it takes.
+        children: The workflow classes it runs as child runs (``@step(children=...)``).
     """
 
     name: str
@@ -318,6 +324,7 @@ class StepView:
     description: str | None = None
     num_workers: int | None = None
     workflows: tuple[tuple[str, type], ...] = ()
+    children: tuple[type, ...] = ()
 
 
 def read_steps(workflow_or_class: Any) -> tuple[str, str | None, tuple[StepView, ...]]:
@@ -352,6 +359,7 @@ def read_steps(workflow_or_class: Any) -> tuple[str, str | None, tuple[StepView,
                 _first_line(getattr(func, "__doc__", None)),
                 shape.num_workers,
                 tuple(shape.workflows),
+                tuple(shape.children),
             )
         )
     return cls.__name__, _first_line(cls.__doc__), tuple(views)
@@ -459,12 +467,49 @@ def build_graph(
                     description=_first_line(cls.__doc__) or "nested workflow",
                 )
             edges.append(WorkflowGraphEdge(child, f"step:{s.name}", param))
+    for s in steps:
+        for cls in s.children:
+            _add_child_run(s.name, cls, nodes, edges)
     return WorkflowGraph(name, tuple(nodes.values()), tuple(edges), description)
+
+
+#: The child workflows being drawn now (a workflow that is its own descendant is drawn once).
+_DRAWING: set[type] = set()
+
+
+def _add_child_run(
+    step: str, cls: type, nodes: dict[str, WorkflowGraphNode], edges: list[WorkflowGraphEdge]
+) -> None:
+    """Nest the graph of ``cls``, which ``step`` runs with ``ctx.run_child``: a node for the
+    child run (``child:<Class>``, an edge from the step labelled ``run_child``) and the
+    child's own nodes and edges, their ids prefixed with ``child:<Class>/``."""
+    box = f"child:{cls.__name__}"
+    if box not in nodes:
+        nodes[box] = WorkflowGenericNode(
+            box, cls.__name__, "child_workflow", _first_line(cls.__doc__) or "child run"
+        )
+        if cls not in _DRAWING:
+            _DRAWING.add(cls)
+            try:
+                inner = get_workflow_representation(cls)
+            finally:
+                _DRAWING.discard(cls)
+            prefix = f"{box}/"
+            for node in inner.nodes:
+                nodes[prefix + node.id] = replace(node, id=prefix + node.id)
+            for edge in inner.edges:
+                edges.append(
+                    WorkflowGraphEdge(prefix + edge.source, prefix + edge.target, edge.label)
+                )
+            start = next((n for n in inner.events if n.role == "start"), None)
+            if start is not None:
+                edges.append(WorkflowGraphEdge(box, prefix + start.id))
+    edges.append(WorkflowGraphEdge(f"step:{step}", box, "run_child"))
 
 
 def without_child_workflows(graph: WorkflowGraph) -> WorkflowGraph:
     """``graph`` without its nested-workflow nodes (``include_child_workflows=False``)."""
-    dropped = {n.id for n in graph.nodes if n.id.startswith("workflow:")}
+    dropped = {n.id for n in graph.nodes if n.id.startswith(("workflow:", "child:"))}
     if not dropped:
         return graph
     return WorkflowGraph(
@@ -523,56 +568,6 @@ def _resource_node(descriptor: Any) -> WorkflowResourceNode | WorkflowResourceCo
             descriptor.path_selector,
             descriptor.description,
         )
-    return None
-
-
-def _return_type_name(factory: Any) -> str | None:
-    ann = getattr(factory, "__annotations__", {}).get("return")
-    if isinstance(ann, type):
-        return ann.__name__
-    return ann if isinstance(ann, str) else None
-
-
-def _event_ids(classes: Iterable[type[Event]]) -> dict[type[Event], str]:
-    """``event:<Name>``; qualified by module, then numbered, when classes share a name."""
-    classes = list(classes)
-    names = [c.__name__ for c in classes]
-    ids: dict[type[Event], str] = {}
-    taken: set[str] = set()
-    for c in classes:
-        base = f"event:{c.__name__}"
-        if names.count(c.__name__) > 1:
-            base = f"event:{c.__module__}.{c.__qualname__}"
-        candidate, k = base, 2
-        while candidate in taken:
-            candidate, k = f"{base}#{k}", k + 1
-        taken.add(candidate)
-        ids[c] = candidate
-    return ids
-
-
-def _event_lineage(ev: type[Event]) -> tuple[str, ...]:
-    return tuple(c.__name__ for c in ev.__mro__ if isinstance(c, type) and issubclass(c, Event))
-
-
-def _role(ev: type[Event]) -> EventRole:
-    if issubclass(ev, StartEvent):
-        return "start"
-    if issubclass(ev, StopEvent):
-        return "stop"
-    if issubclass(ev, InputRequiredEvent):
-        return "input_required"
-    if issubclass(ev, HumanResponseEvent):
-        return "human_response"
-    return "event"
-
-
-def _first_line(doc: str | None) -> str | None:
-    if not doc:
-        return None
-    for line in doc.strip().splitlines():
-        if line.strip():
-            return line.strip()
     return None
 
 

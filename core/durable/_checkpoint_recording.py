@@ -90,6 +90,9 @@ def new_run(
         pid=os.getpid(),
         flow_ref=info.flow_ref,
         idempotency_key=key,
+        parent_run_id=info.parent_run_id,
+        parent_step=info.parent_step,
+        parent_kind="child" if info.parent_run_id is not None else None,
         workflow_version=self.workflow.version,
     )
     return record, event, stepwise
@@ -137,7 +140,7 @@ def attach(
     if resumed is not None:
         announce(store, run, resumed)
     if hasattr(store, "journal_put"):  # ctx.journal records its calls in the run store
-        handler.ctx._journal = RunJournal(store, self.serializer, run_id)
+        handler.ctx._journal = RunJournal(store, self.serializer, run_id, self)
     handler.ctx._budget = guard_for(store, run_id, budget)
 
     def unanswered(waiter_id: str) -> None:

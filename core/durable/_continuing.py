@@ -210,6 +210,7 @@ def continue_from(
                 flow_ref=record.flow_ref if record is not None else None,
                 parent_run_id=plan.parent if plan is not None else None,
                 parent_seq=checkpoint.seq if plan is not None else None,
+                parent_kind="fork" if plan is not None else None,
                 workflow_version=self.workflow.version,
             )
         )

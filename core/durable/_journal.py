@@ -23,6 +23,7 @@ from typing import Any
 
 from ..data.serialization import BaseSerializer
 from ..errors import JournalMismatchError, SerializationError
+from . import _children
 from ._records import JournalEntry
 
 
@@ -33,14 +34,28 @@ class RunJournal:
         store: The run store (it has ``journal_get`` and ``journal_put``).
         serializer: Encodes results and exceptions (the checkpointer's).
         run_id: The run.
+        checkpointer: The ``WorkflowCheckpointer`` recording the run (its child runs are
+            recorded by one of the same class, on the same store).
     """
 
-    def __init__(self, store: Any, serializer: BaseSerializer, run_id: str) -> None:
+    def __init__(
+        self, store: Any, serializer: BaseSerializer, run_id: str, checkpointer: Any = None
+    ) -> None:
         self.store = store
         self.serializer = serializer
         self.run_id = run_id
+        self.checkpointer = checkpointer
         #: Per execution id: the attempt being counted and the next call's number.
         self._next: dict[int, tuple[int, int]] = {}
+
+    def position(self, execution: int, attempt: int) -> int:
+        """The number the next journaled call of ``execution`` (in ``attempt``) gets."""
+        counted, number = self._next.get(execution, (attempt, 0))
+        return number if counted == attempt else 0
+
+    async def run_child(self, ctx: Any, ex: Any, workflow: Any, fields: dict[str, Any]) -> Any:
+        """``ctx.run_child`` in this run: see :mod:`~batonflow.core.durable._children`."""
+        return await _children.run_child(self, ctx, ex, workflow, fields)
 
     async def call(
         self,

@@ -146,10 +146,14 @@ class RunRecord:
             with; an answer to it is accepted once.
         idempotency_key: The key the run was started with (see ``cptr.start``): one run per
             key in a store, for as long as the run is kept.
-        parent_run_id: The run this one was forked from (``cptr.fork``), else ``None``.
-        parent_seq: The checkpoint of the parent it continues from (its ``seq``).
+        parent_run_id: The run this one was forked from (``cptr.fork``) or started by as a
+            child (``ctx.run_child``), else ``None``.
+        parent_seq: The checkpoint of the parent a fork continues from (its ``seq``).
         workflow_version: The version of the workflow that started it (``Workflow.version``:
             declared, or the hash of its shape); ``None`` for runs recorded before versions.
+        parent_step: The parent's step that started a child run.
+        parent_kind: How it came from its parent: ``"fork"`` or ``"child"`` (``None`` for a
+            run without a parent, and for a fork recorded before SQLite schema 9, PostgreSQL 12).
     """
 
     run_id: str
@@ -170,6 +174,32 @@ class RunRecord:
     parent_run_id: str | None = None
     parent_seq: int | None = None
     workflow_version: str | None = None
+    parent_step: str | None = None
+    parent_kind: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    """What a run's record keeps besides its id and start event (see ``cptr.start``).
+
+    Attributes:
+        input: The start fields to show for the run (default: the start event's fields).
+        traceparent: The caller's W3C ``traceparent``.
+        owner: Who runs it (``"server"``, ``"cli"``); library runs leave it ``None``.
+        flow_ref: How to load the workflow again (``module:Class``) to resume the run.
+        name: The workflow name to record (default: ``workflow.workflow_name``; the server
+            records the name it serves the workflow under).
+        parent_run_id: The run that started this one as its child (``ctx.run_child``).
+        parent_step: The parent's step that started it.
+    """
+
+    input: Mapping[str, Any] | None = None
+    traceparent: str | None = None
+    owner: str | None = None
+    flow_ref: str | None = None
+    name: str | None = None
+    parent_run_id: str | None = None
+    parent_step: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -441,6 +471,7 @@ __all__ = [
     "InboxItem",
     "JournalEntry",
     "RunFilter",
+    "RunInfo",
     "RunRecord",
     "StoredEvent",
     "answered_error",

@@ -1,6 +1,6 @@
 """The run store's SQL, written once for every dialect: its tables, rows and statements.
 
-:data:`TABLES` is the schema (version 4) column by column, :func:`create_statements` creates
+:data:`TABLES` is the schema (SQLite's version 9) column by column, :func:`create_statements` creates
 it, :func:`run_row`/:func:`checkpoint_row` turn records into rows of it, and
 :class:`Statements` holds every statement :class:`~batonflow.core.durable._sql_store.SqlRunStore`
 makes, in a dialect's parameter style. The SQL is what SQLite (3.35 and later) and PostgreSQL
@@ -46,6 +46,10 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("parent_seq", "INTEGER"),
         # The version of the workflow that started it (Workflow.version): SQLite 6, PG 9.
         ("workflow_version", "TEXT"),
+        # A child run's parent step, and how a run came from its parent ("fork", "child"):
+        # SQLite version 9, PostgreSQL version 12.
+        ("parent_step", "TEXT"),
+        ("parent_kind", "TEXT"),
         # For stores shared by several servers (PostgreSQL): who holds the run, until when.
         ("lease_owner", "TEXT"),
         ("lease_until", "REAL"),
@@ -156,8 +160,10 @@ def create_statements(real: str = "REAL") -> tuple[str, ...]:
 
 #: The checkpoint columns, in the order of :func:`checkpoint_row`.
 CHECKPOINT_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoints"])
+#: How many of the run columns a :class:`RunRecord` holds.
+RUN_FIELDS = 20
 #: The run columns a :class:`RunRecord` holds (the lease columns are PostgreSQL's business).
-RUN_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoint_runs"][:18])
+RUN_COLUMNS = ", ".join(name for name, _ in TABLES["checkpoint_runs"][:RUN_FIELDS])
 #: A journaled call's columns after ``run_id``, in the order of ``JournalEntry``'s fields.
 JOURNAL_COLUMNS = ", ".join(name for name, _ in TABLES["run_journal"][1:])
 #: One run per idempotency key: the index makes two starts with one key (two replicas racing
@@ -195,6 +201,8 @@ def run_row(record: RunRecord) -> tuple[Any, ...]:
         record.parent_run_id,
         record.parent_seq,
         record.workflow_version,
+        record.parent_step,
+        record.parent_kind,
     )
 
 
@@ -301,7 +309,7 @@ class Statements:
         """
         checkpoints = f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints"
         text = {
-            "insert_run": f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}) VALUES ({_marks(18)})",
+            "insert_run": f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}) VALUES ({_marks(RUN_FIELDS)})",
             "record_implicit": "INSERT INTO checkpoint_runs (run_id, workflow_name, status, "
             "created_at, updated_at) VALUES (?, ?, 'running', ?, ?) ON CONFLICT (run_id) DO NOTHING",
             # An ended run never changes again, whoever writes late (the WHERE, not a read
@@ -404,6 +412,7 @@ __all__ = [
     "OTHER_ID",
     "PARENT_INDEX",
     "RUN_COLUMNS",
+    "RUN_FIELDS",
     "TABLES",
     "Statements",
     "checkpoint_row",

@@ -48,7 +48,7 @@ def create_private(path: Path) -> None:
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """Bring a fresh file, or one of versions 1 to 7, to version 8 (inside the set-up
+    """Bring a fresh file, or one of versions 1 to 8, to version 9 (inside the set-up
     transaction)."""
     # A fresh file gets the tables whole; a version-1 file keeps its two tables, which get
     # the columns version 2 added (in the same order, so both files read alike).
@@ -71,6 +71,8 @@ def migrate(conn: sqlite3.Connection) -> None:
     for statement in queue_statements():
         conn.execute(statement)
     # Version 8: run_budgets and run_usage came with create_statements above.
+    # Version 9: a child run's parent step and a run's parent kind (columns _add_version_2
+    # adds as it added version 4's).
 
 
 def _rebuild_checkpoints(conn: sqlite3.Connection) -> None:

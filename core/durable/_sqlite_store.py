@@ -51,11 +51,11 @@ from ..errors import CheckpointError, StoreCorruptError, StoreLockedError
 from ._holds import forget_holder, new_holder
 from ._rechecks import Recheck
 from ._records import Checkpoint, RunRecord, checkpoint_taken_error
-from ._sql_schema import RUN_COLUMNS, Statements
+from ._sql_schema import RUN_COLUMNS, RUN_FIELDS, Statements
 from ._sql_store import SqlRunStore
 from ._sqlite_schema import create_private, is_locked, migrate, opening_error, store_error
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 COMPONENT = "checkpoints"
 T = TypeVar("T")
 
@@ -63,7 +63,7 @@ _SQL = replace(
     Statements.build("?", state_json="json_extract(ctx_data, '$.state')"),
     # A new run is held by the process that starts it (see core/_holds.py).
     insert_run=f"INSERT INTO checkpoint_runs ({RUN_COLUMNS}, lease_owner) "
-    f"VALUES ({', '.join(['?'] * 19)})",
+    f"VALUES ({', '.join(['?'] * (RUN_FIELDS + 1))})",
 )
 _INSERT_CHECKPOINT = _SQL.insert_checkpoint
 _APPEND_EVENT = _SQL.append_event

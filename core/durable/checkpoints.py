@@ -25,8 +25,7 @@ import asyncio
 import itertools
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .._public import publish
@@ -59,6 +58,7 @@ from ._records import (
     STATUSES,
     Checkpoint,
     InboxItem,
+    RunInfo,
     RunRecord,
     StoredEvent,
 )
@@ -72,26 +72,6 @@ logger = logging.getLogger("batonflow.core")
 if TYPE_CHECKING:
     from ..engine.handler import WorkflowHandler
     from ..engine.workflow import Workflow
-
-
-@dataclass(frozen=True, slots=True)
-class RunInfo:
-    """What a run's record keeps besides its id and start event (see ``cptr.start``).
-
-    Attributes:
-        input: The start fields to show for the run (default: the start event's fields).
-        traceparent: The caller's W3C ``traceparent``.
-        owner: Who runs it (``"server"``, ``"cli"``); library runs leave it ``None``.
-        flow_ref: How to load the workflow again (``module:Class``) to resume the run.
-        name: The workflow name to record (default: ``workflow.workflow_name``; the server
-            records the name it serves the workflow under).
-    """
-
-    input: Mapping[str, Any] | None = None
-    traceparent: str | None = None
-    owner: str | None = None
-    flow_ref: str | None = None
-    name: str | None = None
 
 
 def _continues(ctx: Context[Any] | None) -> bool:

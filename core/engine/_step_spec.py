@@ -62,6 +62,7 @@ class StepOptions:
     error_handler: bool = False
     for_steps: tuple[str, ...] | None = None
     max_recoveries: int = 1
+    children: tuple[type, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +105,8 @@ class StepSpec:
             set (one event for each), receiving a :class:`JoinedEvents` as its input event.
         collects: Whether the step takes a ``list[E]`` collection parameter.
         collect_take: ``n`` of ``Collect(Take(n))``; ``None`` for ``All()``.
+        children: The workflow classes it runs as child runs (``@step(children=...)``), drawn
+            nested in the workflow's drawing.
     """
 
     name: str
@@ -124,6 +127,7 @@ class StepSpec:
     max_recoveries: int = 1
     join: tuple[str, ...] = ()
     collect_take: int | None = None
+    children: tuple[type, ...] = ()
     collects: bool = False
 
     @property
@@ -358,4 +362,5 @@ def build_spec(fn: Callable[..., Any], name: str) -> StepSpec:
         join=tuple(event_params) if len(event_params) > 1 else (),
         collects=collect_param is not None,
         collect_take=collect_take,
+        children=options.children,
     )

@@ -32,6 +32,7 @@ from ..data.serialization import PickleSerializer as PickleSerializer
 from ..data.state import InMemoryStateStore
 from ..errors import ContextStateError
 from ..retrying.retry import RetryInfo
+from ._children import check_child, run_in_process
 from ._collect import repeat_type
 from ._lanes import RUNNING
 from ._runtime import CURRENT_EXECUTION, RunStatus, current_execution
@@ -231,6 +232,36 @@ class Context(Generic[StateT]):
         return await self._journal.call(
             ex.lane.spec.name, ex.id, ex.attempt, name, fn, args, kwargs
         )
+
+    async def run_child(self, workflow: Workflow, /, **start_fields: Any) -> Any:
+        """Run ``workflow`` as a child run of this one and return its result.
+
+        The child is a run of its own. Its stream events are written to this run's stream,
+        each wrapped in a :class:`~batonflow.core.events.ChildRunEvent` naming the child's
+        run id; cancelling this run (or its failing) cancels the child. In a durable run the
+        child is recorded in the run store with its parent (its run id and this step) before
+        it starts, recorded as it goes, and its result is journaled here as
+        :meth:`journal` does: a re-run of this step after a crash gets a finished child's
+        result without running it again, and resumes an unfinished child from its last
+        checkpoint (its finished steps do not run again).
+
+        Args:
+            workflow: The child's workflow instance.
+            **start_fields: The child's start event fields (as ``workflow.run(**fields)``).
+
+        Returns:
+            The child's result.
+
+        Raises:
+            TypeError: ``workflow`` is not a workflow instance.
+            ContextStateError: (A durable run) called outside a step of this context's run.
+            Exception: What the child raised (replayed from the journal after a crash).
+        """
+        child = check_child(workflow)
+        if self._journal is None:
+            return await run_in_process(self, child, start_fields)
+        ex = self._execution("run_child")
+        return await self._journal.run_child(self, ex, child, start_fields)
 
     def _run_ended(self, run: Run) -> None:
         # Called by the run when it resolves; keeps the run for to_dict and stream inspection.

@@ -454,6 +454,7 @@ class StepShape:
         num_workers: Concurrency bound of the step.
         workflows: ``(parameter name, Workflow class)`` of the nested workflows it takes
             (``Workflow.add_workflows``).
+        children: The workflow classes it runs as child runs (``@step(children=...)``).
     """
 
     name: str
@@ -462,6 +463,7 @@ class StepShape:
     resources: tuple[tuple[str, Any], ...]
     num_workers: int
     workflows: tuple[tuple[str, type], ...] = ()
+    children: tuple[type, ...] = ()
 
 
 def workflow_graph(workflow: Workflow | type[Workflow]) -> Mapping[str, StepShape]:
@@ -482,6 +484,7 @@ def workflow_graph(workflow: Workflow | type[Workflow]) -> Mapping[str, StepShap
             s.resources,
             s.num_workers,
             tuple((p.name, p.annotation) for p in s.params if p.kind is ParamKind.WORKFLOW),
+            s.children,
         )
         for s in graph.order
     }

@@ -49,6 +49,7 @@ def step(
     timeout: float | None = None,
     skip_graph_checks: Iterable[str] | None = None,
     accept_event_subclasses: bool = True,
+    children: Iterable[Workflow | type[Workflow]] = (),
 ) -> Callable[[F], F]: ...
 
 
@@ -62,6 +63,7 @@ def step(
     timeout: float | None = None,
     skip_graph_checks: Iterable[str] | None = None,
     accept_event_subclasses: bool = True,
+    children: Iterable[Workflow | type[Workflow]] = (),
 ) -> F | Callable[[F], F]:
     """Mark a function as a workflow step.
 
@@ -80,6 +82,8 @@ def step(
             step accepts an event no step produces, e.g. one sent from outside).
         accept_event_subclasses: Accepted for LlamaIndex compatibility; batonflow always
             routes an event to steps accepting one of its base classes.
+        children: The workflows (classes or instances) the step runs with
+            ``ctx.run_child``: the workflow's drawing nests each one's graph under the step.
 
     Returns:
         The same function, marked as a step (or a decorator doing that).
@@ -87,8 +91,10 @@ def step(
     Raises:
         WorkflowValidationError: The signature has a parameter without annotation, no event
             parameter, or a return annotation that is not made of events.
-        WorkflowConfigurationError: ``num_workers`` or ``timeout`` is not positive.
+        WorkflowConfigurationError: ``num_workers`` or ``timeout`` is not positive, or a
+            ``children`` entry is not a workflow.
     """
+    child_classes = _child_classes(children)
     if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
         raise WorkflowConfigurationError(
             f"num_workers must be an integer greater than 0, got {num_workers!r}; pass "
@@ -121,7 +127,11 @@ def step(
                 f"decorator. Use @step(workflow=MyWorkflow) (a class, or a Workflow instance), "
                 f"or define {fn.__name__} as a method of a Workflow subclass."
             )
-        setattr(fn, STEP_ATTR, StepOptions(num_workers, retry_policy, timeout, localns, skips))
+        setattr(
+            fn,
+            STEP_ATTR,
+            StepOptions(num_workers, retry_policy, timeout, localns, skips, children=child_classes),
+        )
         check_annotations_present(fn)
         # Annotations are resolved now (LlamaIndex does the same), so a name that is not
         # defined fails where the step is written, not at the first run.
@@ -150,6 +160,26 @@ def check_graph_check_names(names: frozenset[str]) -> None:
             f"Unknown graph check names: {', '.join(sorted(unknown))}. Valid names are: "
             f"{', '.join(sorted(GRAPH_CHECKS))}; fix skip_graph_checks."
         )
+
+
+def _child_classes(children: Iterable[Any]) -> tuple[type, ...]:
+    """The workflow classes of ``@step(children=...)`` (an instance stands for its class).
+
+    Raises:
+        WorkflowConfigurationError: An entry is not a workflow class or instance.
+    """
+    if isinstance(children, type | str) or not isinstance(children, Iterable):
+        children = (children,)
+    found: list[type] = []
+    for child in children:
+        cls = child if isinstance(child, type) else type(child)
+        if not hasattr(cls, "_class_graph"):
+            raise WorkflowConfigurationError(
+                f"@step(children=...) lists the workflows a step runs with ctx.run_child, got "
+                f"{child!r}; list Workflow subclasses (or instances), e.g. children=[Outline]."
+            )
+        found.append(cls)
+    return tuple(dict.fromkeys(found))
 
 
 def _is_free_function(fn: Callable[..., Any]) -> bool:

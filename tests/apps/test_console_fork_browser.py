@@ -52,8 +52,8 @@ def test_fork_a_step_with_its_state_edited_and_follow_the_lineage(browser, tmp_p
             expect(page.locator("#parent-run")).to_contain_text(parent)
             page.locator("#parent-run a").click()
             expect(page.locator("#run-id")).to_have_text(parent)
-            expect(page.locator("#child-runs")).to_contain_text(fork_id)
-            page.locator("#child-runs a").click()
+            expect(page.locator("#fork-runs")).to_contain_text(fork_id)
+            page.locator("#fork-runs a").click()
             expect(page.locator("#run-id")).to_have_text(fork_id)
             ui.check_offline()
         finally:

@@ -63,9 +63,23 @@ def test_a_fork_from_a_steps_checkpoint_runs_only_what_follows(served):
     assert api.lineage(parent) == {
         "run_id": parent,
         "parent": None,
-        "children": [{"run_id": fork.run_id, "seq": at, "status": "completed"}],
+        "children": [
+            {
+                "run_id": fork.run_id,
+                "seq": at,
+                "status": "completed",
+                "step": None,
+                "kind": "fork",
+                "workflow": "essay",
+            }
+        ],
     }
-    assert api.lineage(fork.run_id)["parent"] == {"run_id": parent, "seq": at}
+    assert api.lineage(fork.run_id)["parent"] == {
+        "run_id": parent,
+        "seq": at,
+        "step": None,
+        "kind": "fork",
+    }
     assert api.get(fork.run_id).raw["parent_run_id"] == parent
 
 

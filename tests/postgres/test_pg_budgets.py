@@ -30,7 +30,7 @@ def test_a_version_10_database_gets_the_budget_tables(postgres_url):
         assert store.raise_budget("old", 5).budget == Budget(tokens=15)
     with psycopg.connect(postgres_url) as conn:
         assert conn.execute("SELECT version FROM batonflow_schema").fetchone() == (SCHEMA_VERSION,)
-    assert SCHEMA_VERSION == 11
+    assert SCHEMA_VERSION >= 11  # the budgets came with version 11; later versions keep them
 
 
 async def test_an_async_llm_calls_budget_reads_and_writes_leave_the_loop(postgres_url) -> None:
