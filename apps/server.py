@@ -57,7 +57,7 @@ from batonflow.core.errors import (
 )
 
 from ._answers import Refused, check_event, waiting_info
-from ._budget_view import budget_fields, budget_of, usage_of_runs
+from ._budget_view import budget_fields, budget_of
 from ._forks import install_forks
 from ._idempotent import key_refused, started_already
 from ._introspect import (
@@ -69,8 +69,9 @@ from ._introspect import (
     start_schema,
 )
 from ._openapi import install_openapi
-from ._queue import cancel_queued, queue_place
+from ._queue import cancel_queued
 from ._queued_routes import start_queued
+from ._run_reads import off_loop, run_body, runs_body
 from ._runs import RunManager, RunStateError
 from ._security import BearerAuth, BodyLimit, HostGuard, JsonBody
 from ._uvicorn import BackgroundServer as BackgroundServer
@@ -89,7 +90,6 @@ from .api_models import (
 )
 from .run_console import install_console
 from .run_store import FINISHED, STATUSES, RunStore
-from .schedules import schedule_links
 
 logger = logging.getLogger("batonflow.apps.server")
 
@@ -399,10 +399,10 @@ def create_app(
             return JSONResponse(await _accepted(live), status_code=202)
         row = await run_store.aget(live.run_id)
         assert row is not None
-        return JSONResponse(
-            {**row.public(), **budget_fields(manager.records, row.run_id, row.status)},
-            status_code=200,
+        budgets = await off_loop(
+            manager.records, budget_fields, manager.records, row.run_id, row.status
         )
+        return JSONResponse({**row.public(), **budgets}, status_code=200)
 
     @app.get("/runs", responses=responses(200, RunList, "The runs, newest first.", 422))
     async def list_runs(
@@ -421,33 +421,23 @@ def create_app(
                 f"The workflow filter {workflow!r} holds {problem}, which no workflow name "
                 "has; send a workflow's name (GET /workflows lists them) or leave it out.",
             )
-        rows = run_store.list(workflow, status, limit)
-        links = schedule_links(manager.records, [r.run_id for r in rows])
-        usage = usage_of_runs(manager.records, [r.run_id for r in rows])
         return {
-            "runs": [
-                {**r.public(), "schedule": links.get(r.run_id), "usage": usage.get(r.run_id)}
-                for r in rows
-            ]
+            "runs": await off_loop(manager.records, runs_body, manager, workflow, status, limit)
         }
 
     @app.get("/runs/{run_id}", responses=responses(200, Run, "The run.", 404))
     async def get_run(run_id: str) -> dict[str, Any]:
-        row = run_store.get(run_id)
-        if row is None:
+        found = await off_loop(manager.records, run_body, manager, run_id)
+        if found is None:
             raise _not_found_run(run_id)
-        link = schedule_links(manager.records, [run_id]).get(run_id)
-        budgets = budget_fields(manager.records, run_id, row.status)
-        if row.status == "queued":
-            queue = queue_place(manager, row)
-            return {**row.public(), "schedule": link, "queue": queue, **budgets}
+        row, body, budgets = found
         if row.status != "waiting" or budgets.get("waiting_reason") == "budget":
-            return {**row.public(), "schedule": link, **budgets}
+            return body
         live = manager.live.get(run_id)
         waits = waiting_info(
             run_store, row, workflows.get(row.workflow), live.handler if live else None
         )
-        return {**row.public(), "schedule": link, **waits, **budgets}
+        return {**body, **waits, **budgets}
 
     @app.get(
         "/runs/{run_id}/events",
