@@ -25,6 +25,7 @@ from pathlib import Path
 from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
 from batonflow.core.checkpoints import WorkflowCheckpointer
 from batonflow.core.stores import open_store
+from worker_run import start_or_resume
 
 
 class Tick(Event):
@@ -71,12 +72,7 @@ class Outer(Workflow):
 async def main(mode: str, url: str, run_id: str, steps: int, effects: str) -> None:
     store = open_store(url)
     cptr = WorkflowCheckpointer(Outer(timeout=None), store=store)
-    if mode == "start":
-        handler = cptr.run(run_id=run_id, steps=steps, effects=effects)
-        print("started", flush=True)
-    else:
-        handler = cptr.resume(run_id)
-    print(json.dumps({"result": await handler}), flush=True)
+    await start_or_resume(cptr, mode, run_id, steps=steps, effects=effects)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
 from batonflow.core.checkpoints import SqliteCheckpointStore, WorkflowCheckpointer
 from batonflow.core.durable._records import state_values
+from worker_run import start_or_resume
 
 
 class Progress(Event):
@@ -51,12 +52,7 @@ class Chain(Workflow):
 async def main(mode: str, db: str, run_id: str, steps: int) -> None:
     store = SqliteCheckpointStore(db)
     cptr = WorkflowCheckpointer(Chain(timeout=None), store=store)
-    if mode == "start":
-        handler = cptr.run(run_id=run_id, steps=steps)
-        print("started", flush=True)
-    else:
-        handler = cptr.resume(run_id)
-    print(json.dumps({"result": await handler}), flush=True)
+    await start_or_resume(cptr, mode, run_id, steps=steps)
 
 
 @dataclass(frozen=True)

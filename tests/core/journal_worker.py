@@ -23,6 +23,7 @@ from pathlib import Path
 
 from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
 from batonflow.core.checkpoints import SqliteCheckpointStore, WorkflowCheckpointer
+from worker_run import start_or_resume
 
 
 class Tick(Event):
@@ -60,12 +61,7 @@ class Journaled(Workflow):
 async def main(mode: str, db: str, run_id: str, steps: int, effects: str) -> None:
     store = SqliteCheckpointStore(db)
     cptr = WorkflowCheckpointer(Journaled(timeout=None), store=store)
-    if mode == "start":
-        handler = cptr.run(run_id=run_id, steps=steps, effects=effects)
-        print("started", flush=True)
-    else:
-        handler = cptr.resume(run_id)
-    print(json.dumps({"result": await handler}), flush=True)
+    await start_or_resume(cptr, mode, run_id, steps=steps, effects=effects)
 
 
 @dataclass(frozen=True)
