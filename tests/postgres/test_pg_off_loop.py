@@ -159,6 +159,13 @@ async def test_writer_threads_are_started_as_writes_need_them():
     writers.close()
 
 
+def _counts(args: tuple, kwargs: dict) -> bool:
+    """Whether a statement is the store's own: not the wake-up its announcer thread may send
+    meanwhile, nor the set-up of a connection the pool opens meanwhile."""
+    query = str(args[0] if args else kwargs.get("query", ""))
+    return "pg_notify" not in query and not query.startswith("SET ")
+
+
 @pytest.mark.parametrize("replica_id", [None, "a"], ids=["plain", "replica"])
 def test_a_run_is_recorded_and_ended_in_one_statement_each(postgres_url, monkeypatch, replica_id):
     """create_run and finish_run (with its end entry) each send one statement, no BEGIN."""
@@ -167,8 +174,7 @@ def test_a_run_is_recorded_and_ended_in_one_statement_each(postgres_url, monkeyp
     execute, transaction = psycopg.Connection.execute, psycopg.Connection.transaction
 
     def counted_execute(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        # The store's announcer thread may send the end's wake-up meanwhile: not the write.
-        if "pg_notify" not in str(args[0] if args else kwargs.get("query", "")):
+        if _counts(args, kwargs):
             sent.append("statement")
         return execute(self, *args, **kwargs)
 
@@ -205,8 +211,7 @@ async def test_the_record_a_completed_run_just_wrote_is_read_without_a_statement
     execute = psycopg.Connection.execute
 
     def counted_execute(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-        # The store's announcer thread may send the end's wake-up meanwhile: not a read.
-        if "pg_notify" not in str(args[0] if args else kwargs.get("query", "")):
+        if _counts(args, kwargs):
             sent.append("statement")
         return execute(self, *args, **kwargs)
 
