@@ -13,10 +13,8 @@ was committed must not run again.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -25,7 +23,7 @@ from pathlib import Path
 from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
 from batonflow.core.checkpoints import WorkflowCheckpointer
 from batonflow.core.stores import open_store
-from worker_run import start_or_resume
+from worker_run import line_count, resume, start_and_kill, start_or_resume
 
 
 class Tick(Event):
@@ -102,21 +100,10 @@ def trial(
     rng = random.Random(seed)
     effects = folder / f"effects-{seed}.txt"
     run_id = f"parent-{seed}-{os.getpid()}-{time.time_ns()}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OTEL_"))}
     here = str(Path(__file__))
     args = [url, run_id, str(steps), str(effects)]
-    proc = subprocess.Popen(
-        [python, here, "start", *args], stdout=subprocess.PIPE, text=True, env=env
-    )
-    assert proc.stdout is not None
-    proc.stdout.readline()  # "started": the run is recorded
     target = rng.randrange(0, steps + 1)
-    while proc.poll() is None and _lines(effects) < target:
-        time.sleep(0.001)
-    time.sleep(rng.uniform(0.0, 0.004))
-    proc.kill()
-    proc.wait(10)
-    proc.stdout.close()
+    start_and_kill(here, args, rng, lambda: line_count(effects) >= target, python)
     store = open_store(url)
     try:
         pay = [e for e in store.journal(run_id) if e.name == "pay"]
@@ -124,11 +111,7 @@ def trial(
         committed = (
             sum(1 for c in store.list(kids[0].run_id) if c.step_name == "work") if kids else 0
         )
-        done = subprocess.run(
-            [python, here, "resume", *args], capture_output=True, text=True, env=env, timeout=120
-        )
-        lines = done.stdout.strip().splitlines()
-        result = json.loads(lines[-1])["result"] if done.returncode == 0 and lines else None
+        result = resume(here, args, python)
         children = len(store.children(run_id))
     finally:
         store.close()
@@ -145,10 +128,6 @@ def trial(
         children=children,
         missing=sum(1 for t in tokens if not after.get(t)),
     )
-
-
-def _lines(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 def _counts(path: Path) -> dict[str, int]:

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
 from batonflow.core.checkpoints import SqliteCheckpointStore, WorkflowCheckpointer
 from batonflow.core.durable._records import state_values
-from worker_run import start_or_resume
+from worker_run import resume, start_and_kill, start_or_resume
 
 
 class Progress(Event):
@@ -80,40 +77,19 @@ def trial(folder: Path, seed: int, steps: int = 30, python: str = sys.executable
     rng = random.Random(seed)
     db = folder / f"trial-{seed}.db"
     run_id = f"run-{seed}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OTEL_"))}
     here = str(Path(__file__))
-    proc = subprocess.Popen(
-        [python, here, "start", str(db), run_id, str(steps)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout is not None
-    proc.stdout.readline()  # "started": the run is recorded
+    args = [str(db), run_id, str(steps)]
     # Kill once a random number of events is in the log (then a little later), so the kill
     # lands anywhere in the run however slow the machine is.
     target = rng.randrange(0, steps)
     with SqliteCheckpointStore(db) as watch:
-        while proc.poll() is None and len(watch.events(run_id)) < target:
-            time.sleep(0.001)
-    time.sleep(rng.uniform(0.0, 0.004))
-    proc.kill()
-    proc.wait(10)
-    proc.stdout.close()
+        start_and_kill(here, args, rng, lambda: len(watch.events(run_id)) >= target, python)
     with SqliteCheckpointStore(db) as store:
         latest = store.latest(run_id)
         state = state_values(latest.ctx_data["state"]) if latest is not None else {}
         completed = {int(k[1:]) for k in state if k.startswith("k")}
         before = [(e.seq, e.body) for e in store.events(run_id)]
-    done = subprocess.run(
-        [python, here, "resume", str(db), run_id, str(steps)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    lines = done.stdout.strip().splitlines()
-    result = json.loads(lines[-1])["result"] if done.returncode == 0 and lines else None
+    result = resume(here, args, python)
     with SqliteCheckpointStore(db) as store:
         after = [(e.seq, e.body) for e in store.events(run_id)]
     db.unlink()

@@ -15,15 +15,13 @@ import asyncio
 import json
 import os
 import random
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from batonflow.core import Context, Event, StartEvent, StopEvent, Workflow, step
 from batonflow.core.checkpoints import SqliteCheckpointStore, WorkflowCheckpointer
-from worker_run import start_or_resume
+from worker_run import line_count, resume, start_and_kill, start_or_resume
 
 
 class Tick(Event):
@@ -88,29 +86,14 @@ def trial(folder: Path, seed: int, steps: int = 30, python: str = sys.executable
     db = folder / f"journal-{seed}.db"
     effects = folder / f"effects-{seed}.txt"
     run_id = f"run-{seed}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "OTEL_"))}
     here = str(Path(__file__))
     args = [str(db), run_id, str(steps), str(effects)]
-    proc = subprocess.Popen(
-        [python, here, "start", *args], stdout=subprocess.PIPE, text=True, env=env
-    )
-    assert proc.stdout is not None
-    proc.stdout.readline()  # "started": the run is recorded
     target = rng.randrange(0, steps)
-    while proc.poll() is None and _lines(effects) < target:
-        time.sleep(0.001)
-    time.sleep(rng.uniform(0.0, 0.004))
-    proc.kill()
-    proc.wait(10)
-    proc.stdout.close()
+    start_and_kill(here, args, rng, lambda: line_count(effects) >= target, python)
     with SqliteCheckpointStore(db) as store:
         committed = {int(json.loads(e.body)) for e in store.journal(run_id)}
     before = _counts(effects)
-    done = subprocess.run(
-        [python, here, "resume", *args], capture_output=True, text=True, env=env, timeout=120
-    )
-    lines = done.stdout.strip().splitlines()
-    result = json.loads(lines[-1])["result"] if done.returncode == 0 and lines else None
+    result = resume(here, args, python)
     after = _counts(effects)
     db.unlink()
     squares = {i * i for i in range(steps)}
@@ -126,10 +109,6 @@ def trial(folder: Path, seed: int, steps: int = 30, python: str = sys.executable
         ),
         missing=sum(1 for i in range(steps) if not after.get(i)),
     )
-
-
-def _lines(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 def _counts(path: Path) -> dict[int, int]:
