@@ -19,7 +19,12 @@ each round so machine load hits them alike; the medians and their ratios are pri
   ``SentenceSplitter(chunk_size=256, chunk_overlap=20)`` and :class:`_hash_embed.HashEmbedding`.
   batonflow also writes a BM25 vector per chunk, which llama-index does not.
 * **memory at scale**: ``IngestionWorkflow.run(paths=[folder])`` of a folder of ``--large``
-  chunks (and of a tenth of it), peak RSS of each, in-process and with worker processes.
+  chunks (and of a tenth of it) into Qdrant Edge on disk, in-process and with worker
+  processes, beside llama-index's ``SimpleDirectoryReader`` + ``from_documents`` of the same
+  folder into ``QdrantVectorStore`` on qdrant-client's local mode, in memory and on disk
+  (``path=``), same splitter and embedding: peak RSS of each, and the peaks of its anonymous
+  and file-backed resident memory (``/proc/self/smaps_rollup``, sampled, :mod:`_smaps`).
+  ``--rounds 0`` runs only this part.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from _smaps import PeakSampler  # noqa: E402
 from rag_bench import make_corpus  # noqa: E402
 
 CHUNK_SIZE, OVERLAP = 256, 20
@@ -201,7 +207,8 @@ def _folder_side(folder: str, workers: int | None) -> dict[str, Any]:
         )
         base = _current_rss_mb()
         start, cpu = time.perf_counter(), time.process_time()
-        report = asyncio.run(_run(flow, paths=[folder]))
+        with PeakSampler() as sampled:
+            report = asyncio.run(_run(flow, paths=[folder]))
         took, cpu = time.perf_counter() - start, time.process_time() - cpu
         store.close()
     return {
@@ -210,6 +217,44 @@ def _folder_side(folder: str, workers: int | None) -> dict[str, Any]:
         "chunks": report.chunks,
         "peak_rss_mb": _rss_mb(),
         "base_rss_mb": base,
+        "peak_anon_mb": sampled.peak["anon"],
+        "peak_file_mb": sampled.peak["file"],
+    }
+
+
+def _llama_folder_side(folder: str, where: str) -> dict[str, Any]:
+    """llama-index's way to ingest ``folder``: its reader, ``from_documents`` into
+    ``QdrantVectorStore`` on qdrant-client's local mode (``where``: ``memory`` or ``disk``)."""
+    from _hash_embed import HashEmbedding
+    from llama_index.core import SimpleDirectoryReader, StorageContext, VectorStoreIndex
+    from llama_index.core.node_parser import SentenceSplitter
+    from llama_index.vector_stores.qdrant import QdrantVectorStore
+    from qdrant_client import QdrantClient
+
+    with tempfile.TemporaryDirectory() as tmp:
+        client = QdrantClient(location=":memory:") if where == "memory" else QdrantClient(path=tmp)
+        vector_store = QdrantVectorStore(client=client, collection_name="docs")
+        base = _current_rss_mb()
+        start, cpu = time.perf_counter(), time.process_time()
+        with PeakSampler() as sampled:
+            docs = SimpleDirectoryReader(folder, recursive=True).load_data()
+            VectorStoreIndex.from_documents(
+                docs,
+                storage_context=StorageContext.from_defaults(vector_store=vector_store),
+                embed_model=HashEmbedding(embed_batch_size=64),
+                transformations=[SentenceSplitter(chunk_size=CHUNK_SIZE, chunk_overlap=OVERLAP)],
+            )
+        took, cpu = time.perf_counter() - start, time.process_time() - cpu
+        chunks = client.count("docs").count
+        client.close()
+    return {
+        "seconds": took,
+        "cpu": cpu,
+        "chunks": chunks,
+        "peak_rss_mb": _rss_mb(),
+        "base_rss_mb": base,
+        "peak_anon_mb": sampled.peak["anon"],
+        "peak_file_mb": sampled.peak["file"],
     }
 
 
@@ -237,7 +282,12 @@ def _spawn(*args: str) -> dict[str, Any]:
 
 
 def _median(runs: list[dict[str, Any]]) -> dict[str, float]:
-    return {
+    sampled = {
+        key: statistics.median(r[key] for r in runs)
+        for key in ("peak_anon_mb", "peak_file_mb")
+        if key in runs[0]
+    }
+    return sampled | {
         "chunks_per_s": statistics.median(r["chunks"] / r["seconds"] for r in runs),
         "chunks_per_cpu_s": statistics.median(r["chunks"] / r["cpu"] for r in runs),
         "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
@@ -263,6 +313,8 @@ def main() -> None:
             out = _store_side(kind, int(rest[0]))
         elif kind in PIPELINE_SIDES:
             out = _pipeline_side(kind, int(rest[0]), _workers(rest[1]))
+        elif kind == "llama-folder":
+            out = _llama_folder_side(rest[0], rest[1])
         else:
             out = _folder_side(rest[0], _workers(rest[1]))
         print(json.dumps(out))
@@ -286,6 +338,10 @@ def main() -> None:
                     label = f"folder-{size}-w{workers}"
                     result[label] = _median([_spawn("folder", str(folder), workers)])
                     print(f"  {label}: {result[label]}", file=sys.stderr, flush=True)
+                for where in ("memory", "disk"):
+                    label = f"llama-folder-{size}-{where}"
+                    result[label] = _median([_spawn("llama-folder", str(folder), where)])
+                    print(f"  {label}: {result[label]}", file=sys.stderr, flush=True)
     report(result, n, args.workers)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
@@ -299,11 +355,15 @@ def report(r: dict[str, Any], n: int, workers: int) -> None:
     """Print the medians and the ratios (speed: chunks per wall second, and per CPU second of
     the measuring process, which machine load does not inflate)."""
     print(f"ingest bench, {n:,} chunks, medians of fresh processes (cores: {os.cpu_count()})")
-    print(f"  {'':<28}{'chunks/s':>10}{'/CPU s':>9}{'peak MB':>9}{'grew MB':>9}")
+    print(
+        f"  {'':<28}{'chunks/s':>10}{'/CPU s':>9}{'peak MB':>9}{'grew MB':>9}"
+        f"{'anon MB':>9}{'file MB':>9}"
+    )
     for name, v in r.items():
         print(
             f"  {name:<28}{v['chunks_per_s']:>10,.0f}{v['chunks_per_cpu_s']:>9,.0f}"
             f"{v['peak_rss_mb']:>9.0f}{v['grew_mb']:>9.0f}"
+            f"{v.get('peak_anon_mb', 0):>9.0f}{v.get('peak_file_mb', 0):>9.0f}"
         )
 
     def ratio(ours: dict[str, Any], theirs: dict[str, Any]) -> str:
@@ -313,7 +373,7 @@ def report(r: dict[str, Any], n: int, workers: int) -> None:
             f"{ours['peak_rss_mb'] / theirs['peak_rss_mb']:.2f}x"
         )
 
-    for kind in ("sparse", "hybrid"):
+    for kind in ("sparse", "hybrid") if "store-sparse" in r else ():
         print(f"  store/qdrant-client {kind}: {ratio(r[f'store-{kind}'], r[f'client-{kind}'])}")
     for label in dict.fromkeys(("pipeline-w0", f"pipeline-w{workers}")):
         if label in r:
@@ -331,6 +391,18 @@ def report(r: dict[str, Any], n: int, workers: int) -> None:
                 f"{small['chunks']:,} chunks, {large['peak_rss_mb']:.0f} MB at "
                 f"{large['chunks']:,} (grew {small['grew_mb']:.0f} and {large['grew_mb']:.0f} MB)"
             )
+        for size in big:
+            ours = r[f"folder-{size}-w0"]
+            for where in ("memory", "disk"):
+                theirs = r.get(f"llama-folder-{size}-{where}")
+                if theirs is not None:
+                    print(
+                        f"  folder {size:,}, batonflow / llama-index + qdrant-client {where}: "
+                        f"peak RSS {ours['peak_rss_mb'] / theirs['peak_rss_mb']:.2f}x, peak "
+                        f"anonymous {ours['peak_anon_mb'] / theirs['peak_anon_mb']:.2f}x, speed "
+                        f"{ours['chunks_per_s'] / theirs['chunks_per_s']:.2f}x "
+                        f"(chunks {ours['chunks']:,} vs {theirs['chunks']:,})"
+                    )
 
 
 if __name__ == "__main__":
