@@ -133,6 +133,15 @@ def _variant_config(spec: dict[str, Any]) -> Any:
     return config
 
 
+def use_before_config() -> None:
+    """Configure on-disk shards (in this process) as before issue 32: the in-memory stores'
+    configuration, and no settling: every point stays in the appendable segment."""
+    from batonflow.rag import _edge
+
+    _edge._SETTLE_EVERY = 2**62
+    _edge._disk_config = _edge._config
+
+
 def _one(variant: str, n: int) -> dict[str, Any]:
     from _hash_embed import hash_vector
     from batonflow.rag import QdrantStore, _edge
@@ -140,7 +149,7 @@ def _one(variant: str, n: int) -> dict[str, Any]:
 
     spec = VARIANTS[variant]
     if not spec.get("after"):
-        _edge._SETTLE_EVERY = 2**62  # the variant's own calls only
+        use_before_config()  # then the variant's configuration, and its own calls only
         _edge._disk_config = _variant_config(spec)
     calls = spec.get("calls", ())
     texts = make_corpus(n, seed=23)

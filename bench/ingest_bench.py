@@ -24,7 +24,8 @@ each round so machine load hits them alike; the medians and their ratios are pri
   folder into ``QdrantVectorStore`` on qdrant-client's local mode, in memory and on disk
   (``path=``), same splitter and embedding: peak RSS of each, and the peaks of its anonymous
   and file-backed resident memory (``/proc/self/smaps_rollup``, sampled, :mod:`_smaps`).
-  ``--rounds 0`` runs only this part.
+  ``--rounds 0`` runs only this part; ``--edge-before`` adds batonflow's folder run with
+  on-disk shards configured as before issue 32 (:func:`edge_memory.use_before_config`).
 """
 
 from __future__ import annotations
@@ -191,10 +192,15 @@ def _pipeline_side(kind: str, n: int, workers: int | None) -> dict[str, Any]:
     }
 
 
-def _folder_side(folder: str, workers: int | None) -> dict[str, Any]:
+def _folder_side(folder: str, workers: int | None, before: bool = False) -> dict[str, Any]:
     from _hash_embed import HashEmbedding
     from batonflow.rag import IngestionWorkflow, QdrantStore
     from llama_index.core.node_parser import SentenceSplitter
+
+    if before:  # on-disk shards configured as before issue 32: every point in the heap
+        from edge_memory import use_before_config
+
+        use_before_config()
 
     with tempfile.TemporaryDirectory() as tmp:
         store = QdrantStore(path=tmp)
@@ -304,6 +310,11 @@ def main() -> None:
     parser.add_argument(
         "--workers", type=int, default=2, help="num_workers of the worker runs (0: none)"
     )
+    parser.add_argument(
+        "--edge-before",
+        action="store_true",
+        help="also the folder runs with on-disk shards configured as before issue 32",
+    )
     parser.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -316,7 +327,7 @@ def main() -> None:
         elif kind == "llama-folder":
             out = _llama_folder_side(rest[0], rest[1])
         else:
-            out = _folder_side(rest[0], _workers(rest[1]))
+            out = _folder_side(rest[0], _workers(rest[1]), kind == "folder-before")
         print(json.dumps(out))
         return
     n = args.chunks
@@ -337,6 +348,10 @@ def main() -> None:
                 for workers in ("0", str(args.workers)) if args.workers else ("0",):
                     label = f"folder-{size}-w{workers}"
                     result[label] = _median([_spawn("folder", str(folder), workers)])
+                    print(f"  {label}: {result[label]}", file=sys.stderr, flush=True)
+                if args.edge_before:
+                    label = f"folder-{size}-before"
+                    result[label] = _median([_spawn("folder-before", str(folder), "0")])
                     print(f"  {label}: {result[label]}", file=sys.stderr, flush=True)
                 for where in ("memory", "disk"):
                     label = f"llama-folder-{size}-{where}"
@@ -384,7 +399,7 @@ def report(r: dict[str, Any], n: int, workers: int) -> None:
             )
     big = sorted({int(k.split("-")[1]) for k in r if k.startswith("folder-")})
     if len(big) == 2:
-        for w in sorted({k.rsplit("-w", 1)[1] for k in r if k.startswith("folder-")}):
+        for w in sorted({k.rsplit("-w", 1)[1] for k in r if k.startswith("folder-") and "-w" in k}):
             small, large = r[f"folder-{big[0]}-w{w}"], r[f"folder-{big[1]}-w{w}"]
             print(
                 f"  folder, num_workers={w}: peak RSS {small['peak_rss_mb']:.0f} MB at "
@@ -393,6 +408,13 @@ def report(r: dict[str, Any], n: int, workers: int) -> None:
             )
         for size in big:
             ours = r[f"folder-{size}-w0"]
+            before = r.get(f"folder-{size}-before")
+            if before is not None:
+                print(
+                    f"  folder {size:,}, batonflow after / before: peak RSS "
+                    f"{ours['peak_rss_mb'] / before['peak_rss_mb']:.2f}x, peak anonymous "
+                    f"{ours['peak_anon_mb'] / before['peak_anon_mb']:.2f}x"
+                )
             for where in ("memory", "disk"):
                 theirs = r.get(f"llama-folder-{size}-{where}")
                 if theirs is not None:

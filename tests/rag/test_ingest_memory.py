@@ -2,8 +2,8 @@
 
 Each size runs in a fresh process that measures its Python heap's peak (``tracemalloc``) while
 ``IngestionWorkflow`` ingests a folder of generated text files. The heap excludes the engine's
-own memory (Qdrant Edge keeps about 2 KB per point in native memory, see docs/rag.md), so what
-is measured is what ingestion itself holds. A chunk held until the end would cost more than
+own memory (tests/rag/test_edge_disk_memory.py measures that), so what is measured is what
+ingestion itself holds. A chunk held until the end would cost more than
 3 KB (its text twice, with the embedding's, and its file metadata); what may grow per chunk is
 the store's record of its BM25 length and the report's per-file entries, a few hundred bytes.
 """
