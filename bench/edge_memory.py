@@ -81,6 +81,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "calls": ("optimize", "flush"),
     },
     "after (batonflow's _disk_config)": {"after": True},
+    "after, 6 MB segments": {"after": True, "segment_kb": 6_000},
 }
 
 
@@ -151,6 +152,8 @@ def _one(variant: str, n: int) -> dict[str, Any]:
     if not spec.get("after"):
         use_before_config()  # then the variant's configuration, and its own calls only
         _edge._disk_config = _variant_config(spec)
+    if "segment_kb" in spec:
+        _edge._SEGMENT_KB = spec["segment_kb"]
     calls = spec.get("calls", ())
     texts = make_corpus(n, seed=23)
     readings: list[dict[str, float]] = []
