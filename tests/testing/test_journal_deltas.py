@@ -17,15 +17,19 @@ from pathlib import Path
 
 import pytest
 from batonflow import _request_deltas
+from batonflow.apps.server import BackgroundServer, create_app
+from batonflow.client import Client
 from batonflow.core import SqliteCheckpointStore
 from batonflow.core.durable._records import JournalEntry
 from conversation import (
     ANSWER,
     cli,
+    conversation_agent,
     durable_conversation,
     exported,
     llm_entry_sizes,
     recorded_conversation,
+    run_fields,
     stored_values,
 )
 from worker_run import line_count, resume, start_and_kill
@@ -34,9 +38,9 @@ WORKER = str(Path(__file__).with_name("conversation_worker.py"))
 TURNS = 30
 
 
-def _message_lists(db: Path) -> list[object]:
+def _message_lists(db: Path, run_id: str = "talk") -> list[object]:
     """What the store holds for each journaled LLM call's messages: a list, or a compact form."""
-    values = [v for v in stored_values(db) if isinstance(v, dict) and "response" in v]
+    values = [v for v in stored_values(db, run_id) if isinstance(v, dict) and "response" in v]
     return [v["cassette"][0]["request"]["messages"] for v in values]
 
 
@@ -91,6 +95,26 @@ async def test_a_journal_of_whole_message_lists_still_exports(tmp_path: Path) ->
     assert all(isinstance(m, list) for m in _message_lists(db))
     recorded = await recorded_conversation(tmp_path / "recorded.json", TURNS)
     assert exported(db, tmp_path / "exported.json") == recorded
+
+
+def test_the_journal_over_http_lists_every_request_whole(tmp_path: Path) -> None:
+    """``GET /runs/{id}/journal`` (the client) rebuilds the compact message lists, and shows
+    what ``batonflow runs journal --json`` shows locally."""
+    db, turns = tmp_path / "runs.db", 10
+    with SqliteCheckpointStore(db) as store:
+        served = create_app({"talk": conversation_agent(turns)}, checkpoints=store)
+        with BackgroundServer(served) as server, Client(server.url) as api:
+            run = api.start("talk", run_fields(turns))
+            assert api.wait(run.run_id, timeout=60).status == "completed"
+            calls = api.journal(run.run_id)
+    llm = [c["value"] for c in calls if c["name"] == "llm"]
+    assert [len(v["cassette"][0]["request"]["messages"]) for v in llm] == [
+        2 + 2 * i for i in range(turns)
+    ]
+    assert not any(_request_deltas.REF_KEY in v for v in llm)
+    assert all(isinstance(m, dict) for m in _message_lists(db, run.run_id)[1:])
+    local = json.loads(cli("runs", "journal", run.run_id, "--json", "--db", str(db)))["calls"]
+    assert local == calls
 
 
 def _fields(entry: JournalEntry) -> dict[str, object]:
