@@ -29,10 +29,11 @@ def run_fields(turns: int) -> dict[str, Any]:
 
 
 def conversation_agent(
-    turns: int, effects: Path | None = None, pause: float = 0.0
+    turns: int, effects: Path | None = None, pause: float = 0.0, tail: str = ""
 ) -> FunctionAgent:
     """The agent of a ``turns``-call conversation (``effects``: a file each LLM call and each
-    tool call appends a line to; ``pause``: seconds each LLM call takes)."""
+    tool call appends a line to; ``pause``: seconds each LLM call takes; ``tail``: what each
+    tool result ends with)."""
 
     def note(what: str) -> None:
         if effects is not None:
@@ -56,7 +57,7 @@ def conversation_agent(
             q: What to look up.
         """
         note("tool")
-        return f"{q}: " + "the record says so, " * 10
+        return f"{q}: " + "the record says so, " * 10 + tail
 
     return FunctionAgent(
         tools=[lookup],

@@ -19,8 +19,9 @@ import pytest
 from batonflow import _request_deltas
 from batonflow.apps.server import BackgroundServer, create_app
 from batonflow.client import Client
-from batonflow.core import SqliteCheckpointStore
+from batonflow.core import SqliteCheckpointStore, WorkflowCheckpointer
 from batonflow.core.durable._records import JournalEntry
+from batonflow.testing import REDACTED
 from conversation import (
     ANSWER,
     cli,
@@ -115,6 +116,27 @@ def test_the_journal_over_http_lists_every_request_whole(tmp_path: Path) -> None
     assert all(isinstance(m, dict) for m in _message_lists(db, run.run_id)[1:])
     local = json.loads(cli("runs", "journal", run.run_id, "--json", "--db", str(db)))["calls"]
     assert local == calls
+
+
+async def test_every_message_of_a_compact_journal_is_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A secret (a ``*_KEY`` environment variable) in each tool result: no stored LLM call, no
+    stored cassette part and no exported cassette holds it; the new messages a compact call
+    keeps hold the redaction mark. (A tool call's own outcome keeps the output: it is replayed.)"""
+    secret, turns = "lookup-key-0123456789", 5
+    monkeypatch.setenv("LOOKUP_SERVICE_KEY", secret)
+    db = tmp_path / "runs.db"
+    with SqliteCheckpointStore(db) as store:
+        agent = conversation_agent(turns, tail=f"(key {secret})")
+        cptr = WorkflowCheckpointer(agent, store=store)
+        assert str(await cptr.run(run_id="talk", **run_fields(turns))) == ANSWER
+        values = [(e.name, json.loads(e.body)) for e in store.journal("talk")]
+    kept = [v if name == "llm" else v["cassette"] for name, v in values]
+    assert len(kept) == 2 * turns - 1 and secret not in json.dumps(kept)
+    compact = _message_lists(db)[2]
+    assert isinstance(compact, dict) and f"(key {REDACTED})" in json.dumps(compact["new"])
+    assert secret not in exported(db, tmp_path / "exported.json").decode()
 
 
 def _fields(entry: JournalEntry) -> dict[str, object]:
