@@ -194,7 +194,10 @@ def is_compact(entry: Any) -> bool:
 
 __all__ = [
     "CASSETTE_KEY",
+    "MAX_RUNS",
+    "RECENT",
     "REF_KEY",
+    "Base",
     "compact",
     "compact_value",
     "expand",
