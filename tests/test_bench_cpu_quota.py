@@ -4,6 +4,7 @@ cgroups cannot be written the error says what to do."""
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 import time
@@ -11,10 +12,16 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-import _cpu_quota  # noqa: E402
-from _cpu_quota import CpuQuota, QuotaUnavailable  # noqa: E402
+# Loaded from its file: bench/ on sys.path would shadow tests' modules of the same names.
+_spec = importlib.util.spec_from_file_location(
+    "_cpu_quota", Path(__file__).resolve().parents[1] / "bench" / "_cpu_quota.py"
+)
+assert _spec is not None and _spec.loader is not None
+_cpu_quota = importlib.util.module_from_spec(_spec)
+sys.modules["_cpu_quota"] = _cpu_quota  # dataclasses look their module up
+_spec.loader.exec_module(_cpu_quota)
+CpuQuota = _cpu_quota.CpuQuota
+QuotaUnavailable = _cpu_quota.QuotaUnavailable
 
 BUSY = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end: pass"
 
