@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _cpu_quota import CpuGroup, CpuQuota, QuotaUnavailable
+from _cpu_quota import CpuGroup, CpuQuota, QuotaUnavailable, end_on_sigterm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -408,6 +408,7 @@ def main() -> None:
             quota.group("probe").remove()  # fail now, not after the PostgreSQL server started
         except QuotaUnavailable as exc:
             parser.error(str(exc))
+        end_on_sigterm()
     counts = [int(n) for n in args.replicas.split(",")]
     setups = ["batonflow SQLite", *(_replica_setup(n) for n in counts)]
     if args.llama_python:

@@ -55,7 +55,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from _cpu_quota import CpuQuota, QuotaUnavailable  # noqa: E402
+from _cpu_quota import CpuQuota, QuotaUnavailable, end_on_sigterm  # noqa: E402
 from _pg_wire import WireProxy  # noqa: E402
 from _scale_load import Replica, Sampler, _database, _drop, load  # noqa: E402
 from http_compare import _cpu_seconds, _postgres_pids  # noqa: E402
@@ -478,6 +478,7 @@ def main() -> None:
             quota.group("probe").remove()  # fail now, not after the PostgreSQL server started
         except QuotaUnavailable as exc:
             parser.error(str(exc))
+        end_on_sigterm()
     only = args.only.split(",")
     everything: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmpdir:

@@ -42,11 +42,11 @@ def test_a_process_in_a_group_is_held_to_its_quota_and_the_group_is_removed():
     try:
         assert group.path.name in Path(f"/proc/{proc.pid}/cgroup").read_text()
         deadline = time.monotonic() + 30
-        while group.throttling().throttled == 0:
+        # The throttled time is counted when a throttled period ends.
+        while (seen := group.throttling()).throttled_s == 0:
             assert time.monotonic() < deadline, "the quota never throttled a busy process"
             time.sleep(0.05)
-        seen = group.throttling()
-        assert 0 < seen.share <= 1 and seen.throttled_s > 0
+        assert 0 < seen.share <= 1 and seen.throttled > 0
     finally:
         proc.kill()
         proc.wait()
@@ -77,3 +77,36 @@ def test_a_quota_beyond_the_machine_is_refused():
     """A quota of no core, or of more cores than the machine has, is refused with an example."""
     with pytest.raises(QuotaUnavailable, match="such as 0.4"):
         CpuQuota(0)
+
+
+SIGTERMED = """
+import subprocess, sys, time
+sys.path.insert(0, {bench!r})
+from _cpu_quota import CpuQuota, end_on_sigterm
+group = CpuQuota(0.1, prefix="batonflow-test").group("term")
+end_on_sigterm()
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                         preexec_fn=group.enter())
+try:
+    print(group.path, flush=True)
+    time.sleep(60)
+finally:
+    child.kill()
+    child.wait()
+    group.remove()
+"""
+
+
+def test_a_benchmark_ended_by_sigterm_removes_its_groups():
+    """SIGTERM ends a benchmark through its finally blocks: its groups do not stay behind."""
+    _quota(0.1)
+    bench = str(Path(__file__).resolve().parents[1] / "bench")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SIGTERMED.format(bench=bench)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    path = Path(proc.stdout.readline().strip())
+    assert path.exists()
+    proc.terminate()
+    assert proc.wait(30) == 128 + 15
+    assert not path.exists(), f"{path} was left behind"
