@@ -473,10 +473,10 @@ def main() -> None:
             own = statistics.median(f.server_ms_per_run for f in figs)
             load = statistics.median(f.load for f in figs)
             cores = statistics.median(f.cores_per_server for f in figs)
-            throttled = statistics.median(f.throttled for f in figs)
+            throttled = f"{statistics.median(f.throttled for f in figs):.0%}" if quota else "—"
             print(
                 f"| {setup} | {med[setup]:.1f} | {ratio} | {cpu:.2f} ({own:.2f}) | {cores:.2f} "
-                f"| {throttled:.0%} | {load:.1f} |"
+                f"| {throttled} | {load:.1f} |"
             )
         for suffix in ("", BEFORE):
             many = [_replica_setup(n) + suffix for n in counts if n > 1]
