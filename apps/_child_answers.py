@@ -185,4 +185,87 @@ def _child_waits(manager: Any, run_store: Any, child: WaitingChild) -> dict[str,
     return waiting_info(run_store, row, found.workflow, found.live)
 
 
-__all__ = ["NotRoutable", "Target", "deliver", "target", "waiting_parent"]
+@dataclass(frozen=True, slots=True)
+class Asker:
+    """The run in this process that asked a question seen in a stream (the run itself or a
+    child run of it), for the CLI's answers: its ``workflow``, ``handler`` and ``prompt``."""
+
+    workflow: Any
+    handler: Any
+    prompt: str
+
+
+def asking(workflow: Any, handler: Any, event: Any) -> Asker | None:
+    """Who asks with ``event``, streamed by ``handler``'s run: the run itself (a question), a
+    child run of it (a ``ChildRunEvent`` carrying its question), or ``None`` (no question).
+
+    Answer with ``handler.ctx.send_event`` on the run that streamed it: an answer for a child
+    goes to it (``engine/_children.py``).
+    """
+    from batonflow.core import ChildRunEvent
+    from batonflow.core.engine._children import followed
+
+    from ._answers import is_question
+
+    if not isinstance(event, ChildRunEvent):
+        if is_question(handler, event):
+            return Asker(workflow, handler, str(event.get("prefix", "") or "> "))
+        return None
+    child = followed(handler._run).get(event.child_run_id)
+    if child is None:
+        return None
+    return asking(child._run.workflow, child, event.event)
+
+
+def child_answers(
+    workflow: Any, store: Any, row: RunRow, pending: list[str], ask: Any
+) -> list[tuple[str, Any]]:
+    """The answers for the child runs of the stopped run ``row`` that wait (``batonflow runs
+    resume --answer``): ``(child run id, event)``, each from ``pending`` (popped) or
+    ``ask(prompt)``, built from what the child's stored question waits for.
+
+    Raises:
+        BadParameterError: An answer does not fit what its child waits for.
+    """
+    from ._answers import answer_from_text, expected, question
+    from .registry import BadParameterError
+
+    found: list[tuple[str, Any]] = []
+    for child in waiting_children(store.backend, row.run_id):
+        child_row = store.get(child.record.run_id)
+        if child_row is None:
+            continue
+        flow = _declared({"": workflow}, child_row.workflow) or workflow
+        asked = question(store, child_row) or {}
+        value = asked.get("value")
+        prompt = str((value if isinstance(value, dict) else {}).get("prefix") or "> ")
+        text = pending.pop(0) if pending else ask(prompt)
+        try:
+            found.append((child_row.run_id, answer_from_text(expected(flow, asked), text)))
+        except ValueError as exc:
+            raise BadParameterError(f"Child run {child_row.run_id}: {exc}") from None
+    return found
+
+
+def remote_question(event_type: str, value: Any) -> str | None:
+    """The prompt of a child run's question in a parent's SSE ``ChildRunEvent`` entry
+    (``type``, ``value``), or ``None`` when it carries none."""
+    while event_type == "ChildRunEvent" and isinstance(value, dict):
+        event_type = str(value.get("event_type", ""))
+        value = value.get("event")
+        if event_type == "InputRequiredEvent" and isinstance(value, dict):
+            return str(value.get("prefix") or "> ")
+    return None
+
+
+__all__ = [
+    "Asker",
+    "NotRoutable",
+    "Target",
+    "asking",
+    "child_answers",
+    "deliver",
+    "remote_question",
+    "target",
+    "waiting_parent",
+]

@@ -111,7 +111,10 @@ async def _child(
             child._run.cancel()
 
         def send(event: Event) -> None:
-            # Through the child's inbox: recorded once, and taken after a crash too.
+            # Through the child's inbox: recorded once, and taken after a crash too. Its
+            # question first, if it is not written yet: the child must be waiting for it.
+            if cptr._backlog.get(child_id):
+                cptr.flush_events(child_id)
             cptr.send_event(child_id, event, answer=True)
 
         parent._children_live[child_id] = cptr

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.events import Event
 from ..data.serialization import BaseSerializer
-from ..errors import ContextSerdeError, WorkflowRuntimeError
+from ..errors import CheckpointError, ContextSerdeError, WorkflowRuntimeError
 from ._child_answers import answer_target
 from ._store import CheckpointStore, encode
 
@@ -44,8 +44,13 @@ class RunInbox:
     _inbox: dict[str, int]
     #: The checkpointers of the child runs of these runs in this process, by child run id.
     _children_live: dict[str, RunInbox]
+    #: Stream events (and questions) of live runs not written yet (_checkpoint_recording).
+    _backlog: dict[str, list[tuple[Any, bool]]]
     #: Cancellations started by inbox requests (kept until done).
     _cancelling: set[asyncio.Future[Any]]
+
+    #: Writes the stream events of a run that waited (_checkpoint_recording).
+    flush_events: Callable[[str], None]
 
     #: After an answer was taken: ask a question still open again (_checkpoint_recording).
     _ask_again: Callable[[str], None]
@@ -77,6 +82,7 @@ class RunInbox:
             CheckpointError: The store refused the write (``StoreFullError``, ...).
         """
         body = encode(self.serializer, event, f"the event sent to run {run_id}")
+        self._settle_children()
         takes = bool(self.workflow._graph().targets(type(event)))
         target = answer_target(self.store, run_id, event, takes)
         if target != run_id:
@@ -123,6 +129,19 @@ class RunInbox:
             child = self._child_inbox(run_id)
             return None if child is None else child.taken_in(run_id)
         return self._inbox.get(run_id)
+
+    def _settle_children(self) -> None:
+        """Record the questions this process's child runs have asked but not written yet,
+        so that routing (and the child's inbox) sees them ``waiting``."""
+        for child_id, child in list(self._children_live.items()):
+            if child._backlog.get(child_id):
+                try:
+                    child.flush_events(child_id)
+                except CheckpointError as exc:  # the store is away: the routing says so
+                    logger.warning(
+                        "Child run %s: its question is not written yet: %s", child_id, exc
+                    )
+            child._settle_children()
 
     def _child_inbox(self, run_id: str) -> RunInbox | None:
         """The checkpointer of child run ``run_id`` (at any depth) of a run here, if any."""

@@ -108,6 +108,11 @@ async def follow(
             _FOLLOWED.get(parent, {}).pop(child_id, None)
 
 
+def followed(run: Run) -> dict[str, WorkflowHandler]:
+    """The child runs the steps of ``run`` follow now, by run id."""
+    return {cid: handler for cid, (handler, _) in _FOLLOWED.get(run, {}).items()}
+
+
 def _takes(handler: WorkflowHandler, event: Event) -> bool:
     """Whether child run ``handler`` (or a child it follows) waits for ``event``, or has a
     step that takes its type."""
@@ -154,4 +159,4 @@ async def run_in_process(ctx: Context[Any], workflow: Workflow, fields: dict[str
     return await follow(ctx, workflow.run(**fields))
 
 
-__all__ = ["check_child", "follow", "run_in_process", "to_child"]
+__all__ = ["check_child", "follow", "followed", "run_in_process", "to_child"]
