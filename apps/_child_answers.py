@@ -124,17 +124,26 @@ def _child(manager: Any, run_id: str, row: RunRow) -> Target:
 
 
 def _declared(workflows: dict[str, Any], name: str) -> Any:
-    """A workflow named ``name`` that a served workflow declares as a child
+    """A workflow named ``name`` that a served workflow declares as a child, at any depth
     (``@step(children=[...])``), built with no arguments; else ``None``."""
-    for served in workflows.values():
-        for spec in served._graph().order:
-            for cls in getattr(spec, "children", ()) or ():
-                if getattr(cls, "__name__", None) == name:
-                    try:
-                        return cls()
-                    except Exception:  # it needs arguments: not usable to check an event
-                        return None
+    todo = [cls for w in workflows.values() for cls in _children_of(w._graph())]
+    seen: set[type] = set()
+    while todo:
+        cls = todo.pop(0)
+        if cls in seen:
+            continue
+        seen.add(cls)
+        if cls.__name__ == name:
+            try:
+                return cls()
+            except Exception:  # it needs arguments: not usable to check an event
+                return None
+        todo.extend(_children_of(cls._class_graph()))
     return None
+
+
+def _children_of(graph: Any) -> list[type]:
+    return [cls for spec in graph.order for cls in getattr(spec, "children", ()) or ()]
 
 
 def deliver(manager: Any, run_id: str, seq: int) -> bool:

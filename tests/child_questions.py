@@ -71,3 +71,14 @@ class Pair(Workflow):
             ctx.run_child(Approve(), topic="left"), ctx.run_child(Approve(), topic="right")
         )
         return StopEvent(result=", ".join(results))
+
+
+class Nest(Workflow):
+    """The grandparent: ``outer`` runs a ``Release`` child, whose own child asks."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**{"timeout": None, **kwargs})
+
+    @step(children=[Release])
+    async def outer(self, ctx: Context, ev: StartEvent) -> StopEvent:
+        return StopEvent(result=await ctx.run_child(Release(), topic=ev.topic))

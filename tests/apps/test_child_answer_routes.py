@@ -14,7 +14,7 @@ import pytest
 from batonflow.apps.server import BackgroundServer, create_app
 from batonflow.client import Client, ConflictError
 from batonflow.core.stores import open_store
-from child_questions import Pair, Release
+from child_questions import Nest, Pair, Release
 
 from .sse import wait_status
 
@@ -113,3 +113,22 @@ def test_two_waiting_children_get_409_naming_both(served):
         sent = http.post(f"/runs/{child}/events", json=answer)
         assert sent.status_code == 202, sent.text
     assert wait_status(http, run_id, {"completed"})["result"] == "left: yes, right: yes"
+
+
+def test_an_answer_to_the_top_run_reaches_an_asking_grandchild(tmp_path):
+    """Two levels down, over HTTP: the top run shows waiting; its answer reaches the
+    grandchild (declared by the child's step, not served)."""
+    store = open_store(str(tmp_path / "runs.db"))
+    try:
+        with BackgroundServer(create_app({"nest": Nest()}, checkpoints=store)) as s:
+            with httpx.Client(base_url=s.url, timeout=20) as http:
+                top = _waiting_parent(http, "nest", {"topic": "tides"})
+                (grandchild,) = top["waiting_children"]
+                assert store.run(grandchild).workflow_name == "Approve"
+                answer = {"type": "HumanResponseEvent", "data": {"response": "deep"}}
+                sent = http.post(f"/runs/{top['run_id']}/events", json=answer)
+                assert sent.status_code == 202, sent.text
+                done = wait_status(http, top["run_id"], {"completed"})
+                assert done["result"] == "tides: deep"
+    finally:
+        store.close()

@@ -13,7 +13,7 @@ import pytest
 from batonflow.core import ChildRunEvent, HumanResponseEvent, InputRequiredEvent
 from batonflow.core.checkpoints import WorkflowCheckpointer
 from batonflow.core.errors import RunConflictError, WorkflowRuntimeError
-from child_questions import Pair, Release
+from child_questions import Nest, Pair, Release
 
 
 async def _asked(handler, count: int = 1) -> list[str]:
@@ -115,3 +115,21 @@ async def test_an_answer_while_no_process_runs_the_child_waits_in_its_inbox(stor
     assert [i.key for i in store.inbox(child)] == ["answer:1"]
     resumed = other.resume(handler.run_id)
     assert await asyncio.wait_for(resumed, 10) == "tides: later"
+
+
+@pytest.mark.parametrize("how", ["cptr", "ctx"])
+async def test_an_answer_to_the_grandparent_reaches_the_grandchild(store, how):
+    """Two levels down: the answer sent to the top run reaches the asking grandchild."""
+    cptr = WorkflowCheckpointer(Nest(), store=store)
+    handler = cptr.run(topic="tides")
+    async for ev in handler.stream_events():
+        if isinstance(ev, ChildRunEvent) and isinstance(ev.event, ChildRunEvent):
+            grandchild = ev.event.child_run_id
+            break
+    await _recorded_waiting(store, grandchild)
+    if how == "cptr":
+        cptr.send_event(handler.run_id, HumanResponseEvent(response="deep"), answer=True)
+    else:
+        handler.ctx.send_event(HumanResponseEvent(response="deep"))
+    assert await asyncio.wait_for(handler, 10) == "tides: deep"
+    assert [item.key for item in store.inbox(grandchild)] == ["answer:1"]
