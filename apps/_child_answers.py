@@ -160,7 +160,7 @@ def deliver(manager: Any, run_id: str, seq: int) -> bool:
 
 def waiting_parent(manager: Any, run_store: Any, row: RunRow) -> dict[str, Any]:
     """What ``GET /runs/{id}`` adds to a running parent whose child runs wait for an answer:
-    ``status: waiting``, the first child's ``question`` and ``waiting_for`` (each naming its
+    ``status: waiting`` (for input), the first child's ``question`` and ``waiting_for`` (each naming its
     ``child_run_id``), and ``waiting_children``; ``{}`` when none waits."""
     if row.status != "running" or row.parent_kind == "child":
         return {}
@@ -177,6 +177,8 @@ def waiting_parent(manager: Any, run_store: Any, row: RunRow) -> dict[str, Any]:
             waits.append({**wait, "child_run_id": child.record.run_id})
     return {
         "status": "waiting",
+        "waiting_for_input": True,
+        "waiting_reason": "input",
         "question": question,
         "waiting_for": waits,
         "waiting_children": [c.record.run_id for c in waiting],

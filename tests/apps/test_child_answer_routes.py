@@ -47,6 +47,7 @@ def test_a_parent_shows_waiting_with_its_childs_question(served):
     parent = _waiting_parent(http, "release", {"topic": "tides"})
     (child,) = store.children(parent["run_id"])
     assert parent["waiting_children"] == [child.run_id]
+    assert parent["waiting_for_input"] is True
     assert parent["question"]["value"]["prefix"] == "approve tides?"
     assert parent["question"]["child_run_id"] == child.run_id
     assert {w["type"] for w in parent["waiting_for"]} == {"HumanResponseEvent"}
@@ -87,6 +88,9 @@ def test_the_client_answers_a_parent_whose_child_asks(served):
     http, _ = served
     parent = _waiting_parent(http, "release", {"topic": "tides"})
     with Client(str(http.base_url)) as client:
+        seen = client.get(parent["run_id"])
+        assert (seen.status, seen.waiting_for_input) == ("waiting", True)
+        assert seen.waiting_children == parent["waiting_children"]
         client.answer(parent["run_id"], "fine")
         with pytest.raises(ConflictError):
             client.answer(parent["run_id"], "again")
