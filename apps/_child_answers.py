@@ -72,7 +72,10 @@ def target(manager: Any, run_id: str, row: RunRow, body: dict[str, Any]) -> Targ
             or type_name in external_events(parent)
         ):
             return _plain(manager, run_id, row)
-        takers = [c for c in waiting_children(manager.records, run_id) if c.takes_type(type_name)]
+        data = body.get("data")
+        takers = [
+            c for c in waiting_children(manager.records, run_id) if c.takes_type(type_name, data)
+        ]
         if len(takers) > 1:
             raise NotRoutable(409, str(ambiguous(run_id, type_name, takers)))
         if not takers:

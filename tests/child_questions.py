@@ -82,3 +82,34 @@ class Nest(Workflow):
     @step(children=[Release])
     async def outer(self, ctx: Context, ev: StartEvent) -> StopEvent:
         return StopEvent(result=await ctx.run_child(Release(), topic=ev.topic))
+
+
+class Tool(Workflow):
+    """A child that waits for a ``HumanResponseEvent`` with ``tool`` = its start's ``tool``."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**{"timeout": None, **kwargs})
+
+    @step
+    async def ask(self, ctx: Context, ev: StartEvent) -> StopEvent:
+        answer = await ctx.wait_for_event(
+            HumanResponseEvent,
+            waiter_event=InputRequiredEvent(prefix=f"run {ev.tool}?"),
+            requirements={"tool": ev.tool},
+            timeout=None,
+        )
+        return StopEvent(result=f"{ev.tool}: {answer.response}")
+
+
+class Desk(Workflow):
+    """The parent of two ``Tool`` children at once, waiting for ``tool`` a and b."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**{"timeout": None, **kwargs})
+
+    @step(children=[Tool])
+    async def fan(self, ctx: Context, ev: StartEvent) -> StopEvent:
+        results = await asyncio.gather(
+            ctx.run_child(Tool(), tool="a"), ctx.run_child(Tool(), tool="b")
+        )
+        return StopEvent(result=", ".join(results))

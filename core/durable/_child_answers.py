@@ -49,10 +49,17 @@ class WaitingChild:
         waits = (self.question or {}).get("waiting_for") or []
         return [w for w in waits if isinstance(w, dict)]
 
-    def takes_type(self, type_name: str) -> bool:
-        """Whether it waits for an event named ``type_name`` (a class name); a question
-        asked without ``wait_for_event`` (a step takes the answer) takes any."""
-        return not self.waits or any(w.get("type") == type_name for w in self.waits)
+    def takes_type(self, type_name: str, data: Any = None) -> bool:
+        """Whether it waits for an event named ``type_name`` (a class name) whose fields
+        ``data`` (JSON, when given) hold the values the wait requires; a question asked
+        without ``wait_for_event`` (a step takes the answer) takes any."""
+        if not self.waits:
+            return True
+        given = data if isinstance(data, dict) else None
+        return any(
+            w.get("type") == type_name and (given is None or _holds(given, w.get("requirements")))
+            for w in self.waits
+        )
 
     def takes(self, event: Any) -> bool:
         """Whether ``event`` answers a wait of the child (its class and required values)."""
@@ -85,6 +92,14 @@ def _requires(event: Any, requirements: Any) -> bool:
 
 
 _MISSING: Any = object()
+
+
+def _holds(data: dict[str, Any], requirements: Any) -> bool:
+    """Whether JSON fields ``data`` have the required values (a value left out may be filled
+    in by the sender's tools: only a different one rules the wait out)."""
+    if not isinstance(requirements, dict):
+        return True
+    return all(data.get(k, v) == v for k, v in requirements.items())
 
 
 def waiting_children(store: Any, run_id: str) -> list[WaitingChild]:

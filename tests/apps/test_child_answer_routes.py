@@ -14,7 +14,7 @@ import pytest
 from batonflow.apps.server import BackgroundServer, create_app
 from batonflow.client import Client, ConflictError
 from batonflow.core.stores import open_store
-from child_questions import Nest, Pair, Release
+from child_questions import Desk, Nest, Pair, Release
 
 from .sse import wait_status
 
@@ -28,7 +28,7 @@ def served(request, tmp_path):
         else str(tmp_path / "runs.db")
     )
     store = open_store(where)
-    flows = {"release": Release(), "pair": Pair()}
+    flows = {"release": Release(), "pair": Pair(), "desk": Desk()}
     with BackgroundServer(create_app(flows, checkpoints=store)) as s:
         with httpx.Client(base_url=s.url, timeout=20) as http:
             yield http, store
@@ -136,3 +136,23 @@ def test_an_answer_to_the_top_run_reaches_an_asking_grandchild(tmp_path):
                 assert done["result"] == "tides: deep"
     finally:
         store.close()
+
+
+def test_the_values_a_childs_wait_requires_pick_the_child(served):
+    """Two children wait for the same type with different required values: the answer's
+    values pick one; one that fits both (no value) gets 409."""
+    http, _ = served
+    run_id = http.post("/workflows/desk/runs", json={}).json()["run_id"]
+    parent = wait_status(http, run_id, {"waiting"})
+    while len(parent.get("waiting_children") or []) < 2:
+        parent = wait_status(http, run_id, {"waiting"})
+    send = f"/runs/{run_id}/events"
+    vague = http.post(send, json={"type": "HumanResponseEvent", "data": {"response": "go"}})
+    assert vague.status_code == 409, vague.text
+    for tool in ("b", "a"):
+        data = {"response": f"go {tool}", "tool": tool}
+        sent = http.post(send, json={"type": "HumanResponseEvent", "data": data})
+        assert sent.status_code == 202, sent.text
+        if tool == "b":  # the other child still waits: the parent too
+            assert wait_status(http, run_id, {"waiting"})["waiting_children"] != []
+    assert wait_status(http, run_id, {"completed"})["result"] == "a: go a, b: go b"

@@ -13,7 +13,7 @@ import pytest
 from batonflow.core import ChildRunEvent, HumanResponseEvent, InputRequiredEvent
 from batonflow.core.checkpoints import WorkflowCheckpointer
 from batonflow.core.errors import RunConflictError, WorkflowRuntimeError
-from child_questions import Nest, Pair, Release
+from child_questions import Desk, Nest, Pair, Release
 
 
 async def _asked(handler, count: int = 1) -> list[str]:
@@ -133,3 +133,19 @@ async def test_an_answer_to_the_grandparent_reaches_the_grandchild(store, how):
         handler.ctx.send_event(HumanResponseEvent(response="deep"))
     assert await asyncio.wait_for(handler, 10) == "tides: deep"
     assert [item.key for item in store.inbox(grandchild)] == ["answer:1"]
+
+
+@pytest.mark.parametrize("how", ["cptr", "ctx"])
+async def test_the_values_a_childs_wait_requires_pick_the_child(store, how):
+    """Two children wait for HumanResponseEvent with tool a and b: the answer's tool picks."""
+    cptr = WorkflowCheckpointer(Desk(), store=store)
+    handler = cptr.run()
+    for child in await _asked(handler, 2):
+        await _recorded_waiting(store, child)
+    for tool in ("b", "a"):
+        answer = HumanResponseEvent(response=f"go {tool}", tool=tool)
+        if how == "cptr":
+            cptr.send_event(handler.run_id, answer, answer=True)
+        else:
+            handler.ctx.send_event(answer)
+    assert await asyncio.wait_for(handler, 10) == "a: go a, b: go b"
