@@ -43,6 +43,11 @@ import json
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Literal
 
+from batonflow._extras import require_extra
+
+# First, so that a server without the extra says what to install (the modules below use FastAPI).
+require_extra("batonflow.apps.server", "server", {"fastapi": "fastapi", "uvicorn": "uvicorn"})
+
 from batonflow.core.durable._text import text_problem
 from batonflow.core.errors import (
     CheckpointError,
@@ -52,10 +57,20 @@ from batonflow.core.errors import (
     RunConflictError,
     SerializationError,
 )
+from fastapi import FastAPI, Header, HTTPException, Query, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 
 from ._answers import Refused, check_event, waiting_info
+from ._budget_routes import install_budgets
 from ._budget_view import budget_fields, budget_of
 from ._forks import install_forks
+from ._http_errors import (
+    install_error_handlers,
+    json_object,
+    not_found_run,
+    not_found_workflow,
+    not_recorded,
+)
 from ._idempotent import key_refused, started_already
 from ._introspect import (
     StartFieldsError,
@@ -87,25 +102,6 @@ from .api_models import (
 )
 from .run_console import install_console
 from .run_store import FINISHED, STATUSES, RunStore
-
-try:
-    from fastapi import FastAPI, Header, HTTPException, Query, Request
-    from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "The batonflow server needs FastAPI and uvicorn; install them with "
-        "pip install 'batonflow[server]'."
-    ) from exc
-
-# FastAPI is there by now:
-from ._budget_routes import install_budgets
-from ._http_errors import (
-    install_error_handlers,
-    json_object,
-    not_found_run,
-    not_found_workflow,
-    not_recorded,
-)
 
 #: The largest event sequence number a client may resume after (SQLite's INTEGER range).
 MAX_SEQ = 2**63 - 1
