@@ -102,6 +102,8 @@ class StateTexts:
         """A checkpoint's state ``values`` (``changes``: on top of the previous state, else the
         whole state) as it stores them, and its ``state_changes`` (:data:`EDITS` when some
         key is an edit)."""
+        if changes and not values:
+            return {}, 1  # the step changed nothing: most steps of most runs
         if not changes:
             self._runs[run_id] = {k: v for k, v in values.items() if v is not None}
             return dict(values), 0

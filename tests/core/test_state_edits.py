@@ -63,7 +63,8 @@ class RandomEdits(Workflow):
 
 
 async def _random_edit(ctx: Context, rng: random.Random, n: int) -> None:
-    """One edit of many kinds: appends, nested members, replacements, deletions, set_state."""
+    """One edit of many kinds: appends, nested members, replacements, deletions, set_state,
+    clear."""
     kind = rng.choice(["append"] * 4 + ["member", "nested", "drop_first", "scalar", "delete"])
     state = ctx.store
     if kind == "append":
@@ -84,6 +85,8 @@ async def _random_edit(ctx: Context, rng: random.Random, n: int) -> None:
         await state.set(f"k{rng.randrange(3)}", rng.random())
     elif rng.random() < 0.3:
         await state.set_state({"log": [ITEM], "doc": {"parts": {}}})  # a whole state again
+    elif rng.random() < 0.2:
+        await state.clear()  # a whole state again, with no key
     else:
         async with state.edit_state() as s:
             s.pop(rng.choice(["log", "doc", "k0", "k1", "k2"]), None)
