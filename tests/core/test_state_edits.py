@@ -42,9 +42,9 @@ class RandomEdits(Workflow):
     """Makes ``steps`` random edits of its untyped state, one per step (seeded by ``seed``);
     ``self.left`` holds the encoded state each step left, by step number."""
 
-    def __init__(self, seed: int, steps: int, **kwargs) -> None:
+    def __init__(self, seed: int, steps: int, fail_at: int | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.seed, self.steps = seed, steps
+        self.seed, self.steps, self.fail_at = seed, steps, fail_at
         self.left: dict[int, dict[str, str]] = {}
 
     @step
@@ -55,6 +55,9 @@ class RandomEdits(Workflow):
 
     @step
     async def turn(self, ctx: Context, ev: Turn) -> Turn | StopEvent:
+        if ev.n == self.fail_at:
+            self.fail_at = None  # once: the resumed run goes on
+            raise RuntimeError("the step failed")
         await _random_edit(ctx, random.Random(f"{self.seed}-{ev.n}"), ev.n)
         self.left[ev.n] = state_values(ctx.store.to_dict())
         if ev.n + 1 >= self.steps:
@@ -123,19 +126,48 @@ async def test_every_checkpoint_reads_back_the_state_its_step_left(store, seed):
 
 
 async def test_forks_and_run_from_start_from_the_state_of_their_checkpoint(store):
-    """A fork (and run_from) at any checkpoint continues with exactly the state there: its
-    own first checkpoints hold it too."""
+    """A fork (and run_from) at any checkpoint continues with exactly the state there: it
+    starts from it (its first snapshot), and its steps leave the states the parent's did."""
     steps = 12
     cptr, flow, run_id, turns = await _edited_run(store, seed=7, steps=steps)
+    expected = dict(flow.left)  # the parent's; the forks' steps write flow.left again
     for n in (0, 3, 7, 10):
-        fork = cptr.fork(run_id, at=turns[n].seq)
+        fork = cptr.fork(run_id, at=turns[n].seq, state={"forked": n})
         assert await fork == steps - 1
-        # The fork's first step is step n + 1, on the state step n left.
-        first = next(c for c in store.list(fork.run_id) if c.step_name == "turn")
-        assert _stored_state(first) == flow.left[n + 1]
+        start, *rest = store.list(fork.run_id)
+        assert start.step_name is None
+        started = _stored_state(start)
+        assert started.pop("forked") and started == expected[n]
+        states = [_stored_state(c) for c in rest if c.step_name == "turn"]
+        for k, state in enumerate(states, n + 1):
+            state.pop("forked", None)  # set at the fork, unless a clear() dropped it
+            assert state == expected[k], f"fork at {n}, step {k}"
     again = cptr.run_from(checkpoint=turns[5])
     assert await again == steps - 1
-    assert _stored_state(store.latest(str(again.run_id))) == flow.left[steps - 1]
+    assert _stored_state(store.latest(str(again.run_id))) == expected[steps - 1]
+
+
+async def test_a_resumed_run_goes_on_from_the_state_of_its_last_checkpoint(store):
+    """A run that failed half-way resumes from its last checkpoint's rebuilt state (its first
+    checkpoint there is a whole state again): it leaves the states a run without the failure
+    left, and every checkpoint of both reads them back."""
+    steps = 30
+    _, whole, _, _ = await _edited_run(store, seed=11, steps=steps)
+    flow = RandomEdits(11, steps, fail_at=17)
+    cptr = WorkflowCheckpointer(flow, store=store)
+    handler = cptr.run()
+    with pytest.raises(RuntimeError, match="the step failed"):
+        await handler
+    assert await cptr.resume(str(handler.run_id)) == steps - 1
+    turns = [c for c in store.list(str(handler.run_id)) if c.step_name == "turn"]
+    assert [_stored_state(c) for c in turns] == [whole.left[n] for n in range(steps)]
+    if hasattr(store, "_query"):
+        modes = store._query(
+            f"SELECT state_mode FROM checkpoints WHERE run_id = {store.sql.param} "
+            "AND state_mode IS NOT NULL ORDER BY seq",
+            (str(handler.run_id),),
+        )
+        assert modes.count((0,)) >= 2  # the run's first checkpoint, the resumed run's first
 
 
 def _stored_bytes(store: CheckpointStore, run_id: str) -> list[int]:
