@@ -13,6 +13,9 @@ order from the last whole state, so it rebuilds the same text, character for cha
 Only texts the reader rebuilds are edited: the writer keeps, per run, the texts as of the
 run's last checkpoint with a state (:class:`StateTexts`), and starts over from each whole state
 (the first checkpoint, after ``set_state``, and after a checkpoint that was not saved).
+Checkpoints are deleted only with their whole run, so the whole state an edit builds on is
+there as long as the edit is. ``state_mode`` 2 needs no schema migration: rows written before
+read as they did; a batonflow older than this module would read such a row wrong.
 """
 
 from __future__ import annotations
