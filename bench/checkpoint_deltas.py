@@ -8,7 +8,8 @@ Usage::
 The conversation is ``tests/testing/conversation.py``'s (see ``bench/journal_deltas.py``): a
 FunctionAgent on a scripted LLM that calls a tool (a ~200-character result) once per turn, then
 answers. Each figure is read from the SQLite run store: the bytes of the run's checkpoints
-(``ctx_data``), their count, and the biggest one. ``--whole`` stores each changed state key
+(``ctx_data``), their count, the biggest one, and the CPU time ``store.latest`` takes to read
+the last checkpoint back (best of 7: it applies the changes since the run's whole state). ``--whole`` stores each changed state key
 whole (what a checkpoint held before keys were stored as edits of their previous text).
 """
 
@@ -18,19 +19,28 @@ import argparse
 import asyncio
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "testing"))
 
+from batonflow.core import SqliteCheckpointStore
 from conversation import checkpoint_bytes, durable_conversation
 
 
-def measure(turns: int) -> list[int]:
-    """The stored bytes of each checkpoint of a ``turns``-call conversation, in order."""
+def measure(turns: int) -> tuple[list[int], float]:
+    """The stored bytes of each checkpoint of a ``turns``-call conversation, in order, and the
+    CPU seconds reading its last checkpoint takes."""
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "runs.db"
         asyncio.run(durable_conversation(db, turns))
-        return checkpoint_bytes(db)
+        with SqliteCheckpointStore(db) as store:
+            times = []
+            for _ in range(7):
+                began = time.process_time()
+                store.latest("talk")
+                times.append(time.process_time() - began)
+        return checkpoint_bytes(db), min(times)
 
 
 def main() -> None:
@@ -42,10 +52,13 @@ def main() -> None:
         from batonflow.core.durable import _state_extensions
 
         _state_extensions.MIN_KEPT = 10**12  # no edit keeps that much: every key whole
-    print("turns  checkpoints  checkpoint bytes  biggest checkpoint")
+    print("turns  checkpoints  checkpoint bytes  biggest checkpoint  latest() ms")
     for turns in args.turns:
-        sizes = measure(turns)
-        print(f"{turns:5}  {len(sizes):11}  {sum(sizes):16}  {max(sizes):18}", flush=True)
+        sizes, read = measure(turns)
+        print(
+            f"{turns:5}  {len(sizes):11}  {sum(sizes):16}  {max(sizes):18}  {read * 1000:11.1f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
