@@ -9,7 +9,8 @@ The conversation is ``tests/testing/conversation.py``'s (see ``bench/journal_del
 FunctionAgent on a scripted LLM that calls a tool (a ~200-character result) once per turn, then
 answers. Each figure is read from the SQLite run store: the bytes of the run's checkpoints
 (``ctx_data``), their count, the biggest one, and the CPU time ``store.latest`` takes to read
-the last checkpoint back (best of 7: it applies the changes since the run's whole state). ``--whole`` stores each changed state key
+the last checkpoint back (best of 7: it applies the changes since the run's whole state), and
+the CPU time of the whole run (the first figure includes imports and warm-up). ``--whole`` stores each changed state key
 whole (what a checkpoint held before keys were stored as edits of their previous text).
 """
 
@@ -28,19 +29,21 @@ from batonflow.core import SqliteCheckpointStore
 from conversation import checkpoint_bytes, durable_conversation
 
 
-def measure(turns: int) -> tuple[list[int], float]:
-    """The stored bytes of each checkpoint of a ``turns``-call conversation, in order, and the
-    CPU seconds reading its last checkpoint takes."""
+def measure(turns: int) -> tuple[list[int], float, float]:
+    """The stored bytes of each checkpoint of a ``turns``-call conversation, in order, the CPU
+    seconds the run took, and those reading its last checkpoint takes."""
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "runs.db"
+        began = time.process_time()
         asyncio.run(durable_conversation(db, turns))
+        run = time.process_time() - began
         with SqliteCheckpointStore(db) as store:
             times = []
             for _ in range(7):
                 began = time.process_time()
                 store.latest("talk")
                 times.append(time.process_time() - began)
-        return checkpoint_bytes(db), min(times)
+        return checkpoint_bytes(db), run, min(times)
 
 
 def main() -> None:
@@ -52,11 +55,12 @@ def main() -> None:
         from batonflow.core.durable import _state_extensions
 
         _state_extensions.MIN_KEPT = 10**12  # no edit keeps that much: every key whole
-    print("turns  checkpoints  checkpoint bytes  biggest checkpoint  latest() ms")
+    print("turns  checkpoints  checkpoint bytes  biggest checkpoint  run CPU s  latest() ms")
     for turns in args.turns:
-        sizes, read = measure(turns)
+        sizes, run, read = measure(turns)
         print(
-            f"{turns:5}  {len(sizes):11}  {sum(sizes):16}  {max(sizes):18}  {read * 1000:11.1f}",
+            f"{turns:5}  {len(sizes):11}  {sum(sizes):16}  {max(sizes):18}  {run:9.2f}  "
+            f"{read * 1000:11.1f}",
             flush=True,
         )
 
