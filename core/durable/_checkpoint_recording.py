@@ -423,9 +423,9 @@ def changes(self: WorkflowCheckpointer, ctx: Context[Any]) -> tuple[dict[str, An
     if changes is None:
         return dict(ctx.to_dict(self.serializer)), None
     delta, values = changes
+    data = dump(ctx, self.serializer, include_state=False)
     # A key that grew is stored as the edit of its previous text (_state_extensions.py).
     stored, mode = self._texts.compact(str(ctx.run_id), delta, values)
-    data = dump(ctx, self.serializer, include_state=False)
     cached = self._empty_state
     if cached is None or cached[0] is not self.serializer:
         # The state's header (its layout and type), the same at every checkpoint.
