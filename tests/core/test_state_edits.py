@@ -29,7 +29,7 @@ from batonflow.core.durable._state_extensions import MIN_KEPT, edit, edited
 from batonflow.core.durable._store import CheckpointStore
 from batonflow.core.state import InMemoryStateStore
 
-ITEM = "an item of the log, long enough to count, " * 2
+ITEM = "an item of the log, long enough to count (é, 😀), " * 2
 
 
 class Turn(Event):
