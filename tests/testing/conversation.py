@@ -9,6 +9,7 @@ conversation so far (every earlier tool call and its ~200-character result).
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,16 @@ def exported(db: Path, path: Path, run_id: str = "talk") -> bytes:
     return path.read_bytes()
 
 
+def checkpoint_bytes(db: Path, run_id: str = "talk") -> list[int]:
+    """The stored size (bytes of ``ctx_data``) of each of ``run_id``'s checkpoints, in order,
+    read from the SQLite file."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT ctx_data FROM checkpoints WHERE run_id = ? ORDER BY seq", (run_id,)
+        ).fetchall()
+    return [len(text.encode()) for (text,) in rows]
+
+
 def stored_values(db: Path, run_id: str = "talk") -> list[Any]:
     """The journaled values of ``run_id`` as the store holds them (JSON, not expanded)."""
     with SqliteCheckpointStore(db) as store:
@@ -120,6 +131,7 @@ def stored_values(db: Path, run_id: str = "talk") -> list[Any]:
 __all__ = [
     "ANSWER",
     "QUESTION",
+    "checkpoint_bytes",
     "conversation_agent",
     "durable_conversation",
     "cli",
