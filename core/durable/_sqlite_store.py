@@ -56,7 +56,7 @@ from ._sql_schema import RUN_COLUMNS, RUN_FIELDS, Statements
 from ._sql_store import SqlRunStore
 from ._sqlite_schema import create_private, is_locked, migrate, opening_error, store_error
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 COMPONENT = "checkpoints"
 T = TypeVar("T")
 
