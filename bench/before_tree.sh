@@ -7,7 +7,8 @@ commit=$1
 out=$2
 mkdir -p "$out/src" "$out/pkg/batonflow"
 git archive "$commit" | tar -x -C "$out/src"
-for f in "$out"/src/batonflow/*; do ln -sf "$f" "$out/pkg/batonflow/"; done
+# the archive holds the package at src/batonflow (its rooms are symlinks to the top folders)
+for f in "$out"/src/src/batonflow/*; do ln -sf "$f" "$out/pkg/batonflow/"; done
 for d in core agents rag observability apps client postgres; do
     ln -sfn "$out/src/$d" "$out/pkg/batonflow/$d"
 done
