@@ -166,11 +166,14 @@ def _copy(value: Any) -> Any:
     return value
 
 
+_FLOAT = {float}
+
+
 def dense_floats(vector: Sequence[float] | None) -> list[float] | None:
     """A dense vector as the list of floats the engines take (as given when it is one)."""
     if vector is None:
         return None
-    if type(vector) is list and all(type(x) is float for x in vector):
+    if type(vector) is list and set(map(type, vector)) == _FLOAT:  # in C: ~1 us for 64
         return vector
     return [float(x) for x in vector]
 
