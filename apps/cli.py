@@ -320,9 +320,9 @@ def _durability_explained(durable: bool) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        from ._runs import _serialization_failure
+        from ._pump import serialization_failure
 
-        if not durable or not _serialization_failure(exc):
+        if not durable or not serialization_failure(exc):
             raise
         raise BadParameterError(
             f"{one_line(exc)} (--durable checkpoints every step, which needs serializable "
