@@ -63,6 +63,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from ._answers import Refused, check_event, waiting_info
 from ._budget_routes import install_budgets
 from ._budget_view import budget_fields, budget_of
+from ._child_answers import NotRoutable, waiting_parent
+from ._child_answers import target as child_target
 from ._forks import install_forks
 from ._http_errors import (
     install_error_handlers,
@@ -382,6 +384,11 @@ def create_app(
         if found is None:
             raise not_found_run(run_id)
         row, body, budgets = found
+        if row.status == "running":  # is a child run of it waiting for an answer?
+            return {
+                **body,
+                **await off_loop(manager.records, waiting_parent, manager, run_store, row),
+            }
         if row.status != "waiting" or budgets.get("waiting_reason") == "budget":
             return body
         live = manager.live.get(run_id)
@@ -439,23 +446,23 @@ def create_app(
         body = await json_object(
             request, '{"type": "HumanResponseEvent", "data": {"response": "..."}}'
         )
-        workflow = workflows.get(row.workflow)
-        if workflow is None:
+        try:  # the run itself, or the child run that waits for it (_child_answers)
+            to = child_target(manager, run_id, row, body)
+        except NotRoutable as exc:
+            raise HTTPException(exc.status, exc.detail) from None
+        if to.workflow is None:
             raise HTTPException(
                 409, f"Run {run_id!r} belongs to workflow {row.workflow!r}, not served now."
             )
-        live = manager.live.get(run_id)
         try:
-            event, answer = check_event(
-                run_id, row, workflow, body, run_store, live.handler if live else None
-            )
+            event, answer = check_event(to.run_id, to.row, to.workflow, body, run_store, to.live)
         except Refused as exc:
             return JSONResponse(exc.body, status_code=exc.status)
         type_name = type(event).__name__
         try:
             # A human's answer is accepted once per question the run asked, atomically in
             # the store; any event is committed to the run's inbox before the 202.
-            status = manager.send(run_id, row.workflow, event, answer=answer)
+            status = manager.send(to.run_id, to.via, event, answer=answer)
         except RunConflictError as exc:
             raise HTTPException(409, str(exc)) from None
         except (SerializationError, CheckpointError) as exc:

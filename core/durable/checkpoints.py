@@ -151,6 +151,8 @@ class WorkflowCheckpointer(RunInbox):
         self._seq: dict[str, itertools.count[int]] = {}
         self._live: dict[str, WorkflowHandler] = {}
         self._inbox: dict[str, int] = {}
+        #: The checkpointers of this process's child runs of these runs, by child run id.
+        self._children_live: dict[str, RunInbox] = {}
         self._released: set[str] = set()
         #: Stream events not written yet, per run, in order: (body, False) when they waited
         #: for an unreachable store, (event, True) for a question (written as its step has
