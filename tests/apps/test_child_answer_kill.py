@@ -9,24 +9,16 @@ none asked for again, the run completes with it.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 from batonflow.core.stores import open_store
+from waiting import until
 
 from .sse import wait_status
 
 FLOWS = str(Path(__file__).parent.parent / "child_questions.py")
-
-
-def _until(check, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never: {what}")
-        time.sleep(0.02)
 
 
 @pytest.mark.slow
@@ -50,13 +42,13 @@ def test_an_answer_to_a_child_survives_a_killed_server(serve, tmp_path, request,
         sent = http.post(f"/runs/{run_id}/events", json=answer)
         assert sent.status_code == 202, sent.text
     if when == "answered":  # the child took it; its step has not ended
-        _until((tmp_path / "answered").exists, "the child took the answer")
+        until((tmp_path / "answered").exists, "the child took the answer")
     first.proc.kill()
     first.proc.wait(30)
     (tmp_path / "answered").unlink(missing_ok=True)
     second = serve(*args)
     with httpx.Client(base_url=second.url, timeout=20) as http:
-        _until((tmp_path / "answered").exists, "the resumed child took the answer", 120)
+        until((tmp_path / "answered").exists, "the resumed child took the answer", 120)
         (tmp_path / "go").touch()
         done = wait_status(http, run_id, {"completed", "failed"}, timeout=60)
         assert done["result"] == "tides: yes", done
