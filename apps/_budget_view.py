@@ -85,9 +85,8 @@ def budget_options(items: list[str], served: Collection[str]) -> dict[str, Any]:
 def budget_fields(records: Any, run_id: str, status: str) -> dict[str, Any]:
     """The budget fields of one run's record: ``budget``, ``usage``, ``usage_by_step``, and
     ``waiting_reason``/``budget_blocked`` while it waits for a raise."""
-    read = getattr(records, "budget", None)
-    state = read(run_id) if read is not None else None
-    by_step = records.usage(run_id) if hasattr(records, "usage") else {}
+    both = getattr(records, "budget_and_usage", None)  # one query on a SQL store
+    state, by_step = both(run_id) if both is not None else (None, {})
     fields: dict[str, Any] = {
         "budget": None if state is None else _budget_json(state.budget),
         "usage": _usage_json(by_step.values()),

@@ -82,7 +82,7 @@ def _journal(
 def _local(db: str | None, run_id: str) -> list[dict[str, Any]]:
     from batonflow.core.serialization import JsonSerializer
 
-    from ._journal_view import entry_json  # loads the engine, as the run store does
+    from ._journal_view import entries_json  # loads the engine, as the run store does
 
     store = _open(db)
     try:
@@ -92,7 +92,7 @@ def _local(db: str | None, run_id: str) -> list[dict[str, Any]]:
             )
         read = getattr(store.backend, "journal", None)
         entries = read(run_id) if read is not None else []
-        return [entry_json(e, JsonSerializer()) for e in entries]
+        return entries_json(entries, JsonSerializer())
     finally:
         store.close()
 

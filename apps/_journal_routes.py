@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi import FastAPI, HTTPException
 
-from ._journal_view import entry_json
+from ._journal_view import entries_json
 from .api_models import responses
 
 
@@ -33,7 +33,7 @@ def install_journal(app: FastAPI, manager: Any) -> None:
         checkpointer = manager.checkpointers.get(row.workflow)
         serializer = checkpointer.serializer if checkpointer is not None else None
         entries = read(run_id) if read is not None else []
-        return {"run_id": run_id, "calls": [entry_json(e, serializer) for e in entries]}
+        return {"run_id": run_id, "calls": entries_json(entries, serializer)}
 
 
 __all__ = ["install_journal"]

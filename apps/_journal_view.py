@@ -7,7 +7,10 @@ typer).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
+
+from batonflow import _request_deltas
 
 from ._wire import jsonable
 
@@ -31,4 +34,11 @@ def entry_json(entry: Any, serializer: Any) -> dict[str, Any]:
     }
 
 
-__all__ = ["entry_json"]
+def entries_json(entries: Iterable[Any], serializer: Any) -> list[dict[str, Any]]:
+    """A run's journaled calls as the API and ``batonflow runs journal`` show them: each agent
+    LLM call's request with its whole message list, as it was sent (the journal may keep only
+    the messages new since an earlier call: :mod:`batonflow._request_deltas`)."""
+    return _request_deltas.expand([entry_json(e, serializer) for e in entries])
+
+
+__all__ = ["entries_json", "entry_json"]

@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
+from ._http_errors import not_recorded
 from ._idempotent import key_refused, started_already
 from ._queue import queue_place
 
@@ -53,8 +54,6 @@ async def start_queued(
         SerializationError,
     )
 
-    from .server import _not_recorded
-
     queue = manager.queue
     try:
         run_id = await queue.enqueue(
@@ -75,7 +74,7 @@ async def start_queued(
     except (ValueError, IdempotencyKeyError) as exc:
         return key_refused(exc)
     except (SerializationError, CheckpointError) as exc:
-        return _not_recorded(exc)
+        return not_recorded(exc)
     ended = ("completed", "failed", "cancelled")
     if wait:
         deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout

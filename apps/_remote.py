@@ -57,6 +57,7 @@ def run_remote(
     Raises:
         BadParameterError: The run did not complete (its error is the message).
     """
+    from ._child_answers import remote_question
     from .registry import BadParameterError
 
     pending = list(answers)
@@ -78,9 +79,10 @@ def run_remote(
                 print_json({"event": {k: v for k, v in event.data.items() if k != "seq"}}, stdout)
             elif printer.wants(event.type):
                 printer.show(event.type, str(event.data.get("qualified_name", "")), event.value)
-            if event.type == "InputRequiredEvent" or "waiting_for" in event.data:
+            child_asks = remote_question(event.type, event.value)  # a child run's question
+            if event.type == "InputRequiredEvent" or "waiting_for" in event.data or child_asks:
                 printer.close()
-                prefix = str(event.value.get("prefix") or "> ")
+                prefix = child_asks or str(event.value.get("prefix") or "> ")
                 answer = pending.pop(0) if pending else ask(prefix)
                 _answer(client, run.run_id, answer)
         printer.close()

@@ -26,6 +26,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ._child_answers import deliver as deliver_to_child
+
 if TYPE_CHECKING:
     from ._runs import RunManager
 
@@ -155,6 +157,7 @@ class ReplicaSet:
     def _inbox(self, run_id: str, seq: int) -> None:
         live = self.manager.live.get(run_id)
         if live is None:
+            deliver_to_child(self.manager, run_id, seq)  # a child of a run here, if it is one
             return
         checkpointer = self.manager.checkpointers[live.workflow_name]
         taken = checkpointer.taken_in(run_id)

@@ -4,9 +4,9 @@ Each run started through the server is recorded by a :class:`~batonflow.core.
 WorkflowCheckpointer` before any step runs: its id, start event and fields, ``traceparent``.
 Every event the run streams is appended to the store's event log when it is written, with a
 sequence number given once (the SSE ids), so a reader resumes a stream after a restart without
-loss or duplicates. A pump task per run follows ``handler.stream_events()`` only to wake the
-SSE readers, who read the log; when the run ends, one last ``end`` entry carries its status,
-result or error.
+loss or duplicates. A pump task per run (``_pump.py``) follows ``handler.stream_events()``
+only to wake the SSE readers, who read the log; when the run ends, one last ``end`` entry
+carries its status, result or error.
 
 Events sent to a run (``POST /runs/{id}/events``) are committed to the run's inbox before the
 server answers 202; an answer to a run that waits for one is accepted once, atomically in the
@@ -19,15 +19,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 import logging
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from batonflow.core.durable._records import ENDED
 
+from . import _pump
 from ._live import LiveRun as LiveRun
 from ._live import RunStateError as RunStateError
+from ._pump import DURABLE_HINT as DURABLE_HINT
 from ._wire import error_text, jsonable
 from .run_store import RunStore, StoredEvent
 
@@ -38,29 +39,6 @@ INTERRUPTED = (
     "The server stopped while this run was in progress and it could not be restored; "
     "start it again."
 )
-
-#: Added to the error of a run that failed because its checkpoint could not be encoded.
-DURABLE_HINT = (
-    " (This server is durable: it checkpoints every step so runs survive a restart, and a "
-    "checkpoint must encode the run's state and stream events. Make those values "
-    "serializable as said above, give the workflow serializer=PickleSerializer() for trusted "
-    "data, or serve without checkpoints: batonflow serve --no-durable, or "
-    "create_app(..., checkpoints=None).)"
-)
-
-
-def _serialization_failure(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an error it was raised from) is a serialization error."""
-    from batonflow.core.errors import SerializationError
-
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        if isinstance(current, SerializationError):
-            return True
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return False
 
 
 async def _when_reachable(read: Any, *args: Any) -> Any:
@@ -114,7 +92,7 @@ class RunManager:
         self.heartbeat = heartbeat
         self.live: dict[str, LiveRun] = {}
         # How each run that just ended came out, as its checkpointer encoded it, until the
-        # pump records it with the run's ``end`` entry (one write: see _finish).
+        # pump records it with the run's ``end`` entry (one write: see _pump.py).
         self._outcomes: dict[str, tuple[str, str | None, str | None]] = {}
         self.checkpoints = checkpoints
         self.checkpointers: dict[str, Any] = {
@@ -174,7 +152,7 @@ class RunManager:
     def _follow(self, live: LiveRun) -> LiveRun:
         self.live[live.run_id] = live
         live.pump = asyncio.get_running_loop().create_task(
-            self._pump(live), name=f"batonflow-run-pump-{live.run_id}"
+            _pump.pump(self, live), name=f"batonflow-run-pump-{live.run_id}"
         )
         return live
 
@@ -269,143 +247,14 @@ class RunManager:
             logger.warning("Run %s could not be restored: %s", row.run_id, exc)
         return None
 
-    # -- the pump -------------------------------------------------------------------------
-
-    async def _pump(self, live: LiveRun) -> None:
-        from batonflow.core import InputRequiredEvent
-        from batonflow.core.errors import (
-            CheckpointError,
-            LeaseLostError,
-            WorkflowCancelledByUser,
-        )
-
-        result: Any = None
-        error: str | None = None
-        try:
-            async for event in live.handler.stream_events():
-                if isinstance(event, InputRequiredEvent):
-                    live.status = "waiting"
-                live._notify()
-            result = jsonable(await live.handler)
-            status = "completed"
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise  # the server is shutting down: leave the run as stored
-            status, error = "cancelled", "The run was cancelled."
-        except WorkflowCancelledByUser:
-            status, error = "cancelled", "The run was cancelled."
-        except LeaseLostError as exc:
-            # Another process holds the run now (it took it over, or it ended there): it goes
-            # on there, nothing more is recorded or run here.
-            logger.warning("this server stops running run %s: %s", live.run_id, exc)
-            await self.drop(live)
-            return
-        except CheckpointError as exc:
-            # The store failed (full disk...): what it holds is intact, resume the run later.
-            status, error = "interrupted", error_text(exc)
-        except Exception as exc:
-            status, error = "failed", error_text(exc)
-            if self.durable and _serialization_failure(exc):
-                error += DURABLE_HINT
-        # Let the checkpointer record the outcome first (its done-callback is already
-        # scheduled); _finish then only adds the server's wording of it.
-        await asyncio.sleep(0)
-        await self._reachable(live)
-        await self._record_end_when_reachable(live, status, result, error)
-        self._finish(live, status, result, error, recorded=True)
-
-    async def _record_end_when_reachable(
-        self, live: LiveRun, status: str, result: Any, error: str | None
-    ) -> None:
-        """Record how the run ended, waiting while the store's server is away."""
-        from batonflow.core.errors import StoreUnreachableError
-
-        encoded = self._outcomes.pop(live.run_id, None)
-        while True:
-            try:
-                # The status (in the server's wording) and the ``end`` entry in one write:
-                # a crash between two writes would leave an ended run whose readers wait
-                # forever.
-                written = self._record_end(
-                    live.run_id, status, encoded[1] if encoded else None, result, error, True
-                )
-                if written is not None:
-                    await written
-                return
-            except StoreUnreachableError as exc:
-                if exc.retry_after is None:
-                    logger.warning(
-                        "Run %s ended %s but the store refused it: %s", live.run_id, status, exc
-                    )
-                    return
-                await asyncio.sleep(exc.retry_after)
-            except Exception as exc:  # a full disk: the run stays as recorded, resumable
-                logger.warning(
-                    "Run %s ended %s but the store refused it: %s", live.run_id, status, exc
-                )
-                return
-
-    async def _reachable(self, live: LiveRun) -> None:
-        """Write the run's stream events that waited for the store, waiting (without
-        blocking the loop) while its server is away, so that its end is recorded after them
-        and is not lost to a database restart (the run would stay ``running`` for good)."""
-        from batonflow.core.errors import CheckpointError, StoreUnreachableError
-
-        checkpointer = self.checkpointers[live.workflow_name]
-        while True:
-            try:
-                checkpointer.flush_events(live.run_id)
-                return
-            except StoreUnreachableError as exc:
-                if exc.retry_after is None:
-                    return  # _finish reports the store's error
-                await asyncio.sleep(exc.retry_after)
-            except CheckpointError:
-                return
+    # -- the pump (_pump.py) and the run's end ---------------------------------------------
 
     def _ended(self, run_id: str, status: str, result: str | None, error: str | None) -> None:
-        """The checkpointer's ``on_end``: keep the outcome for :meth:`_finish` to record."""
+        """The checkpointer's ``on_end``: keep the outcome for the pump to record."""
         self._outcomes[run_id] = (status, result, error)
 
-    def _finish(
-        self,
-        live: LiveRun,
-        status: str,
-        result: Any,
-        error: str | None,
-        *,
-        recorded: bool = False,
-    ) -> None:
-        live.status = status
-        if recorded:
-            self.live.pop(live.run_id, None)
-            live._notify()
-            live.done.set()
-            return
-        encoded = self._outcomes.pop(live.run_id, None)
-        try:
-            # The status (in the server's wording) and the ``end`` entry in one write: a
-            # crash between two writes would leave an ended run whose readers wait forever.
-            self._record_end(live.run_id, status, encoded[1] if encoded else None, result, error)
-        except Exception as exc:  # a full disk: the run stays as recorded, resumable
-            logger.warning("Run %s ended %s but the store refused it: %s", live.run_id, status, exc)
-        self.live.pop(live.run_id, None)
-        live._notify()
-        live.done.set()
-
-    def _record_end(
-        self, run_id: str, status: str, encoded: str | None, result: Any, error: Any, off_loop=False
-    ) -> Any:
-        """Record the run's end (``off_loop``: off the loop if it can, returning an awaitable)."""
-        end = json.dumps({"status": status, "result": result, "error": error}, ensure_ascii=False)
-        write = self.records.finish_run
-        if off_loop:
-            write = getattr(self.records, "afinish_run", None) or write
-        return write(run_id, status, result=encoded, error=error, end=end)
-
     def _finish_stored(self, run_id: str, status: str, result: Any, error: str | None) -> None:
-        self._record_end(run_id, status, None, result, error)
+        _pump.record_end(self, run_id, status, None, result, error)
 
     # -- talking to runs --------------------------------------------------------------------
 

@@ -283,10 +283,14 @@ def resume(
             row = store.get(run_id)
             workflow = _workflow_for(flow or row.flow_ref, row.workflow, run_id)
             pending = list(answers)
-            first = None
+            first: list[tuple[str, Any]] = []  # (run id, the answer it is given first)
             if row.status == "waiting" and data.get("waiting_reason") != "budget":
                 text = pending.pop(0) if pending else _ask(_last_prefix(store, run_id))
-                first = _stored_answer(workflow, store, row, text)
+                first = [(run_id, _stored_answer(workflow, store, row, text))]
+            elif row.status == "running":  # its child runs that wait for answers, if any
+                from ._child_answers import child_answers
+
+                first = child_answers(workflow, store, row, pending, _ask)
             import asyncio  # not at the top: it costs `batonflow --help` 28 ms
 
             result = asyncio.run(_resume(workflow, store.backend, run_id, first, pending))
@@ -335,18 +339,21 @@ def _stored_answer(workflow: Any, store: RunStore, row: Any, text: str) -> Any:
 
 
 async def _answering(handler: Any, answers: list[str], cptr: Any) -> Any:
-    from ._answers import is_question
+    from ._child_answers import asking
     from .cli import local_answer
 
     async for event in handler.stream_events():
-        if is_question(handler, event):
-            answer = answers.pop(0) if answers else _ask(str(event.get("prefix", "") or "> "))
-            reply = local_answer(cptr.workflow, handler, answer)
+        asker = asking(cptr.workflow, handler, event)  # the run, or a child run of it
+        if asker is not None:
+            answer = answers.pop(0) if answers else _ask(asker.prompt)
+            reply = local_answer(asker.workflow, asker.handler, answer)
             cptr.send_event(handler.run_id, reply, answer=True)
     return await handler
 
 
-async def _resume(workflow: Any, backend: Any, run_id: str, first: Any, answers: list[str]) -> Any:
+async def _resume(
+    workflow: Any, backend: Any, run_id: str, first: list[tuple[str, Any]], answers: list[str]
+) -> Any:
     from batonflow.core.checkpoints import WorkflowCheckpointer
 
     from ._budget_view import load_seam
@@ -354,9 +361,9 @@ async def _resume(workflow: Any, backend: Any, run_id: str, first: Any, answers:
     budget = getattr(backend, "budget", None)
     load_seam(needed=budget is not None and budget(run_id) is not None)  # count its calls
     cptr = WorkflowCheckpointer(workflow, store=backend)
-    if first is not None:
-        # Committed to the run's inbox first: the resumed run takes it in.
-        cptr.send_event(run_id, first, answer=True)
+    for target, answer in first:
+        # Committed to the run's (or its child's) inbox first: the resumed run takes it in.
+        cptr.send_event(target, answer, answer=True)
     handler = cptr.resume(run_id)
     return await _answering(handler, answers, cptr)
 

@@ -108,6 +108,9 @@ class Question(_Body):
     seq: int | None = Field(None, description="Its sequence number in the event stream.")
     type: str | None = Field(None, description="Its class name, e.g. InputRequiredEvent.")
     value: dict[str, Any] | None = Field(None, description="Its fields (prefix...).")
+    child_run_id: str | None = Field(
+        None, description="The child run that asked it, when a child of this run asks."
+    )
 
 
 class Awaited(_Body):
@@ -117,6 +120,9 @@ class Awaited(_Body):
     qualified_name: str = Field(description="module.Class of the event.")
     steps: list[str] = Field(description="The steps that wait for it (or take it).")
     waiter_id: str | None = Field(None, description="The ctx.wait_for_event's id.")
+    child_run_id: str | None = Field(
+        None, description="The child run that waits for it, when a child of this run asks."
+    )
     requirements: dict[str, Any] = Field(
         description="Field values the answer must have (ctx.wait_for_event requirements=).",
         examples=[{"tool": "transfer"}],
@@ -200,6 +206,12 @@ class Run(_Body):
         None,
         description="While waiting (GET /runs/{id}): the events that answer it; an answer "
         "that fits none is refused with 422 before it is taken.",
+    )
+    waiting_children: list[str] | None = Field(
+        None,
+        description="GET /runs/{id}: the child runs of it that wait for answers; it is then "
+        "'waiting' with their questions, and an answer posted to it goes to the one child "
+        "that waits for it (409 names them when several do).",
     )
 
     schedule: ScheduleLink | None = Field(

@@ -320,9 +320,9 @@ def _durability_explained(durable: bool) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        from ._runs import _serialization_failure
+        from ._pump import serialization_failure
 
-        if not durable or not _serialization_failure(exc):
+        if not durable or not serialization_failure(exc):
             raise
         raise BadParameterError(
             f"{one_line(exc)} (--durable checkpoints every step, which needs serializable "
@@ -370,7 +370,7 @@ async def run_flow(
 
     from batonflow.core import StopEvent
 
-    from ._answers import is_question
+    from ._child_answers import asking
     from ._introspect import StartFieldsError, build_start_event
     from ._wire import event_envelope
 
@@ -421,10 +421,11 @@ async def run_flow(
             elif printer.wants(type(event).__name__):
                 envelope = event_envelope(event)
                 printer.show(envelope["type"], envelope["qualified_name"], envelope["value"])
-            if is_question(handler, event):
+            asker = asking(workflow, handler, event)  # the run, or a child run of it
+            if asker is not None:
                 printer.close()
-                answer = pending.pop(0) if pending else _ask(str(event.get("prefix", "") or "> "))
-                handler.ctx.send_event(local_answer(workflow, handler, answer))
+                answer = pending.pop(0) if pending else _ask(asker.prompt)
+                handler.ctx.send_event(local_answer(asker.workflow, asker.handler, answer))
         printer.close()
         result = await handler
     except asyncio.CancelledError:  # Ctrl-C or SIGTERM (see _signals): stop the run, then go

@@ -31,7 +31,8 @@ when a token is set):
 =======================================  ==================================================
 
 :func:`serve` runs an app with uvicorn; :class:`BackgroundServer` runs one in a thread on an
-ephemeral port (tests, notebooks, the docs).
+ephemeral port (tests, notebooks, the docs). The error answers (404, 422, the store's 503 and
+507, a 500 with an error id) are :mod:`batonflow.apps._http_errors`'s.
 """
 
 from __future__ import annotations
@@ -39,11 +40,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
-import math
-import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Literal
+
+from batonflow._extras import require_extra
+
+# First, so that a server without the extra says what to install (the modules below use FastAPI).
+require_extra("batonflow.apps.server", "server", {"fastapi": "fastapi", "uvicorn": "uvicorn"})
 
 from batonflow.core.durable._text import text_problem
 from batonflow.core.errors import (
@@ -53,12 +56,23 @@ from batonflow.core.errors import (
     IncompatibleRunError,
     RunConflictError,
     SerializationError,
-    StoreUnreachableError,
 )
+from fastapi import FastAPI, Header, HTTPException, Query, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 
 from ._answers import Refused, check_event, waiting_info
+from ._budget_routes import install_budgets
 from ._budget_view import budget_fields, budget_of
+from ._child_answers import NotRoutable, waiting_parent
+from ._child_answers import target as child_target
 from ._forks import install_forks
+from ._http_errors import (
+    install_error_handlers,
+    json_object,
+    not_found_run,
+    not_found_workflow,
+    not_recorded,
+)
 from ._idempotent import key_refused, started_already
 from ._introspect import (
     StartFieldsError,
@@ -90,45 +104,6 @@ from .api_models import (
 )
 from .run_console import install_console
 from .run_store import FINISHED, STATUSES, RunStore
-
-logger = logging.getLogger("batonflow.apps.server")
-
-try:
-    from fastapi import FastAPI, Header, HTTPException, Query, Request
-    from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "The batonflow server needs FastAPI and uvicorn; install them with "
-        "pip install 'batonflow[server]'."
-    ) from exc
-
-from ._budget_routes import install_budgets  # noqa: E402 (FastAPI is there by now)
-
-
-def _not_found_workflow(name: str, served: dict[str, Any]) -> HTTPException:
-    return HTTPException(
-        404,
-        f"Workflow {name!r} is not served here; served: {', '.join(sorted(served)) or 'none'} "
-        "(GET /workflows lists them).",
-    )
-
-
-def _not_found_run(run_id: str) -> HTTPException:
-    return HTTPException(404, f"Run {run_id!r} does not exist; GET /runs lists the known runs.")
-
-
-async def _json_object(request: Request, what: str) -> dict[str, Any]:
-    raw = await request.body()
-    if not raw.strip():
-        return {}
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        raise HTTPException(422, f"The request body is not valid JSON; send {what}.") from None
-    if not isinstance(data, dict):
-        raise HTTPException(422, f"The request body must be a JSON object: {what}.")
-    return data
-
 
 #: The largest event sequence number a client may resume after (SQLite's INTEGER range).
 MAX_SEQ = 2**63 - 1
@@ -248,29 +223,7 @@ def create_app(
 
     scheduler = install_schedules(app, manager, poll=schedule_poll)
 
-    @app.exception_handler(Exception)
-    async def _internal(request: Request, exc: Exception) -> JSONResponse:
-        error_id = uuid.uuid4().hex[:12]
-        logger.error(
-            "Unhandled error %s on %s %s",
-            error_id,
-            request.method,
-            request.url.path,
-            exc_info=exc,
-        )
-        return JSONResponse(
-            {
-                "detail": "Internal server error; the server log has the details under error "
-                f"id {error_id}.",
-                "error_id": error_id,
-            },
-            status_code=500,
-        )
-
-    @app.exception_handler(StoreUnreachableError)
-    async def _unreachable(request: Request, exc: StoreUnreachableError) -> JSONResponse:
-        # The database restarts or the network broke: the request may be made again soon.
-        return _not_recorded(exc)
+    install_error_handlers(app)
 
     @app.get("/health", responses=responses(200, Health, "The server is up."))
     async def health() -> dict[str, Any]:
@@ -298,7 +251,7 @@ def create_app(
     async def graph(name: str, format: Literal["json", "text"] = "json") -> Any:
         workflow = workflows.get(name)
         if workflow is None:
-            raise _not_found_workflow(name, workflows)
+            raise not_found_workflow(name, workflows)
         text = mermaid_graph(workflow)
         if format == "text":
             return PlainTextResponse(text, media_type="text/vnd.mermaid")
@@ -354,12 +307,12 @@ def create_app(
     ) -> JSONResponse:
         workflow = workflows.get(name)
         if workflow is None:
-            raise _not_found_workflow(name, workflows)
+            raise not_found_workflow(name, workflows)
         try:
             limit = budget_of(budget)
         except ValueError as exc:
             raise HTTPException(422, f"Invalid budget: {exc}") from None
-        fields = await _json_object(request, 'the start event\'s fields, e.g. {"topic": "x"}')
+        fields = await json_object(request, 'the start event\'s fields, e.g. {"topic": "x"}')
         try:
             start_event = build_start_event(workflow, fields)
         except StartFieldsError as exc:
@@ -390,7 +343,7 @@ def create_app(
         except (ValueError, IdempotencyKeyError) as exc:  # a bad key, or one reused
             return key_refused(exc)
         except (SerializationError, CheckpointError) as exc:
-            return _not_recorded(exc)
+            return not_recorded(exc)
         if not wait:
             return JSONResponse(await _accepted(live), status_code=202)
         try:
@@ -429,8 +382,13 @@ def create_app(
     async def get_run(run_id: str) -> dict[str, Any]:
         found = await off_loop(manager.records, run_body, manager, run_id)
         if found is None:
-            raise _not_found_run(run_id)
+            raise not_found_run(run_id)
         row, body, budgets = found
+        if row.status == "running":  # is a child run of it waiting for an answer?
+            return {
+                **body,
+                **await off_loop(manager.records, waiting_parent, manager, run_store, row),
+            }
         if row.status != "waiting" or budgets.get("waiting_reason") == "budget":
             return body
         live = manager.live.get(run_id)
@@ -448,7 +406,7 @@ def create_app(
         run_id: str, request: Request, after: int | None = Query(None, ge=0, le=MAX_SEQ)
     ) -> StreamingResponse:
         if run_store.get(run_id) is None:
-            raise _not_found_run(run_id)
+            raise not_found_run(run_id)
         start = after or 0
         last_id = request.headers.get("last-event-id")
         if last_id is not None:
@@ -479,36 +437,36 @@ def create_app(
     async def send_event(run_id: str, request: Request) -> JSONResponse:
         row = run_store.get(run_id)
         if row is None:
-            raise _not_found_run(run_id)
+            raise not_found_run(run_id)
         if row.status in FINISHED:
             raise HTTPException(
                 409,
                 f"Run {run_id!r} is {row.status}; events can only be sent to a run in progress.",
             )
-        body = await _json_object(
+        body = await json_object(
             request, '{"type": "HumanResponseEvent", "data": {"response": "..."}}'
         )
-        workflow = workflows.get(row.workflow)
-        if workflow is None:
+        try:  # the run itself, or the child run that waits for it (_child_answers)
+            to = child_target(manager, run_id, row, body)
+        except NotRoutable as exc:
+            raise HTTPException(exc.status, exc.detail) from None
+        if to.workflow is None:
             raise HTTPException(
                 409, f"Run {run_id!r} belongs to workflow {row.workflow!r}, not served now."
             )
-        live = manager.live.get(run_id)
         try:
-            event, answer = check_event(
-                run_id, row, workflow, body, run_store, live.handler if live else None
-            )
+            event, answer = check_event(to.run_id, to.row, to.workflow, body, run_store, to.live)
         except Refused as exc:
             return JSONResponse(exc.body, status_code=exc.status)
         type_name = type(event).__name__
         try:
             # A human's answer is accepted once per question the run asked, atomically in
             # the store; any event is committed to the run's inbox before the 202.
-            status = manager.send(run_id, row.workflow, event, answer=answer)
+            status = manager.send(to.run_id, to.via, event, answer=answer)
         except RunConflictError as exc:
             raise HTTPException(409, str(exc)) from None
         except (SerializationError, CheckpointError) as exc:
-            return _not_recorded(exc)
+            return not_recorded(exc)
         sent = run_store.get(run_id)
         body = {"run_id": run_id} if sent is None else sent.public()
         body.update(status=status, waiting_for_input=status == "waiting", sent=type_name)
@@ -521,7 +479,7 @@ def create_app(
     async def cancel(run_id: str) -> dict[str, Any]:
         row = run_store.get(run_id)
         if row is None:
-            raise _not_found_run(run_id)
+            raise not_found_run(run_id)
         if row.status == "queued" and cancel_queued(manager, run_id):
             return {"run_id": run_id, "status": "cancelled"}
         try:
@@ -536,13 +494,13 @@ def create_app(
     )
     async def resume(run_id: str) -> Any:
         if run_store.get(run_id) is None:
-            raise _not_found_run(run_id)
+            raise not_found_run(run_id)
         try:
             live = manager.resume(run_id)
         except (RunStateError, IncompatibleRunError) as exc:  # the latter: see _versions
             raise HTTPException(409, str(exc)) from None
         except CheckpointError as exc:
-            return _not_recorded(exc)
+            return not_recorded(exc)
         row = run_store.get(live.run_id)
         return row.public() if row is not None else {"run_id": live.run_id, "status": "running"}
 
@@ -559,30 +517,6 @@ def create_app(
     else:
         app.add_middleware(HostGuard, allowed_hosts=tuple(allowed_hosts))
     return app
-
-
-def _not_recorded(exc: Exception) -> JSONResponse:
-    """The answer when the store could not record a run or an event: nothing was started."""
-    from batonflow.core.errors import StoreFullError
-
-    if isinstance(exc, SerializationError):
-        code = 422
-        detail = f"The input cannot be recorded, so nothing ran: {exc}"
-    elif isinstance(exc, StoreFullError):
-        code = 507
-        detail = f"The run store is full, so nothing was recorded or run: {exc}"
-    elif isinstance(exc, StoreUnreachableError):
-        # Retry-After: when the store tries its server again (at least 1 s, a whole number).
-        wait = exc.retry_after if exc.retry_after is not None else 5.0
-        return JSONResponse(
-            {"detail": f"The run store cannot be reached now: {exc}", "cause": type(exc).__name__},
-            status_code=503,
-            headers={"Retry-After": str(max(1, math.ceil(wait)))},
-        )
-    else:
-        code = 503
-        detail = f"The run store refused the write, so nothing was recorded or run: {exc}"
-    return JSONResponse({"detail": detail, "cause": type(exc).__name__}, status_code=code)
 
 
 @contextlib.contextmanager

@@ -21,6 +21,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from _cpu_quota import CpuGroup  # noqa: E402
 from http_compare import _wait_listening  # noqa: E402
 
 FLOWS = HERE / "_scale_flows.py"
@@ -31,10 +32,17 @@ READY = "batonflow server on "
 
 class Replica:
     """A ``batonflow serve`` subprocess on ``db`` serving chain, ask and steps (of the
-    batonflow whose ``src`` folder is ``code``, when given: another version's, to compare)."""
+    batonflow whose ``src`` folder is ``code``, when given: another version's, to compare),
+    in the CPU group ``group`` when given (``--replica-cpu``)."""
 
     def __init__(
-        self, db: str, tmp: Path, name: str, lease: float = 15.0, code: Path | None = None
+        self,
+        db: str,
+        tmp: Path,
+        name: str,
+        lease: float = 15.0,
+        code: Path | None = None,
+        group: CpuGroup | None = None,
     ) -> None:
         self.name = name
         self.log = tmp / f"{name}.err"
@@ -49,7 +57,12 @@ class Replica:
             env["PYTHONPATH"] = str(code)
         with open(self.log, "w") as err:
             self.proc = subprocess.Popen(
-                args, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=err
+                args,
+                cwd=tmp,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                preexec_fn=group.enter() if group else None,
             )
         self.address: tuple[str, int] | None = None
 

@@ -22,6 +22,16 @@ that ended after the first wave (one run per client: the servers warm up) over t
 (completed, result ``n + 1``) and, for batonflow, every run's event log in the database (the
 stream event, the ``StopEvent``, the end). The load average and the CPU seconds the servers
 and PostgreSQL used per run are printed too.
+
+With ``--replica-cpu 0.4`` each server process (every replica, the SQLite server, and
+llama-agents-server) runs in a cgroup of its own that holds it to 0.4 core (``bench/_cpu_quota.py``),
+as a replica on a machine of its own is held to that machine's cores, and the table shows how
+often each one's quota stopped it (the share of scheduler periods throttled) and the cores it
+used: a 2-core machine then shows whether a second replica adds capacity, as long as the
+replicas, PostgreSQL and the load generator stay under its 2 cores::
+
+    sudo .venv/bin/python bench/http_compare.py --replica-cpu 0.4 --replicas 1,2 \\
+        --only "batonflow PostgreSQL, 1 replica;batonflow PostgreSQL, 2 replicas"
 """
 
 from __future__ import annotations
@@ -43,6 +53,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _cpu_quota import CpuGroup, CpuQuota, QuotaUnavailable, end_on_sigterm
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 FLOWS = ROOT / "bench" / "_http_flows.py"
@@ -63,6 +75,10 @@ class Figure:
     runs: int = 0
     #: Of ``cpu_ms_per_run``: the servers' share (the rest is PostgreSQL's).
     server_ms_per_run: float = 0.0
+    #: Under ``--replica-cpu``: the cores each server used on average over the load...
+    cores_per_server: float = 0.0
+    #: ... and the share of scheduler periods its quota throttled it in (the servers' mean).
+    throttled: float = 0.0
 
 
 @dataclass
@@ -74,6 +90,8 @@ class Target:
     body: Callable[[int], bytes]
     result: Callable[[dict[str, Any]], Any]
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    #: The servers' CPU groups, under ``--replica-cpu`` (one each, removed after the figure).
+    groups: list[CpuGroup] = field(default_factory=list)
 
 
 def _free_port() -> int:
@@ -102,7 +120,9 @@ def _postgres_pids(datadir: Path) -> list[int]:
     return [first, *(int(p) for p in out.stdout.split())]
 
 
-def _start_batonflow(db: str, tmp: Path, name: str, before: str) -> subprocess.Popen[bytes]:
+def _start_batonflow(
+    db: str, tmp: Path, name: str, before: str, group: CpuGroup | None = None
+) -> subprocess.Popen[bytes]:
     args = [
         sys.executable, "-m", "batonflow", "serve", "--port", "0", "--db", db,
         "--no-prebuilt", "--quiet", "-w", f"steps={FLOWS}:ThreeSteps",
@@ -114,7 +134,14 @@ def _start_batonflow(db: str, tmp: Path, name: str, before: str) -> subprocess.P
         env["PYTHONPATH"] = before  # the old code, ahead of the editable install
     log = tmp / f"{name}.err"
     with open(log, "w") as err:
-        proc = subprocess.Popen(args, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(
+            args,
+            cwd=tmp,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            preexec_fn=group.enter() if group else None,
+        )
     proc.log = log  # type: ignore[attr-defined]
     return proc
 
@@ -130,31 +157,48 @@ def _wait_listening(proc: subprocess.Popen[bytes], marker: str, log: Path) -> tu
     return host, int(port.rstrip("/"))
 
 
-def batonflow_target(db: str, tmp: Path, replicas: int, before: str = "") -> Target:
-    """``replicas`` ``batonflow serve`` processes on ``db`` (of the code in ``before``)."""
+def batonflow_target(
+    db: str, tmp: Path, replicas: int, before: str = "", quota: CpuQuota | None = None
+) -> Target:
+    """``replicas`` ``batonflow serve`` processes on ``db`` (of the code in ``before``), each
+    in a CPU group of ``quota`` when given."""
+    names = [f"r{i}-{uuid.uuid4().hex[:6]}" for i in range(replicas)]
+    groups = [quota.group(name) for name in names] if quota else []
     procs = [
-        _start_batonflow(db, tmp, f"r{i}-{uuid.uuid4().hex[:6]}", before) for i in range(replicas)
+        _start_batonflow(db, tmp, name, before, groups[i] if groups else None)
+        for i, name in enumerate(names)
     ]
-    urls = [_wait_listening(p, "batonflow server on ", p.log) for p in procs]  # type: ignore[attr-defined]
+    try:
+        urls = [_wait_listening(p, "batonflow server on ", p.log) for p in procs]  # type: ignore[attr-defined]
+    except BaseException:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+        for group in groups:
+            group.remove()
+        raise
     return Target(
         urls,
         "/workflows/steps/runs?wait=true&timeout=120",
         lambda n: json.dumps({"n": n}).encode(),
         lambda body: body.get("result") if body.get("status") == "completed" else body,
         procs,
+        groups,
     )
 
 
-def llama_target(python: str, store: str, tmp: Path) -> Target:
+def llama_target(python: str, store: str, tmp: Path, quota: CpuQuota | None = None) -> Target:
     """One llama-agents-server process on ``store`` (``memory`` or a PostgreSQL URL)."""
     port = _free_port()
     log = tmp / f"llama-{port}.out"
+    groups = [quota.group(f"llama-{port}")] if quota else []
     with open(log, "w") as out:
         proc = subprocess.Popen(
             [python, str(LLAMA), "--port", str(port), "--store", store],
             cwd=tmp,
             stdout=out,
             stderr=subprocess.STDOUT,
+            preexec_fn=groups[0].enter() if groups else None,
         )
     _wait_listening(proc, "llama-agents-server on ", log)
     deadline = time.monotonic() + 60
@@ -180,6 +224,7 @@ def llama_target(python: str, store: str, tmp: Path) -> Target:
         lambda n: json.dumps({"start_event": {"n": n}}).encode(),
         result,
         [proc],
+        groups,
     )
 
 
@@ -249,6 +294,7 @@ def measure(
     per_client: int,
     llama: str,
     before: str,
+    quota: CpuQuota | None = None,
 ) -> Figure:
     """One figure: fresh processes and database, load, checks, teardown."""
     import psycopg
@@ -263,20 +309,25 @@ def measure(
             conn.execute(f'CREATE DATABASE "{dbname}"')
         db = server.url(dbname)
     try:
+        groups: list[CpuGroup] = []
         if setup.startswith("batonflow"):
-            replicas = 2 if "2 replicas" in setup else 1
-            target = batonflow_target(db, tmp, replicas, before if BEFORE in setup else "")
+            replicas = _replicas(setup)
+            target = batonflow_target(db, tmp, replicas, before if BEFORE in setup else "", quota)
         else:
-            target = llama_target(llama, "memory" if "memory" in setup else db, tmp)
+            target = llama_target(llama, "memory" if "memory" in setup else db, tmp, quota)
+        groups = target.groups
         try:
             servers = [p.pid for p in target.procs]
             pg0 = _postgres_pids(server.datadir)
             own0 = _cpu_seconds(servers)
             before = {pid: _cpu_seconds([pid]) for pid in pg0}
+            began = time.monotonic()
             counted, secs = asyncio.run(_load(target, clients, clients * per_client))
+            wall = time.monotonic() - began
             # Everything (warm-up and tail included) over every run answered; a backend that
             # ended meanwhile is not counted (the servers' pools keep theirs).
             own = _cpu_seconds(servers) - own0
+            throttled = [g.throttling().share for g in groups]
             pg_cpu = sum(
                 _cpu_seconds([pid]) - before.get(pid, 0.0) for pid in _postgres_pids(server.datadir)
             )
@@ -294,12 +345,32 @@ def measure(
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
+            for group in groups:
+                group.remove()
     finally:
         if dbname:
             with psycopg.connect(server.url(), autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
     per_run = 1000 / max(total, 1)
-    return Figure(counted / secs, cpu * per_run, os.getloadavg()[0], total, own * per_run)
+    return Figure(
+        counted / secs,
+        cpu * per_run,
+        os.getloadavg()[0],
+        total,
+        own * per_run,
+        own / wall / len(servers),
+        statistics.mean(throttled) if throttled else 0.0,
+    )
+
+
+def _replicas(setup: str) -> int:
+    """The number of replicas a setup's name says (``... PostgreSQL, 2 replicas``), else 1."""
+    words = setup.split(", ", 1)[-1].split()
+    return int(words[0]) if len(words) > 1 and words[0].isdigit() else 1
+
+
+def _replica_setup(n: int) -> str:
+    return f"batonflow PostgreSQL, {n} replica{'s' if n > 1 else ''}"
 
 
 def main() -> None:
@@ -317,14 +388,29 @@ def main() -> None:
         help="a directory holding an older batonflow package (see bench/before_tree.sh): its "
         "batonflow setups are measured too, interleaved with the current code's",
     )
+    parser.add_argument(
+        "--replicas", default="1,2", help="the numbers of PostgreSQL replicas to measure"
+    )
+    parser.add_argument(
+        "--replica-cpu",
+        type=float,
+        default=0.0,
+        help="hold each server process to this many cores (a cgroup each; needs root and a "
+        "writable cgroup cpu controller), e.g. 0.4",
+    )
     args = parser.parse_args()
     from pg_server import running_server
 
-    setups = [
-        "batonflow SQLite",
-        "batonflow PostgreSQL, 1 replica",
-        "batonflow PostgreSQL, 2 replicas",
-    ]
+    quota = None
+    if args.replica_cpu:
+        try:
+            quota = CpuQuota(args.replica_cpu)
+            quota.group("probe").remove()  # fail now, not after the PostgreSQL server started
+        except QuotaUnavailable as exc:
+            parser.error(str(exc))
+        end_on_sigterm()
+    counts = [int(n) for n in args.replicas.split(",")]
+    setups = ["batonflow SQLite", *(_replica_setup(n) for n in counts)]
     if args.llama_python:
         setups += ["llama-agents-server, memory", "llama-agents-server, PostgreSQL"]
     if args.before:
@@ -349,22 +435,29 @@ def main() -> None:
                         args.runs_per_client,
                         args.llama_python,
                         args.before,
+                        quota,
                     )
                     figures.setdefault((setup, clients), []).append(fig)
                     print(
                         f"round {r + 1} {clients:>3} clients {setup:<36} "
                         f"{fig.runs_per_s:7.1f} runs/s {fig.cpu_ms_per_run:6.2f} ms CPU/run "
                         f"(servers {fig.server_ms_per_run:.2f}) "
-                        f"load {fig.load:.1f}",
+                        f"{fig.cores_per_server:.2f} cores/server "
+                        f"throttled {fig.throttled:.0%} load {fig.load:.1f}",
                         flush=True,
                     )
     print()
     base_name = "batonflow SQLite"
-    one = "batonflow PostgreSQL, 1 replica"
+    one = _replica_setup(1)
+    if quota:
+        print(f"Each server process held to {quota.cores} core (a cgroup each).")
     for clients in levels:
         print(f"\n### {clients} clients (median of {args.rounds} rounds)\n")
-        print("| setup | runs/s | vs batonflow SQLite | CPU ms/run (servers) | load |")
-        print("|---|---:|---:|---:|---:|")
+        print(
+            "| setup | runs/s | vs batonflow SQLite | CPU ms/run (servers) | cores per server "
+            "| periods throttled | load |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|")
         med = {
             s: statistics.median(f.runs_per_s for f in figures[(s, clients)])
             for s in setups
@@ -379,12 +472,27 @@ def main() -> None:
             cpu = statistics.median(f.cpu_ms_per_run for f in figs)
             own = statistics.median(f.server_ms_per_run for f in figs)
             load = statistics.median(f.load for f in figs)
-            print(f"| {setup} | {med[setup]:.1f} | {ratio} | {cpu:.2f} ({own:.2f}) | {load:.1f} |")
+            cores = statistics.median(f.cores_per_server for f in figs)
+            throttled = f"{statistics.median(f.throttled for f in figs):.0%}" if quota else "—"
+            print(
+                f"| {setup} | {med[setup]:.1f} | {ratio} | {cpu:.2f} ({own:.2f}) | {cores:.2f} "
+                f"| {throttled} | {load:.1f} |"
+            )
         for suffix in ("", BEFORE):
-            two = "batonflow PostgreSQL, 2 replicas" + suffix
-            if one + suffix in med and two in med:
-                print(f"\n2 replicas / 1 replica{suffix}: {med[two] / med[one + suffix]:.2f}×")
-            for name in (one + suffix, two):
+            many = [_replica_setup(n) + suffix for n in counts if n > 1]
+            for name in many:
+                if one + suffix in med and name in med:
+                    pairs = [
+                        a.runs_per_s / b.runs_per_s
+                        for a, b in zip(
+                            figures[(name, clients)], figures[(one + suffix, clients)], strict=True
+                        )
+                    ]
+                    print(
+                        f"\n{name} / 1 replica: {med[name] / med[one + suffix]:.2f}× "
+                        f"(round by round {', '.join(f'{p:.2f}' for p in pairs)})"
+                    )
+            for name in (one + suffix, *many):
                 pairs = [
                     a.runs_per_s / b.runs_per_s
                     for a, b in zip(

@@ -4,6 +4,8 @@ Usage::
 
     .venv/bin/python bench/ingest_bench.py                    # 10,000 chunks, 3 rounds, 100,000 memory
     .venv/bin/python bench/ingest_bench.py --chunks 5000 --rounds 1 --large 0
+    sh bench/before_tree.sh 14143ba /tmp/before && \
+        .venv/bin/python bench/ingest_bench.py --chunks 5000 --large 0 --before /tmp/before/pkg
 
 Every figure is one fresh process (so peak RSS is that side's alone), the sides interleaved in
 each round so machine load hits them alike; the medians and their ratios are printed.
@@ -52,6 +54,8 @@ from rag_bench import make_corpus  # noqa: E402
 CHUNK_SIZE, OVERLAP = 256, 20
 #: Corpus texts per document (each text is one 60-120 word paragraph).
 PER_DOC = 8
+#: The suffix of the sides that run the code of ``--before``.
+BEFORE = " (before)"
 STORE_SIDES = ("store-sparse", "client-sparse", "store-hybrid", "client-hybrid")
 PIPELINE_SIDES = ("pipeline", "llama")
 
@@ -278,9 +282,14 @@ def write_folder(root: Path, n: int) -> Path:
 # --- the parent: interleaved rounds --------------------------------------------------------
 
 
-def _spawn(*args: str) -> dict[str, Any]:
+def _spawn(*args: str, before: str = "") -> dict[str, Any]:
+    env = dict(os.environ, PYTHONPATH=before) if before else None  # the old code first
     proc = subprocess.run(
-        [sys.executable, __file__, "--one", *args], capture_output=True, text=True, check=False
+        [sys.executable, __file__, "--one", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
     )
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(args)} failed:\n{proc.stderr[-3000:]}")
@@ -315,6 +324,12 @@ def main() -> None:
         action="store_true",
         help="also the folder runs with on-disk shards configured as before issue 32",
     )
+    parser.add_argument(
+        "--before",
+        default="",
+        help="a directory holding an older batonflow package (see bench/before_tree.sh): its "
+        "store and pipeline are measured too, interleaved, labelled ' (before)'",
+    )
     parser.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -335,10 +350,16 @@ def main() -> None:
     sides = [(s, str(n)) for s in STORE_SIDES] + [("pipeline", str(n), "0"), ("llama", str(n), "0")]
     if args.workers:
         sides.append(("pipeline", str(n), str(args.workers)))
+    if args.before:  # batonflow's sides again on the old code (the last field: its path)
+        sides += [(*s, args.before) for s in sides if not s[0].startswith(("client", "llama"))]
     for r in range(args.rounds):
         for side in sides if r % 2 == 0 else reversed(sides):
             label = side[0] if side[0] != "pipeline" else f"pipeline-w{side[2]}"
-            runs.setdefault(label, []).append(_spawn(*side))
+            before = side[-1] if side[-1] == args.before and args.before else ""
+            if before:
+                label += BEFORE
+                side = side[:-1]
+            runs.setdefault(label, []).append(_spawn(*side, before=before))
             print(f"  round {r + 1} {label}: {runs[label][-1]}", file=sys.stderr, flush=True)
     result: dict[str, Any] = {name: _median(v) for name, v in runs.items()}
     if args.large:
@@ -388,15 +409,18 @@ def report(r: dict[str, Any], n: int, workers: int) -> None:
             f"{ours['peak_rss_mb'] / theirs['peak_rss_mb']:.2f}x"
         )
 
-    for kind in ("sparse", "hybrid") if "store-sparse" in r else ():
-        print(f"  store/qdrant-client {kind}: {ratio(r[f'store-{kind}'], r[f'client-{kind}'])}")
-    for label in dict.fromkeys(("pipeline-w0", f"pipeline-w{workers}")):
-        if label in r:
-            ours, llama = r[label], r["llama"]
-            print(
-                f"  {label}/from_documents: {ratio(ours, llama)} "
-                f"(chunks {ours['chunks']} vs {llama['chunks']})"
-            )
+    for tag in ("", BEFORE):
+        for kind in ("sparse", "hybrid"):
+            if f"store-{kind}{tag}" in r:
+                ours = r[f"store-{kind}{tag}"]
+                print(f"  store{tag}/qdrant-client {kind}: {ratio(ours, r[f'client-{kind}'])}")
+        for label in dict.fromkeys(("pipeline-w0", f"pipeline-w{workers}")):
+            if label + tag in r:
+                ours, llama = r[label + tag], r["llama"]
+                print(
+                    f"  {label}{tag}/from_documents: {ratio(ours, llama)} "
+                    f"(chunks {ours['chunks']} vs {llama['chunks']})"
+                )
     big = sorted({int(k.split("-")[1]) for k in r if k.startswith("folder-")})
     if len(big) == 2:
         for w in sorted({k.rsplit("-w", 1)[1] for k in r if k.startswith("folder-") and "-w" in k}):

@@ -25,6 +25,9 @@ tests do (``tests/pg_server.py``: ``fsync=off``, ``synchronous_commit=off``). Th
   and a fresh database for each figure. The CPU the replicas and PostgreSQL used per run, and
   what PostgreSQL's active backends were doing (``pg_stat_activity`` sampled every 20 ms:
   running, waiting for a client, for a lock...).
+  With ``--replica-cpu 0.4`` each replica runs in a cgroup of its own holding it to 0.4 core
+  (``bench/_cpu_quota.py``, as ``http_compare.py``): the table shows the cores each used and
+  the share of scheduler periods its quota throttled it in.
 * ``crowd``: N small replicas against one server whose ``max_connections`` is low (each replica
   opens up to 9: a pool of 8 and its ``LISTEN``): how many start, the HTTP statuses of 64
   clients' runs spread over them, runs/s, and the "too many clients" lines in their logs.
@@ -52,6 +55,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
+from _cpu_quota import CpuQuota, QuotaUnavailable, end_on_sigterm  # noqa: E402
 from _pg_wire import WireProxy  # noqa: E402
 from _scale_load import Replica, Sampler, _database, _drop, load  # noqa: E402
 from http_compare import _cpu_seconds, _postgres_pids  # noqa: E402
@@ -181,15 +185,23 @@ WORKLOADS = {
 
 
 def throughput(
-    server: Any, tmp: Path, replicas: int, workload: str, clients: int, code: Path | None = None
+    server: Any,
+    tmp: Path,
+    replicas: int,
+    workload: str,
+    clients: int,
+    code: Path | None = None,
+    quota: CpuQuota | None = None,
 ) -> dict:
-    """One figure: fresh database and replicas (of the batonflow in ``code``, when given), the
-    load, CPU and samples."""
+    """One figure: fresh database and replicas (of the batonflow in ``code``, when given; each
+    in a CPU group of ``quota``, when given), the load, CPU and samples."""
     flow, body, steps = WORKLOADS[workload]
     name, url = _database(server)
+    names = [f"t{replicas}-{k}-{uuid.uuid4().hex[:4]}" for k in range(replicas)]
+    cgroups = [quota.group(n) for n in names] if quota else []
     group = [
-        Replica(url, tmp, f"t{replicas}-{k}-{uuid.uuid4().hex[:4]}", code=code)
-        for k in range(replicas)
+        Replica(url, tmp, n, code=code, group=cgroups[k] if cgroups else None)
+        for k, n in enumerate(names)
     ]
     try:
         if not all(r.ready() for r in group):
@@ -206,12 +218,15 @@ def throughput(
         me = time.process_time() - me0
         own = _cpu_seconds(pids) - own0
         pg = sum(_cpu_seconds([p]) - pg0.get(p, 0.0) for p in _postgres_pids(server.datadir))
+        throttled = [g.throttling().share for g in cgroups]
         done = sum(n for s, n in got["status"].items() if s == 200)
         if done != runs:
             raise RuntimeError(f"{workload}: {got['status']} {got['errors']}")
     finally:
         for r in group:
             r.stop()
+        for g in cgroups:
+            g.remove()
         _drop(server, name)
     return {
         "runs_per_s": got["runs_per_s"],
@@ -220,6 +235,8 @@ def throughput(
         "pg_ms_per_run": pg / runs * 1000,
         "client_ms_per_run": me / runs * 1000,
         "cores": (own + pg + me) / got["seconds"],  # replicas, PostgreSQL and the load
+        "cores_per_replica": own / got["seconds"] / replicas,
+        "throttled": statistics.mean(throttled) if throttled else 0.0,
         "load": os.getloadavg()[0],
         **seen,
     }
@@ -236,9 +253,10 @@ def print_throughput(
         print(f"\n### {workload}{title} (median of the rounds; range in brackets)\n")
         print(
             "| replicas | runs/s | durable steps/s | vs 1 replica | CPU ms/run: replicas "
-            "| PostgreSQL | load generator | cores in use | most backends | load |"
+            "| PostgreSQL | load generator | cores in use | cores per replica "
+            "| periods throttled | most backends | load |"
         )
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for n, f in rows:
             if not f:
                 continue
@@ -252,6 +270,8 @@ def print_throughput(
                 f"| {statistics.median(x['pg_ms_per_run'] for x in f):.2f} "
                 f"| {statistics.median(x['client_ms_per_run'] for x in f):.2f} "
                 f"| {statistics.median(x['cores'] for x in f):.2f} "
+                f"| {statistics.median(x.get('cores_per_replica', 0.0) for x in f):.2f} "
+                f"| {statistics.median(x.get('throttled', 0.0) for x in f):.0%} "
                 f"| {max(x['most_backends'] for x in f)} "
                 f"| {statistics.median(x['load'] for x in f):.1f} |"
             )
@@ -441,9 +461,24 @@ def main() -> None:
         help="throughput: also measure replicas running the batonflow whose src folder is "
         "here (e.g. an older commit's, from git archive), interleaved with this one's",
     )
+    parser.add_argument(
+        "--replica-cpu",
+        type=float,
+        default=0.0,
+        help="throughput: hold each replica to this many cores (a cgroup each; needs root "
+        "and a writable cgroup cpu controller), e.g. 0.4",
+    )
     args = parser.parse_args()
     from pg_server import running_server
 
+    quota = None
+    if args.replica_cpu:
+        try:
+            quota = CpuQuota(args.replica_cpu)
+            quota.group("probe").remove()  # fail now, not after the PostgreSQL server started
+        except QuotaUnavailable as exc:
+            parser.error(str(exc))
+        end_on_sigterm()
     only = args.only.split(",")
     everything: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmpdir:
@@ -469,7 +504,9 @@ def main() -> None:
                             for n in order:
                                 turn = list(codes.items())[:: -1 if r % 2 else 1]
                                 for title, code in turn:
-                                    fig = throughput(server, tmp, n, workload, args.clients, code)
+                                    fig = throughput(
+                                        server, tmp, n, workload, args.clients, code, quota
+                                    )
                                     figs[title].setdefault((workload, n), []).append(fig)
                                     print(
                                         f"round {r + 1} {workload}{title} {n} replica(s): "

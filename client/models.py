@@ -34,6 +34,9 @@ class Run:
         waiting_for: While it waits (``get``): what answers it, one dict per awaited event:
             ``type``, ``requirements`` (values the answer must have), ``schema`` (its
             fields), ``example`` (a body for :meth:`~batonflow.client.Client.send_event`).
+            A parent whose child run asks shows the child's (each naming ``child_run_id``).
+        waiting_children: While child runs of it wait for answers (``get``): their run ids
+            (an answer sent to this run goes to the one that waits for it).
         schedule: The schedule firing that started it (``{"name", "fire_at"}``), if any.
         usage: What its LLM calls used (``prompt_tokens``, ``completion_tokens``,
             ``total_tokens``, ``cost`` in US dollars or ``None`` when unknown, ``calls``).
@@ -56,6 +59,7 @@ class Run:
     updated_at: datetime | None = None
     question: dict[str, Any] | None = None
     waiting_for: list[dict[str, Any]] = field(default_factory=list)
+    waiting_children: list[str] = field(default_factory=list)
     schedule: dict[str, Any] | None = None
     usage: dict[str, Any] | None = None
     budget: dict[str, Any] | None = None
@@ -83,6 +87,7 @@ class Run:
             updated_at=_instant(data.get("updated_at")),
             question=data.get("question") if isinstance(data.get("question"), dict) else None,
             waiting_for=[w for w in data.get("waiting_for") or [] if isinstance(w, dict)],
+            waiting_children=[str(c) for c in data.get("waiting_children") or []],
             schedule=data.get("schedule"),
             usage=data.get("usage") if isinstance(data.get("usage"), dict) else None,
             budget=data.get("budget") if isinstance(data.get("budget"), dict) else None,

@@ -23,7 +23,7 @@ from batonflow.core.durable._sql_schema import (
     create_table,
 )
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 COMPONENT = "checkpoints"
 EVENTS_CHANNEL = "batonflow_events"
 INBOX_CHANNEL = "batonflow_inbox"
@@ -92,6 +92,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS parent_step TEXT",
         "ALTER TABLE checkpoint_runs ADD COLUMN IF NOT EXISTS parent_kind TEXT",
     ),
+    # No new table or column: checkpoints may hold state edits (state_mode 2,
+    # core/durable/_state_extensions.py), which a batonflow reading up to version 12 would read
+    # as whole values; the version makes it refuse the database instead.
+    13: (),
 }
 #: True in a write's WHERE while the run's lease is held by the store whose token is the
 #: second parameter, or while the first parameter (the replica id) is NULL: no fencing.

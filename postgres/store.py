@@ -13,7 +13,8 @@ Tables (in the database's ``public`` schema, or the one ``search_path`` names):
   advisory lock so replicas starting together do not race.
 * ``checkpoint_runs``: one row per run, with ``lease_owner``/``lease_until`` for replicas.
 * ``checkpoints``, ``run_events``, ``run_inbox``: as in the SQLite store (a checkpoint's
-  ``ctx_data`` may hold only the state keys its step changed, ``state_mode`` 1).
+  ``ctx_data`` may hold only the state keys its step changed, ``state_mode`` 1, some of
+  them as edits of their previous text, ``state_mode`` 2).
 
 Every write is one transaction on a pooled connection (psycopg 3 and ``psycopg_pool``: one
 library for the blocking store calls the engine makes at step boundaries and for the server's

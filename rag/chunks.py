@@ -15,10 +15,22 @@ from typing import Any
 _ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://batonflow.dev/rag/chunk")
 
 
+_NAMESPACE_BYTES = _ID_NAMESPACE.bytes
+#: A UUID's variant digit (RFC 4122: the top two bits 10) from the hash's hex digit there.
+_VARIANT = {f"{n:x}": "89ab"[n & 3] for n in range(16)}
+
+
 def point_id(source: str, index: int, text: str) -> str:
-    """The stable point id of chunk ``index`` of ``source`` with content ``text``."""
+    """The stable point id of chunk ``index`` of ``source`` with content ``text``.
+
+    ``str(uuid.uuid5(namespace, name))``, with the name ``source, index, SHA-256 of text``;
+    spelled out (the SHA-1, then the version and variant digits set in its hex) because every
+    stored chunk needs one and ``uuid.uuid5`` builds a ``UUID`` object to print it.
+    """
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return str(uuid.uuid5(_ID_NAMESPACE, f"{source}\x1f{index}\x1f{digest}"))
+    name = f"{source}\x1f{index}\x1f{digest}".encode()
+    h = hashlib.sha1(_NAMESPACE_BYTES + name, usedforsecurity=False).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import MetadataMode, TransformComponent
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._splitting import for_splitting
 from .errors import RAGConfigError
 from .files import PDF_SUFFIX as PDF_SUFFIX
 from .files import TEXT_SUFFIXES as TEXT_SUFFIXES
@@ -112,9 +113,10 @@ def split_documents(
     transformations = check_transformations(splitter)
     pending: list[PendingChunk] = []
     next_index: dict[str, int] = {}
+    splitting = for_splitting(transformations)  # the same chunks, token counts remembered
     for doc in documents:
         source = source_of(doc)
-        for node in run_transformations([doc], transformations):
+        for node in run_transformations([doc], splitting):
             text = node.get_content(metadata_mode=MetadataMode.NONE)
             if not text.strip():
                 continue

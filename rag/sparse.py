@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ._ascii_terms import AsciiTermIds
 from .tokenize import ENGLISH_STOPWORDS, MultilingualTokenizer, Tokenizer
 
 
@@ -97,27 +98,54 @@ class BM25SparseEncoder:
         self.tokenizer: Tokenizer = tokenizer or MultilingualTokenizer(
             language, stopwords=stopwords
         )
+        self._ascii = (
+            AsciiTermIds(self.tokenizer)
+            if type(self.tokenizer) is MultilingualTokenizer
+            else None  # a tokenizer of the caller's (or a subclass): used as it is
+        )
 
     def tokenize(self, text: str) -> list[str]:
         """The terms of ``text``, in order (stems, CJK bigrams), stopwords removed."""
         return self.tokenizer(text)
 
+    def count_terms(self, text: str) -> tuple[dict[int, int], int]:
+        """``{term id: count}`` of ``text``'s terms, and how many terms it has (its length).
+
+        What :meth:`encode_document` weighs; the default tokenizer's ASCII texts are counted
+        without building their terms (:mod:`batonflow.rag._ascii_terms`), with the same result.
+        """
+        fast = self._ascii
+        if fast is not None and fast.tokenizer is self.tokenizer and text.isascii():
+            counted = fast.count(text)
+            if counted is not None:
+                return counted
+        stems = self.tokenize(text)
+        # Ids counted (not stems): two stems colliding on an id add up.
+        return Counter(map(_cached_term_id, stems)), len(stems)
+
     def encode_document(self, text: str, avg_len: float | None = None) -> SparseVector:
         """The BM25 term-frequency vector of one document (chunk)."""
-        return self.encode_terms(self.tokenize(text), avg_len)
+        return self.weigh(*self.count_terms(text), avg_len)
 
     def encode_terms(self, stems: list[str], avg_len: float | None = None) -> SparseVector:
         """The BM25 term-frequency vector of a tokenised document (``avg_len``: the mean)."""
-        if not stems:
+        return self.weigh(Counter(map(_cached_term_id, stems)), len(stems), avg_len)
+
+    def weigh(
+        self, counts: Mapping[int, int], length: int, avg_len: float | None = None
+    ) -> SparseVector:
+        """The BM25 term-frequency vector of a document of ``length`` terms counted as
+        ``counts`` (:meth:`count_terms`), normalised by the mean length ``avg_len``."""
+        if not counts:
             return SparseVector([], [])
-        # Ids counted (not stems): two stems colliding on an id add up.
-        counts = Counter(map(_cached_term_id, stems))
         mean = avg_len if avg_len is not None and avg_len > 0 else self.avg_len
-        norm = self.k1 * (1.0 - self.b + self.b * len(stems) / mean)
+        norm = self.k1 * (1.0 - self.b + self.b * length / mean)
         k1_plus_1 = self.k1 + 1.0
         indices = sorted(counts)
-        values = [(n := counts[i]) * k1_plus_1 / (n + norm) for i in indices]
-        return SparseVector(indices, values)
+        frequencies = list(map(counts.__getitem__, indices))
+        # A chunk's counts take few values (mostly 1 to 3): each weight is computed once.
+        weight = {n: n * k1_plus_1 / (n + norm) for n in set(frequencies)}
+        return SparseVector(indices, list(map(weight.__getitem__, frequencies)))
 
     def encode_documents(
         self, texts: Iterable[str], avg_len: float | None = None
@@ -127,7 +155,7 @@ class BM25SparseEncoder:
 
     def encode_query(self, text: str) -> SparseVector:
         """The query vector: 1.0 for each distinct term (Qdrant weighs it by IDF)."""
-        indices = sorted({_cached_term_id(stem) for stem in self.tokenize(text)})
+        indices = sorted(self.count_terms(text)[0])
         return SparseVector(indices, [1.0] * len(indices))
 
 

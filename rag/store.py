@@ -29,15 +29,16 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._async_store import AsyncStoreMethods
+from ._bm25_points import encode_points, load_lengths, renormalise
 from ._edge import EdgeEngine, is_client_folder
 from ._payload_cache import DEFAULT_BUDGET
 from ._search import search
 from .chunks import Chunk, Hit, StoredSource, chunks_of, point_id
 from .errors import CollectionNotFoundError, StoreConfigError, collection_missing
 from .fusion import RRF_K
-from .layout import DENSE, READ_FIELDS, SPARSE, Layout, dense_floats, hit_of, payload_of
+from .layout import DENSE, SPARSE, Layout
 from .lengths import MeanLength
-from .sparse import BM25SparseEncoder, SparseVector
+from .sparse import BM25SparseEncoder
 
 if TYPE_CHECKING:
     # Imported where used: a store on the embedded engine, its collections and its queries
@@ -262,8 +263,7 @@ class QdrantStore(AsyncStoreMethods):
                 "with one model."
             )
         size = sizes.pop() if sizes else None
-        tokenize = self.encoder.tokenize
-        terms = [tokenize(c.text) for c in chunks]
+        counted = [self.encoder.count_terms(c.text) for c in chunks]
         ids = [c.id for c in chunks]  # a SHA-256 and a UUID5 each: computed once
         with self._lock:
             layout = self._ensure_collection(size)
@@ -272,17 +272,7 @@ class QdrantStore(AsyncStoreMethods):
                     f"Collection {self.collection!r} has neither a BM25 sparse vector nor a "
                     "dense one batonflow knows; use another collection=."
                 )
-            lengths = self._load_lengths()
-            for pid, stems in zip(ids, terms, strict=True):
-                lengths.set(pid, len(stems), 0.0)
-            mean = lengths.mean()
-            points = []
-            encode = self.encoder.encode_terms
-            for pid, chunk, stems in zip(ids, chunks, terms, strict=True):
-                payload = payload_of(chunk, chunk.content_hash, pid)
-                payload["bm25_len"], payload["bm25_avg"] = len(stems), mean
-                lengths.set(pid, len(stems), mean)
-                points.append((pid, encode(stems, mean), dense_floats(chunk.dense), payload))
+            points = encode_points(self.encoder, self._load_lengths(), chunks, ids, counted)
             for start in range(0, len(points), self.batch_size):
                 self._engine.upsert(
                     self.collection, layout, points[start : start + self.batch_size]
@@ -312,43 +302,14 @@ class QdrantStore(AsyncStoreMethods):
 
     def _load_lengths(self) -> MeanLength:
         if self._lengths is None:
-            lengths = MeanLength(self.encoder.avg_len)
-
-            def measure(ids: list[str]) -> dict[str, int]:
-                payloads = self._engine.retrieve(self.collection, ids, READ_FIELDS)
-                return {
-                    pid: len(self.encoder.tokenize(hit_of(pid, 0.0, payloads.get(pid)).text))
-                    for pid in ids
-                }
-
-            scroll = self._engine.scroll(self.collection, None, ["bm25_len", "bm25_avg"])
-            lengths.load(scroll, measure)
-            self._lengths = lengths
+            self._lengths = load_lengths(self._engine, self.collection, self.encoder)
         return self._lengths
 
     def _renormalise(self, layout: Layout) -> None:
-        """Re-encode the points whose vectors used a mean too far from the current one."""
-        lengths = self._lengths
-        if lengths is None or not len(lengths) or layout.sparse is None:
-            return
-        mean = lengths.mean()
-        stale = lengths.stale()
-        for start in range(0, len(stale), self.batch_size):
-            ids = stale[start : start + self.batch_size]
-            payloads = self._engine.retrieve(self.collection, ids, READ_FIELDS)
-            by_length: dict[int, list[tuple[str, SparseVector]]] = {}
-            for pid in ids:
-                if pid not in payloads:
-                    continue
-                stems = self.encoder.tokenize(hit_of(pid, 0.0, payloads[pid]).text)
-                by_length.setdefault(len(stems), []).append(
-                    (pid, self.encoder.encode_terms(stems, mean))
-                )
-                lengths.set(pid, len(stems), mean)
-            for length, vectors in by_length.items():  # one payload per length
-                self._engine.set_sparse(
-                    self.collection, layout, vectors, {"bm25_len": length, "bm25_avg": mean}
-                )
+        if self._lengths is not None:
+            renormalise(
+                self._engine, self.collection, layout, self.encoder, self._lengths, self.batch_size
+            )
 
     def prune(self, source: str, keep: Collection[str]) -> int:
         """Delete the points of ``source`` whose ids are not in ``keep``; returns how many."""

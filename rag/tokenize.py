@@ -121,6 +121,12 @@ class MultilingualTokenizer:
                 return stemmer
         return None  # a script no configured stemmer writes: the word as it is
 
+    def ascii_term(self, word: str) -> str | None:
+        """The term of one lowercase ASCII word of a text (``None``: a stopword, dropped)."""
+        if word in self.stopwords:
+            return None
+        return self._latin.stemWord(word) if self._latin is not None else word
+
     def __call__(self, text: str) -> list[str]:
         """The terms of ``text``, in order (see the module docs)."""
         if text.isascii():  # the common case: plain words, stemmed in one call

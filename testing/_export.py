@@ -5,7 +5,9 @@ In a durable run the prebuilt agents journal each LLM call and tool call
 cassette seams and the journal keeps, next to the call's result, the cassette interactions it
 made (the request as :func:`batonflow.testing.record` writes it: messages, tools offered, model
 and settings, response and usage; a tool's arguments and result), secrets already redacted.
-:func:`cassette_from_journal` puts them back together, in the order the calls were journaled.
+:func:`cassette_from_journal` puts them back together, in the order the calls were journaled,
+each LLM request's messages rebuilt in full where the journal kept only what was new since an
+earlier call (:mod:`batonflow._request_deltas`).
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from batonflow import _request_deltas
+
 from . import _seams
 from ._session import CassetteSession, save
 from .errors import CassetteError
 
 #: The key of a journaled agent call's value that holds its cassette interactions.
-CASSETTE_KEY = "cassette"
+CASSETTE_KEY = _request_deltas.CASSETTE_KEY
 
 
 @contextmanager
@@ -42,16 +46,26 @@ def cassette_from_journal(run_id: str, calls: Sequence[Mapping[str, Any]]) -> li
     ``batonflow runs journal --json`` list them), in the order they were journaled.
 
     Raises:
-        CassetteError: The run journaled no agent call with its interactions.
+        CassetteError: The run journaled no agent call with its interactions, or one whose
+            messages refer to an earlier call its journal does not hold.
     """
     interactions: list[dict[str, Any]] = []
-    for call in sorted(calls, key=lambda c: c.get("created_at") or 0.0):
+    expanded = _request_deltas.expand(calls)
+    for call in sorted(expanded, key=lambda c: c.get("created_at") or 0.0):
         value = call.get("value")
         if call.get("error") or not isinstance(value, Mapping):
             continue
         found = value.get(CASSETTE_KEY)
-        if isinstance(found, list):
-            interactions.extend(e for e in found if isinstance(e, dict))
+        if not isinstance(found, list):
+            continue
+        if any(_request_deltas.is_compact(e) for e in found):
+            raise CassetteError(
+                f"Run {run_id!r}: journaled call #{call.get('call')} of step {call.get('step')!r} "
+                "keeps its LLM messages as what is new since an earlier call that the journal "
+                "no longer holds, so its request cannot be rebuilt. Export the whole journal of "
+                "the run (the run store it was recorded in, or its server)."
+            )
+        interactions.extend(e for e in found if isinstance(e, dict))
     if not interactions:
         what = (
             "journaled no calls: it is not a durable run, or it made no LLM or tool call"

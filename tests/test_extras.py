@@ -28,6 +28,7 @@ import {module}
         pytest.param("batonflow.rag", ["qdrant_client"], "rag", id="rag"),
         pytest.param("batonflow.observability", ["opentelemetry.sdk"], "otel", id="otel"),
         pytest.param("batonflow.apps.cli", ["typer"], "cli", id="cli"),
+        pytest.param("batonflow.apps.server", ["fastapi"], "server", id="server"),
     ],
 )
 def test_missing_extra_names_the_install_command(module, blocked, extra):

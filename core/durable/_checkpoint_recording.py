@@ -411,7 +411,7 @@ async def _written(pending: Awaitable[None], ctx: Context[Any] | None) -> None:
         raise
 
 
-def changes(self: WorkflowCheckpointer, ctx: Context[Any]) -> tuple[dict[str, Any], bool | None]:
+def changes(self: WorkflowCheckpointer, ctx: Context[Any]) -> tuple[dict[str, Any], int | None]:
     """The snapshot of ``ctx`` with only the state keys changed since the last one.
 
     Returns the ``ctx_data`` and the checkpoint's ``state_changes`` (see
@@ -424,12 +424,14 @@ def changes(self: WorkflowCheckpointer, ctx: Context[Any]) -> tuple[dict[str, An
         return dict(ctx.to_dict(self.serializer)), None
     delta, values = changes
     data = dump(ctx, self.serializer, include_state=False)
+    # A key that grew is stored as the edit of its previous text (_state_extensions.py).
+    stored, mode = self._texts.compact(str(ctx.run_id), delta, values)
     cached = self._empty_state
     if cached is None or cached[0] is not self.serializer:
         # The state's header (its layout and type), the same at every checkpoint.
         cached = self._empty_state = (self.serializer, encode_untyped({}, self.serializer))
-    data["state"] = with_state_values(cached[1], values)
-    return data, delta
+    data["state"] = with_state_values(cached[1], stored)
+    return data, mode
 
 
 def put(
@@ -442,7 +444,7 @@ def put(
     *,
     final_event: str | None = None,
     created_at: float | None = None,
-    state_changes: bool | None = None,
+    state_changes: int | None = None,
     events: tuple[Event | None, Event | None] = (None, None),
     off_loop: bool = False,
 ) -> Awaitable[None] | None:
@@ -482,6 +484,7 @@ def watch(self: WorkflowCheckpointer, handler: WorkflowHandler) -> None:
         self._seq.pop(run_id, None)
         self._inbox.pop(run_id, None)
         self._asked.pop(run_id, None)
+        self._texts.forget(run_id)
         if self._live.get(run_id) is handler:
             del self._live[run_id]
         status, result, error = outcome(fut, self.serializer)

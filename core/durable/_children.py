@@ -17,6 +17,10 @@ When the parent's step is cancelled, the child is cancelled too, unless the pare
 released (a server shutting down): the child is then released too (and its lease, on
 PostgreSQL replicas), to be resumed with its parent by the next process. A replica that takes
 a parent over claims the child's lease before it resumes the child.
+
+While the parent's step follows the child, the parent's checkpointer knows the child's
+(``_children_live``), so an answer sent to the parent, or to the child's run id, through the
+parent's checkpointer reaches the child here (see ``_child_answers.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from ..data.events import Event
 from ..engine._children import follow
 from ..errors import CheckpointError, WorkflowRuntimeError
 from ._records import RunInfo
@@ -105,8 +110,17 @@ async def _child(
                     _release_lease(store, child_id)
             child._run.cancel()
 
-        return await follow(ctx, handler, stop)
+        def send(event: Event) -> None:
+            # Through the child's inbox: recorded once, and taken after a crash too. Its
+            # question first, if it is not written yet: the child must be waiting for it.
+            if cptr._backlog.get(child_id):
+                cptr.flush_events(child_id)
+            cptr.send_event(child_id, event, answer=True)
+
+        parent._children_live[child_id] = cptr
+        return await follow(ctx, handler, stop, send)
     finally:
+        parent._children_live.pop(child_id, None)
         cptr.detach()
 
 

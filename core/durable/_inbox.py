@@ -17,11 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..data.events import Event
 from ..data.serialization import BaseSerializer
-from ..errors import ContextSerdeError, WorkflowRuntimeError
+from ..errors import CheckpointError, ContextSerdeError, WorkflowRuntimeError
+from ._child_answers import answer_target
 from ._store import CheckpointStore, encode
 
 if TYPE_CHECKING:
     from ..engine.handler import WorkflowHandler
+    from ..engine.workflow import Workflow
 
 logger = logging.getLogger("batonflow.core")
 
@@ -34,13 +36,21 @@ class RunInbox:
     """The inbox methods of ``WorkflowCheckpointer`` (see the module docs)."""
 
     store: CheckpointStore
+    workflow: Workflow
     serializer: BaseSerializer
     #: The runs recorded by this checkpointer that run in this process, by id.
     _live: dict[str, WorkflowHandler]
     #: How far each live run has taken its inbox in (the last ``seq`` given to it).
     _inbox: dict[str, int]
+    #: The checkpointers of the child runs of these runs in this process, by child run id.
+    _children_live: dict[str, RunInbox]
+    #: Stream events (and questions) of live runs not written yet (_checkpoint_recording).
+    _backlog: dict[str, list[tuple[Any, bool]]]
     #: Cancellations started by inbox requests (kept until done).
     _cancelling: set[asyncio.Future[Any]]
+
+    #: Writes the stream events of a run that waited (_checkpoint_recording).
+    flush_events: Callable[[str], None]
 
     #: After an answer was taken: ask a question still open again (_checkpoint_recording).
     _ask_again: Callable[[str], None]
@@ -51,6 +61,10 @@ class RunInbox:
         The event is in the store before this returns; the run takes it in at once when it
         runs in this process, else when it is resumed. A checkpoint records how many inbox
         events the run had taken in, so a resume delivers exactly the ones after it.
+
+        An event that a child run of ``run_id`` waits for, sent to a run that waits for
+        nothing itself and has no step that takes it, goes to that child's inbox (see
+        ``_child_answers``: the rule, and the error when several children wait).
 
         Args:
             run_id: The run.
@@ -63,14 +77,18 @@ class RunInbox:
 
         Raises:
             RunConflictError: The run has ended, or (``answer``) waits for nothing or was
-                answered already.
+                answered already, or several of its child runs wait for the event.
             SerializationError: The event cannot be encoded.
             CheckpointError: The store refused the write (``StoreFullError``, ...).
         """
         body = encode(self.serializer, event, f"the event sent to run {run_id}")
-        seq = self.store.post_event(run_id, body, answer=answer)
-        if run_id in self._live:
-            self._deliver(run_id)
+        self._settle_children()
+        takes = bool(self.workflow._graph().targets(type(event)))
+        target = answer_target(self.store, run_id, event, takes)
+        if target != run_id:
+            answer = True  # the child's question takes one answer
+        seq = self.store.post_event(target, body, answer=answer)
+        self._deliver(target)
         return seq
 
     def request_cancel(self, run_id: str) -> int:
@@ -107,12 +125,41 @@ class RunInbox:
         inbox's last ``seq`` to deliver only what is new (:meth:`deliver` is idempotent
         anyway: an entry is given to the run once, however often it is called).
         """
-        return self._inbox.get(run_id) if run_id in self._live else None
+        if run_id not in self._live:
+            child = self._child_inbox(run_id)
+            return None if child is None else child.taken_in(run_id)
+        return self._inbox.get(run_id)
+
+    def _settle_children(self) -> None:
+        """Record the questions this process's child runs have asked but not written yet,
+        so that routing (and the child's inbox) sees them ``waiting``."""
+        for child_id, child in list(self._children_live.items()):
+            if child._backlog.get(child_id):
+                try:
+                    child.flush_events(child_id)
+                except CheckpointError as exc:  # the store is away: the routing says so
+                    logger.warning(
+                        "Child run %s: its question is not written yet: %s", child_id, exc
+                    )
+            child._settle_children()
+
+    def _child_inbox(self, run_id: str) -> RunInbox | None:
+        """The checkpointer of child run ``run_id`` (at any depth) of a run here, if any."""
+        for child in list(self._children_live.values()):
+            if run_id in child._live:
+                return child
+            found = child._child_inbox(run_id)
+            if found is not None:
+                return found
+        return None
 
     def _deliver(self, run_id: str) -> None:
         """Give the live run the inbox events it has not taken in yet, in order."""
         handler = self._live.get(run_id)
         if handler is None:
+            child = self._child_inbox(run_id)
+            if child is not None:
+                child._deliver(run_id)
             return
         for item in self.store.inbox(run_id, after=self._inbox.get(run_id, 0)):
             self._inbox[run_id] = item.seq

@@ -413,6 +413,10 @@ class InMemoryCheckpointStore(MemorySchedules, MemoryQueue):
             run = self._runs.get(run_id)
             return None if run is None else run.budget
 
+    def budget_and_usage(self, run_id: str) -> tuple[BudgetState | None, dict[str, Usage]]:
+        """Run ``run_id``'s budget (or ``None``) and its usage per step."""
+        return self.budget(run_id), self.usage(run_id)
+
     def budget_block(self, run_id: str, blocked: dict[str, Any]) -> None:
         """Mark the budget blocked by a call (``blocked``), the run ``waiting``."""
         with self._lock:

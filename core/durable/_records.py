@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CheckpointError, RunConflictError
+from ._state_extensions import edited
 
 #: Every status a stored run can have.
 STATUSES = ("running", "waiting", "completed", "failed", "cancelled", "interrupted", "queued")
@@ -85,7 +86,8 @@ class Checkpoint:
             for a deleted key) and the store rebuilds the full state when it reads the
             checkpoint back. ``True`` for "these changes on top of the previous state",
             ``False`` for "this is the whole state" (the first checkpoint, or after
-            ``set_state``/``clear``).
+            ``set_state``/``clear``); ``2``: changes some of which are edits of the key's
+            previous value (see ``_state_extensions``).
         input_event: The event the step ran on (the seeds' LlamaIndex name). Kept in memory
             only: ``None`` for checkpoints read back from a store's file.
         output_event: The event the step returned (the first one, for a fan-out), ``None``
@@ -103,7 +105,7 @@ class Checkpoint:
     seq: int = 0
     final_event: str | None = field(default=None, repr=False)
     inbox_seq: int = 0
-    state_changes: bool | None = None
+    state_changes: bool | int | None = None
     input_event: Any = field(default=None, repr=False, compare=False)
     output_event: Any = field(default=None, repr=False, compare=False)
 
@@ -305,10 +307,17 @@ def with_status(record: RunRecord, status: str, result: str | None, error: str |
 
 
 def apply_changes(values: dict[str, str], changes: Mapping[str, Any]) -> None:
-    """Apply one checkpoint's untyped state changes to ``values`` (``None`` deletes a key)."""
+    """Apply one checkpoint's untyped state changes to ``values`` (``None`` deletes a key, a
+    list is an edit of the key's value: see ``_state_extensions``).
+
+    Raises:
+        ValueError: An edit does not apply (a corrupt checkpoint).
+    """
     for key, value in changes.items():
         if value is None:
             values.pop(str(key), None)
+        elif isinstance(value, list):
+            values[str(key)] = edited(values.get(str(key)), value)
         else:
             values[str(key)] = str(value)
 

@@ -46,6 +46,14 @@ _ADD_USAGE = (
 )
 _USAGE_COLUMNS = "step, calls, prompt_tokens, completion_tokens, total_tokens, cost"
 _USAGE = f"SELECT {_USAGE_COLUMNS} FROM run_usage WHERE run_id = ? ORDER BY first_at, step"
+# The run's row anchors the outer joins: a run without a budget or usage gives one row of NULLs.
+_BUDGET_AND_USAGE = (
+    "SELECT b.budget, b.blocked, u.step, u.calls, u.prompt_tokens, u.completion_tokens, "
+    "u.total_tokens, u.cost FROM checkpoint_runs r "
+    "LEFT JOIN run_budgets b ON b.run_id = r.run_id "
+    "LEFT JOIN run_usage u ON u.run_id = r.run_id "
+    "WHERE r.run_id = ? ORDER BY u.first_at, u.step"
+)
 
 
 def _sql(self: Any, text: str) -> str:
@@ -105,6 +113,16 @@ class SqlBudgets:
         """Run ``run_id``'s budget, or ``None``."""
         rows = self._query(_sql(self, _SELECT_BUDGET), (run_id,))
         return _state(rows[0]) if rows else None
+
+    def budget_and_usage(self: Any, run_id: str) -> tuple[BudgetState | None, dict[str, Usage]]:
+        """Run ``run_id``'s budget (or ``None``) and its usage per step, in one query.
+
+        A run's record shows both; on a store over the network each read is a round trip.
+        """
+        rows = self._query(_sql(self, _BUDGET_AND_USAGE), (run_id,))
+        state = _state(rows[0][:2]) if rows and rows[0][0] is not None else None
+        usage = {str(row[2]): _usage(row[2:]) for row in rows if row[2] is not None}
+        return state, usage
 
     def budget_block(self: Any, run_id: str, blocked: dict[str, Any]) -> None:
         """Mark the budget blocked by a call (``blocked``) and the run ``waiting``, atomically.

@@ -66,7 +66,8 @@ TABLES: dict[str, tuple[tuple[str, str], ...]] = {
         ("ctx_data", "TEXT NOT NULL"),
         ("final_event", "TEXT"),
         ("inbox_seq", "INTEGER NOT NULL DEFAULT 0"),
-        # 0: ctx_data holds the whole state; 1: only the keys its step changed; NULL: neither.
+        # 0: ctx_data holds the whole state; 1: only the keys its step changed; 2: those keys,
+        # some as edits of their previous text (_state_extensions.py); NULL: neither.
         ("state_mode", "INTEGER"),
     ),
     "run_events": (

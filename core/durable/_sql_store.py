@@ -2,8 +2,9 @@
 
 :class:`SqlRunStore` implements the :class:`~batonflow.core.durable._store.CheckpointStore` protocol on
 four tables (``checkpoint_runs``, ``checkpoints``, ``run_events``, ``run_inbox``) in SQL that
-SQLite and PostgreSQL both speak (``ON CONFLICT``, ``RETURNING``). A *dialect* subclass adds
-what differs between databases:
+SQLite and PostgreSQL both speak (``ON CONFLICT``, ``RETURNING``); the event logs and inboxes
+are written by :mod:`._sql_events`, the journaled calls by :mod:`._sql_journal`. A *dialect*
+subclass adds what differs between databases:
 
 * its parameter style, given to :meth:`Statements.build` (``?`` for sqlite3, ``%s`` for
   psycopg), and the expression that reads a checkpoint's ``state`` out of its JSON;
@@ -32,29 +33,17 @@ from collections.abc import Callable, Collection
 from typing import Any, ClassVar, Self, TypeVar
 
 from ..errors import CheckpointError, RunBusyError, StoreCorruptError
-from . import _sql_journal
+from . import _sql_events, _sql_journal
 from ._holds import describe, holder_alive
 from ._queue import SqlQueue
-from ._rechecks import (
-    Recheck,
-    checkpoint_stored,
-    event_appended,
-    inbox_posted,
-    run_recorded,
-    status_written,
-)
+from ._rechecks import Recheck, checkpoint_stored, run_recorded, status_written
 from ._records import (
     ENDED,
     Checkpoint,
-    InboxItem,
     RunFilter,
     RunRecord,
-    StoredEvent,
-    answered_error,
     apply_changes,
     check_checkpoint_id,
-    check_limit,
-    check_post,
     check_status,
     checkpoint_taken_error,
     final_of,
@@ -491,94 +480,12 @@ class SqlRunStore(SqlBudgets, SqlSchedules, SqlQueue):
             apply_changes(state, state_values(json.loads(changes or "{}")))
         return state
 
-    # -- event log ----------------------------------------------------------------------------
+    # -- event log and inbox: _sql_events.py ------------------------------------------------
 
-    def append_event(self, run_id: str, kind: str, body: str, *, waiting: bool = False) -> int:
-        """Append one entry to the run's event log and return its ``seq`` (from 1).
-
-        Args:
-            run_id: The run.
-            kind: ``"event"`` or ``"end"``.
-            body: The entry as JSON text.
-            waiting: The event asks for input: the run becomes ``waiting`` for it, atomically.
-
-        Raises:
-            StoreFullError: The disk is full; nothing was written.
-        """
-        sql = self.sql
-
-        def append(conn: Conn) -> int:
-            (seq,) = conn.execute(sql.append_event, (run_id, kind, body, run_id)).fetchone()
-            if waiting:
-                conn.execute(sql.mark_waiting, (seq, time.time(), run_id))
-            return int(seq)
-
-        return self._write(
-            "record a stream event",
-            append,
-            transaction=waiting,
-            recheck=event_appended(self.sql, run_id, kind, body, waiting, None),
-        )
-
-    def events(
-        self, run_id: str, after: int = 0, limit: int | None = None
-    ) -> builtins.list[StoredEvent]:
-        """The run's log entries with ``seq > after``, in order (at most ``limit``).
-
-        Raises:
-            ValueError: A negative ``limit``.
-        """
-        sql = self.sql.events
-        args: tuple[Any, ...] = (run_id, after)
-        limit = check_limit(limit)
-        if limit is not None:
-            sql += f" LIMIT {self.sql.param}"
-            args = (*args, limit)
-        return [StoredEvent(int(s), str(k), str(b)) for s, k, b in self._query(sql, args)]
-
-    # -- inbox --------------------------------------------------------------------------------
-
-    def post_event(self, run_id: str, body: str, *, answer: bool = False) -> int:
-        """Commit an event sent to a run into its inbox; return its inbox ``seq``.
-
-        Args:
-            run_id: The run.
-            body: The event, serialized.
-            answer: It answers the question the run waits for: accepted only while the run is
-                ``waiting`` and only once per question (the run becomes ``running``).
-
-        Raises:
-            RunConflictError: The run is unknown or has ended, or (``answer``) it waits for
-                nothing or its question was answered already.
-            StoreFullError: The disk is full; nothing was written.
-        """
-        sql = self.sql
-        stamp = time.time()  # the entry's created_at: it tells this post from any other
-
-        def post(conn: Conn) -> int:
-            row = conn.execute(sql.lock_run, (run_id,)).fetchone()
-            key = check_post(run_id, None if row is None else (row[0], row[1]), answer)
-            (seq,) = conn.execute(sql.next_inbox_seq, (run_id,)).fetchone()
-            try:
-                # The unique (run_id, key) decides which of two answers wins.
-                conn.execute(sql.insert_inbox, (run_id, seq, body, key, stamp))
-            except self.unique_violation as exc:
-                raise answered_error(run_id) from exc
-            if key is not None:
-                conn.execute(sql.answered, (stamp, run_id))
-            self._posted(conn, run_id, int(seq))
-            return int(seq)
-
-        return self._write(
-            "commit an event to the run's inbox",
-            post,
-            recheck=inbox_posted(sql, run_id, body, answer, stamp),
-        )
-
-    def inbox(self, run_id: str, after: int = 0) -> builtins.list[InboxItem]:
-        """The run's inbox events with ``seq > after``, in order."""
-        rows = self._query(self.sql.inbox, (run_id, after))
-        return [InboxItem(int(s), str(b), k) for s, b, k in rows]
+    append_event = _sql_events.append_event
+    events = _sql_events.events
+    post_event = _sql_events.post_event
+    inbox = _sql_events.inbox
 
     # -- journaled calls: _sql_journal.py ----------------------------------------------------
 

@@ -48,7 +48,7 @@ def create_private(path: Path) -> None:
 
 
 def migrate(conn: sqlite3.Connection) -> None:
-    """Bring a fresh file, or one of versions 1 to 8, to version 9 (inside the set-up
+    """Bring a fresh file, or one of versions 1 to 9, to version 10 (inside the set-up
     transaction)."""
     # A fresh file gets the tables whole; a version-1 file keeps its two tables, which get
     # the columns version 2 added (in the same order, so both files read alike).
@@ -73,6 +73,9 @@ def migrate(conn: sqlite3.Connection) -> None:
     # Version 8: run_budgets and run_usage came with create_statements above.
     # Version 9: a child run's parent step and a run's parent kind (columns _add_version_2
     # adds as it added version 4's).
+    # Version 10: no new table or column. Checkpoints may hold state edits (state_mode 2,
+    # core/durable/_state_extensions.py), which a batonflow reading up to version 9 would read
+    # as whole values: the version makes it refuse the file instead.
 
 
 def _rebuild_checkpoints(conn: sqlite3.Connection) -> None:

@@ -12,8 +12,9 @@ Tables (a file can hold other components' tables too):
 * ``checkpoints``: one row per checkpoint, ``ctx_data`` as JSON text, unique ``(run_id, seq)``
   (and unique ``id``: an id not of the form ``"<run_id>:<seq>"`` is in an index of its own).
   A checkpoint's ``ctx_data`` may hold only the untyped state keys its step changed
-  (``state_mode`` 1; 0 for a whole state), so it writes what changed, not what the run holds;
-  reading it back applies the changes since the last whole state.
+  (``state_mode`` 1; 0 for a whole state; 2 when a key that grew is stored as the edit of its
+  previous text), so it writes what changed, not what the run holds; reading it back applies
+  the changes since the last whole state.
 * ``run_events``: the append-only event log, ``(run_id, seq)`` given once per event.
 * ``run_inbox``: events sent to a run, unique ``(run_id, key)`` so one question takes one
   answer.
@@ -55,7 +56,7 @@ from ._sql_schema import RUN_COLUMNS, RUN_FIELDS, Statements
 from ._sql_store import SqlRunStore
 from ._sqlite_schema import create_private, is_locked, migrate, opening_error, store_error
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 COMPONENT = "checkpoints"
 T = TypeVar("T")
 

@@ -64,6 +64,7 @@ from ._records import (
 )
 from ._restarts import Interrupted
 from ._sqlite_store import SqliteCheckpointStore
+from ._state_extensions import StateTexts
 from ._store import CheckpointStore, OffLoopWrites, event_body
 from ._versions import RunCheck
 
@@ -151,6 +152,8 @@ class WorkflowCheckpointer(RunInbox):
         self._seq: dict[str, itertools.count[int]] = {}
         self._live: dict[str, WorkflowHandler] = {}
         self._inbox: dict[str, int] = {}
+        #: The checkpointers of this process's child runs of these runs, by child run id.
+        self._children_live: dict[str, RunInbox] = {}
         self._released: set[str] = set()
         #: Stream events not written yet, per run, in order: (body, False) when they waited
         #: for an unreachable store, (event, True) for a question (written as its step has
@@ -159,6 +162,8 @@ class WorkflowCheckpointer(RunInbox):
         #: Per run: the question each wait that asked nothing itself was asked with.
         self._asked: dict[str, dict[str, Event]] = {}
         self._empty_state: tuple[BaseSerializer, dict[str, Any]] | None = None
+        #: Per run: the state texts its last checkpoint left (see _state_extensions.py).
+        self._texts = StateTexts()
         #: The store, when it writes off the loop too (a step's checkpoint is then awaited).
         self._off_loop = self.store if isinstance(self.store, OffLoopWrites) else None
         self._cancelling: set[asyncio.Future[None]] = set()  # kept referenced until done
@@ -460,6 +465,7 @@ class WorkflowCheckpointer(RunInbox):
         self._inbox.pop(run_id, None)
         self._backlog.pop(run_id, None)
         self._asked.pop(run_id, None)
+        self._texts.forget(run_id)
         let_go = getattr(self.store, "let_go", None)
         if let_go is not None:
             try:

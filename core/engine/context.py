@@ -30,9 +30,9 @@ from ..data.serialization import JsonPickleSerializer as JsonPickleSerializer
 from ..data.serialization import JsonSerializer as JsonSerializer
 from ..data.serialization import PickleSerializer as PickleSerializer
 from ..data.state import InMemoryStateStore
-from ..errors import ContextStateError
+from ..errors import ContextStateError, WorkflowRuntimeError
 from ..retrying.retry import RetryInfo
-from ._children import check_child, run_in_process
+from ._children import check_child, run_in_process, to_child
 from ._collect import repeat_type
 from ._lanes import RUNNING
 from ._runtime import CURRENT_EXECUTION, RunStatus, current_execution
@@ -352,7 +352,12 @@ class Context(Generic[StateT]):
         else:
             internal = ex is not None and ex.run is run
             waiting = [(w.step, w) for w in run.waiters.values()] if run.waiters else []
-            target = check_target(self._workflow, message, step, waiting, external=not internal)
+            try:
+                target = check_target(self._workflow, message, step, waiting, external=not internal)
+            except WorkflowRuntimeError:
+                if internal or step is not None or not to_child(run, message):
+                    raise
+                return  # a child run that waits for it took it (engine/_children.py)
         if threading.get_ident() != run.thread_id:
             run.loop.call_soon_threadsafe(self._send, run, message, target, ex)
         elif ex is not None and ex.run is run:  # _send's common case, the run checked above

@@ -13,7 +13,6 @@ import os
 import time
 import uuid
 import warnings
-import weakref
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -35,33 +34,30 @@ from ..instruments.instrument import (
     global_instruments,
 )
 from . import _display
-from ._calls import make_call
 from ._durability import Durable, make_durable
 from ._runtime import Run, RunStatus, current_execution
 from ._start_event import build_start_event
 from ._validate_resources import resource_problems
 from ._version import check_declared, version_of
+from ._workflow_steps import (
+    add_class_step,
+    add_instance_step,
+    bound_calls,
+    class_graph,
+    class_steps,
+    graph_of,
+)
 from .context import Context
-from .graph import Graph, check_entry_and_exit, compile_graph
+from .graph import Graph, check_entry_and_exit
 from .handler import WorkflowHandler
 from .hooks import StepBoundary, StepListener
 from .resource import ResourceManager
-from .step import (
-    STEP_ATTR,
-    ParamKind,
-    StepParam,
-    StepSpec,
-    build_spec,
-    check_graph_check_names,
-    is_step,
-)
+from .step import ParamKind, StepParam, check_graph_check_names
 
 if TYPE_CHECKING:
     from ..data.serialization import BaseSerializer
     from ..durable.checkpoints import CheckpointStore  # checkpoint_store's annotations only
     from ._snapshot import RunSnapshot
-
-_CLASS_GRAPHS: weakref.WeakKeyDictionary[type, Graph] = weakref.WeakKeyDictionary()
 
 
 class Workflow:
@@ -251,21 +247,7 @@ class Workflow:
             WorkflowValidationError: ``func`` is not decorated with ``@step``, or the workflow
                 already has a step of that name.
         """
-        name = getattr(func, "__name__", repr(func))
-        if not is_step(func):
-            raise WorkflowValidationError(
-                f"Step function {name} is missing the `@step` decorator. Decorate it with "
-                f"@step(workflow={cls.__name__}) (which adds it) instead of calling add_step."
-            )
-        if name in cls._class_steps():
-            raise WorkflowValidationError(
-                f"A step {name} is already part of this workflow, please choose another name. "
-                f"{cls.__name__} has a step {name} already; rename the function."
-            )
-        if "_added_steps" not in cls.__dict__:
-            cls._added_steps = {}
-        cls._added_steps[func.__name__] = func
-        _CLASS_GRAPHS.clear()
+        add_class_step(cls, func)
 
     def add_workflows(self, **workflows: Workflow) -> None:
         """Deprecated (removed from LlamaIndex): give steps nested workflows by parameter name.
@@ -334,50 +316,12 @@ class Workflow:
             )
         return found
 
-    def _add_instance_step(self, func: Callable[..., Any]) -> None:
-        self._instance_steps[func.__name__] = func
-        self._own_graph = None
-        self._calls = None
-
-    @classmethod
-    def _class_steps(cls) -> dict[str, Callable[..., Any]]:
-        found: dict[str, Callable[..., Any]] = {}
-        for klass in reversed(cls.__mro__):
-            for name, attr in vars(klass).items():
-                if is_step(attr):
-                    found[name] = attr
-                elif name in found and callable(attr):
-                    del found[name]  # overridden by a plain method
-            found.update(vars(klass).get("_added_steps", {}))
-        return found
-
-    @classmethod
-    def _class_graph(cls) -> Graph:
-        graph = _CLASS_GRAPHS.get(cls)
-        if graph is None:
-            graph = compile_graph(cls.__name__, _specs(cls._class_steps()))
-            _CLASS_GRAPHS[cls] = graph
-        return graph
-
-    def _graph(self) -> Graph:
-        if not self._instance_steps:
-            return self._class_graph()
-        graph = self._own_graph
-        if graph is None:
-            steps = {**type(self)._class_steps(), **self._instance_steps}
-            graph = self._own_graph = compile_graph(self.workflow_name, _specs(steps))
-        return graph
-
-    def _bound_calls(self, graph: Graph) -> list[Callable[..., Any]]:
-        cached = self._calls
-        if cached is not None and cached[0] is graph:
-            return cached[1]
-        calls = []
-        for spec in graph.order:
-            func = spec.func.__get__(self) if spec.has_self else spec.func
-            calls.append(make_call(spec, func))
-        self._calls = (graph, calls)
-        return calls
+    # Its steps, found and compiled into its graph once per class: _workflow_steps.py.
+    _add_instance_step = add_instance_step
+    _class_steps = classmethod(class_steps)
+    _class_graph = classmethod(class_graph)
+    _graph = graph_of
+    _bound_calls = bound_calls
 
     def validate(
         self, *, validate_resource_configs: bool = True, validate_resources: bool = False
@@ -590,15 +534,6 @@ class Workflow:
             self._num_concurrent_runs is None or self._active_runs < self._num_concurrent_runs
         ):
             self._queued_runs.popleft()()
-
-
-def _specs(steps: dict[str, Callable[..., Any]]) -> list[StepSpec]:
-    specs = []
-    for name, func in steps.items():
-        if not hasattr(func, STEP_ATTR):
-            continue
-        specs.append(build_spec(func, name))
-    return specs
 
 
 __all__ = ["StepBoundary", "Workflow"]

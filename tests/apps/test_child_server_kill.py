@@ -4,23 +4,15 @@ finished step and the parent's journaled call make their side effects once."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+from waiting import until
 
 from .sse import wait_status
 
 CHILD_FLOWS = str(Path(__file__).with_name("child_flows.py"))
-
-
-def _until(check, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"never: {what}")
-        time.sleep(0.02)
 
 
 @pytest.mark.slow
@@ -38,7 +30,7 @@ def test_a_killed_server_resumes_the_parent_and_its_unfinished_child(
     first = serve(*args)
     with httpx.Client(base_url=first.url, timeout=20) as http:
         parent = http.post("/workflows/filebook/runs", json={"folder": str(tmp_path)}).json()
-    _until((tmp_path / "second-started").exists, "the child's second step")
+    until((tmp_path / "second-started").exists, "the child's second step")
     # SIGKILL: no shutdown hook runs; SIGTERM: a clean stop releases the parent and its child.
     getattr(first.proc, how)()
     first.proc.wait(30)
@@ -47,7 +39,7 @@ def test_a_killed_server_resumes_the_parent_and_its_unfinished_child(
     with httpx.Client(base_url=second.url, timeout=20) as http:
         # On PostgreSQL the restarted server (a new replica) takes the parent over once the
         # killed one's lease runs out.
-        _until((tmp_path / "second-started").exists, "the resumed child's second step", 120)
+        until((tmp_path / "second-started").exists, "the resumed child's second step", 120)
         (tmp_path / "go").touch()
         done = wait_status(http, parent["run_id"], {"completed"}, timeout=60)
         assert done["result"] == "pay, chained"

@@ -39,6 +39,40 @@ async def test_a_budget_and_the_usage_per_step_are_kept(store: CheckpointStore) 
     assert store.budget("nobody") is None  # type: ignore[attr-defined]
 
 
+async def test_a_runs_budget_and_usage_are_read_together(store: CheckpointStore) -> None:
+    """What a run's record shows of its budget and usage, in one read of the store: nothing,
+    a budget alone, usage alone, both; the same as the two reads give."""
+    queries: list[object] = []
+    query = getattr(store, "_query", None)
+    if query is not None:  # a SQL store: count its statements
+
+        def counted(*args: object, **kwargs: object) -> object:
+            queries.append(args[0])
+            return query(*args, **kwargs)
+
+        store._query = counted  # type: ignore[attr-defined]
+    for run_id in ("none", "budget", "usage", "both"):
+        store.create_run(_record(run_id))
+    for run_id in ("budget", "both"):
+        store.set_budget(run_id, Budget(tokens=100, cost=2))  # type: ignore[attr-defined]
+    for run_id in ("usage", "both"):
+        store.usage_add(run_id, "plan", Usage(3, 2, 5, 0.5, 1))  # type: ignore[attr-defined]
+        store.usage_add(run_id, "write", Usage(1, 1, 2, None, 1))  # type: ignore[attr-defined]
+    for run_id in ("none", "budget", "usage", "both"):
+        queries.clear()
+        state, usage = store.budget_and_usage(run_id)  # type: ignore[attr-defined]
+        if query is not None:
+            assert len(queries) == 1, queries
+        assert state == store.budget(run_id)  # type: ignore[attr-defined]
+        assert usage == store.usage(run_id)  # type: ignore[attr-defined]
+        assert list(usage) == store_steps(run_id)
+
+
+def store_steps(run_id: str) -> list[str]:
+    """The steps a run of the test above used, in the order it first used them."""
+    return ["plan", "write"] if run_id in ("usage", "both") else []
+
+
 async def test_a_blocked_budget_makes_the_run_waiting_until_unblocked(
     store: CheckpointStore,
 ) -> None:

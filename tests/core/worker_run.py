@@ -15,13 +15,14 @@ from typing import Any
 
 async def start_or_resume(cptr: Any, mode: str, run_id: str, **fields: Any) -> None:
     """Start run ``run_id`` with ``fields`` (``mode == "start"``: prints ``started`` once it is
-    recorded) or resume it; then print its result as one JSON line."""
+    recorded) or resume it; then print its result as one JSON line (its text when JSON cannot
+    hold it: an agent's output)."""
     if mode == "start":
         handler = cptr.run(run_id=run_id, **fields)
         print("started", flush=True)
     else:
         handler = cptr.resume(run_id)
-    print(json.dumps({"result": await handler}), flush=True)
+    print(json.dumps({"result": await handler}, default=str), flush=True)
 
 
 def _env() -> dict[str, str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -24,6 +24,7 @@ from batonflow.core.durable._records import RunRecord
 from batonflow.postgres import PostgresCheckpointStore
 from batonflow.postgres.store import EVENTS_CHANNEL
 from pg_server import running_server
+from waiting import until
 
 #: What a backend waiting for NOTIFY's commit lock waits for.
 NOTIFY_LOCK_WAITERS = (
@@ -40,14 +41,6 @@ def stalling_url() -> Iterator[str]:
             conn.execute("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
             conn.execute("SELECT pg_reload_conf()")
         yield server.url()
-
-
-def _until(check: Callable[[], Any], what: str, timeout: float = 30) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
-    return found
 
 
 def _watch(url: str, sql: str, args: tuple[Any, ...] = ()) -> Any:
@@ -71,7 +64,7 @@ def notify_lock_held(url: str) -> Iterator[None]:
     holder = threading.Thread(target=commit, daemon=True)
     holder.start()
     try:
-        _until(
+        until(
             lambda: (
                 _watch(url, "SELECT wait_event FROM pg_stat_activity WHERE pid = %s", (pid,))
                 == "SyncRep"
@@ -105,7 +98,7 @@ def test_writes_commit_while_another_session_holds_notifys_commit_lock(stalling_
                 target=_watch, args=(stalling_url, "SELECT pg_notify('probe', 'x')"), daemon=True
             )
             probe.start()
-            _until(
+            until(
                 lambda: _watch(stalling_url, NOTIFY_LOCK_WAITERS) >= 1,
                 "a NOTIFY did not wait for the held lock",
             )

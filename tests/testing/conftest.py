@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 import respx
 
-# The OpenAI wire-format builders live with the agents tests (tests/agents/openai_mock.py).
+# The OpenAI wire-format builders live with the agents tests (tests/agents/openai_mock.py), the
+# kill-trial plumbing with the core tests (tests/core/worker_run.py).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "agents"))
+sys.path.append(str(Path(__file__).resolve().parents[1] / "core"))
 
 
 @pytest.fixture

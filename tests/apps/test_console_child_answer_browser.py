@@ -1,0 +1,40 @@
+"""The console answers a child run's question from its parent's page (Playwright driving
+Debian's Chromium, offline): the parent shows waiting with the child's prompt and an answer
+form; the answer sent there reaches the child and the parent completes."""
+
+from __future__ import annotations
+
+import httpx
+from batonflow.apps.run_store import RunStore
+from batonflow.apps.server import BackgroundServer, create_app
+from batonflow.core.checkpoints import SqliteCheckpointStore
+from child_questions import Release
+from playwright.sync_api import expect
+
+from .browser import NEEDS_CHROMIUM, Console
+from .sse import wait_status
+
+pytestmark = NEEDS_CHROMIUM
+
+
+def test_the_parents_page_answers_its_childs_question(browser, tmp_path):
+    """parent page: waiting, the child's prompt, the form; the answer completes the run."""
+    db = tmp_path / "runs.db"
+    store = SqliteCheckpointStore(db)
+    app = create_app({"release": Release()}, store=RunStore(db), checkpoints=store)
+    with BackgroundServer(app) as server, httpx.Client(base_url=server.url) as http:
+        ui = Console(browser, server)
+        try:
+            run_id = http.post("/workflows/release/runs", json={"topic": "tides"}).json()["run_id"]
+            wait_status(http, run_id, {"waiting"})
+            page = ui.page
+            page.goto(f"{ui.url}/#/runs/{run_id}")
+            expect(page.locator("#answer-prompt")).to_have_text("approve tides?")
+            page.fill("#answer-form input[name=response]", "ship it")
+            page.click("button[name=answer]")
+            expect(page.locator("#result")).to_contain_text("tides: ship it")
+            assert wait_status(http, run_id, {"completed"})["result"] == "tides: ship it"
+            ui.check_offline()
+        finally:
+            ui.context.close()
+    store.close()
