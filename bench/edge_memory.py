@@ -82,6 +82,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     },
     "after (batonflow's _disk_config)": {"after": True},
     "after, 6 MB segments": {"after": True, "segment_kb": 6_000},
+    "after, settled every 30,000": {"after": True, "settle_every": 30_000},
 }
 
 
@@ -154,6 +155,8 @@ def _one(variant: str, n: int) -> dict[str, Any]:
         _edge._disk_config = _variant_config(spec)
     if "segment_kb" in spec:
         _edge._SEGMENT_KB = spec["segment_kb"]
+    if "settle_every" in spec:
+        _edge._SETTLE_EVERY = spec["settle_every"]
     calls = spec.get("calls", ())
     texts = make_corpus(n, seed=23)
     readings: list[dict[str, float]] = []
