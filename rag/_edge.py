@@ -48,9 +48,10 @@ _SEARCH_THREADS = 1
 #: Points an on-disk shard takes into its appendable segment before they are moved out of it
 #: (see :func:`_disk_config`).
 _SETTLE_EVERY = 10_000
-#: The optimizer's thresholds for on-disk shards, in KB of vectors: a segment bigger than
-#: ``_INDEXING_KB`` is moved out of the appendable segment; segments are merged up to
-#: ``_SEGMENT_KB`` (about 10,000 hybrid points: a point is rewritten about once).
+#: The optimizer's thresholds for on-disk shards, in KB of vectors: an appendable segment
+#: bigger than ``_INDEXING_KB`` is optimized into an immutable one; segments are merged up to
+#: ``_SEGMENT_KB``. Each settle makes one segment of the points written since (11 segments at
+#: 100,000 points; twice the size made no difference, bench/edge_memory.py).
 _INDEXING_KB = 1_000
 _SEGMENT_KB = 3_000
 
@@ -440,13 +441,15 @@ def _disk_config(layout: Layout) -> qe.EdgeConfig:
     """An on-disk shard's configuration: points end in memory-mapped segments.
 
     Edge writes points into an appendable segment, which keeps its sparse vectors' inverted
-    index in the process's heap (about 1.4 KB a BM25 point, never given back while the shard is
+    index in the process's heap (about 1.3 KB a BM25 point, never given back while the shard is
     open: measured in ``bench/edge_memory.py``). :meth:`EdgeEngine._settle` has the optimizer
     move every :data:`_SETTLE_EVERY` written points into immutable segments whose sparse index
-    and vectors are memory-mapped files (``Memory.Cold``: the kernel's page cache, reclaimable,
-    not the heap). Segments stay small (``max_segment_size``), so a point is rewritten about
-    once. Dense vectors get no HNSW graph (``m=0``): searched exactly, as in the appendable
-    segment, and the optimizer does not spend its time building one.
+    and vectors are memory-mapped files read on demand (``Memory.Cold``: page cache, which the
+    kernel can reclaim, not the heap). Their payloads are mapped and read in (``Cached``):
+    read on demand, the hits' payloads made a BM25 query 4x slower. Dense vectors get no HNSW
+    graph (``m=0``): searched exactly, as in the appendable segment, and the optimizer does not
+    spend its time building one. The memory settings alone change nothing: they apply only to
+    the segments the optimizer builds.
     """
     cold = qe.Memory.Cold
     vectors = (
