@@ -22,7 +22,7 @@ import multiprocessing
 import os
 import pickle
 import weakref
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -165,8 +165,6 @@ class Workers:
             log.info("%s does not pickle: embedding in this process", type(embed_model).__name__)
         blob = _pickled({**settings, "embed_model": embed_model if self.embeds else None})
         self.count = count
-        self._turn = asyncio.Condition()
-        self._stored = 0
         self.pool = ProcessPoolExecutor(
             count,
             mp_context=multiprocessing.get_context("spawn"),
@@ -181,22 +179,6 @@ class Workers:
     async def embed(self, texts: list[str]) -> list[list[float]]:
         """Embed ``texts`` in a worker."""
         return await asyncio.wrap_future(self.pool.submit(embed, texts))
-
-    async def in_turn(self, seq: int, write: Callable[[], Awaitable[object]]) -> None:
-        """Run ``write`` (batch ``seq``'s store write) once every earlier batch's has run.
-
-        Embeddings come back from the workers in any order; storing them in the order they
-        were sent keeps the BM25 mean each batch is encoded with (see
-        :meth:`~batonflow.rag.store.QdrantStore.mean_length`) what it is without workers.
-        """
-        async with self._turn:
-            await self._turn.wait_for(lambda: self._stored == seq)
-        try:
-            await write()
-        finally:
-            async with self._turn:
-                self._stored += 1
-                self._turn.notify_all()
 
     def close(self) -> None:
         """Stop the processes (without waiting for them)."""

@@ -44,6 +44,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from pydantic import BaseModel, Field
 
 from . import progress
+from ._in_order import InOrder
 from ._ingest_run import Plan as _Plan
 from ._ingest_run import Sender as _Sender
 from ._workers import Workers as _Workers
@@ -176,6 +177,7 @@ class IngestionWorkflow(Workflow):
             progress.report(ctx, "read", 0, len(found), show=show)
         groups = _source_groups(documents)
         count = workers_for(self.num_workers, len(found))
+        InOrder.of_run[ctx] = InOrder()
         if count:
             workers = _Workers(
                 count, self.transformations, self.embed_model, self.files, stored, force
@@ -302,9 +304,9 @@ class IngestionWorkflow(Workflow):
             chunks = [p.to_chunk(v) for p, v in zip(ev.chunks, vectors, strict=True)]
         else:
             chunks = [p.to_chunk() for p in ev.chunks]
-        workers = _Workers.of_run.get(ctx)
-        if workers is not None:
-            await workers.in_turn(ev.seq, lambda: self.store.aupsert(chunks))
+        turns = InOrder.of_run.get(ctx)  # none for a run resumed from a checkpoint
+        if turns is not None:
+            await turns.run(ev.seq, lambda: self.store.aupsert(chunks))
         else:
             await self.store.aupsert(chunks)
         return BatchStoredEvent(count=len(chunks))
@@ -366,6 +368,7 @@ def _source_groups(documents: list[Document]) -> list[list[Document]]:
 
 
 def _close_workers(ctx: Context) -> None:
+    InOrder.of_run.pop(ctx, None)
     workers = _Workers.of_run.pop(ctx, None)
     if workers is not None:
         workers.close()
