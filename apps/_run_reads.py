@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from batonflow.core.durable._store import OffLoopWrites
 
 from ._budget_view import budget_fields, usage_of_runs
+from ._parent_waits import listed_runs
 from ._queue import queue_place
 from .schedules import schedule_links
 
@@ -48,13 +49,14 @@ def run_body(manager: Any, run_id: str) -> tuple[Any, dict[str, Any], dict[str, 
 def runs_body(
     manager: Any, workflow: str | None, status: str | None, limit: int
 ) -> list[dict[str, Any]]:
-    """The runs as ``GET /runs`` lists them, newest first."""
-    rows = manager.store.list(workflow, status, limit)
-    ids = [r.run_id for r in rows]
+    """The runs as ``GET /runs`` lists them, newest first (a running parent whose child run
+    waits for an answer as ``waiting``: ``_parent_waits.py``)."""
+    rows = listed_runs(manager.store, workflow, status, limit)
+    ids = [r["run_id"] for r in rows]
     links = schedule_links(manager.records, ids)
     usage = usage_of_runs(manager.records, ids)
     return [
-        {**r.public(), "schedule": links.get(r.run_id), "usage": usage.get(r.run_id)} for r in rows
+        {**r, "schedule": links.get(r["run_id"]), "usage": usage.get(r["run_id"])} for r in rows
     ]
 
 

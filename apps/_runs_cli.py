@@ -85,8 +85,10 @@ def _check_status(status: str | None) -> None:
 
 def _local_rows(store: RunStore, workflow: str | None, status: str | None) -> list[dict[str, Any]]:
     """Every run of the local store, newest first, filtered."""
-    rows = [r.public() for r in store.list(workflow, status, limit=2**62)]
     from ._budget_view import usage_of_runs
+    from ._parent_waits import listed_runs
+
+    rows = listed_runs(store, workflow, status, limit=2**62)
 
     usage = usage_of_runs(store.backend, [r["run_id"] for r in rows])
     return [{**r, "usage": usage.get(r["run_id"])} for r in rows]
@@ -165,6 +167,9 @@ def show(
                 out.print(f"{key}: {data[key]}", markup=False)
         if data.get("queue"):
             out.print(queue_line(data["queue"]), markup=False)
+        if data.get("waiting_children"):
+            waiting = ", ".join(data["waiting_children"])
+            out.print(f"  (its child runs wait for an answer: {waiting})", markup=False)
         if data["status"] == "interrupted":
             gone = f", pid {data['pid']}, is gone" if data.get("pid") else " stopped"
             out.print(
@@ -220,9 +225,22 @@ def _show_local(db: str | None, run_id: str, events: bool) -> dict[str, Any]:
             data["events"] = [e.body for e in store.events(run_id)]
         if data["status"] == "queued":
             data["queue"] = local_place(store.backend, run_id)
+        data.update(_child_waits(store, run_id, data))
     finally:
         store.close()
     return data
+
+
+def _child_waits(store: RunStore, run_id: str, data: dict[str, Any]) -> dict[str, Any]:
+    """``waiting`` and its waiting child runs, for a running parent whose child runs wait."""
+    from batonflow.core.durable._child_answers import waiting_child_ids
+
+    from ._parent_waits import marks
+
+    if data["status"] != "running" or data.get("parent_kind") == "child":
+        return {}
+    found = waiting_child_ids(store.backend, [run_id]).get(run_id)
+    return marks(found) if found else {}
 
 
 def lineage_lines(data: dict[str, Any]) -> list[str]:

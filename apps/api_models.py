@@ -209,9 +209,10 @@ class Run(_Body):
     )
     waiting_children: list[str] | None = Field(
         None,
-        description="GET /runs/{id}: the child runs of it that wait for answers; it is then "
-        "'waiting' with their questions, and an answer posted to it goes to the one child "
-        "that waits for it (409 names them when several do).",
+        description="The child runs of it that wait for answers; it is then 'waiting' (in "
+        "GET /runs too, and status=waiting finds it), with their questions in GET /runs/{id}, "
+        "and an answer posted to it goes to the one child that waits for it (409 names them "
+        "when several do).",
     )
 
     schedule: ScheduleLink | None = Field(

@@ -35,8 +35,8 @@ class Run:
             ``type``, ``requirements`` (values the answer must have), ``schema`` (its
             fields), ``example`` (a body for :meth:`~batonflow.client.Client.send_event`).
             A parent whose child run asks shows the child's (each naming ``child_run_id``).
-        waiting_children: While child runs of it wait for answers (``get``): their run ids
-            (an answer sent to this run goes to the one that waits for it).
+        waiting_children: While child runs of it wait for answers (``get``, ``list``): their
+            run ids (an answer sent to this run goes to the one that waits for it).
         schedule: The schedule firing that started it (``{"name", "fire_at"}``), if any.
         usage: What its LLM calls used (``prompt_tokens``, ``completion_tokens``,
             ``total_tokens``, ``cost`` in US dollars or ``None`` when unknown, ``calls``).

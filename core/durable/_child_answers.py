@@ -21,6 +21,7 @@ run too); the in-process routing of ``handler.ctx.send_event`` is in ``engine/_c
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,6 +126,41 @@ def waiting_children(store: Any, run_id: str) -> list[WaitingChild]:
     return found
 
 
+def waiting_child_ids(store: Any, run_ids: Collection[str]) -> dict[str, list[str]]:
+    """For each of the running runs ``run_ids``, the ids of its child runs (at any depth)
+    that wait for an answer (level by level, oldest first in each); runs none of whose
+    children waits are left out.
+
+    The rule of :func:`waiting_children` (a waiting child's own children are not looked
+    into), for many runs at once: one read of the store per level of nesting
+    (``store.children_of``; a store without it is asked run by run).
+    """
+    children_of = getattr(store, "children_of", None)
+    if children_of is None:
+        one = getattr(store, "children", None)
+        if one is None:
+            return {}
+
+        def children_of(ids: Collection[str]) -> list[RunRecord]:
+            return [child for run_id in ids for child in one(run_id)]
+
+    root = {run_id: run_id for run_id in run_ids}
+    found: dict[str, list[str]] = {}
+    todo = list(root)
+    while todo:
+        level, todo = todo, []
+        for child in children_of(level):
+            parent = child.parent_run_id
+            if child.parent_kind != "child" or child.run_id in root or parent not in root:
+                continue
+            root[child.run_id] = root[parent]
+            if child.status == "waiting":
+                found.setdefault(root[parent], []).append(child.run_id)
+            elif child.status == "running":
+                todo.append(child.run_id)
+    return found
+
+
 def _question(store: Any, record: RunRecord) -> dict[str, Any] | None:
     """The event-log entry of the question ``record``'s run asked last."""
     if record.waiting_seq is None:
@@ -171,4 +207,10 @@ def answer_target(store: Any, run_id: str, event: Any, parent_takes: bool) -> st
     return takers[0].record.run_id if takers else run_id
 
 
-__all__ = ["WaitingChild", "ambiguous", "answer_target", "waiting_children"]
+__all__ = [
+    "WaitingChild",
+    "ambiguous",
+    "answer_target",
+    "waiting_child_ids",
+    "waiting_children",
+]

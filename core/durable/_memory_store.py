@@ -208,6 +208,14 @@ class InMemoryCheckpointStore(MemorySchedules, MemoryQueue):
             records = [r.record for r in self._runs.values() if r.record is not None]
         return RunFilter().select(r for r in records if r.parent_run_id == run_id)
 
+    def children_of(self, run_ids: Collection[str]) -> builtins.list[RunRecord]:
+        """The runs forked from, or started as child runs by, any of ``run_ids``, oldest
+        first."""
+        wanted = set(run_ids)
+        with self._lock:
+            records = [r.record for r in self._runs.values() if r.record is not None]
+        return RunFilter().select(r for r in records if r.parent_run_id in wanted)
+
     def delete(self, run_id: str) -> None:
         """Forget a run with its checkpoints, event log and inbox (its key is free again)."""
         with self._lock:

@@ -1,6 +1,6 @@
 """`batonflow run --answer` answers a child run's question: locally (in process and durable)
 and on a server (``--server``), from the option or from stdin with the child's prompt; so
-does ``batonflow runs resume --answer``."""
+does ``batonflow runs resume --answer``; ``runs list``/``runs show`` show its parent waiting."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import httpx
 import pytest
 from batonflow.apps.cli import app
 from batonflow.apps.server import BackgroundServer, create_app
@@ -15,6 +16,8 @@ from batonflow.core.checkpoints import WorkflowCheckpointer
 from batonflow.core.stores import open_store
 from child_questions import Release
 from typer.testing import CliRunner
+
+from .sse import wait_status
 
 FLOWS = str(Path(__file__).parent.parent / "child_questions.py")
 runner = CliRunner()
@@ -70,3 +73,41 @@ def test_runs_resume_answers_a_child_that_asked_before_its_process_stopped(tmp_p
     done = runner.invoke(app, [*args, "--answer", "later", "--json"])
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout.splitlines()[-1])["result"] == "tides: later"
+
+
+def test_runs_list_and_show_read_a_parent_waiting_from_the_store(tmp_path):
+    """``runs list``/``runs show`` on the store file: a served parent whose child asks shows
+    ``waiting``, naming the child, as ``GET /runs/{id}`` does; ``--status`` filters so."""
+    db = str(tmp_path / "runs.db")
+    store = open_store(db)
+    try:
+        with BackgroundServer(create_app({"release": Release()}, checkpoints=store)) as server:
+            with httpx.Client(base_url=server.url, timeout=20) as http:
+                run_id = http.post("/workflows/release/runs", json={"topic": "tides"})
+                run_id = run_id.json()["run_id"]
+                seen = wait_status(http, run_id, {"waiting"})
+                (child,) = seen["waiting_children"]
+
+                def runs(*args: str) -> list:
+                    done = runner.invoke(app, ["runs", *args, "--db", db, "--json"])
+                    assert done.exit_code == 0, done.output
+                    return json.loads(done.stdout)
+
+                listed = {r["run_id"]: r for r in runs("list")}
+                assert listed[run_id]["status"] == "waiting"
+                assert listed[run_id]["waiting_children"] == [child]
+                assert {r["run_id"] for r in runs("list", "--status", "waiting")} == {
+                    run_id,
+                    child,
+                }
+                assert run_id not in {r["run_id"] for r in runs("list", "--status", "running")}
+                shown = runs("show", run_id)
+                assert (shown["status"], shown["waiting_children"]) == ("waiting", [child])
+                text = runner.invoke(app, ["runs", "show", run_id, "--db", db])
+                assert "status: waiting" in text.stdout
+                assert f"its child runs wait for an answer: {child}" in text.stdout
+                answer = {"type": "HumanResponseEvent", "data": {"response": "yes"}}
+                assert http.post(f"/runs/{run_id}/events", json=answer).status_code == 202
+                wait_status(http, run_id, {"completed"})
+    finally:
+        store.close()

@@ -54,6 +54,30 @@ def test_a_parent_shows_waiting_with_its_childs_question(served):
     assert {w["child_run_id"] for w in parent["waiting_for"]} == {child.run_id}
 
 
+def test_the_runs_list_shows_a_parent_waiting_as_its_page_does(served):
+    """GET /runs lists the parent ``waiting`` (with its waiting child); ``status=waiting``
+    finds it with the child, ``status=running`` leaves it out; answered, it runs again."""
+    http, store = served
+    parent = _waiting_parent(http, "release", {"topic": "tides"})
+    run_id = parent["run_id"]
+    (child,) = store.children(run_id)
+
+    def listed(**query: str) -> dict[str, dict]:
+        runs = http.get("/runs", params=query).json()["runs"]
+        return {r["run_id"]: r for r in runs}
+
+    row = listed()[run_id]
+    assert (row["status"], row["waiting_for_input"]) == ("waiting", True)
+    assert row["waiting_children"] == parent["waiting_children"] == [child.run_id]
+    assert set(listed(status="waiting")) == {run_id, child.run_id}
+    assert run_id not in listed(status="running")
+    answer = {"type": "HumanResponseEvent", "data": {"response": "yes"}}
+    assert http.post(f"/runs/{run_id}/events", json=answer).status_code == 202
+    wait_status(http, run_id, {"completed"})
+    assert listed()[run_id]["status"] == "completed"
+    assert listed(status="waiting") == {}
+
+
 def test_an_answer_posted_to_the_parent_reaches_the_child_once(served):
     """POST /runs/{parent}/events answers the child (its inbox, once); a second gets 409."""
     http, store = served

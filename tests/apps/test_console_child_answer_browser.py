@@ -38,3 +38,29 @@ def test_the_parents_page_answers_its_childs_question(browser, tmp_path):
         finally:
             ui.context.close()
     store.close()
+
+
+def test_the_runs_list_shows_a_parent_waiting_for_its_childs_answer(browser, tmp_path):
+    """The runs list: the parent's row says waiting; the waiting filter keeps it, the
+    running filter leaves it out."""
+    db = tmp_path / "runs.db"
+    store = SqliteCheckpointStore(db)
+    app = create_app({"release": Release()}, store=RunStore(db), checkpoints=store)
+    with BackgroundServer(app) as server, httpx.Client(base_url=server.url) as http:
+        ui = Console(browser, server)
+        try:
+            run_id = http.post("/workflows/release/runs", json={"topic": "tides"}).json()["run_id"]
+            wait_status(http, run_id, {"waiting"})
+            page = ui.page
+            page.goto(f"{ui.url}/#/")
+            row = page.locator(f'#runs tr[data-run-id="{run_id}"]')
+            expect(row).to_have_attribute("data-status", "waiting")
+            expect(row.locator("[data-status]")).to_have_text("waiting")
+            page.select_option("#filter-status", "running")
+            expect(row).to_have_count(0)
+            page.select_option("#filter-status", "waiting")
+            expect(row).to_have_attribute("data-status", "waiting")
+            ui.check_offline()
+        finally:
+            ui.context.close()
+    store.close()

@@ -149,3 +149,42 @@ async def test_the_values_a_childs_wait_requires_pick_the_child(store, how):
         else:
             handler.ctx.send_event(answer)
     assert await asyncio.wait_for(handler, 10) == "a: go a, b: go b"
+
+
+async def test_waiting_child_ids_reads_one_level_of_all_runs_at_once(store):
+    """Several running parents (one's asking child two levels down): their waiting children,
+    the same as ``waiting_children`` finds run by run, with one ``children_of`` per level."""
+    from batonflow.core.durable._child_answers import waiting_child_ids, waiting_children
+
+    started = {
+        flow: WorkflowCheckpointer(flow(), store=store).run(topic="tides")
+        for flow in (Nest, Release, Pair)
+    }
+    ids = {flow: str(h.run_id) for flow, h in started.items()}
+    async with asyncio.timeout(10):
+        for flow, count in ((Nest, 1), (Release, 1), (Pair, 2)):
+            while len(waiting_children(store, ids[flow])) < count:
+                await asyncio.sleep(0.01)
+
+    class Counted:
+        """The store, counting its ``children_of`` reads."""
+
+        reads: list[list[str]] = []
+
+        def children_of(self, run_ids):
+            self.reads.append(list(run_ids))
+            return store.children_of(run_ids)
+
+    found = waiting_child_ids(Counted(), list(ids.values()))
+    assert found == {
+        run_id: [c.record.run_id for c in waiting_children(store, run_id)]
+        for run_id in ids.values()
+    }
+    (grandchild,) = found[ids[Nest]]
+    assert store.run(grandchild).workflow_name == "Approve"
+    assert len(Counted.reads) == 2  # the children, then the Nest child's children
+    assert {c.run_id for c in store.children_of(ids.values())} == {
+        c.run_id for run_id in ids.values() for c in store.children(run_id)
+    }
+    for handler in started.values():
+        await handler.cancel_run()

@@ -50,3 +50,30 @@ def test_a_runs_record_is_read_off_the_event_loop(postgres_url) -> None:
             assert shown.status == "waiting" and run.run_id in [r.run_id for r in listed]
             assert on_loop == []
             client.cancel(run.run_id)
+
+
+def test_the_runs_list_reads_waiting_children_off_the_event_loop(postgres_url) -> None:
+    """``GET /runs`` finds a parent whose child run waits (``children_of``, one read per
+    level of nesting) in a thread, not on the event loop."""
+    from child_questions import Release
+
+    with PostgresCheckpointStore(postgres_url) as store:
+        reads: list[bool] = []
+        real = store.children_of
+
+        def watched(run_ids: Any) -> Any:
+            reads.append(_on_a_loop())
+            return real(run_ids)
+
+        store.children_of = watched  # type: ignore[method-assign]
+        app = create_app({"release": Release()}, checkpoints=store)
+        with BackgroundServer(app) as server, Client(server.url, timeout=20) as client:
+            run = client.start("release", {"topic": "tides"})
+            deadline = time.monotonic() + 20
+            while client.get(run.run_id).status != "waiting":
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            reads.clear()
+            (listed,) = [r for r in client.list(status="waiting") if r.run_id == run.run_id]
+            assert listed.waiting_children and reads and not any(reads)
+            client.cancel(run.run_id)
