@@ -16,8 +16,9 @@ from batonflow.apps.run_store import RunStore
 from batonflow.apps.server import BackgroundServer, create_app
 from batonflow.client import Client
 from batonflow.core import RunLimits
+from push_flow import PushFlow
 
-from .flows import ApprovalFlow, PushFlow
+from .flows import ApprovalFlow
 from .queued import started, wait_until
 
 

@@ -10,49 +10,20 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from batonflow.core import (
-    Context,
-    Event,
-    HumanResponseEvent,
-    RunLimits,
-    StartEvent,
-    StopEvent,
-    Workflow,
-    WorkflowCheckpointer,
-    step,
-)
+from batonflow.core import HumanResponseEvent, RunLimits, WorkflowCheckpointer
 from batonflow.core.errors import RunConflictError
-
-
-class Push(Event):
-    """One item of input pushed into a run."""
-
-    item: str
-
-
-class Collect(Workflow):
-    """Ends with the three items pushed into it, in the order they were taken in."""
-
-    @step
-    async def begin(self, ev: StartEvent) -> None:
-        return None
-
-    @step(skip_graph_checks=["reachability"])  # Push is sent from outside
-    async def take(self, ctx: Context, ev: Push) -> StopEvent | None:
-        got = ctx.collect_events(ev, [Push, Push, Push])
-        return None if got is None else StopEvent(result=[e.item for e in got])
-
+from push_flow import Push, PushFlow
 
 LIMITS = RunLimits(concurrency=1)
 
 
 async def test_events_sent_while_queued_are_delivered_in_order(store) -> None:
     """Three pushes to a run waiting in the queue reach it, in order, once it starts."""
-    cptr = WorkflowCheckpointer(Collect(), store, limits=LIMITS)
+    cptr = WorkflowCheckpointer(PushFlow(), store, limits=LIMITS)
     holder = cptr.enqueue(run_id="holder", priority=9)
     fed = cptr.enqueue(run_id="fed")
     # Another process holds the one slot: "fed" stays queued while it is sent its input.
-    assert [r.run_id for r in store.claim_queued("Collect", LIMITS, 1)] == [holder]
+    assert [r.run_id for r in store.claim_queued("PushFlow", LIMITS, 1)] == [holder]
     try:
         seqs = [cptr.send_event(fed, Push(item=item)) for item in "abc"]
         assert seqs == [1, 2, 3]
@@ -71,10 +42,10 @@ async def test_events_sent_while_queued_are_delivered_in_order(store) -> None:
 
 async def test_a_cancelled_queued_run_drops_its_events(store) -> None:
     """A queued run sent an event, then cancelled, never starts: the event goes nowhere."""
-    cptr = WorkflowCheckpointer(Collect(), store, limits=LIMITS)
+    cptr = WorkflowCheckpointer(PushFlow(), store, limits=LIMITS)
     holder = cptr.enqueue(run_id="holder", priority=9)
     fed = cptr.enqueue(run_id="fed")
-    assert [r.run_id for r in store.claim_queued("Collect", LIMITS, 1)] == [holder]
+    assert [r.run_id for r in store.claim_queued("PushFlow", LIMITS, 1)] == [holder]
     try:
         cptr.send_event(fed, Push(item="a"))
         assert cptr.cancel_queued(fed)

@@ -1,6 +1,6 @@
 """Events sent to a queued run on real PostgreSQL, across ``batonflow serve`` replicas.
 
-Two replicas serve ``collect`` (``tests/apps/flows.py``'s ``PushFlow``: it ends with the first
+Two replicas serve ``collect`` (``tests/push_flow.py``'s ``PushFlow``: it ends with the first
 three items pushed into it) one run at a time, cluster-wide. A run waits queued behind another;
 one replica accepts two pushes for it and is killed (SIGKILL) while the run is still queued.
 The other replica runs it: the two pushes reach it once each, in order, and a third one sent
@@ -15,8 +15,7 @@ import pytest
 from batonflow.client import Client
 from replicas import ROOT, Replica
 
-APPS_FLOWS = ROOT / "tests" / "apps" / "flows.py"
-FLOWS = (f"collect={APPS_FLOWS}:PushFlow",)
+FLOWS = (f"collect={ROOT / 'tests' / 'push_flow.py'}:PushFlow",)
 LIMITS = ("--limit", "collect:concurrency=1")
 
 
