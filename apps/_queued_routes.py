@@ -25,7 +25,8 @@ _WAIT_POLL = 0.1
 
 
 def queue_full(exc: Any) -> JSONResponse:
-    """The ``429`` of a full queue: nothing recorded; ``Retry-After`` in whole seconds."""
+    """The ``429`` of a full queue: nothing recorded; ``Retry-After`` in whole seconds (the
+    limits' estimate, :meth:`~batonflow.core.durable._queue.RunLimits.admission_wait`)."""
     wait = exc.retry_after if exc.retry_after is not None else 1.0
     return JSONResponse(
         {"detail": str(exc), "cause": type(exc).__name__},
@@ -67,7 +68,7 @@ async def start_queued(
         )
     except QueueFullError as exc:
         if exc.retry_after is None:
-            exc.retry_after = queue.limits[name].retry_after
+            exc.retry_after = queue.limits[name].admission_wait()
         return queue_full(exc)
     except DuplicateStartError as exc:
         return await started_already(manager, exc.run_id, wait, timeout)

@@ -321,7 +321,8 @@ class Client:
         return body
 
     def send_event(self, run_id: str, event_type: str, data: dict[str, Any] | None = None) -> Run:
-        """Send an event the workflow accepts from outside into a run in progress.
+        """Send an event the workflow accepts from outside into a run in progress (or queued:
+        it is given the event when it starts).
 
         Args:
             run_id: The run.
@@ -332,7 +333,8 @@ class Client:
             The run as the server reported it after taking the event.
 
         Raises:
-            ConflictError: The run has ended, or its question was already answered.
+            ConflictError: The run has ended, or its question was already answered (or,
+                queued, it has asked none yet).
             InvalidRequestError: An event type or field the workflow does not take.
         """
         body = {"type": event_type, "data": dict(data or {})}

@@ -52,8 +52,8 @@ def restart(
 ) -> WorkflowHandler:
     """Run a recorded run that died before its first checkpoint from its start event.
 
-    ``claimed``: a run this store just took out of the run queue (it holds it already, and
-    nothing can be in the inbox of a run that never started).
+    ``claimed``: a run this store just took out of the run queue (it holds it already); the
+    events sent to it while it was queued wait in its inbox and are delivered now, in order.
     """
     assert record.start_event is not None  # resume() checked it
     try:
@@ -72,8 +72,7 @@ def restart(
     self._track(record.run_id, start=1)
     handler = self._launch(run_id=record.run_id, start_event=event)
     self._attach(handler, resumed=None if claimed else Interrupted())
-    if not claimed:
-        self._deliver(record.run_id)
+    self._deliver(record.run_id)
     self._watch(handler)
     return handler
 

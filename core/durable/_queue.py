@@ -54,6 +54,12 @@ def _count(value: int | None, name: str, *, zero: bool = False) -> int | None:
     return value
 
 
+#: The least ``Retry-After`` a full queue estimates (seconds): a refused start waits that long.
+RETRY_FLOOR = 1.0
+#: The most ``Retry-After`` a full queue estimates (seconds), however slow its rate limit.
+RETRY_CAP = 60.0
+
+
 @dataclass(frozen=True, slots=True)
 class RunLimits:
     """The limits runs of one workflow start under; with any of them, runs are queued first.
@@ -71,7 +77,8 @@ class RunLimits:
         per: The rate limit's period in seconds.
         max_queued: At most this many runs of the workflow queued; a start beyond it is
             refused (:class:`~batonflow.core.errors.QueueFullError`) and nothing is recorded.
-        retry_after: The seconds a refused start is told to wait before trying again.
+        retry_after: The seconds a refused start is told to wait before trying again
+            (``None``: estimated, see :meth:`admission_wait`).
     """
 
     max_running: int | None = None
@@ -82,7 +89,7 @@ class RunLimits:
     rate: int | None = None
     per: float = 60.0
     max_queued: int | None = None
-    retry_after: float = 1.0
+    retry_after: float | None = None
 
     def __post_init__(self) -> None:
         _count(self.max_running, "max_running")
@@ -95,11 +102,25 @@ class RunLimits:
                 "RunLimits key_concurrency needs the key it counts by: pass key_field='tenant' "
                 "(a start field) or key_header='X-Tenant' (a request header)."
             )
-        if not self.per > 0 or not self.retry_after > 0:
+        if not self.per > 0 or not (self.retry_after is None or self.retry_after > 0):
             raise ValueError(
                 f"RunLimits per={self.per!r} and retry_after={self.retry_after!r} must be "
-                "positive seconds, e.g. per=60.0, retry_after=1.0."
+                "positive seconds, e.g. per=60.0, retry_after=1.0 (or retry_after=None to "
+                "estimate it)."
             )
+
+    def admission_wait(self) -> float:
+        """The seconds a start refused by a full queue is told to wait (``Retry-After``).
+
+        ``retry_after`` when set; else, under a rate limit, the time the rate takes to let
+        one run out of the queue (``per / rate``: a place frees then), kept between
+        :data:`RETRY_FLOOR` and :data:`RETRY_CAP`; else :data:`RETRY_FLOOR`.
+        """
+        if self.retry_after is not None:
+            return self.retry_after
+        if self.rate is None:
+            return RETRY_FLOOR
+        return min(RETRY_CAP, max(RETRY_FLOOR, self.per / self.rate))
 
     @property
     def counts_store(self) -> bool:

@@ -14,7 +14,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ..data.events import StartEvent
-from ..errors import CheckpointError, RunConflictError, WorkflowCancelledByUser
+from ..errors import CheckpointError, QueueFullError, RunConflictError, WorkflowCancelledByUser
 from . import _idempotency
 from ._dispatch import Dispatcher
 from ._queue import QueueEntry, QueuePlace, QueueStore
@@ -65,7 +65,8 @@ def enqueue(
         **kwargs: The start event's fields.
 
     Raises:
-        QueueFullError: ``max_queued`` runs wait already; nothing was recorded.
+        QueueFullError: ``max_queued`` runs wait already; nothing was recorded. Its
+            ``retry_after`` is the limits' :meth:`~RunLimits.admission_wait`.
         DuplicateStartError: ``idempotency_key`` started a run already; nothing was recorded.
         CheckpointError: The store refused the record, or keeps no queue.
     """
@@ -88,6 +89,10 @@ def enqueue(
         store.enqueue(record, QueueEntry(key, int(priority)), limits.max_queued)
     except RunConflictError:
         self._lost_race(record)
+        raise
+    except QueueFullError as exc:
+        if exc.retry_after is None:
+            exc.retry_after = limits.admission_wait()
         raise
     self._set_budget(record.run_id, limit)  # kept before the run is offered to this process
     if self._dispatcher is not None:

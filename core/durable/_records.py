@@ -266,12 +266,18 @@ def check_post(run_id: str, row: tuple[str, int | None] | None, answer: bool) ->
             f"Run {run_id!r} is not in the store; send events to a run that was started."
         )
     status, waiting_seq = row
-    if status not in ACTIVE and status != "interrupted":
+    if status not in ACTIVE and status not in ("interrupted", "queued"):
         raise RunConflictError(
             f"Run {run_id!r} is {status}; events can only be sent to a run in progress."
         )
     if not answer:
-        return None
+        return None  # a queued run takes it in, in order, when it starts
+    if status == "queued":
+        raise RunConflictError(
+            f"Run {run_id!r} is queued: it has not started, so it has asked no question to "
+            "answer yet; answer once its status is 'waiting' (events it takes as they come "
+            "can be sent now)."
+        )
     if status != "waiting" or waiting_seq is None:
         raise answered_error(run_id)
     return f"answer:{waiting_seq}"

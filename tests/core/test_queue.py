@@ -219,3 +219,24 @@ def test_retention_takes_a_cancelled_queued_run_with_its_place(store) -> None:
     assert store.run("gone") is None
     store.enqueue(_queued("gone"), QueueEntry(), None)  # its run_queue row went too
     assert store.queue_place("gone", None).position == 1
+
+
+def test_admission_wait_is_estimated_from_the_rate() -> None:
+    """A full queue's wait: ``per / rate`` within 1 s and 60 s, else 1 s, else as set."""
+    assert RunLimits(rate=1, per=10).admission_wait() == 10.0
+    assert RunLimits(rate=100, per=60).admission_wait() == 1.0
+    assert RunLimits(rate=1, per=86400).admission_wait() == 60.0
+    assert RunLimits(concurrency=2).admission_wait() == 1.0
+    assert RunLimits(rate=1, per=10, retry_after=0.5).admission_wait() == 0.5
+    with pytest.raises(ValueError, match="retry_after=0"):
+        RunLimits(retry_after=0)
+
+
+def test_in_process_queue_full_error_carries_the_estimate() -> None:
+    """``cptr.enqueue`` on a full queue raises QueueFullError with the estimated wait."""
+    cptr = WorkflowCheckpointer(
+        Slow(), InMemoryCheckpointStore(), limits=RunLimits(rate=1, per=20, max_queued=0)
+    )
+    with pytest.raises(QueueFullError) as refused:
+        cptr.enqueue(n=1)
+    assert refused.value.retry_after == 20.0
