@@ -14,7 +14,14 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ..data.events import StartEvent
-from ..errors import CheckpointError, QueueFullError, RunConflictError, WorkflowCancelledByUser
+from ..errors import (
+    CheckpointError,
+    LeaseLostError,
+    QueueFullError,
+    RunBusyError,
+    RunConflictError,
+    WorkflowCancelledByUser,
+)
 from . import _idempotency
 from ._dispatch import Dispatcher
 from ._queue import QueueEntry, QueuePlace, QueueStore
@@ -155,7 +162,18 @@ def start_claimed(self: WorkflowCheckpointer, record: RunRecord) -> WorkflowHand
 
 
 def _start_claimed(self: WorkflowCheckpointer, record: RunRecord) -> None:
-    handler = start_claimed(self, record)
+    try:
+        handler = start_claimed(self, record)
+    except (RunBusyError, LeaseLostError):
+        raise  # another process holds the run: it starts it there
+    except Exception as exc:
+        # The claim took the run out of the queue: say why it did not start (resumable by code
+        # that can start it), and tell whoever waits for it here instead of leaving them waiting.
+        self.store.finish_run(record.run_id, "interrupted", error=f"It could not start: {exc}")
+        waiter = self._starting.pop(record.run_id, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(exc)
+        raise
     dispatcher = self._dispatcher
     if dispatcher is not None:
         handler.add_done_callback(lambda _: dispatcher.wake())

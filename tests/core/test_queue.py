@@ -240,3 +240,21 @@ def test_in_process_queue_full_error_carries_the_estimate() -> None:
     with pytest.raises(QueueFullError) as refused:
         cptr.enqueue(n=1)
     assert refused.value.retry_after == 20.0
+
+
+async def test_a_claimed_run_that_cannot_start_is_interrupted_and_its_waiter_told(store) -> None:
+    """A queued run whose start event this code cannot rebuild: its record says why it did not
+    start (``interrupted``, resumable by code that can) and ``started()`` raises, not hangs."""
+    now = time.time()
+    record = RunRecord("unreadable", "Slow", "queued", now, now, start_event="not an event")
+    store.enqueue(record, QueueEntry(), None)
+    cptr = WorkflowCheckpointer(Slow(), store, limits=RunLimits(concurrency=1))
+    try:
+        with pytest.raises(Exception) as caught:
+            await asyncio.wait_for(cptr.started("unreadable"), 30)
+        assert not isinstance(caught.value, TimeoutError)
+    finally:
+        await cptr.close_queue()
+    after = store.run("unreadable")
+    assert after.status == "interrupted"
+    assert "could not start" in (after.error or "")
