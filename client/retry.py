@@ -142,6 +142,16 @@ class Failure:
     retryable: bool
     error: Exception
     retry_after: float | None = None
+    status: int | None = None
+
+
+#: What to do when the server kept answering with one of these statuses.
+_ANSWERED = {
+    429: "The server is up but turned the request away: the workflow's run queue is full "
+    "(batonflow serve --max-queued). Send it again later, once queued runs have started",
+    503: "The server is up but cannot reach its run store (a database restart or outage): "
+    "check the database",
+}
 
 
 def transport_failure(
@@ -196,8 +206,8 @@ def status_failure(
             "Check with get() or list() whether it took effect before sending it again."
         )
         error.__cause__ = cause
-        return Failure(reason, False, error, retry_after)
-    return Failure(reason, True, cause, retry_after)
+        return Failure(reason, False, error, retry_after, status)
+    return Failure(reason, True, cause, retry_after, status)
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -321,9 +331,11 @@ class Attempts:
 
     def _exhausted(self, failure: Failure, budget: str, knob: str) -> ServerUnavailableError:
         elapsed = self.clock() - self.first_failure
+        # The server answered: the advice to check that it runs would mislead.
+        advice = _ANSWERED.get(failure.status or 0, self.advice)
         error = ServerUnavailableError(
             f"{self.subject}: {self.failures} attempt(s) over {elapsed:.1f} s failed, the last "
-            f"with {failure.reason}; the retry budget ({budget}) is spent. {self.advice}, or "
+            f"with {failure.reason}; the retry budget ({budget}) is spent. {advice}, or "
             f"give the client a larger budget: Client(..., retry=RetryPolicy({knob}=...))."
         )
         error.__cause__ = failure.error

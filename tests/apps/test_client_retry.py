@@ -123,6 +123,23 @@ def test_retry_after_replaces_the_wait_and_one_past_the_budget_gives_up():
         tries.pause(too_late)
 
 
+@pytest.mark.parametrize(
+    ("status", "advice"),
+    [(429, "run queue is full"), (503, "cannot reach its run store")],
+)
+def test_a_server_that_kept_answering_is_not_said_to_be_away(status, advice):
+    """Spent on a server's own answers, the error says what they meant, not 'check that the
+    server runs'."""
+    response = httpx.Response(status, headers={"retry-after": "30"}, json={"detail": "busy"})
+    failure = status_failure(response, "POST", "/workflows/x/runs")
+    assert failure is not None and failure.status == status
+    tries = attempts(RetryPolicy(total=10.0), FakeClock())
+    with pytest.raises(ServerUnavailableError) as caught:
+        tries.pause(failure)
+    assert advice in str(caught.value)
+    assert "Check h" not in str(caught.value)
+
+
 def test_the_calls_deadline_ends_retries_with_its_timeout_error():
     """A wait that would pass the call's deadline raises its ClientTimeoutError instead."""
     clock = FakeClock()
