@@ -14,8 +14,9 @@ Only texts the reader rebuilds are edited: the writer keeps, per run, the texts 
 run's last checkpoint with a state (:class:`StateTexts`), and starts over from each whole state
 (the first checkpoint, after ``set_state``, and after a checkpoint that was not saved).
 Checkpoints are deleted only with their whole run, so the whole state an edit builds on is
-there as long as the edit is. ``state_mode`` 2 needs no schema migration: rows written before
-read as they did; a batonflow older than this module would read such a row wrong.
+there as long as the edit is. ``state_mode`` 2 changes no table: rows written before read as
+they did. A batonflow older than this module would read such a row wrong, so the schema version
+went up with it (SQLite 10, PostgreSQL 13): an older batonflow refuses the store instead.
 """
 
 from __future__ import annotations
