@@ -35,9 +35,14 @@ from .loading import PendingChunk, content_hashes, pipeline_of, source_of, split
 log = logging.getLogger(__name__)
 
 #: The folder size from which ``num_workers=None`` starts worker processes (on a machine with
-#: more than one core): below it, starting them (each imports llama-index) costs more than
+#: AUTO_MIN_CORES cores or more): below it, starting them (each imports llama-index) costs more than
 #: they save.
 AUTO_MIN_FILES = 200
+#: ``num_workers=None`` starts workers only on a machine with at least this many cores. This
+#: process keeps storing while they work, so on two cores the workers and the store share them:
+#: measured on 2 cores (bench/ingest_bench.py, 2026-12-02, a quiet machine) two workers were
+#: 2.4x slower than none at 1,560 chunks (their start-up) and even at 15,875.
+AUTO_MIN_CORES = 3
 
 #: What one worker sends back for a batch: the sources' hashes, the files read, the files
 #: skipped, how many documents it split and the chunks of the sources to write.
@@ -63,7 +68,7 @@ def workers_for(num_workers: int | None, files: int) -> int:
     """
     if num_workers is None:
         many = cores()
-        return many if many > 1 and files >= AUTO_MIN_FILES else 0
+        return many if many >= AUTO_MIN_CORES and files >= AUTO_MIN_FILES else 0
     return num_workers
 
 
@@ -186,6 +191,7 @@ class Workers:
 
 
 __all__ = [
+    "AUTO_MIN_CORES",
     "AUTO_MIN_FILES",
     "Parsed",
     "Workers",

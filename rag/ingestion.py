@@ -109,7 +109,7 @@ class IngestionWorkflow(Workflow):
         num_workers: worker processes that read and split files (and embed them, when the
             embedding model pickles), as llama-index's ``IngestionPipeline(num_workers=)``:
             ``None`` (the default) starts one per core for a run reading at least 200 files
-            on a machine with more than one core, and none otherwise; ``0`` never starts any;
+            on a machine with three cores or more, and none otherwise; ``0`` never starts any;
             ``N`` starts ``N``. The chunks and the report are the same either way.
         timeout: the run's time limit in seconds (``None``: no limit).
         **kwargs: passed to :class:`~batonflow.core.Workflow`.

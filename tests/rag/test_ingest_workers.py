@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batonflow.rag import IngestionReport, IngestionWorkflow, QdrantStore, RAGConfigError
-from batonflow.rag._workers import AUTO_MIN_FILES, cores, workers_for
+from batonflow.rag import IngestionReport, IngestionWorkflow, QdrantStore, RAGConfigError, _workers
+from batonflow.rag._workers import AUTO_MIN_CORES, AUTO_MIN_FILES, workers_for
 from llama_index.core import Document
 from llama_index.core.node_parser import SentenceSplitter
 from rag_helpers import ConceptEmbedding, write_corpus
@@ -89,8 +89,13 @@ def test_num_workers_must_be_a_count(bad: Any) -> None:
         IngestionWorkflow(store=QdrantStore(location=":memory:"), num_workers=bad)
 
 
-def test_the_default_starts_workers_for_large_folders_only() -> None:
-    """num_workers=None: one process per core from AUTO_MIN_FILES files, none below."""
+@pytest.mark.parametrize("machine", [1, 2, 3, 8])
+def test_the_default_starts_workers_for_large_folders_on_three_cores_or_more(
+    machine: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """num_workers=None: one process per core from AUTO_MIN_FILES files on a machine of
+    AUTO_MIN_CORES cores or more (on two, the workers and the storing share them), none below."""
+    monkeypatch.setattr(_workers, "cores", lambda: machine)
     assert workers_for(None, AUTO_MIN_FILES - 1) == 0
-    assert workers_for(None, AUTO_MIN_FILES) == (cores() if cores() > 1 else 0)
+    assert workers_for(None, AUTO_MIN_FILES) == (machine if machine >= AUTO_MIN_CORES else 0)
     assert workers_for(0, 10_000) == 0 and workers_for(3, 1) == 3
