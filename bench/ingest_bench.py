@@ -72,14 +72,12 @@ def _current_rss_mb() -> float:
 # --- one side, in its own process -------------------------------------------------------------
 
 
-def _store_side(kind: str, n: int) -> dict[str, Any]:
+def bench_chunks(texts: list[str], dense: bool) -> list[Any]:
+    """The store's chunks of ``texts`` (one a document), with hash embeddings when ``dense``."""
     from _hash_embed import hash_vector
-    from batonflow.rag import QdrantStore
     from batonflow.rag.store import Chunk
 
-    texts = make_corpus(n)
-    dense = kind.endswith("hybrid")
-    chunks = [
+    return [
         Chunk(
             text=t,
             source=f"doc{i}",
@@ -90,6 +88,30 @@ def _store_side(kind: str, n: int) -> dict[str, Any]:
         )
         for i, t in enumerate(texts)
     ]
+
+
+def client_collection(chunks: list[Any]) -> Any:
+    """qdrant-client in memory with collection ``docs`` laid out as the store lays out its own
+    (BM25 sparse vectors with IDF, and the dense vector when ``chunks`` have one)."""
+    from batonflow.rag.layout import DENSE, SPARSE
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(location=":memory:")
+    size = len(chunks[0].dense or ())
+    client.create_collection(
+        "docs",
+        vectors_config={DENSE: models.VectorParams(size=size, distance="Cosine")} if size else {},
+        sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+    )
+    return client
+
+
+def _store_side(kind: str, n: int) -> dict[str, Any]:
+    from batonflow.rag import QdrantStore
+
+    texts = make_corpus(n)
+    dense = kind.endswith("hybrid")
+    chunks = bench_chunks(texts, dense)
     if kind.startswith("store"):
         store = QdrantStore(location=":memory:")
         base = _current_rss_mb()
@@ -102,19 +124,10 @@ def _store_side(kind: str, n: int) -> dict[str, Any]:
     else:
         from batonflow.rag.layout import DENSE, SPARSE, payload_of
         from batonflow.rag.sparse import BM25SparseEncoder
-        from qdrant_client import QdrantClient, models
+        from qdrant_client import models
 
         encoder = BM25SparseEncoder()
-        client = QdrantClient(location=":memory:")
-        client.create_collection(
-            "docs",
-            vectors_config=(
-                {DENSE: models.VectorParams(size=len(chunks[0].dense or ()), distance="Cosine")}
-                if dense
-                else {}
-            ),
-            sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-        )
+        client = client_collection(chunks)
         vectors = encoder.encode_documents(texts, avg_len=None)
         points = []
         for c, vec in zip(chunks, vectors, strict=True):

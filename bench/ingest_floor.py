@@ -25,28 +25,16 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from ingest_bench import bench_chunks, client_collection  # noqa: E402
 from rag_bench import make_corpus  # noqa: E402
 
 
 def _ready(n: int, hybrid: bool) -> tuple[Any, list[Any], list[Any]]:
     """A store, its chunks, and the points its engine writes for them (all built here)."""
-    from _hash_embed import hash_vector
     from batonflow.rag import QdrantStore
     from batonflow.rag._bm25_points import encode_points
-    from batonflow.rag.chunks import Chunk
 
-    texts = make_corpus(n)
-    chunks = [
-        Chunk(
-            text=t,
-            source=f"doc{i}",
-            index=0,
-            dense=hash_vector(t) if hybrid else None,
-            content_hash="h",
-            source_chunks=1,
-        )
-        for i, t in enumerate(texts)
-    ]
+    chunks = bench_chunks(make_corpus(n), hybrid)
     store = QdrantStore(location=":memory:")
     store.upsert(chunks[:1])  # creates the collection and its layout
     counted = [store.encoder.count_terms(c.text) for c in chunks]
@@ -67,18 +55,9 @@ def _side(kind: str, n: int, hybrid: bool) -> dict[str, float]:
         cpu = time.process_time() - cpu
     else:
         from batonflow.rag.layout import DENSE, SPARSE
-        from qdrant_client import QdrantClient, models
+        from qdrant_client import models
 
-        client = QdrantClient(location=":memory:")
-        client.create_collection(
-            "docs",
-            vectors_config=(
-                {DENSE: models.VectorParams(size=len(chunks[0].dense or ()), distance="Cosine")}
-                if hybrid
-                else {}
-            ),
-            sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
-        )
+        client = client_collection(chunks)
         ready = []
         for pid, sparse, dense, payload in points:
             vector: dict[str, Any] = {
