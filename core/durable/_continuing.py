@@ -26,6 +26,7 @@ from ..errors import CheckpointError, ContextSerdeError, IncompatibleRunError
 from . import _versions
 from ._records import Checkpoint, RunRecord
 from ._restarts import Interrupted
+from ._store import OffLoopWrites
 
 if TYPE_CHECKING:
     from ..engine.handler import WorkflowHandler
@@ -72,7 +73,10 @@ def restart(
     self._track(record.run_id, start=1)
     handler = self._launch(run_id=record.run_id, start_event=event)
     self._attach(handler, resumed=None if claimed else Interrupted())
-    self._deliver(record.run_id)
+    if claimed and isinstance(self.store, OffLoopWrites):
+        self._deliver_off_loop(record.run_id)  # a queued run's start is on the dispatcher's loop
+    else:
+        self._deliver(record.run_id)
     self._watch(handler)
     return handler
 

@@ -46,7 +46,8 @@ class RunInbox:
     _children_live: dict[str, RunInbox]
     #: Stream events (and questions) of live runs not written yet (_checkpoint_recording).
     _backlog: dict[str, list[tuple[Any, bool]]]
-    #: Cancellations started by inbox requests (kept until done).
+    #: Cancellations started by inbox requests, and inbox reads made in a thread (kept
+    #: referenced until done).
     _cancelling: set[asyncio.Future[Any]]
 
     #: Writes the stream events of a run that waited (_checkpoint_recording).
@@ -161,7 +162,30 @@ class RunInbox:
             if child is not None:
                 child._deliver(run_id)
             return
-        for item in self.store.inbox(run_id, after=self._inbox.get(run_id, 0)):
+        self._take_in(run_id, handler, self.store.inbox(run_id, after=self._inbox.get(run_id, 0)))
+
+    def _deliver_off_loop(self, run_id: str) -> None:
+        """:meth:`_deliver` with the store read in a thread (called on the run's loop): a run
+        just taken out of the queue gets what was sent to it meanwhile without the loop
+        waiting for a round trip to a store over the network."""
+
+        async def deliver() -> None:
+            items = await asyncio.to_thread(
+                self.store.inbox, run_id, after=self._inbox.get(run_id, 0)
+            )
+            handler = self._live.get(run_id)
+            if handler is not None:
+                self._take_in(run_id, handler, items)
+
+        self._cancelling.add(asyncio.ensure_future(deliver()))
+        self._cancelling = {t for t in self._cancelling if not t.done()}
+
+    def _take_in(self, run_id: str, handler: WorkflowHandler, items: Any) -> None:
+        """Give ``handler`` the inbox ``items`` it has not taken in yet, in order (another
+        delivery may have given it some meanwhile)."""
+        for item in items:
+            if item.seq <= self._inbox.get(run_id, 0):
+                continue
             self._inbox[run_id] = item.seq
             if item.body == CANCEL_REQUEST:
                 self._cancelling.add(asyncio.ensure_future(handler.cancel_run()))

@@ -11,6 +11,7 @@ import asyncio
 
 import pytest
 from batonflow.core import HumanResponseEvent, RunLimits, WorkflowCheckpointer
+from batonflow.core.durable._store import OffLoopWrites
 from batonflow.core.errors import RunConflictError
 from push_flow import Push, PushFlow
 
@@ -57,3 +58,41 @@ async def test_a_cancelled_queued_run_drops_its_events(store) -> None:
         await cptr.close_queue()
     assert store.run(fed).status == "cancelled"
     assert store.latest(fed) is None  # no step ran
+
+
+async def test_a_store_over_the_network_is_read_off_the_loop_when_a_queued_run_starts(
+    store,
+) -> None:
+    """The inbox of a run taken out of the queue is read in a thread where the store writes off
+    the loop (PostgreSQL): the dispatcher's loop does not wait for that round trip."""
+    if not isinstance(store, OffLoopWrites):
+        pytest.skip("a local store is read in place")
+    reads: list[bool] = []
+    real = store.inbox
+
+    def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(_on_a_loop())
+        return real(*args, **kwargs)
+
+    store.inbox = watched  # type: ignore[method-assign]
+    cptr = WorkflowCheckpointer(PushFlow(), store, limits=LIMITS)
+    holder = cptr.enqueue(run_id="holder", priority=9)
+    fed = cptr.enqueue(run_id="fed")
+    assert [r.run_id for r in store.claim_queued("PushFlow", LIMITS, 1)] == [holder]
+    try:
+        for item in "abc":
+            cptr.send_event(fed, Push(item=item))
+        store.finish_run(holder, "completed")
+        handler = await asyncio.wait_for(cptr.started(fed), 30)
+        assert await asyncio.wait_for(handler, 30) == ["a", "b", "c"]
+    finally:
+        await cptr.close_queue()
+    assert reads and not any(reads)
+
+
+def _on_a_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
