@@ -50,13 +50,11 @@ from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
 import psycopg
-from batonflow.core.durable._queue import QueueEntry, RunLimits
 from batonflow.core.durable._rechecks import (
     NOT_COMMITTED,
     Recheck,
     checkpoint_stored,
     event_appended,
-    run_recorded,
     status_written,
 )
 from batonflow.core.durable._records import (
@@ -65,9 +63,7 @@ from batonflow.core.durable._records import (
     RunRecord,
     check_status,
     checkpoint_taken_error,
-    run_exists_error,
 )
-from batonflow.core.durable._sql_schema import run_row
 from batonflow.core.durable._text import text_problem, unstorable_error
 from batonflow.core.errors import CheckpointError, LeaseLostError, StoreCorruptError
 from psycopg import errors as pg_errors
@@ -86,6 +82,7 @@ from ._leasing import LeaseMethods
 from ._notes import Announcer
 from ._offloop import OffLoopStore, Writers
 from ._outage import Calls, Outage, OutagePolicy, pool_options
+from ._queue import PgQueueMethods
 from ._sql import (
     ANNOUNCE,
     APPEND_FENCED,
@@ -96,11 +93,6 @@ from ._sql import (
     INBOX_CHANNEL,
     MIGRATIONS,
     PUT_FENCED,
-    QUEUE_CLAIM_FREE,
-    QUEUE_CLAIMED,
-    QUEUE_INSERT,
-    QUEUE_LEASED,
-    QUEUE_LOCK,
     RELEASE_CHANNEL,
     SCHEMA_TABLE,
     SCHEMA_VERSION,
@@ -112,7 +104,7 @@ from ._sql import (
 T = TypeVar("T")
 
 
-class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
+class PostgresCheckpointStore(PgQueueMethods, LeaseMethods, OffLoopStore):
     """Runs, checkpoints, event logs and inboxes in a PostgreSQL database.
 
     Text PostgreSQL cannot hold (a NUL character, a lone surrogate) in an id, a name, a
@@ -377,78 +369,6 @@ class PostgresCheckpointStore(LeaseMethods, OffLoopStore):
         )
 
     # -- the run queue (core/durable/_queue.py): claims one replica at a time per workflow ----
-
-    skip_locked = " FOR UPDATE SKIP LOCKED"
-
-    def _lock_queue(self, conn: psycopg.Connection[Any], workflow: str) -> None:
-        conn.execute(QUEUE_LOCK, (workflow,))
-
-    def enqueue(self, record: RunRecord, entry: QueueEntry, max_queued: int | None) -> None:
-        """As :meth:`SqlQueue.enqueue`; without ``max_queued``, one statement."""
-        if max_queued is not None:
-            super().enqueue(record, entry, max_queued)
-            return
-        check_status(record.status)
-        args = (
-            *run_row(record),
-            record.workflow_name,
-            entry.key,
-            entry.priority,
-            record.created_at,
-        )
-
-        def insert(conn: psycopg.Connection[Any]) -> None:
-            try:
-                conn.execute(QUEUE_INSERT, args)
-            except self.unique_violation as exc:
-                raise run_exists_error(record.run_id, self._where, record.idempotency_key) from exc
-
-        self._write(
-            "queue a run", insert, transaction=False, recheck=run_recorded(self.sql, record)
-        )
-        self._recorded.add(record.run_id)
-
-    def claim_queued(self, workflow: str, limits: RunLimits, want: int) -> builtins.list[RunRecord]:
-        """As :meth:`SqlQueue.claim_queued`; when only ``max_running`` bounds it, one
-        statement (the queue's row locks, no advisory lock and no counts)."""
-        if limits.counts_store or want <= 0:
-            return super().claim_queued(workflow, limits, want)
-        claim = uuid.uuid4().hex
-        args = {
-            "workflow": workflow,
-            "want": want,
-            "now": time.time(),
-            "replica": self.replica_id,
-            "token": self.lease_token,
-            "lease": self.lease_seconds,
-            "claim": claim,
-        }
-        rows = self._write(
-            "claim queued runs",
-            lambda conn: conn.execute(QUEUE_CLAIM_FREE, args).fetchall(),
-            transaction=False,
-            recheck=self._claim_recheck(claim),
-        )
-        return [r if isinstance(r, RunRecord) else RunRecord(*r) for r in rows]
-
-    def _queued_args(self, record: RunRecord) -> tuple[Any, ...]:
-        # No lease: whichever replica claims the run leases it then.
-        return (*run_row(record), None, None, False, self.lease_seconds, False)
-
-    def _hold_claimed(
-        self, conn: psycopg.Connection[Any], run_ids: builtins.list[str], claim: str
-    ) -> None:
-        conn.execute(
-            QUEUE_LEASED,
-            (self.replica_id, self.lease_token, self.lease_seconds, claim, run_ids),
-        )
-
-    def _claim_recheck(self, claim: str) -> Recheck[builtins.list[RunRecord]]:
-        def claimed(conn: psycopg.Connection[Any]) -> Any:
-            rows = conn.execute(QUEUE_CLAIMED, (claim,)).fetchall()
-            return [RunRecord(*r) for r in rows] or NOT_COMMITTED
-
-        return Recheck(("queue-claim", claim), claimed)
 
     def finish_run(
         self,
