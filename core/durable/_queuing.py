@@ -169,10 +169,11 @@ def _start_claimed(self: WorkflowCheckpointer, record: RunRecord) -> None:
     except Exception as exc:
         # The claim took the run out of the queue: say why it did not start (resumable by code
         # that can start it), and tell whoever waits for it here instead of leaving them waiting.
-        self.store.finish_run(record.run_id, "interrupted", error=f"It could not start: {exc}")
         waiter = self._starting.pop(record.run_id, None)
         if waiter is not None and not waiter.done():
             waiter.set_exception(exc)
+        # The store may be away too: the dispatcher logs that error with this one as its cause.
+        self.store.finish_run(record.run_id, "interrupted", error=f"It could not start: {exc}")
         raise
     dispatcher = self._dispatcher
     if dispatcher is not None:

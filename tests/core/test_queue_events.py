@@ -13,6 +13,7 @@ import pytest
 from batonflow.core import HumanResponseEvent, RunLimits, WorkflowCheckpointer
 from batonflow.core.durable._store import OffLoopWrites
 from batonflow.core.errors import RunConflictError
+from loop_threads import on_a_loop
 from push_flow import Push, PushFlow
 
 LIMITS = RunLimits(concurrency=1)
@@ -71,7 +72,7 @@ async def test_a_store_over_the_network_is_read_off_the_loop_when_a_queued_run_s
     real = store.inbox
 
     def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
-        reads.append(_on_a_loop())
+        reads.append(on_a_loop())
         return real(*args, **kwargs)
 
     store.inbox = watched  # type: ignore[method-assign]
@@ -88,11 +89,3 @@ async def test_a_store_over_the_network_is_read_off_the_loop_when_a_queued_run_s
     finally:
         await cptr.close_queue()
     assert reads and not any(reads)
-
-
-def _on_a_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True

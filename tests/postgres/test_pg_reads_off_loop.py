@@ -3,24 +3,16 @@ is several round trips (the run, its schedule, budget, usage), none made on the 
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
 from batonflow.apps.server import BackgroundServer, create_app
 from batonflow.client import Client
 from batonflow.postgres import PostgresCheckpointStore
+from loop_threads import on_a_loop
 from replica_flows import ApprovalFlow
 
 READS = ("run", "runs", "budget", "usage", "usage_many", "firings", "queue_place")
-
-
-def _on_a_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 def test_a_runs_record_is_read_off_the_event_loop(postgres_url) -> None:
@@ -32,7 +24,7 @@ def test_a_runs_record_is_read_off_the_event_loop(postgres_url) -> None:
                 continue
 
             def watched(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
-                if _on_a_loop():
+                if on_a_loop():
                     on_loop.append(_name)
                 return _real(*args, **kwargs)
 
@@ -62,7 +54,7 @@ def test_the_runs_list_reads_waiting_children_off_the_event_loop(postgres_url) -
         real = store.children_of
 
         def watched(run_ids: Any) -> Any:
-            reads.append(_on_a_loop())
+            reads.append(on_a_loop())
             return real(run_ids)
 
         store.children_of = watched  # type: ignore[method-assign]
